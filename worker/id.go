@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ID is a worker's deterministic identifier: "w-" followed by the first 12 hex digits of the
+// SHA-256 of the canonical URL, with "@RANK" appended for data-parallel ranks. Two gateways that
+// register the same URL therefore agree on the id, and a restart never orphans a record.
+type ID string
+
+// NewID returns the id of the worker at canonicalURL. rank < 0 means the worker has no
+// data-parallel rank.
+func NewID(canonicalURL string, rank int) ID {
+	sum := sha256.Sum256([]byte(canonicalURL))
+	id := "w-" + hex.EncodeToString(sum[:6])
+	if rank >= 0 {
+		id += "@" + strconv.Itoa(rank)
+	}
+	return ID(id)
+}
+
+// defaultPorts are made explicit by CanonicalURL so that "http://h" and "http://h:80" agree.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
+// CanonicalURL returns raw in canonical form: scheme and host lower-cased, the default port made
+// explicit, no trailing slash. Engine URLs (allowPath false) may carry no path, query or fragment;
+// external providers (allowPath true) may carry a path such as "/v1", kept without its trailing
+// slash. ipc:// URLs name a socket file and keep their path as given.
+func CanonicalURL(raw string, allowPath bool) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", fmt.Errorf("url is empty")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("url %q does not parse: %v", raw, urlErrReason(err))
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "http", "https", "grpc", "tcp":
+	case "ipc":
+		p := u.Host + u.Path
+		if p == "" {
+			return "", fmt.Errorf("url %q names no socket path", raw)
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			return "", fmt.Errorf("url %q has a query or fragment; ipc URLs name only a socket path", raw)
+		}
+		return "ipc://" + p, nil
+	case "":
+		return "", fmt.Errorf("url %q has no scheme; want http://, https://, grpc://, tcp:// or ipc://", raw)
+	default:
+		return "", fmt.Errorf("url %q has scheme %q; want http, https, grpc, tcp or ipc", raw, u.Scheme)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("url %q carries user info; pass credentials as api_key", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return "", fmt.Errorf("url %q has a query or fragment; a worker URL is a base URL", raw)
+	}
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	if path != "" && !allowPath {
+		return "", fmt.Errorf("url %q has a path %q; a worker URL is scheme://host:port only", raw, u.Path)
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return "", fmt.Errorf("url %q has no host", raw)
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPorts[scheme]
+	}
+	if port == "" {
+		return "", fmt.Errorf("url %q has no port; %s:// URLs need one", raw, scheme)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("url %q has port %q; want 1-65535", raw, port)
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + path, nil
+}
+
+func urlErrReason(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// DisplayID is the short host:port form of a canonical URL that operators read in tables.
+func DisplayID(canonicalURL string) string {
+	if s, ok := strings.CutPrefix(canonicalURL, "ipc://"); ok {
+		return s
+	}
+	u, err := url.Parse(canonicalURL)
+	if err != nil {
+		return canonicalURL
+	}
+	return u.Host
+}
