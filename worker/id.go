@@ -38,10 +38,14 @@ func CanonicalURL(raw string, allowPath bool) (string, error) {
 	if raw == "" {
 		return "", fmt.Errorf("url is empty")
 	}
+	if !strings.Contains(raw, "://") {
+		return "", fmt.Errorf("url %q has no scheme; want http://, https://, grpc://, tcp:// or ipc://", safeURL(raw))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("url %q does not parse: %v", raw, urlErrReason(err))
+		return "", fmt.Errorf("url %q does not parse: %v", safeURL(raw), urlErrReason(err))
 	}
+	raw = safeURL(raw)
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
 	case "http", "https", "grpc", "tcp":
@@ -91,6 +95,22 @@ func urlErrReason(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
+}
+
+// safeURL hides user info ("user:password@") so that an error message never echoes a credential.
+func safeURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return scheme + "://***@" + rest[at+1:]
+	}
+	return raw
 }
 
 // DisplayID is the short host:port form of a canonical URL that operators read in tables.
