@@ -1,0 +1,205 @@
+// Package pool holds the workers a gateway knows and the routable view the data plane reads
+// lock-free: a copy-on-write Snapshot swapped atomically, rebuilt only when a gate really flips.
+package pool
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// ErrNotFound is returned for an id the pool does not hold.
+var ErrNotFound = errors.New("worker not found")
+
+// Config configures a Pool. The zero value works.
+type Config struct {
+	// NewTransport attaches a transport to each new Worker (nil: none). It is called with the
+	// pool's lock held and must not call back into the pool.
+	NewTransport func(*Worker) Transport
+	// OnChange is called after every snapshot swap (nil: nothing). Read Snapshot from it; calls
+	// may arrive concurrently, and the latest snapshot is always the one to use.
+	OnChange func()
+	// InitialHealth is the health state of a newly added worker: HealthReady (the zero value)
+	// until health checks exist, HealthPending once they do.
+	InitialHealth Health
+}
+
+// Pool is the set of workers this gateway knows. Mutations take a lock; reads go through the
+// atomically swapped Snapshot.
+type Pool struct {
+	cfg     Config
+	mu      sync.Mutex
+	workers map[worker.ID]*Worker
+	snap    atomic.Pointer[Snapshot]
+	version uint64
+}
+
+// New returns an empty pool.
+func New(cfg Config) *Pool {
+	p := &Pool{cfg: cfg, workers: make(map[worker.ID]*Worker)}
+	p.snap.Store(&Snapshot{byID: map[worker.ID]*Worker{}})
+	return p
+}
+
+// Snapshot returns the current view. It never returns nil and must not be modified.
+func (p *Pool) Snapshot() *Snapshot { return p.snap.Load() }
+
+// Get returns the worker with id, or nil.
+func (p *Pool) Get(id worker.ID) *Worker { return p.Snapshot().byID[id] }
+
+// Upsert normalizes spec and adds it, or replaces the worker with the same id when its spec
+// differs (runtime state carries over). It reports whether anything changed. The error is the
+// *worker.FieldError from Normalize.
+func (p *Pool) Upsert(spec worker.Spec, origin string) (*Worker, bool, error) {
+	spec = spec.Clone()
+	if err := spec.Normalize(); err != nil {
+		return nil, false, err
+	}
+	id := spec.ID()
+	p.mu.Lock()
+	old := p.workers[id]
+	if old != nil && old.Origin == origin && reflect.DeepEqual(old.spec, spec) {
+		p.mu.Unlock()
+		return old, false, nil
+	}
+	w := newWorker(spec, origin)
+	if old != nil {
+		w.carryState(old)
+		closeTransport(old)
+	} else {
+		w.setHealth(p.cfg.InitialHealth)
+	}
+	if p.cfg.NewTransport != nil {
+		w.transport = p.cfg.NewTransport(w)
+	}
+	p.workers[id] = w
+	p.rebuildLocked()
+	p.mu.Unlock()
+	p.changed()
+	return w, true, nil
+}
+
+// Remove drops the worker with id and closes its transport.
+func (p *Pool) Remove(id worker.ID) error {
+	p.mu.Lock()
+	w := p.workers[id]
+	if w == nil {
+		p.mu.Unlock()
+		return ErrNotFound
+	}
+	delete(p.workers, id)
+	closeTransport(w)
+	p.rebuildLocked()
+	p.mu.Unlock()
+	p.changed()
+	return nil
+}
+
+// SetHealth records the worker's health state and reports whether its routability changed.
+func (p *Pool) SetHealth(id worker.ID, h Health) (bool, error) {
+	return p.mutate(id, func(w *Worker) bool { return w.setHealth(h) })
+}
+
+// SetFlags records the raft record's disabled and is_dead flags and reports whether the worker's
+// routability changed.
+func (p *Pool) SetFlags(id worker.ID, disabled, dead bool) (bool, error) {
+	return p.mutate(id, func(w *Worker) bool {
+		flipped := w.setGate(GateDisabled, disabled)
+		return w.setGate(GateDead, dead) || flipped
+	})
+}
+
+// mutate applies f to the worker under the lock and rebuilds the snapshot when f reports that a
+// gate flipped, so events, metrics and readiness fire only on a real change.
+func (p *Pool) mutate(id worker.ID, f func(*Worker) bool) (bool, error) {
+	p.mu.Lock()
+	w := p.workers[id]
+	if w == nil {
+		p.mu.Unlock()
+		return false, ErrNotFound
+	}
+	flipped := f(w)
+	if flipped {
+		p.rebuildLocked()
+	}
+	p.mu.Unlock()
+	if flipped {
+		p.changed()
+	}
+	return flipped, nil
+}
+
+// SetBreaker attaches b (nil detaches) to the worker; selection then skips it while b.Allow()
+// is false. Breaker verdicts are read per request, so no snapshot rebuild is needed.
+func (p *Pool) SetBreaker(id worker.ID, b Breaker) error {
+	w := p.Get(id)
+	if w == nil {
+		return ErrNotFound
+	}
+	if b == nil {
+		w.breaker.Store(nil)
+	} else {
+		w.breaker.Store(&breakerBox{b: b})
+	}
+	return nil
+}
+
+// SetOwner records the node id that owns the worker.
+func (p *Pool) SetOwner(id worker.ID, owner string) error {
+	w := p.Get(id)
+	if w == nil {
+		return ErrNotFound
+	}
+	w.owner.Store(&owner)
+	return nil
+}
+
+func (w *Worker) setHealth(h Health) bool {
+	w.health.Store(uint32(h))
+	flipped := w.setGate(GateNotReady, h != HealthReady && h != HealthDraining)
+	return w.setGate(GateDraining, h == HealthDraining) || flipped
+}
+
+func closeTransport(w *Worker) {
+	if w.transport != nil {
+		w.transport.Close()
+	}
+}
+
+func (p *Pool) changed() {
+	if p.cfg.OnChange != nil {
+		p.cfg.OnChange()
+	}
+}
+
+func (p *Pool) rebuildLocked() {
+	p.version++
+	s := &Snapshot{
+		Version: p.version,
+		All:     make([]*Worker, 0, len(p.workers)),
+		byID:    make(map[worker.ID]*Worker, len(p.workers)),
+	}
+	for id, w := range p.workers {
+		s.All = append(s.All, w)
+		s.byID[id] = w
+	}
+	slices.SortFunc(s.All, func(a, b *Worker) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	for _, w := range s.All {
+		if w.Gates() == 0 {
+			s.Routable = append(s.Routable, w)
+		}
+	}
+	p.snap.Store(s)
+}

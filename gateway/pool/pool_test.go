@@ -1,0 +1,250 @@
+package pool
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+type fakeBreaker struct{ open atomic.Bool }
+
+func (b *fakeBreaker) Allow() bool { return !b.open.Load() }
+
+type fakeTransport struct{ closed atomic.Bool }
+
+func (f *fakeTransport) Close() { f.closed.Store(true) }
+
+func addN(t testing.TB, p *Pool, n int, mutate func(i int, s *worker.Spec)) []*Worker {
+	t.Helper()
+	var out []*Worker
+	for i := 0; i < n; i++ {
+		s := worker.Spec{URL: "http://127.0.0.1:" + strconv.Itoa(9000+i)}
+		if mutate != nil {
+			mutate(i, &s)
+		}
+		w, _, err := p.Upsert(s, OriginLocal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func TestGatesControlRoutability(t *testing.T) {
+	var changes atomic.Int32
+	p := New(Config{OnChange: func() { changes.Add(1) }})
+	ws := addN(t, p, 2, nil)
+	id := ws[0].ID
+	tests := []struct {
+		name     string
+		apply    func() (bool, error)
+		flipped  bool
+		routable bool
+	}{
+		{"disable", func() (bool, error) { return p.SetFlags(id, true, false) }, true, false},
+		{"disable again is no flip", func() (bool, error) { return p.SetFlags(id, true, false) }, false, false},
+		{"enable", func() (bool, error) { return p.SetFlags(id, false, false) }, true, true},
+		{"quarantine", func() (bool, error) { return p.SetFlags(id, false, true) }, true, false},
+		{"release", func() (bool, error) { return p.SetFlags(id, false, false) }, true, true},
+		{"not ready", func() (bool, error) { return p.SetHealth(id, HealthNotReady) }, true, false},
+		{"failed stays closed", func() (bool, error) { return p.SetHealth(id, HealthFailed) }, false, false},
+		{"ready", func() (bool, error) { return p.SetHealth(id, HealthReady) }, true, true},
+		{"draining", func() (bool, error) { return p.SetHealth(id, HealthDraining) }, true, false},
+		{"ready again", func() (bool, error) { return p.SetHealth(id, HealthReady) }, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := changes.Load()
+			flipped, err := tt.apply()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if flipped != tt.flipped {
+				t.Errorf("flipped = %v, want %v", flipped, tt.flipped)
+			}
+			if got := changes.Load() - before; (got > 0) != tt.flipped {
+				t.Errorf("OnChange called %d times, want a call only on a flip", got)
+			}
+			in := false
+			for _, w := range p.Snapshot().Routable {
+				in = in || w.ID == id
+			}
+			if in != tt.routable {
+				t.Errorf("routable = %v, want %v", in, tt.routable)
+			}
+		})
+	}
+}
+
+func TestUpsertIdempotentAndReplace(t *testing.T) {
+	var made []*fakeTransport
+	p := New(Config{NewTransport: func(*Worker) Transport { f := &fakeTransport{}; made = append(made, f); return f }})
+	w1, changed, err := p.Upsert(worker.Spec{URL: "HTTP://LocalHost:8000/"}, OriginLocal)
+	if err != nil || !changed {
+		t.Fatalf("first upsert: changed=%v err=%v", changed, err)
+	}
+	if w1.URL != "http://localhost:8000" {
+		t.Errorf("URL = %q, want canonical", w1.URL)
+	}
+	if _, changed, _ := p.Upsert(worker.Spec{URL: "http://localhost:8000"}, OriginLocal); changed {
+		t.Error("same spec again reported a change")
+	}
+	if _, err := p.SetFlags(w1.ID, true, false); err != nil {
+		t.Fatal(err)
+	}
+	w2, changed, _ := p.Upsert(worker.Spec{URL: "http://localhost:8000", Model: "m"}, OriginLocal)
+	if !changed || w2 == w1 {
+		t.Fatal("a changed spec must replace the worker")
+	}
+	if w2.Gates()&GateDisabled == 0 {
+		t.Error("runtime flags must carry over a spec change")
+	}
+	if !made[0].closed.Load() {
+		t.Error("the replaced worker's transport was not closed")
+	}
+	if err := p.Remove(w2.ID); err != nil || !made[1].closed.Load() {
+		t.Errorf("remove: err=%v closed=%v", err, made[1].closed.Load())
+	}
+	if err := p.Remove(w2.ID); err != ErrNotFound {
+		t.Errorf("second remove: %v, want ErrNotFound", err)
+	}
+	if _, _, err := p.Upsert(worker.Spec{URL: "http://h:1/v1"}, OriginLocal); err == nil {
+		t.Error("a worker URL with a path was accepted")
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	p := New(Config{})
+	ws := addN(t, p, 4, func(i int, s *worker.Spec) {
+		switch i {
+		case 0:
+			s.Models = []string{"a"}
+		case 1:
+			s.Models = []string{"b"}
+			s.Capabilities = []string{"chat"}
+		case 2:
+			s.Capabilities = []string{"embeddings"}
+		}
+	})
+	br := &fakeBreaker{}
+	if err := p.SetBreaker(ws[3].ID, br); err != nil {
+		t.Fatal(err)
+	}
+	snap := p.Snapshot()
+	ids := func(c []*Worker) string {
+		s := ""
+		for _, w := range c {
+			s += w.URL[len(w.URL)-1:]
+		}
+		return s
+	}
+	tests := []struct {
+		name  string
+		need  worker.Capability
+		model string
+		avoid *Worker
+		open  bool
+		want  string // last digit of each port, in id order
+	}{
+		{"any", worker.CapChat, "", nil, false, ids(filter(snap.Routable, ws[2]))},
+		{"model a", worker.CapChat, "a", nil, false, ids([]*Worker{ws[0], ws[3]})},
+		{"model b", worker.CapChat, "b", nil, false, ids(sortedByID(ws[1], ws[3]))},
+		{"embeddings", worker.CapEmbeddings, "", nil, false, ids(sortedByID(ws[0], ws[2], ws[3]))},
+		{"breaker open", worker.CapEmbeddings, "", nil, true, ids(sortedByID(ws[0], ws[2]))},
+		{"avoid with others", worker.CapChat, "a", ws[0], false, ids([]*Worker{ws[3]})},
+		{"avoid when alone", worker.CapChat, "a", ws[0], true, ids([]*Worker{ws[0]})},
+		{"streaming+chat b", worker.CapChat | worker.CapStreaming, "b", nil, false, ids([]*Worker{ws[3]})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			br.open.Store(tt.open)
+			got := snap.Candidates(nil, tt.need, []byte(tt.model), tt.avoid)
+			if ids(got) != tt.want {
+				t.Errorf("candidates %q, want %q", ids(got), tt.want)
+			}
+		})
+	}
+	br.open.Store(false)
+	scratch := make([]*Worker, 0, 8)
+	model := []byte("a")
+	if a := testing.AllocsPerRun(100, func() { scratch = snap.Candidates(scratch, worker.CapChat, model, nil) }); a != 0 {
+		t.Errorf("Candidates allocates %.1f times per call", a)
+	}
+}
+
+func filter(ws []*Worker, drop *Worker) []*Worker {
+	var out []*Worker
+	for _, w := range ws {
+		if w != drop {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func sortedByID(ws ...*Worker) []*Worker {
+	out := append([]*Worker(nil), ws...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j].ID < out[i].ID {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestLookupByIDOrURL(t *testing.T) {
+	p := New(Config{})
+	w := addN(t, p, 1, nil)[0]
+	snap := p.Snapshot()
+	for _, ref := range []string{string(w.ID), w.URL, url.QueryEscape(w.URL), "http://127.0.0.1:9000/"} {
+		if got := snap.Lookup(ref); got != w {
+			t.Errorf("Lookup(%q) = %v", ref, got)
+		}
+	}
+	if snap.Lookup("w-000000000000") != nil || snap.Lookup("http://127.0.0.1:1") != nil {
+		t.Error("Lookup found a worker that does not exist")
+	}
+}
+
+func TestWhy(t *testing.T) {
+	p := New(Config{})
+	if got := p.Snapshot().Why(worker.CapChat, nil); got != "no workers are registered" {
+		t.Errorf("empty pool: %q", got)
+	}
+	addN(t, p, 1, func(_ int, s *worker.Spec) { s.Models = []string{"m"}; s.Capabilities = []string{"chat"} })
+	for _, tt := range []struct {
+		need  worker.Capability
+		model string
+		want  string
+	}{
+		{worker.CapChat, "x", `no routable worker serves model "x"`},
+		{worker.CapChat | worker.CapImageInput, "m", `no routable worker serving model "m" has capabilities chat,image_input`},
+	} {
+		if got := p.Snapshot().Why(tt.need, []byte(tt.model)); got != tt.want {
+			t.Errorf("Why(%v, %q) = %q, want %q", tt.need, tt.model, got, tt.want)
+		}
+	}
+}
+
+func BenchmarkCandidates(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		p := New(Config{})
+		addN(b, p, n, nil)
+		snap := p.Snapshot()
+		scratch := make([]*Worker, 0, n)
+		model := []byte("m")
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				scratch = snap.Candidates(scratch, worker.CapChat|worker.CapStreaming, model, nil)
+			}
+		})
+	}
+}

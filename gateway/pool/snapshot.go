@@ -1,0 +1,103 @@
+package pool
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Snapshot is an immutable view of the pool at one version. Routable holds the workers whose
+// gates were all open when it was built, sorted by id; per-request checks (capability, model,
+// breaker) happen in Candidates.
+type Snapshot struct {
+	Version  uint64
+	All      []*Worker // every worker, sorted by id
+	Routable []*Worker // workers with every gate open, sorted by id
+	byID     map[worker.ID]*Worker
+}
+
+// Get returns the worker with id, or nil.
+func (s *Snapshot) Get(id worker.ID) *Worker { return s.byID[id] }
+
+// Lookup finds a worker by id or by URL (percent-encoded or not, canonicalized first), as the
+// admin routes accept either.
+func (s *Snapshot) Lookup(ref string) *Worker {
+	if w := s.byID[worker.ID(ref)]; w != nil {
+		return w
+	}
+	if dec, err := url.PathUnescape(ref); err == nil {
+		ref = dec
+	}
+	if w := s.byID[worker.ID(ref)]; w != nil {
+		return w
+	}
+	if !strings.Contains(ref, "://") {
+		return nil
+	}
+	for _, allowPath := range []bool{false, true} {
+		canon, err := worker.CanonicalURL(ref, allowPath)
+		if err != nil {
+			continue
+		}
+		for _, w := range s.All {
+			if w.URL == canon {
+				return w
+			}
+		}
+	}
+	return nil
+}
+
+// Candidates appends to dst the routable workers that have every capability in need, serve model
+// and whose breaker allows traffic. avoid (may be nil) is left out when another candidate exists:
+// a retry prefers a different worker than the one that just failed. It does not allocate when
+// dst has room.
+func (s *Snapshot) Candidates(dst []*Worker, need worker.Capability, model []byte, avoid *Worker) []*Worker {
+	dst = dst[:0]
+	avoided := false
+	for _, w := range s.Routable {
+		if !w.Caps.Has(need) || !w.ServesModel(model) || w.Gates() != 0 || !w.Allow() {
+			continue
+		}
+		if w == avoid {
+			avoided = true
+			continue
+		}
+		dst = append(dst, w)
+	}
+	if len(dst) == 0 && avoided {
+		dst = append(dst, avoid)
+	}
+	return dst
+}
+
+// Why explains in one phrase why no routable worker matches need and model, for the message of a
+// 503 no_available_workers.
+func (s *Snapshot) Why(need worker.Capability, model []byte) string {
+	if len(s.All) == 0 {
+		return "no workers are registered"
+	}
+	if len(s.Routable) == 0 {
+		return "no worker is routable (all are unhealthy, disabled or draining)"
+	}
+	capable, serving := false, false
+	for _, w := range s.Routable {
+		if w.ServesModel(model) {
+			serving = true
+			if w.Caps.Has(need) {
+				capable = true
+			}
+		}
+	}
+	switch {
+	case !serving:
+		return "no routable worker serves model \"" + string(model) + "\""
+	case !capable:
+		if len(model) == 0 {
+			return "no routable worker has capabilities " + need.String()
+		}
+		return "no routable worker serving model \"" + string(model) + "\" has capabilities " + need.String()
+	}
+	return "every matching worker has an open circuit breaker"
+}

@@ -1,0 +1,197 @@
+package pool
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Origins of a worker in this gateway's view.
+const (
+	OriginLocal = "local" // registered at this gateway (flags, config file, admin API)
+	OriginMesh  = "mesh"  // imported read-only from its owner's bulletins
+)
+
+// Gate is one reason a worker is not routable. A worker is routable when its gate word is zero;
+// every subsystem sets or clears only its own gate, so none of them overwrites another's verdict.
+type Gate uint32
+
+// The gates a worker can be closed by.
+const (
+	GateDisabled Gate = 1 << iota // the raft record says disabled
+	GateDead                      // the raft record says is_dead (manual quarantine)
+	GateNotReady                  // health state is not ready
+	GateDraining                  // the worker is being removed or its owner is draining it
+)
+
+// Breaker is what selection asks of a worker's circuit breaker. A nil breaker always allows.
+type Breaker interface {
+	Allow() bool
+}
+
+// Transport is the per-worker connection pool the data plane attaches to a worker; the pool
+// closes it when the worker is replaced or removed.
+type Transport interface {
+	Close()
+}
+
+// Worker is one worker in this gateway's view. Its identity and spec are immutable: a changed spec
+// replaces the Worker with a new one. Load, gates, health and breaker are shared atomics so the
+// data plane reads them without locks.
+type Worker struct {
+	ID        worker.ID
+	DisplayID string
+	URL       string // canonical URL; also the metric label
+	Caps      worker.Capability
+	Models    []string // empty means any model
+	Origin    string
+	// Hash is a stable 64-bit hash of ID, used by the hashing policies.
+	Hash uint64
+
+	spec      worker.Spec // normalized, API key included: read it through Spec or APIKey
+	transport Transport
+
+	inflight atomic.Int64
+	gates    atomic.Uint32
+	health   atomic.Uint32 // Health
+	breaker  atomic.Pointer[breakerBox]
+	owner    atomic.Pointer[string]
+}
+
+type breakerBox struct{ b Breaker }
+
+func newWorker(spec worker.Spec, origin string) *Worker {
+	w := &Worker{
+		ID:        spec.ID(),
+		DisplayID: spec.DisplayID(),
+		URL:       spec.URL,
+		Caps:      spec.Caps(),
+		Models:    slices.Clone(spec.Models),
+		Origin:    origin,
+		spec:      spec,
+	}
+	w.Hash = HashString(string(w.ID))
+	return w
+}
+
+// Spec returns a copy of the worker's spec without its API key.
+func (w *Worker) Spec() worker.Spec { return w.spec.Redacted() }
+
+// APIKey returns the key the data plane forwards as a bearer token; never log or return it.
+func (w *Worker) APIKey() string { return w.spec.APIKey }
+
+// Resilience returns the worker's resilience overrides, nil when none are set. Read only.
+func (w *Worker) Resilience() *worker.Resilience { return w.spec.Resilience }
+
+// Transport returns what the data plane attached to the worker (nil when nothing is attached).
+func (w *Worker) Transport() Transport { return w.transport }
+
+// Inflight returns the number of requests in flight to the worker from this gateway.
+func (w *Worker) Inflight() int64 { return w.inflight.Load() }
+
+// Acquire counts a request in flight; call Release when it ends.
+func (w *Worker) Acquire() { w.inflight.Add(1) }
+
+// Release ends a request counted by Acquire.
+func (w *Worker) Release() { w.inflight.Add(-1) }
+
+// Gates returns the closed gates; zero means routable as far as the gates go.
+func (w *Worker) Gates() Gate { return Gate(w.gates.Load()) }
+
+// Health returns the worker's health state.
+func (w *Worker) Health() Health { return Health(w.health.Load()) }
+
+// Owner returns the node id of the worker's owner ("" until one is set).
+func (w *Worker) Owner() string {
+	if p := w.owner.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Allow asks the worker's breaker whether it takes traffic; true without a breaker.
+func (w *Worker) Allow() bool {
+	if b := w.breaker.Load(); b != nil {
+		return b.b.Allow()
+	}
+	return true
+}
+
+// Breaker returns the breaker attached to the worker, nil when none is.
+func (w *Worker) Breaker() Breaker {
+	if b := w.breaker.Load(); b != nil {
+		return b.b
+	}
+	return nil
+}
+
+// ServesModel reports whether the worker serves model; an empty model or an empty model list
+// matches anything. It does not allocate.
+func (w *Worker) ServesModel(model []byte) bool {
+	if len(model) == 0 || len(w.Models) == 0 {
+		return true
+	}
+	for _, m := range w.Models {
+		if m == string(model) {
+			return true
+		}
+	}
+	return false
+}
+
+// setGate opens (on=false) or closes (on=true) gate g and reports whether the word changed.
+func (w *Worker) setGate(g Gate, on bool) bool {
+	for {
+		old := w.gates.Load()
+		nw := old &^ uint32(g)
+		if on {
+			nw = old | uint32(g)
+		}
+		if nw == old {
+			return false
+		}
+		if w.gates.CompareAndSwap(old, nw) {
+			return true
+		}
+	}
+}
+
+// carryState copies runtime state from the worker this one replaces.
+func (w *Worker) carryState(old *Worker) {
+	w.gates.Store(old.gates.Load())
+	w.health.Store(old.health.Load())
+	w.breaker.Store(old.breaker.Load())
+	w.owner.Store(old.owner.Load())
+}
+
+// HashString is FNV-1a 64 followed by a murmur3 finalizer: stable across processes (every gateway
+// of a mesh hashes a key the same way) and well mixed for rendezvous hashing.
+func HashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return Mix(h)
+}
+
+// HashBytes is HashString over a byte slice; it does not allocate.
+func HashBytes(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return Mix(h)
+}
+
+// Mix is the murmur3 64-bit finalizer.
+func Mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
