@@ -1,0 +1,226 @@
+package reqmeta
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+const (
+	chat   = worker.CapChat
+	stream = worker.CapStreaming
+	img    = worker.CapImageInput
+	audIn  = worker.CapAudioInput
+	vid    = worker.CapVideoInput
+	audOut = worker.CapAudioOutput
+)
+
+func TestCapabilityInference(t *testing.T) {
+	tests := []struct {
+		name   string
+		route  Route
+		body   string
+		model  string
+		stream bool
+		caps   worker.Capability
+	}{
+		{"plain chat", RouteChat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "m", false, chat},
+		{"stream", RouteChat, `{"model":"m","stream":true,"messages":[]}`, "m", true, chat | stream},
+		{"stream false", RouteChat, `{"stream":false}`, "", false, chat},
+		{"image part", RouteChat, `{"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"data:"}}]}]}`, "", false, chat | img},
+		{"input_image", RouteChat, `{"messages":[{"content":[{"type":"input_image"}]}]}`, "", false, chat | img},
+		{"audio part", RouteChat, `{"messages":[{"content":[{"type":"input_audio","input_audio":{"data":"..","format":"wav"}}]}]}`, "", false, chat | audIn},
+		{"video part", RouteChat, `{"messages":[{"content":[{"type":"video_url","video_url":{"url":"u"}}]}]}`, "", false, chat | vid},
+		{"modalities audio", RouteChat, `{"modalities":["text","audio"],"messages":[]}`, "", false, chat | audOut},
+		{"modalities text only", RouteChat, `{"modalities":["text"],"messages":[]}`, "", false, chat},
+		{"audio output block", RouteChat, `{"audio":{"voice":"alloy","format":"wav"},"messages":[]}`, "", false, chat | audOut},
+		{"audio null", RouteChat, `{"audio":null}`, "", false, chat},
+		{"type outside the prompt is ignored", RouteChat, `{"response_format":{"type":"image_url"},"messages":[]}`, "", false, chat},
+		{"everything", RouteChat, `{"model":"omni","stream":true,"modalities":["audio"],"messages":[{"content":[{"type":"image_url"},{"type":"input_audio"},{"type":"video_url"}]}]}`, "omni", true, chat | stream | img | audIn | vid | audOut},
+		{"completions", RouteCompletions, `{"model":"m","prompt":"once upon"}`, "m", false, worker.CapCompletions},
+		{"embeddings", RouteEmbeddings, `{"model":"e","input":["a","b"]}`, "e", false, worker.CapEmbeddings},
+		{"generate with image_data", RouteGenerate, `{"text":"x","image_data":"b64"}`, "", false, worker.CapCompletions | img},
+		{"speech", RouteSpeech, `{"model":"tts","input":"hello","voice":"v"}`, "tts", false, worker.CapSpeech},
+		{"transcriptions not parsed", RouteTranscriptions, "--boundary\r\nnot json", "", false, audIn},
+		{"escaped model", RouteChat, `{"model":"a\u0062c\n"}`, "abc\n", false, chat},
+		{"last model wins", RouteChat, `{"model":"a","model":"b"}`, "b", false, chat},
+		{"model null", RouteChat, `{"model":"a","model":null}`, "", false, chat},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m Meta
+			if err := Parse(&m, tt.route, []byte(tt.body), Hints{}); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if string(m.Model) != tt.model || m.Stream != tt.stream || m.Caps != tt.caps {
+				t.Errorf("got model=%q stream=%v caps=%v, want model=%q stream=%v caps=%v",
+					m.Model, m.Stream, m.Caps, tt.model, tt.stream, tt.caps)
+			}
+		})
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	for _, body := range []string{
+		``, `   `, `[1]`, `"x"`, `{`, `{"model":}`, `{"model":"m",}`, `{"model":"m"} x`, `{model:"m"}`,
+		`{"a":tru}`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"model":5}`, `{"stream":"yes"}`,
+		`{"a":[1,]}`, `{"a" 1}`, `{"a":-}`, `{"a":1e}`, `{"a":"\u12"}`,
+	} {
+		var m Meta
+		err := Parse(&m, RouteChat, []byte(body), Hints{})
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded, want an error", body)
+			continue
+		}
+		if e, ok := err.(*Error); !ok || e.Header != "" || strings.Contains(e.Msg, "\n") {
+			t.Errorf("Parse(%q) = %#v, want a one-line *Error about the body", body, err)
+		}
+	}
+}
+
+func TestHints(t *testing.T) {
+	tests := []struct {
+		name    string
+		route   Route
+		body    string
+		h       Hints
+		errHdr  string // header named by the 400, "" for success
+		model   string
+		stream  bool
+		wantCap worker.Capability
+	}{
+		{"model fills a gap", RouteChat, `{}`, Hints{Model: []byte("m")}, "", "m", false, chat},
+		{"model agrees", RouteChat, `{"model":"m"}`, Hints{Model: []byte("m")}, "", "m", false, chat},
+		{"model contradicts", RouteChat, `{"model":"m"}`, Hints{Model: []byte("other")}, HeaderModel, "", false, 0},
+		{"stream fills a gap", RouteChat, `{}`, Hints{Stream: []byte("true")}, "", "", true, chat | stream},
+		{"stream contradicts", RouteChat, `{"stream":false}`, Hints{Stream: []byte("true")}, HeaderStream, "", false, 0},
+		{"stream garbage", RouteChat, `{}`, Hints{Stream: []byte("maybe")}, HeaderStream, "", false, 0},
+		{"caps add", RouteChat, `{}`, Hints{Capabilities: []byte("image_input, audio_output")}, "", "", false, chat | img | audOut},
+		{"caps unknown", RouteChat, `{}`, Hints{Capabilities: []byte("telepathy")}, HeaderCapabilities, "", false, 0},
+		{"caps leave out what the body needs", RouteChat, `{"messages":[{"content":[{"type":"image_url"}]}]}`, Hints{Capabilities: []byte("chat")}, HeaderCapabilities, "", false, 0},
+		{"multipart routes by hints", RouteTranscriptions, "--b\r\n", Hints{Model: []byte("whisper"), Stream: []byte("1")}, "", "whisper", true, audIn | stream},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m Meta
+			err := Parse(&m, tt.route, []byte(tt.body), tt.h)
+			if tt.errHdr != "" {
+				e, ok := err.(*Error)
+				if !ok || e.Header != tt.errHdr || !strings.Contains(e.Msg, tt.errHdr) {
+					t.Fatalf("err = %v, want a 400 naming %s", err, tt.errHdr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(m.Model) != tt.model || m.Stream != tt.stream || m.Caps != tt.wantCap {
+				t.Errorf("got model=%q stream=%v caps=%v, want %q %v %v", m.Model, m.Stream, m.Caps, tt.model, tt.stream, tt.wantCap)
+			}
+		})
+	}
+}
+
+func TestLargeBodyScansPrefixAndUsesHints(t *testing.T) {
+	big := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", ScanLimit) + `"}]}`
+	var m Meta
+	if err := Parse(&m, RouteChat, []byte(big), Hints{Capabilities: []byte("image_input")}); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Truncated || string(m.Model) != "m" || !m.Stream || m.Caps != chat|stream|img {
+		t.Errorf("got %+v", m)
+	}
+	// A prefix that runs out mid-token is not an error; a contradiction still is.
+	if err := Parse(&m, RouteChat, []byte(big), Hints{Model: []byte("n")}); err == nil {
+		t.Error("a model hint contradicting the scanned prefix was accepted")
+	}
+}
+
+func TestParseDoesNotAllocate(t *testing.T) {
+	body := []byte(`{"model":"llama-3-8b","stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"Hello there, how are you?"},{"type":"image_url","image_url":{"url":"http://x"}}]}],"max_tokens":64}`)
+	var m Meta
+	if a := testing.AllocsPerRun(100, func() { _ = Parse(&m, RouteChat, body, Hints{}) }); a != 0 {
+		t.Errorf("Parse allocates %.1f times per call, want 0", a)
+	}
+}
+
+// FuzzParse checks that Parse never panics, and that on valid JSON objects it agrees with
+// encoding/json on model and stream and accepts what encoding/json accepts.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","stream":true,"messages":[]}`,
+		`{"model":"a\u0062","stream":false}`,
+		`{"model":"\ud800x"}`,
+		"{\"model\":\"\xff\xfe\"}",
+		`{"model":null,"stream":null}`,
+		`{"messages":[{"content":[{"type":"image_url"}]}],"modalities":["audio"]}`,
+		`{"a":[1,2.5e-3,-0,{"b":{}}],"model":"z"}`,
+		`[]`, `{`, `{"model":1}`, ``, `{"mod\u0065l":"k"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var m Meta
+		err := Parse(&m, RouteChat, body, Hints{})
+		var doc map[string]any
+		jerr := json.Unmarshal(body, &doc)
+		if jerr != nil || doc == nil {
+			if err == nil && json.Valid(body) {
+				t.Fatalf("Parse accepted %q, which is valid JSON but not an object", body)
+			}
+			if err == nil && !json.Valid(body) {
+				t.Fatalf("Parse accepted invalid JSON %q", body)
+			}
+			return
+		}
+		model, modelOK := doc["model"].(string)
+		streamV, streamOK := doc["stream"].(bool)
+		badType := (doc["model"] != nil && !modelOK) || (doc["stream"] != nil && !streamOK)
+		if badType {
+			if err == nil {
+				t.Fatalf("Parse accepted a non-string model or non-bool stream in %q", body)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Parse(%q) failed on valid JSON: %v", body, err)
+		}
+		if string(m.Model) != model || m.Stream != (streamOK && streamV) {
+			t.Fatalf("Parse(%q): model=%q stream=%v; encoding/json: model=%q stream=%v", body, m.Model, m.Stream, model, streamV)
+		}
+	})
+}
+
+func BenchmarkParse(b *testing.B) {
+	small := []byte(`{"model":"llama-3-8b","messages":[{"role":"user","content":"Hello there"}],"stream":true}`)
+	b.Run("small-125B", func(b *testing.B) {
+		var m Meta
+		b.ReportAllocs()
+		b.SetBytes(int64(len(small)))
+		for b.Loop() {
+			_ = Parse(&m, RouteChat, small, Hints{})
+		}
+	})
+	b.Run("encoding-json-125B", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(small)))
+		for b.Loop() {
+			var v struct {
+				Model  string `json:"model"`
+				Stream bool   `json:"stream"`
+			}
+			_ = json.Unmarshal(small, &v)
+		}
+	})
+	large := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 8000) + `"}]}`)
+	b.Run("96KiB", func(b *testing.B) {
+		var m Meta
+		b.ReportAllocs()
+		b.SetBytes(int64(len(large)))
+		for b.Loop() {
+			_ = Parse(&m, RouteChat, large, Hints{})
+		}
+	})
+}
