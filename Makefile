@@ -1,0 +1,38 @@
+# meshgw — the two commands of the README are `make demo` and `make test`.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := bin
+
+.PHONY: all build demo test test-go test-short lint proto bench bench-quick chaos clean help
+
+all: build
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
+
+build: ## Build meshgw, meshctl and fakeworker into bin/.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+demo: build ## Start a local mesh with fake engines and print what to try.
+	scripts/demo.sh
+
+test: build ## Install test dependencies, lint, and run every test.
+	scripts/test-deps.sh
+	scripts/lint.sh
+	$(GO) test -count=1 -timeout 15m ./...
+
+test-short: ## Go tests without the slow multi-process suites.
+	$(GO) test -count=1 -short ./...
+
+lint: ## gofmt, go vet and staticcheck.
+	scripts/lint.sh
+
+proto: ## Regenerate protobuf/gRPC code from api/ with pinned tools.
+	scripts/proto.sh
+
+bench: build ## Benchmark meshgw against direct and HAProxy (BENCH_QUICK=1 for a short run).
+	scripts/bench.sh
+
+clean: ## Remove build outputs.
+	rm -rf $(BIN)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs beyond Go: the OpenAI Node SDK (pinned by
+# test/node/package-lock.json) and promtool (Debian's prometheus package). Idempotent: it does
+# nothing when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "test-deps: installing ${need_apt[*]} from Debian" >&2
+  if [ "$(id -u)" != 0 ]; then
+    echo "test-deps: need root to apt-get install ${need_apt[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  # prometheus pulls in a daemon we never start; --no-install-recommends keeps the rest out.
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # The Debian package starts the prometheus service where systemd runs; we only want promtool.
+  (systemctl stop prometheus 2>/dev/null || service prometheus stop 2>/dev/null || true) >/dev/null 2>&1
+fi
+
+lock=test/node/package-lock.json
+stamp=test/node/node_modules/.meshgw-lock.sha256
+want=$(sha256sum "$lock" | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "test-deps: npm ci in test/node" >&2
+  (cd test/node && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" >"$stamp"
+fi
