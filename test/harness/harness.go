@@ -1,0 +1,317 @@
+// Package harness starts real meshgw and fakeworker processes for the multi-process tests in
+// test/: it builds the binaries once, picks loopback ports, waits for each process to be ready
+// on a condition with a deadline, and kills every process it started when the test ends.
+package harness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Bins names the built binaries.
+type Bins struct {
+	Meshgw, Fakeworker, Meshctl string
+}
+
+var (
+	buildOnce sync.Once
+	bins      Bins
+	buildErr  error
+)
+
+// Build compiles cmd/meshgw and cmd/fakeworker (and cmd/meshctl when it exists) once per test
+// binary into a temporary folder. MESHGW_BIN_DIR reuses binaries built elsewhere (make build).
+func Build(t testing.TB) Bins {
+	t.Helper()
+	buildOnce.Do(func() {
+		if dir := os.Getenv("MESHGW_BIN_DIR"); dir != "" {
+			bins = binsIn(dir)
+			return
+		}
+		dir, err := os.MkdirTemp("", "meshgw-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		root := moduleRoot()
+		pkgs := []string{"./cmd/meshgw", "./cmd/fakeworker"}
+		if _, err := os.Stat(filepath.Join(root, "cmd", "meshctl")); err == nil {
+			pkgs = append(pkgs, "./cmd/meshctl")
+		}
+		cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		bins = binsIn(dir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bins
+}
+
+func binsIn(dir string) Bins {
+	return Bins{
+		Meshgw:     filepath.Join(dir, "meshgw"),
+		Fakeworker: filepath.Join(dir, "fakeworker"),
+		Meshctl:    filepath.Join(dir, "meshctl"),
+	}
+}
+
+// moduleRoot is the folder holding go.mod, found from this source file.
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ModuleRoot returns the repository's root folder.
+func ModuleRoot() string { return moduleRoot() }
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Proc is a process started by the harness.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	URL  string // where it serves, once ready
+
+	mu     sync.Mutex
+	output strings.Builder
+	done   chan struct{}
+	err    error
+}
+
+// Output returns what the process printed so far (stdout and stderr).
+func (p *Proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits up to d for the process to end and returns its exit code (-1 if killed by a signal).
+func (p *Proc) Wait(d time.Duration) (int, error) {
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		return 0, fmt.Errorf("%s still running after %v", p.Name, d)
+	}
+	if p.Cmd.ProcessState == nil {
+		return 0, p.err
+	}
+	return p.Cmd.ProcessState.ExitCode(), nil
+}
+
+// Kill sends SIGKILL and waits for the process to end.
+func (p *Proc) Kill() {
+	if p.Exited() {
+		return
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig os.Signal) error { return p.Cmd.Process.Signal(sig) }
+
+// Start runs bin with args and env (added to the test's environment), records its output, and
+// kills it at the end of the test. onLine, if set, sees each line of stdout.
+func Start(t testing.TB, name, bin string, args, env []string, onLine func(string)) *Proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go p.copy(&wg, stdout, onLine)
+	go p.copy(&wg, stderr, nil)
+	go func() {
+		wg.Wait()
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.Exited() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("--- output of %s ---\n%s", name, tail(p.Output(), 60))
+		}
+	})
+	return p
+}
+
+func (p *Proc) copy(wg *sync.WaitGroup, r io.Reader, onLine func(string)) {
+	defer wg.Done()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		p.mu.Lock()
+		p.output.WriteString(line + "\n")
+		p.mu.Unlock()
+		if onLine != nil {
+			onLine(line)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var listenLine = regexp.MustCompile(`listening on (\S+)`)
+
+// StartEngine starts a fakeworker with args (besides --host/--port, which the harness sets when
+// absent) and waits for its start line.
+func StartEngine(t testing.TB, b Bins, name string, args ...string) *Proc {
+	t.Helper()
+	if !hasFlag(args, "--port") {
+		args = append(args, "--port", strconv.Itoa(FreePort(t)))
+	}
+	if !hasFlag(args, "--host") {
+		args = append(args, "--host", "127.0.0.1")
+	}
+	if !hasFlag(args, "--node-name") {
+		args = append(args, "--node-name", name)
+	}
+	urls := make(chan string, 1)
+	p := Start(t, name, b.Fakeworker, args, nil, func(line string) {
+		if m := listenLine.FindStringSubmatch(line); m != nil {
+			select {
+			case urls <- m[1]:
+			default:
+			}
+		}
+	})
+	select {
+	case p.URL = <-urls:
+	case <-p.done:
+		t.Fatalf("%s exited before it listened:\n%s", name, p.Output())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s printed no start line in 15s:\n%s", name, p.Output())
+	}
+	return p
+}
+
+// Gateway is a running meshgw.
+type Gateway struct {
+	*Proc
+	Port, MetricsPort int
+}
+
+// StartGateway starts meshgw on a free loopback port with args and waits until /liveness answers.
+func StartGateway(t testing.TB, b Bins, name string, args ...string) *Gateway {
+	t.Helper()
+	g := &Gateway{Port: FreePort(t)}
+	args = append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(g.Port)}, args...)
+	if !hasFlag(args, "--prometheus-port") {
+		g.MetricsPort = FreePort(t)
+		args = append(args, "--prometheus-port", strconv.Itoa(g.MetricsPort))
+	}
+	g.Proc = Start(t, name, b.Meshgw, args, nil, nil)
+	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
+	WaitFor(t, 20*time.Second, name+" answers /liveness", func() bool {
+		if g.Exited() {
+			t.Fatalf("%s exited:\n%s", name, g.Output())
+		}
+		return Get(g.URL+"/liveness") == http.StatusOK
+	})
+	return g
+}
+
+// WaitReady waits until the gateway's /readiness answers 200.
+func (g *Gateway) WaitReady(t testing.TB, d time.Duration) {
+	t.Helper()
+	WaitFor(t, d, g.Name+" is ready", func() bool { return Get(g.URL+"/readiness") == http.StatusOK })
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+var quick = &http.Client{Timeout: 2 * time.Second}
+
+// Get returns the status code of GET url, 0 when no answer came.
+func Get(url string) int {
+	resp, err := quick.Get(url)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// WaitFor polls cond every 20 ms until it holds or d passes, then fails the test naming what.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %v waiting until %s", d, what)
+		case <-tick.C:
+		}
+	}
+}
