@@ -10,11 +10,12 @@ type Metrics struct {
 	outcomes     *prometheus.CounterVec
 	failures     *prometheus.GaugeVec
 	successes    *prometheus.GaugeVec
-	readmissions prometheus.Counter
+	readmissions *prometheus.CounterVec
 }
 
-// NewMetrics registers the breaker metrics on reg. meshgw_worker_cb_health_readmissions_total
-// is fleet-wide (no label) and published at zero.
+// NewMetrics registers the breaker metrics on reg. Every worker's
+// meshgw_worker_cb_health_readmissions_total is published at zero when Hooks is called, so a
+// dashboard's rate() has a series to start from.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -37,10 +38,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "meshgw_worker_cb_consecutive_successes",
 			Help: "Current consecutive success count per worker.",
 		}, []string{"worker"}),
-		readmissions: prometheus.NewCounter(prometheus.CounterOpts{
+		readmissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meshgw_worker_cb_health_readmissions_total",
 			Help: "Open circuits moved to half-open at once because health checks promoted the worker to ready.",
-		}),
+		}, []string{"worker"}),
 	}
 	for _, c := range []prometheus.Collector{m.state, m.transitions, m.outcomes, m.failures, m.successes, m.readmissions} {
 		if err := reg.Register(c); err != nil {
@@ -59,6 +60,7 @@ func (m *Metrics) Hooks(worker string) Hooks {
 	successes := m.successes.WithLabelValues(worker)
 	success := m.outcomes.WithLabelValues(worker, Success.String())
 	failure := m.outcomes.WithLabelValues(worker, Failure.String())
+	readmissions := m.readmissions.WithLabelValues(worker)
 	state.Set(float64(Closed))
 	failures.Set(0)
 	successes.Set(0)
@@ -78,7 +80,7 @@ func (m *Metrics) Hooks(worker string) Hooks {
 			failures.Set(float64(f))
 			successes.Set(float64(s))
 		},
-		OnReadmission: m.readmissions.Inc,
+		OnReadmission: readmissions.Inc,
 	}
 }
 

@@ -15,11 +15,11 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	const w = "http://127.0.0.1:8013"
-	if got := testutil.ToFloat64(m.readmissions); got != 0 {
-		t.Fatalf("readmissions at start = %v, want 0", got)
-	}
 	clk := newFakeClock()
 	b := New(testConfig(), Options{Clock: clk.Now, Hooks: m.Hooks(w)})
+	if got := testutil.ToFloat64(m.readmissions.WithLabelValues(w)); got != 0 {
+		t.Fatalf("readmissions at start = %v, want 0", got)
+	}
 	gauge := func(v *prometheus.GaugeVec) float64 { return testutil.ToFloat64(v.WithLabelValues(w)) }
 	if gauge(m.state) != 0 || gauge(m.failures) != 0 || gauge(m.successes) != 0 {
 		t.Fatal("a new worker's series are not published at closed and zero")
@@ -47,7 +47,7 @@ func TestMetrics(t *testing.T) {
 	if got := gauge(m.successes); got != 1 {
 		t.Errorf("consecutive successes = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(m.readmissions); got != 1 {
+	if got := testutil.ToFloat64(m.readmissions.WithLabelValues(w)); got != 1 {
 		t.Errorf("readmissions = %v, want 1", got)
 	}
 	b.Record(Success)
@@ -83,7 +83,7 @@ func TestMetricsNames(t *testing.T) {
 	want := `
 # HELP meshgw_worker_cb_health_readmissions_total Open circuits moved to half-open at once because health checks promoted the worker to ready.
 # TYPE meshgw_worker_cb_health_readmissions_total counter
-meshgw_worker_cb_health_readmissions_total 0
+meshgw_worker_cb_health_readmissions_total{worker="http://127.0.0.1:1"} 0
 # HELP meshgw_worker_cb_state Circuit breaker state per worker (0 closed, 1 open, 2 half_open, -1 removed).
 # TYPE meshgw_worker_cb_state gauge
 meshgw_worker_cb_state{worker="http://127.0.0.1:1"} 0
