@@ -1,0 +1,222 @@
+// Package fsm is the deterministic state machine raft replicates: the cluster id, the worker
+// records with their owners, epochs and flags, the weight-update journal, and the commands that
+// change them.
+//
+// A log entry is one CommandType byte followed by the command's protobuf body
+// (api/consensus/v1), dispatched through a table. Apply reads no clock and draws no random
+// number: times and ids come inside the commands, from the proposer. An entry that does not
+// decode panics, because skipping it would let this node's state diverge; a business error
+// (not found, conflict, invalid) is the Result of the entry, the same on every node.
+package fsm
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// state is the replicated state. Stored *Record values are never modified after they are put
+// in the map (a change stores a new copy), so a snapshot can share them with later applies.
+type state struct {
+	clusterID string
+	workers   map[worker.ID]*Record
+	journal   []*JournalRecord
+	applied   uint64
+}
+
+func newState() state { return state{workers: make(map[worker.ID]*Record)} }
+
+// FSM implements raft.FSM over the fleet's durable state. Reads are safe from any goroutine and
+// return copies.
+type FSM struct {
+	log *slog.Logger
+
+	mu sync.RWMutex
+	st state
+
+	// version counts state changes (applies that changed something, and restores).
+	version atomic.Uint64
+
+	watchMu  sync.Mutex
+	watchers map[chan struct{}]struct{}
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// New returns an empty FSM. A nil logger means slog.Default().
+func New(logger *slog.Logger) *FSM {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &FSM{log: logger, st: newState(), watchers: make(map[chan struct{}]struct{})}
+}
+
+// Apply implements raft.FSM. It returns a Result, never an error: raft errors mean the entry
+// did not apply, and every entry that reaches the FSM applies (possibly as a rejection).
+func (f *FSM) Apply(l *raft.Log) any {
+	if len(l.Data) == 0 {
+		panic(fmt.Sprintf("consensus/fsm: entry %d is empty", l.Index))
+	}
+	raw := CommandType(l.Data[0])
+	t := raw &^ IgnoreUnknownFlag
+	h := handlers[t]
+	if h == nil && raw&IgnoreUnknownFlag == 0 {
+		panic(fmt.Sprintf("consensus/fsm: entry %d has unknown command type %d", l.Index, uint8(t)))
+	}
+	res := f.apply(h, l.Index, l.Data[1:])
+	res.Index = l.Index
+	if res.Record != nil {
+		c := res.Record.Clone()
+		res.Record = &c
+	}
+	switch {
+	case h == nil:
+		f.log.Warn("skipped a command of a type this version does not know",
+			"index", l.Index, "type", uint8(raw))
+	case res.Outcome.Changed():
+		f.changed()
+	}
+	if f.log.Enabled(context.Background(), slog.LevelDebug) {
+		f.log.Debug("applied", "index", l.Index, "command", t, "outcome", res.Outcome, "err", res.Err)
+	}
+	return res
+}
+
+// apply runs h (nil: skip) under the write lock and records the applied index.
+func (f *FSM) apply(h handler, index uint64, body []byte) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res := Result{Outcome: Ignored}
+	if h != nil {
+		res = h(&f.st, index, body)
+	}
+	f.st.applied = index
+	return res
+}
+
+// ClusterID returns the cluster id, "" before the first leader set it.
+func (f *FSM) ClusterID() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.clusterID
+}
+
+// AppliedIndex returns the raft index of the last entry applied (or restored from a snapshot).
+func (f *FSM) AppliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.applied
+}
+
+// Worker returns a copy of the record of id.
+func (f *FSM) Worker(id worker.ID) (Record, bool) {
+	f.mu.RLock()
+	r, ok := f.st.workers[id]
+	f.mu.RUnlock()
+	if !ok {
+		return Record{}, false
+	}
+	return r.Clone(), true
+}
+
+// Workers returns copies of every record, sorted by id.
+func (f *FSM) Workers() []Record {
+	f.mu.RLock()
+	recs := slices.Collect(maps.Values(f.st.workers))
+	f.mu.RUnlock()
+	slices.SortFunc(recs, func(a, b *Record) int { return cmp.Compare(a.ID, b.ID) })
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = r.Clone()
+	}
+	return out
+}
+
+// Len returns the number of worker records.
+func (f *FSM) Len() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.st.workers)
+}
+
+// Journal returns copies of the open weight-update records, oldest first.
+func (f *FSM) Journal() []JournalRecord {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]JournalRecord, len(f.st.journal))
+	for i, j := range f.st.journal {
+		out[i] = j.Clone()
+	}
+	return out
+}
+
+// Version returns a number that grows with every change of the state. A consumer that read the
+// state at version v and sees a larger one has something to reconcile.
+func (f *FSM) Version() uint64 { return f.version.Load() }
+
+// Watch returns a channel that receives after each change of the state, and a function that
+// stops the watch. Signals coalesce in a buffer of one: a consumer that falls behind gets one
+// signal for many changes and reconciles by reading the state, so a dropped signal costs
+// nothing.
+func (f *FSM) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	f.watchMu.Lock()
+	f.watchers[ch] = struct{}{}
+	f.watchMu.Unlock()
+	return ch, func() {
+		f.watchMu.Lock()
+		delete(f.watchers, ch)
+		f.watchMu.Unlock()
+	}
+}
+
+// changed bumps the version and signals every watcher without blocking.
+func (f *FSM) changed() {
+	f.version.Add(1)
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	for ch := range f.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Snapshot implements raft.FSM. It copies the map of (immutable) records under the lock;
+// Persist encodes them while later entries apply.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return &snapshot{
+		clusterID: f.st.clusterID,
+		applied:   f.st.applied,
+		workers:   slices.Collect(maps.Values(f.st.workers)),
+		journal:   slices.Clone(f.st.journal),
+	}, nil
+}
+
+// Restore implements raft.FSM: it replaces the whole state with the snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	f.changed()
+	f.log.Info("restored state from a snapshot", "applied_index", st.applied, "workers", len(st.workers))
+	return nil
+}

@@ -1,0 +1,73 @@
+package fsm
+
+import (
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Record is the durable record of one worker, the same on every gateway (DESIGN.md section 2).
+// The Spec holds the worker's api_key: a Record must never be logged or returned as it is (its
+// LogValue leaves the spec out; use Spec.Redacted for answers).
+type Record struct {
+	ID   worker.ID
+	Spec worker.Spec
+	// Owner is the node id of the gateway that probes the worker, runs its breaker and may
+	// remove it.
+	Owner string
+	// Epoch is the raft index of the last ownership change: the fencing token that goes with
+	// Owner.
+	Epoch uint64
+	// Disabled is the operator's switch; DisabledReason, DisabledBy and DisabledAt say why, who
+	// and when, and are empty while not disabled.
+	Disabled       bool
+	DisabledReason string
+	DisabledBy     string
+	DisabledAt     time.Time
+	// IsDead is the operator's manual quarantine.
+	IsDead       bool
+	RegisteredAt time.Time
+	// Revision is the raft index of the last change of the record; PATCH compares and sets it.
+	Revision uint64
+}
+
+// Clone returns a deep copy of r.
+func (r *Record) Clone() Record {
+	c := *r
+	c.Spec = r.Spec.Clone()
+	return c
+}
+
+// LogValue keeps the spec, and so the api_key, out of log lines.
+func (r Record) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("id", string(r.ID)),
+		slog.String("url", r.Spec.URL),
+		slog.String("owner", r.Owner),
+		slog.Uint64("epoch", r.Epoch),
+		slog.Uint64("revision", r.Revision),
+		slog.Bool("disabled", r.Disabled),
+		slog.Bool("is_dead", r.IsDead),
+	)
+}
+
+// JournalRecord is one open weight update (DESIGN.md section 9). Step 8 fills the journal;
+// until then it is always empty.
+type JournalRecord struct {
+	ID          string
+	Targets     []worker.ID
+	Outcomes    map[worker.ID]string
+	Coordinator string
+	StartedAt   time.Time
+}
+
+// Clone returns a deep copy of j.
+func (j *JournalRecord) Clone() JournalRecord {
+	c := *j
+	c.Targets = slices.Clone(j.Targets)
+	c.Outcomes = maps.Clone(j.Outcomes)
+	return c
+}
