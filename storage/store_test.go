@@ -354,3 +354,47 @@ func TestGetLogRejectsCorruptEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentReadersSeeWholeBatches appends batches while readers check that every index up
+// to LastIndex is readable: a reader never sees half of a batch.
+func TestConcurrentReadersSeeWholeBatches(t *testing.T) {
+	s := openTemp(t)
+	const batches, size = 40, 16
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				last, err := s.LastIndex()
+				if err == nil && last%size != 0 {
+					err = fmt.Errorf("LastIndex %d is inside a batch", last)
+				}
+				for i := uint64(1); err == nil && i <= last; i += 7 {
+					err = s.GetLog(i, new(raft.Log))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for b := range uint64(batches) {
+		if err := s.StoreLogs(mkLogs(b*size+1, (b+1)*size)); err != nil {
+			t.Error(err)
+			break
+		}
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
