@@ -1,0 +1,164 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of Config.
+const (
+	DefaultRaftPort     = 39528
+	DefaultApplyTimeout = 10 * time.Second
+	// DefaultRaftLogLevel keeps raft's routine INFO lines (elections, snapshots) out of the log.
+	DefaultRaftLogLevel = slog.LevelWarn
+)
+
+// ErrNotSupported is returned by Start for settings a later step implements.
+var ErrNotSupported = errors.New("not yet supported")
+
+// Config configures a Node. The zero value of every optional field is a working default.
+type Config struct {
+	// NodeID is the raft server id: --node-id, else the main listener's host_port. It must stay
+	// the same across restarts (the address may change). Required.
+	NodeID string
+
+	// BindAddr is the host:port of raft's TCP listener. Default "0.0.0.0:39528"; port 0 picks a
+	// free port (tests).
+	BindAddr string
+
+	// AdvertiseAddr is the host:port other peers dial. Default: the listener's address, or
+	// 127.0.0.1 with the listener's port when it binds an unspecified address (a mesh of one
+	// needs nothing else; joining peers will need a real address). When it changes between
+	// restarts, the node updates its own entry in the raft configuration once it leads.
+	AdvertiseAddr string
+
+	// StateDir is this node's folder, as storage.PrepareNodeDir made it: it holds raft.db (log
+	// and stable store) and snapshots/. Required unless Ephemeral.
+	StateDir string
+
+	// Ephemeral keeps raft's log, stable store and snapshots in memory: nothing survives the
+	// process (--ephemeral, for tests and demos). Start logs a warning.
+	Ephemeral bool
+
+	// Join (--join) and BootstrapExpect (--bootstrap-expect) belong to the gateway cluster
+	// (step 6). Until then Start refuses them with ErrNotSupported.
+	Join            []string
+	BootstrapExpect int
+
+	// ApplyTimeout bounds Apply when its context has no deadline. Zero means
+	// DefaultApplyTimeout.
+	ApplyTimeout time.Duration
+
+	// LeaderLoop, if set, runs in its own goroutine each time this node gains leadership, after
+	// the Barrier and the node's own leader duties. Its context is cancelled when leadership is
+	// lost or the node shuts down; Shutdown waits for it to return. A panic is recovered and
+	// logged. This is where the leader-only reconcilers of later steps go.
+	LeaderLoop func(ctx context.Context)
+
+	// Logger receives the node's lines and raft's. Nil means slog.Default().
+	Logger *slog.Logger
+	// RaftLogLevel is the lowest level of raft's own lines that reach Logger. Nil means
+	// DefaultRaftLogLevel.
+	RaftLogLevel slog.Leveler
+
+	// Registerer receives the meshgw_raft_* metrics. Nil means they are not registered.
+	Registerer prometheus.Registerer
+
+	// Transport replaces raft's TCP transport (tests use raft.NewInmemTransport). Nil means TCP
+	// on BindAddr. Shutdown closes it.
+	Transport raft.Transport
+
+	// Tune, if set, adjusts raft's configuration before the node starts (shorter timeouts in
+	// tests). LocalID, Logger and NotifyCh are the node's and must be left alone.
+	Tune func(*raft.Config)
+
+	// bootstrapServers replaces the single-voter configuration a fresh node bootstraps with.
+	// It is the seam for --bootstrap-expect (step 6), which will fill it with the peers that
+	// saw each other; tests use it to start a cluster.
+	bootstrapServers []raft.Server
+}
+
+// withDefaults validates c and fills its defaults.
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeID == "" {
+		return c, errors.New("consensus: NodeID is required")
+	}
+	if len(c.Join) > 0 {
+		return c, fmt.Errorf("consensus: --join is %w (joining a mesh comes with the gateway cluster)", ErrNotSupported)
+	}
+	if c.BootstrapExpect != 0 {
+		return c, fmt.Errorf("consensus: --bootstrap-expect is %w (it comes with the gateway cluster)", ErrNotSupported)
+	}
+	if !c.Ephemeral && c.StateDir == "" {
+		return c, errors.New("consensus: StateDir is required unless Ephemeral")
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(DefaultRaftPort))
+	}
+	if c.ApplyTimeout <= 0 {
+		c.ApplyTimeout = DefaultApplyTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.RaftLogLevel == nil {
+		c.RaftLogLevel = DefaultRaftLogLevel
+	}
+	return c, nil
+}
+
+// newTCPTransport listens on c.BindAddr and advertises c.AdvertiseAddr or its default. It owns
+// the listener (rather than raft.NewTCPTransport) so that port 0 and an unspecified bind address
+// both resolve before the advertise address is chosen; a TLS stream layer will slot in here.
+func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
+	ln, err := net.Listen("tcp", c.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("consensus: raft listener %s: %w", c.BindAddr, err)
+	}
+	bound := ln.Addr().(*net.TCPAddr)
+	adv := c.AdvertiseAddr
+	if adv == "" {
+		host := bound.IP.String()
+		if bound.IP.IsUnspecified() {
+			host = "127.0.0.1"
+			c.Logger.Warn("raft advertises a loopback address because it binds every interface; set an advertise address before other gateways join",
+				"bind", c.BindAddr)
+		}
+		adv = net.JoinHostPort(host, strconv.Itoa(bound.Port))
+	}
+	advAddr, err := net.ResolveTCPAddr("tcp", adv)
+	if err == nil && advAddr.IP.IsUnspecified() {
+		err = errors.New("an unspecified address cannot be dialled")
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("consensus: raft advertise address %q: %w", adv, err)
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  &tcpStream{Listener: ln, advertise: advAddr},
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  b.Named("transport"),
+	}), nil
+}
+
+// tcpStream is raft's stream layer over plain TCP, advertising an address of our choosing.
+type tcpStream struct {
+	net.Listener
+	advertise net.Addr
+}
+
+func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// Addr is the advertised address: what raft records as this server's address.
+func (s *tcpStream) Addr() net.Addr { return s.advertise }

@@ -1,0 +1,46 @@
+// Package consensus runs this gateway's member of the raft group that holds the fleet's durable
+// state (worker records, owners and epochs, operator flags, the weight-update journal), and
+// offers the rest of meshgw a typed way to change it and to read what is applied.
+//
+// # Command lifecycle
+//
+//  1. Propose. A caller (the admin API, a health auto-removal, the leader's own duties) builds
+//     an fsm.Command. Everything that must be the same on every node and is not in the state
+//     (the time, a new id, the merged spec of a PATCH, the compare-and-set revision or fence)
+//     is decided here, by the proposer, and carried inside the command.
+//  2. Forward. Only the leader appends. A follower's Apply returns *NotLeaderError naming the
+//     leader (ErrNoLeader when there is none); step 6 forwards over gRPC to it, a bounded
+//     number of times. Nothing has been written at this point.
+//  3. Append. The leader encodes the command (one type byte, then protobuf) and appends it to
+//     its log. raft's Apply timeout bounds only this hand-over (ErrTimeout: nothing written).
+//  4. Commit. The entry commits once a quorum of voters has stored it (bbolt fsyncs each append).
+//  5. Apply. Every node applies committed entries in log order to its FSM. Applying reads no
+//     clock and no randomness, so every node reaches the same state and the same Result. An
+//     entry that does not decode panics: skipping it would silently diverge. A business error
+//     (not found, conflict, a lost compare-and-set, an invalid command) is not a failure of the
+//     entry but its Result, the same everywhere.
+//  6. Answer and signal. On the leader, Apply returns the Result (and its business error) once
+//     the entry is applied there. On every node the applied state changes and Watch signals,
+//     coalesced, so the gateway's pool reconciles by reading the state.
+//
+// # Unknown outcomes
+//
+// If the leader loses leadership, shuts down, or the caller's deadline passes after step 3, the
+// entry may still commit under the next leader, or it may be dropped. Apply then returns
+// ErrOutcomeUnknown: the admin API must say so rather than report a failure, and a checker must
+// treat the write as maybe-applied. Register and SetFlags are idempotent and the CAS commands
+// fail cleanly on a second attempt, so a retry after reading the state is safe.
+//
+// # Leadership
+//
+// Leadership is followed through raft's NotifyCh. On gaining it the node waits on a Barrier (so
+// the FSM holds every entry of earlier terms), sets the cluster id if the state has none (a
+// fresh bootstrap), refreshes its own address in the raft configuration, and then runs
+// Config.LeaderLoop until leadership is lost.
+//
+// # Bootstrap
+//
+// A node without local raft state and without --join bootstraps a single-voter cluster at once:
+// one gateway is a mesh of one. A node with state just starts; raft restores the latest
+// snapshot and replays the log. --join and --bootstrap-expect come with the gateway cluster.
+package consensus

@@ -1,0 +1,228 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Node is this gateway's member of the raft group: the raft instance, its stores and transport,
+// and the FSM it applies to. Its methods are safe for concurrent use.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	fsm    *fsm.FSM
+	raft   *raft.Raft
+	trans  raft.Transport
+	stores stores
+	met    *metrics
+
+	// bootstrapped is true when Start bootstrapped a new cluster (no local raft state).
+	bootstrapped bool
+
+	notifyCh chan bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	closed   atomic.Bool
+	shutdown sync.Once
+	shutErr  error
+}
+
+// Start opens the stores, starts raft and returns the running node. Without local raft state
+// (a new state directory, or Ephemeral) it bootstraps a single-voter cluster of this node at
+// once, the embedded default; with local state it just starts, and raft restores the snapshot
+// and replays the log.
+func Start(cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger.With("component", "consensus", "node", cfg.NodeID)
+	if cfg.Ephemeral {
+		logger.Warn("raft runs in memory (--ephemeral): worker records, flags and ownership are lost when this gateway stops")
+	}
+	bridge := newHCLogBridge(cfg.Logger.With("node", cfg.NodeID), cfg.RaftLogLevel.Level())
+	n := &Node{
+		cfg:      cfg,
+		log:      logger,
+		fsm:      fsm.New(logger),
+		notifyCh: make(chan bool, 8),
+		stop:     make(chan struct{}),
+	}
+	if n.stores, err = openStores(cfg, bridge); err != nil {
+		return nil, err
+	}
+	if err := n.startRaft(bridge); err != nil {
+		return nil, errors.Join(err, n.stores.close())
+	}
+	if n.met, err = newMetrics(cfg.Registerer, n); err != nil {
+		_ = n.raft.Shutdown().Error()
+		return nil, errors.Join(err, n.stores.close())
+	}
+	n.wg.Add(1)
+	go n.watchLeadership()
+	logger.Info("raft started", "address", n.trans.LocalAddr(), "bootstrapped", n.bootstrapped,
+		"state_dir", cfg.StateDir, "ephemeral", cfg.Ephemeral)
+	return n, nil
+}
+
+// startRaft makes the transport and the raft instance, and bootstraps when there is no state.
+func (n *Node) startRaft(bridge *hclogBridge) error {
+	cfg := n.cfg
+	n.trans = cfg.Transport
+	if n.trans == nil {
+		t, err := newTCPTransport(cfg, bridge)
+		if err != nil {
+			return err
+		}
+		n.trans = t
+	}
+	rc := raft.DefaultConfig()
+	if cfg.Tune != nil {
+		cfg.Tune(rc)
+	}
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = bridge
+	rc.NotifyCh = n.notifyCh
+	existing, err := raft.HasExistingState(n.stores.log, n.stores.stable, n.stores.snaps)
+	if err != nil {
+		return errors.Join(fmt.Errorf("consensus: read raft state: %w", err), closeTransport(n.trans))
+	}
+	r, err := raft.NewRaft(rc, n.fsm, n.stores.log, n.stores.stable, n.stores.snaps, n.trans)
+	if err != nil {
+		return errors.Join(fmt.Errorf("consensus: start raft: %w", err), closeTransport(n.trans))
+	}
+	n.raft = r
+	if existing {
+		return nil
+	}
+	servers := cfg.bootstrapServers
+	if len(servers) == 0 {
+		servers = []raft.Server{{ID: rc.LocalID, Address: n.trans.LocalAddr(), Suffrage: raft.Voter}}
+	}
+	if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		_ = r.Shutdown().Error()
+		return fmt.Errorf("consensus: bootstrap: %w", err)
+	}
+	n.bootstrapped = true
+	n.log.Info("bootstrapped a new raft cluster", "voters", len(servers))
+	return nil
+}
+
+func closeTransport(t raft.Transport) error {
+	if c, ok := t.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Shutdown stops raft, the node's goroutines and the stores. It does not take a snapshot (raft
+// replays the log at the next start). Calling it again returns the first result.
+func (n *Node) Shutdown() error {
+	n.shutdown.Do(func() {
+		n.closed.Store(true)
+		err := n.raft.Shutdown().Error() // also closes the transport
+		close(n.stop)
+		n.wg.Wait()
+		n.met.unregister()
+		n.shutErr = errors.Join(err, n.stores.close())
+		n.log.Info("raft stopped")
+	})
+	return n.shutErr
+}
+
+// ID returns this node's raft server id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Address returns the raft address this node advertises.
+func (n *Node) Address() string { return string(n.trans.LocalAddr()) }
+
+// IsLeader reports whether this node is the raft leader right now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Worker returns a copy of the applied record of id.
+func (n *Node) Worker(id worker.ID) (fsm.Record, bool) { return n.fsm.Worker(id) }
+
+// Workers returns copies of every applied record, sorted by id.
+func (n *Node) Workers() []fsm.Record { return n.fsm.Workers() }
+
+// Journal returns copies of the open weight-update records.
+func (n *Node) Journal() []fsm.JournalRecord { return n.fsm.Journal() }
+
+// ClusterID returns the cluster id, "" until the first leader has set it.
+func (n *Node) ClusterID() string { return n.fsm.ClusterID() }
+
+// AppliedIndex returns the raft index of the last command applied on this node: what it
+// publishes for fleet-acknowledged writes.
+func (n *Node) AppliedIndex() uint64 { return n.fsm.AppliedIndex() }
+
+// Version grows with every change of the applied state; see Watch.
+func (n *Node) Version() uint64 { return n.fsm.Version() }
+
+// Watch returns a channel that receives after changes of the applied state, coalesced in a
+// buffer of one, and a function that stops the watch. A consumer reconciles by reading the
+// state, so a dropped signal costs nothing.
+func (n *Node) Watch() (<-chan struct{}, func()) { return n.fsm.Watch() }
+
+// Info is what GET /mesh/raft answers and meshctl raft prints.
+type Info struct {
+	// Leader is the leader's node id, "" when there is none.
+	Leader        string   `json:"leader"`
+	LeaderAddress string   `json:"leader_address"`
+	Term          uint64   `json:"term"`
+	AppliedIndex  uint64   `json:"applied_index"`
+	Servers       []Server `json:"servers"`
+}
+
+// Server is one member of the raft configuration.
+type Server struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	// Suffrage is "voter", "nonvoter" or "staging".
+	Suffrage string `json:"suffrage"`
+}
+
+// Info returns the leader, term, applied index and the raft configuration as this node sees
+// them.
+func (n *Node) Info() (Info, error) {
+	if n.closed.Load() {
+		return Info{}, ErrShutdown
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return Info{}, fmt.Errorf("consensus: read configuration: %w", err)
+	}
+	addr, id := n.raft.LeaderWithID()
+	info := Info{
+		Leader:        string(id),
+		LeaderAddress: string(addr),
+		Term:          n.raft.CurrentTerm(),
+		AppliedIndex:  n.fsm.AppliedIndex(),
+		Servers:       []Server{},
+	}
+	for _, s := range f.Configuration().Servers {
+		info.Servers = append(info.Servers, Server{
+			ID:       string(s.ID),
+			Address:  string(s.Address),
+			Suffrage: strings.ToLower(s.Suffrage.String()),
+		})
+	}
+	return info, nil
+}
+
+// recoverLog turns a panic in a background goroutine into an error line with its stack.
+func (n *Node) recoverLog(what string) {
+	if r := recover(); r != nil {
+		n.log.Error("panic in background goroutine", "goroutine", what, "panic", r, "stack", string(debug.Stack()))
+	}
+}
