@@ -1,0 +1,122 @@
+// Command harness runs meshgw's benchmark (make bench): meshgw against a direct connection and
+// HAProxy, interleaved, and writes the JSON report and prints the table.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/meshgw/meshgw/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.Options
+	var ho bench.HealthOptions
+	report := fs.String("report", envOr("REPORT", "bench/out/report.json"), "path of the JSON report ($REPORT)")
+	quick := fs.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run, under a minute ($BENCH_QUICK=1)")
+	health := fs.Bool("health", true, "measure the health checker at 10,000 workers")
+	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
+	fs.BoolVar(&o.NoStream, "no-stream", false, "skip the streaming section")
+	verbose := fs.Bool("v", false, "debug logs")
+	fs.StringVar(&o.WrkBin, "wrk", "wrk", "wrk binary")
+	fs.StringVar(&o.HAProxyBin, "haproxy", "haproxy", "haproxy binary")
+	fs.StringVar(&o.MeshgwBin, "meshgw", "bin/meshgw", "meshgw binary")
+	fs.StringVar(&o.UpstreamBin, "upstream", "bin/bench-upstream", "bench upstream binary")
+	fs.StringVar(&ho.Bin, "healthprobe", "bin/bench-healthprobe", "bench health-probe binary")
+	fs.IntVar(&o.Rounds, "rounds", 0, "interleaved rounds (default 3; quick 1)")
+	fs.DurationVar(&o.Duration, "duration", 0, "each wrk run (default 10s; quick 3s)")
+	fs.DurationVar(&o.StreamDuration, "stream-duration", 0, "each streaming load (default 10s; quick 2s)")
+	fs.IntVar(&o.Connections, "connections", 64, "wrk -c")
+	fs.IntVar(&o.Threads, "threads", 2, "wrk -t")
+	fs.IntVar(&o.Streams, "streams", 32, "concurrent streams")
+	fs.IntVar(&o.StreamEvents, "events", 20, "SSE events per stream")
+	fs.BoolVar(&o.MetricsOff, "metrics-off", false, "start meshgw without its Prometheus listener")
+	fs.IntVar(&ho.Workers, "health-workers", 10_000, "workers the health checker probes")
+	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 3s)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	o.Quick = *quick
+	if *quick {
+		o.Rounds = or(o.Rounds, 1)
+		o.Duration = orDur(o.Duration, 3*time.Second)
+		o.StreamDuration = orDur(o.StreamDuration, 2*time.Second)
+		ho.Duration = orDur(ho.Duration, 3*time.Second)
+	}
+	if *health {
+		o.Health = &ho
+	}
+	dir, err := os.MkdirTemp("", "meshgw-bench-")
+	if err != nil {
+		fmt.Fprintln(stderr, "harness:", err)
+		return 1
+	}
+	o.WorkDir = dir
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n(process logs kept in %s)\n", err, dir)
+		return 1
+	}
+	os.RemoveAll(dir)
+	if err := writeReport(*report, rep); err != nil {
+		fmt.Fprintln(stderr, "harness:", err)
+		return 1
+	}
+	rep.PrintTable(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s\n", *report)
+	return 0
+}
+
+func writeReport(path string, rep *bench.Report) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func or(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func orDur(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}

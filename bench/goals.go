@@ -1,0 +1,95 @@
+package bench
+
+import "fmt"
+
+// The goal figures of the performance issue.
+const (
+	goalRPSRatio       = 0.8  // meshgw req/s ÷ HAProxy's, at least
+	goalCPUUsPerReq    = 30.0 // meshgw CPU µs per request, at most
+	goalAddedP50Ms     = 0.5  // meshgw p50 − direct p50, at most
+	goalStreamRatio    = 0.9  // meshgw streams/s ÷ HAProxy's, at least
+	goalAddedTTFBMs    = 1.0  // meshgw TTFB p50 − direct TTFB p50, at most
+	pacedMaxTTFBMs     = 50.0 // paced check: the first event comes before the first pause ends
+	pacedMinGapOfDelay = 0.5  // paced check: no gap shorter than half the delay (no bunching)
+)
+
+func met(ok bool) *bool { return &ok }
+
+// computeGoals compares the measured figures with the goals. A figure that was not measured
+// gets a nil verdict, never a made-up value.
+func computeGoals(r *Report) []Goal {
+	var gs []Goal
+	d, h, m := r.Proxy["direct"], r.Proxy["haproxy"], r.Proxy["meshgw"]
+	if h != nil && m != nil && h.RPS > 0 {
+		ratio := m.RPS / h.RPS
+		gs = append(gs, Goal{"meshgw req/s ÷ HAProxy", fmt.Sprintf("%.2f (%.0f ÷ %.0f)", ratio, m.RPS, h.RPS),
+			fmt.Sprintf("≥ %.2f", goalRPSRatio), met(ratio >= goalRPSRatio)})
+	}
+	if d != nil && m != nil && d.RPS > 0 {
+		gs = append(gs, Goal{"meshgw req/s ÷ direct", fmt.Sprintf("%.2f", m.RPS/d.RPS), "", nil})
+	}
+	if m != nil && m.CPUUsPerReq != nil {
+		v := fmt.Sprintf("%.1f µs", *m.CPUUsPerReq)
+		if h != nil && h.CPUUsPerReq != nil && *h.CPUUsPerReq > 0 {
+			v += fmt.Sprintf(" (HAProxy %.1f µs, ×%.2f)", *h.CPUUsPerReq, *m.CPUUsPerReq / *h.CPUUsPerReq)
+		}
+		gs = append(gs, Goal{"meshgw CPU per request", v, fmt.Sprintf("≤ %.0f µs", goalCPUUsPerReq),
+			met(*m.CPUUsPerReq <= goalCPUUsPerReq)})
+	}
+	if d != nil && m != nil {
+		added := m.P50Ms - d.P50Ms
+		v := fmt.Sprintf("%+.3f ms (p50 %.3f vs %.3f)", added, m.P50Ms, d.P50Ms)
+		if h != nil {
+			v += fmt.Sprintf("; HAProxy %+.3f ms", h.P50Ms-d.P50Ms)
+		}
+		gs = append(gs, Goal{"meshgw added latency p50", v, fmt.Sprintf("≤ %.1f ms", goalAddedP50Ms), met(added <= goalAddedP50Ms)})
+	}
+	for _, name := range targetNames {
+		if t := r.Proxy[name]; t != nil {
+			bad := t.SocketErrors + t.Non2xx + t.BadResponses
+			gs = append(gs, Goal{name + ": every response correct",
+				fmt.Sprintf("%d wrong of %d checked (%d socket errors, %d non-2xx)", t.BadResponses, t.Checked, t.SocketErrors, t.Non2xx),
+				"0 wrong, 0 errors", met(bad == 0 && t.Checked > 0)})
+		}
+	}
+	return append(gs, streamGoals(r.Stream)...)
+}
+
+func streamGoals(s *StreamSection) []Goal {
+	if s == nil {
+		return nil
+	}
+	var gs []Goal
+	d, h, m := s.Direct, s.HAProxy, s.Meshgw
+	if h != nil && m != nil && h.StreamsPerSec > 0 {
+		ratio := m.StreamsPerSec / h.StreamsPerSec
+		gs = append(gs, Goal{"meshgw streams/s ÷ HAProxy", fmt.Sprintf("%.2f (%.0f ÷ %.0f)", ratio, m.StreamsPerSec, h.StreamsPerSec),
+			fmt.Sprintf("≥ %.2f", goalStreamRatio), met(ratio >= goalStreamRatio)})
+	}
+	if d != nil && m != nil {
+		added := m.TTFBP50Ms - d.TTFBP50Ms
+		gs = append(gs, Goal{"meshgw added TTFB p50", fmt.Sprintf("%+.3f ms (%.3f vs %.3f)", added, m.TTFBP50Ms, d.TTFBP50Ms),
+			fmt.Sprintf("≤ %.0f ms", goalAddedTTFBMs), met(added <= goalAddedTTFBMs)})
+	}
+	for _, name := range targetNames {
+		if t := s.target(name); t != nil {
+			gs = append(gs, Goal{name + ": streams cut", fmt.Sprintf("%d cut, %d wrong event count, of %d", t.Cut, t.WrongEvents, t.Completed+t.Cut),
+				"0", met(t.Cut == 0 && t.WrongEvents == 0 && t.Completed > 0)})
+		}
+	}
+	for _, name := range targetNames {
+		p := s.Paced[name]
+		if p == nil {
+			continue
+		}
+		if p.GapMinMs == nil {
+			gs = append(gs, Goal{name + ": paced events one by one", fmt.Sprintf("no gaps measured (%d cut)", p.Cut), "", met(false)})
+			continue
+		}
+		ok := p.Cut == 0 && p.Completed > 0 && p.TTFBP50Ms < pacedMaxTTFBMs && *p.GapMinMs >= pacedMinGapOfDelay*float64(s.PacedDelayMs)
+		gs = append(gs, Goal{name + ": paced events one by one",
+			fmt.Sprintf("TTFB %.2f ms, gaps %.1f–%.1f ms", p.TTFBP50Ms, *p.GapMinMs, *p.GapMaxMs),
+			fmt.Sprintf("TTFB < %.0f ms, gaps ≥ %.0f ms", pacedMaxTTFBMs, pacedMinGapOfDelay*float64(s.PacedDelayMs)), met(ok)})
+	}
+	return gs
+}

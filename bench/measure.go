@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/meshgw/meshgw/bench/engine"
+)
+
+var execCommand = exec.CommandContext
+
+func byName(ts []target, name string) target {
+	for _, t := range ts {
+		if t.name == name {
+			return t
+		}
+	}
+	panic("bench: no target " + name)
+}
+
+// usPer returns cpu in µs divided by n, or nil when n is 0.
+func usPer(cpu time.Duration, n int64) *float64 {
+	if n <= 0 {
+		return nil
+	}
+	v := float64(cpu.Microseconds()) / float64(n)
+	return &v
+}
+
+// measureProxy runs wrk against each target, interleaved: round r measures the targets in the
+// order rotated by r. A one-second warm-up per target comes first and is not recorded.
+func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep *Report) error {
+	var upPIDs []int
+	for _, p := range ups {
+		upPIDs = append(upPIDs, p.pid())
+	}
+	wo := WrkOptions{Bin: o.WrkBin, Threads: o.Threads, Connections: o.Connections, Marker: engine.CompletionMarker, Dir: o.WorkDir}
+	for _, t := range ts {
+		w := wo
+		w.URL, w.Duration = t.url+chatPath, time.Second
+		if _, out, err := RunWrk(ctx, w); err != nil {
+			return fmt.Errorf("warm-up of %s: %w\n%s", t.name, err, out)
+		}
+	}
+	rounds := map[string][]ProxyRound{}
+	for r := range o.Rounds {
+		for _, name := range rotate(targetNames, r) {
+			t := byName(ts, name)
+			w := wo
+			w.URL, w.Duration = t.url+chatPath, o.Duration
+			o.Log.Info("wrk", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.Duration.Seconds())
+			upCPU := startCPU(upPIDs...)
+			var proxyCPU *cpuMeter
+			if t.proxy != nil {
+				proxyCPU = startCPU(t.proxy.pid())
+			}
+			res, out, err := RunWrk(ctx, w)
+			if err != nil {
+				return fmt.Errorf("wrk against %s: %w\n%s", name, err, out)
+			}
+			pr := ProxyRound{WrkResult: res}
+			if !res.CheckLoaded {
+				return fmt.Errorf("wrk against %s printed no BENCH_CHECK line; is LuaJIT's done() running?\n%s", name, out)
+			}
+			served := res.Checked
+			if proxyCPU != nil {
+				pr.CPUUsPerReq = usPer(proxyCPU.stop(), served)
+			}
+			if v := usPer(upCPU.stop(), served); v != nil {
+				pr.UpstreamCPUUsPerReq = *v
+			}
+			rounds[name] = append(rounds[name], pr)
+		}
+	}
+	for name, rs := range rounds {
+		rep.Proxy[name] = summarizeProxy(rs)
+	}
+	return nil
+}
+
+// measureStreams runs the streaming load against each target, interleaved like measureProxy,
+// then the paced check through each.
+func measureStreams(ctx context.Context, o *Options, ts []target, rep *Report) error {
+	s := &StreamSection{Paced: map[string]*StreamResult{}, PacedDelayMs: int(o.PacedDelay.Milliseconds()), PacedEvents: o.PacedEvents}
+	rounds := map[string][]StreamRound{}
+	for r := range o.Rounds {
+		for _, name := range rotate(targetNames, r) {
+			t := byName(ts, name)
+			o.Log.Info("streams", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.StreamDuration.Seconds())
+			var cpu *cpuMeter
+			if t.proxy != nil {
+				cpu = startCPU(t.proxy.pid())
+			}
+			res := RunStreams(ctx, StreamOptions{URL: t.url + chatPath, Streams: o.Streams, Duration: o.StreamDuration, Events: o.StreamEvents})
+			sr := StreamRound{StreamResult: res}
+			if cpu != nil {
+				sr.CPUUsPerStream = usPer(cpu.stop(), res.Completed)
+			}
+			rounds[name] = append(rounds[name], sr)
+		}
+	}
+	for name, rs := range rounds {
+		s.setTarget(name, summarizeStream(rs))
+	}
+	h := http.Header{}
+	h.Set(engine.HeaderEventDelayMs, strconv.Itoa(s.PacedDelayMs))
+	h.Set(engine.HeaderEvents, strconv.Itoa(o.PacedEvents))
+	for _, t := range ts {
+		o.Log.Info("paced streams", "target", t.name)
+		// Four streams, one each: bounded in count, and in time by the per-stream timeout.
+		res := RunStreams(ctx, StreamOptions{URL: t.url + chatPath, Streams: 4, MaxStreams: 4, Duration: time.Minute,
+			Events: o.PacedEvents, Header: h, RecordGaps: true, Timeout: 30 * time.Second})
+		s.Paced[t.name] = &res
+	}
+	rep.Stream = s
+	return ctx.Err()
+}

@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// procs starts the processes of a run and stops every one of them, whatever happens: each runs
+// in its own process group, gets SIGKILL if the harness dies (Pdeathsig), and stopAll sends
+// SIGTERM then SIGKILL to the groups.
+type procs struct {
+	log  *slog.Logger
+	dir  string // where each process's stderr is kept
+	mu   sync.Mutex
+	list []*proc
+}
+
+// proc is one started process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's error, set before done closes
+}
+
+// start runs name with args; its stderr goes to DIR/NAME.log and its stdout to stdout (nil
+// discards it).
+func (ps *procs) start(name string, stdout io.Writer, bin string, args ...string) (*proc, error) {
+	logf, err := os.Create(ps.dir + "/" + name + ".log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = stdout
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	ps.mu.Lock()
+	ps.list = append(ps.list, p)
+	ps.mu.Unlock()
+	ps.log.Debug("started", "name", name, "pid", cmd.Process.Pid)
+	return p, nil
+}
+
+// startURL starts a process that prints "... listening on URL" on stdout and returns the URLs
+// of the first n such lines.
+func (ps *procs) startURL(ctx context.Context, name string, n int, bin string, args ...string) (*proc, []string, error) {
+	pr, pw := io.Pipe()
+	p, err := ps.start(name, pw, bin, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() { <-p.done; pw.Close() }()
+	urls := make(chan []string, 1)
+	go func() {
+		var got []string
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) > 0 && strings.Contains(sc.Text(), "listening on") {
+				got = append(got, f[len(f)-1])
+				if len(got) == n {
+					urls <- got
+				}
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return p, u, nil
+	case <-p.done:
+		return nil, nil, fmt.Errorf("%s exited before listening: %v (see %s/%s.log)", name, p.err, ps.dir, name)
+	case <-time.After(10 * time.Second):
+		return nil, nil, fmt.Errorf("%s printed no URL within 10 s", name)
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+// pid returns the process id.
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopAll ends every started process: SIGTERM to its group, SIGKILL after grace.
+func (ps *procs) stopAll(grace time.Duration) {
+	ps.mu.Lock()
+	list := ps.list
+	ps.list = nil
+	ps.mu.Unlock()
+	for _, p := range list {
+		_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+	}
+	deadline := time.After(grace)
+	for _, p := range list {
+		select {
+		case <-p.done:
+		case <-deadline:
+		}
+	}
+	for _, p := range list {
+		if !p.exited() {
+			ps.log.Warn("process ignored SIGTERM, killing it", "name", p.name, "pid", p.pid())
+			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+			<-p.done
+		}
+	}
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+// cpuTime returns the CPU time (user + system) that process pid has used so far.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/PID/stat line. The command
+// name (field 2) may hold spaces, so fields are counted from its closing parenthesis.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state), so utime (14) is f[11] and stime (15) f[12].
+	if len(f) < 13 {
+		return 0, errors.New("proc stat: too few fields")
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("proc stat: bad utime or stime")
+	}
+	return time.Duration(u+s) * time.Second / clockTicks, nil
+}
+
+// rssBytes returns the resident set size and its peak (VmRSS, VmHWM) of process pid.
+func rssBytes(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 2 && f[1] == "kB" {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			if k == "VmRSS" {
+				rss = n << 10
+			} else {
+				peak = n << 10
+			}
+		}
+	}
+	return rss, peak, nil
+}
+
+// cpuMeter measures the CPU time a set of processes spends between start and stop.
+type cpuMeter struct {
+	pids   []int
+	before []time.Duration
+}
+
+func startCPU(pids ...int) *cpuMeter {
+	m := &cpuMeter{pids: pids, before: make([]time.Duration, len(pids))}
+	for i, pid := range pids {
+		m.before[i], _ = cpuTime(pid)
+	}
+	return m
+}
+
+// stop returns the CPU time used since startCPU, summed over the processes.
+func (m *cpuMeter) stop() time.Duration {
+	var total time.Duration
+	for i, pid := range m.pids {
+		now, err := cpuTime(pid)
+		if err == nil {
+			total += now - m.before[i]
+		}
+	}
+	return total
+}

@@ -1,0 +1,320 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is the JSON of `make bench` (DESIGN.md section 15). Fields may be added; none may be
+// renamed.
+type Report struct {
+	Machine       string                  `json:"machine"`
+	MachineDetail MachineInfo             `json:"machine_detail"`
+	Date          string                  `json:"date"`
+	Method        Method                  `json:"method"`
+	Proxy         map[string]*ProxyTarget `json:"proxy"`
+	Stream        *StreamSection          `json:"stream"`
+	Health        any                     `json:"health"`
+	Mesh          any                     `json:"mesh"`
+	Raft          any                     `json:"raft"`
+	Goals         []Goal                  `json:"goals"`
+}
+
+// Method records how the figures were taken.
+type Method struct {
+	Quick         bool     `json:"quick"`
+	Rounds        int      `json:"rounds"`
+	Order         []string `json:"order"` // the order of round 1; each round rotates it by one
+	WrkThreads    int      `json:"wrk_threads"`
+	WrkConns      int      `json:"wrk_connections"`
+	WrkDurationS  float64  `json:"wrk_duration_s"`
+	Streams       int      `json:"streams"`
+	StreamEvents  int      `json:"stream_events"`
+	StreamDurS    float64  `json:"stream_duration_s"`
+	MeshgwArgs    []string `json:"meshgw_args"`
+	MetricsOn     bool     `json:"meshgw_metrics_listener"`
+	LoadAvgBefore string   `json:"loadavg_before"`
+	LoadAvgAfter  string   `json:"loadavg_after"`
+}
+
+// ProxyTarget holds the medians over rounds of one target's non-streaming load.
+type ProxyTarget struct {
+	RPS   float64 `json:"rps"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	// CPUUsPerReq is the proxy process's CPU time per request served; null for direct, which
+	// has no proxy.
+	CPUUsPerReq *float64 `json:"cpu_us_per_req"`
+	// UpstreamCPUUsPerReq is the engines' CPU time per request, for scale.
+	UpstreamCPUUsPerReq float64 `json:"upstream_cpu_us_per_req"`
+	// Totals over rounds; every one must be 0 for the run to count.
+	SocketErrors int64        `json:"socket_errors"`
+	Non2xx       int64        `json:"non_2xx"`
+	BadResponses int64        `json:"bad_responses"`
+	Checked      int64        `json:"checked_responses"`
+	Rounds       []ProxyRound `json:"rounds"`
+}
+
+// ProxyRound is one wrk run of one target.
+type ProxyRound struct {
+	WrkResult
+	CPUUsPerReq         *float64 `json:"cpu_us_per_req"`
+	UpstreamCPUUsPerReq float64  `json:"upstream_cpu_us_per_req"`
+}
+
+// StreamSection holds the streaming figures: medians over rounds per target, and the paced
+// check (an upstream that pauses between events).
+type StreamSection struct {
+	Direct  *StreamTarget            `json:"direct"`
+	HAProxy *StreamTarget            `json:"haproxy"`
+	Meshgw  *StreamTarget            `json:"meshgw"`
+	Paced   map[string]*StreamResult `json:"paced"`
+	// PacedDelayMs and PacedEvents describe the paced check.
+	PacedDelayMs int `json:"paced_delay_ms"`
+	PacedEvents  int `json:"paced_events"`
+}
+
+// StreamTarget holds the medians over rounds of one target's streaming load.
+type StreamTarget struct {
+	StreamsPerSec float64 `json:"streams_per_s"`
+	TTFBP50Ms     float64 `json:"ttfb_p50_ms"`
+	TTFBP99Ms     float64 `json:"ttfb_p99_ms"`
+	// CPUUsPerStream is the proxy's CPU time per completed stream; null for direct.
+	CPUUsPerStream *float64      `json:"cpu_us_per_stream"`
+	Completed      int64         `json:"completed"`
+	Cut            int64         `json:"cut"`
+	WrongEvents    int64         `json:"wrong_events"`
+	Rounds         []StreamRound `json:"rounds"`
+}
+
+// StreamRound is one streaming load of one target.
+type StreamRound struct {
+	StreamResult
+	CPUUsPerStream *float64 `json:"cpu_us_per_stream"`
+}
+
+// NotMeasured is the section of a figure that this run did not take.
+type NotMeasured struct {
+	Status string `json:"status"` // always "not yet measured"
+	Reason string `json:"reason"`
+}
+
+func notMeasured(reason string) NotMeasured {
+	return NotMeasured{Status: "not yet measured", Reason: reason}
+}
+
+// Goal is one target figure of the issue, next to what was measured.
+type Goal struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Goal  string `json:"goal"`
+	// Met is null when the figure could not be measured.
+	Met *bool `json:"met"`
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// medianPtr is the median of the non-nil values, nil when there are none.
+func medianPtr(v []*float64) *float64 {
+	var s []float64
+	for _, p := range v {
+		if p != nil {
+			s = append(s, *p)
+		}
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	m := median(s)
+	return &m
+}
+
+// summarizeProxy fills the medians and totals from the rounds.
+func summarizeProxy(rounds []ProxyRound) *ProxyTarget {
+	t := &ProxyTarget{Rounds: rounds}
+	var rps, p50, p99, up []float64
+	var cpu []*float64
+	for _, r := range rounds {
+		rps, p50, p99 = append(rps, r.RPS), append(p50, r.P50Ms), append(p99, r.P99Ms)
+		cpu, up = append(cpu, r.CPUUsPerReq), append(up, r.UpstreamCPUUsPerReq)
+		t.SocketErrors += r.SocketErrs
+		t.Non2xx += r.Non2xx
+		t.BadResponses += r.BadBodies
+		t.Checked += r.Checked
+	}
+	t.RPS, t.P50Ms, t.P99Ms = median(rps), median(p50), median(p99)
+	t.CPUUsPerReq, t.UpstreamCPUUsPerReq = medianPtr(cpu), median(up)
+	return t
+}
+
+// summarizeStream fills the medians and totals from the rounds.
+func summarizeStream(rounds []StreamRound) *StreamTarget {
+	t := &StreamTarget{Rounds: rounds}
+	var sps, p50, p99 []float64
+	var cpu []*float64
+	for _, r := range rounds {
+		sps, p50, p99 = append(sps, r.StreamsPerSec), append(p50, r.TTFBP50Ms), append(p99, r.TTFBP99Ms)
+		cpu = append(cpu, r.CPUUsPerStream)
+		t.Completed += r.Completed
+		t.Cut += r.Cut
+		t.WrongEvents += r.WrongEvents
+	}
+	t.StreamsPerSec, t.TTFBP50Ms, t.TTFBP99Ms = median(sps), median(p50), median(p99)
+	t.CPUUsPerStream = medianPtr(cpu)
+	return t
+}
+
+// PrintTable writes the report as tables: each target's figures, the ratios, and each goal
+// marked met or not met.
+func (r *Report) PrintTable(w io.Writer) {
+	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d (interleaved, order rotated per round); load average before %s, after %s\n\n",
+		r.Machine, r.Date, r.Method.Rounds, r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if len(r.Proxy) > 0 {
+		r.printProxy(tw)
+	}
+	if s := r.Stream; s != nil {
+		fmt.Fprintln(w)
+		r.printStream(w, tw)
+	}
+	fmt.Fprintln(w)
+	r.printSections(w)
+	fmt.Fprintln(w)
+	gw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(gw, "goal\tmeasured\ttarget\tverdict\n")
+	for _, g := range r.Goals {
+		fmt.Fprintf(gw, "%s\t%s\t%s\t%s\n", g.Name, g.Value, cmpStr(g.Goal, "—"), verdict(g))
+	}
+	gw.Flush()
+}
+
+func (r *Report) printProxy(tw *tabwriter.Writer) {
+	fmt.Fprintf(tw, "non-streaming (wrk -t%d -c%d -d%gs)\treq/s\tp50 ms\tp99 ms\tproxy CPU µs/req\tengines CPU µs/req\terrors\tbad bodies\t\n",
+		r.Method.WrkThreads, r.Method.WrkConns, r.Method.WrkDurationS)
+	for _, name := range targetNames {
+		t := r.Proxy[name]
+		if t == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t%s\t%.1f\t%d\t%d\t\n", name, t.RPS, t.P50Ms, t.P99Ms,
+			fmtPtr(t.CPUUsPerReq, "%.1f"), t.UpstreamCPUUsPerReq, t.SocketErrors+t.Non2xx, t.BadResponses)
+	}
+	tw.Flush()
+}
+
+func (r *Report) printStream(w io.Writer, tw *tabwriter.Writer) {
+	s := r.Stream
+	fmt.Fprintf(tw, "streaming (%d streams × %d events)\tstreams/s\tTTFB p50 ms\tTTFB p99 ms\tproxy CPU µs/stream\tcut\twrong count\t\n",
+		r.Method.Streams, r.Method.StreamEvents)
+	for _, name := range targetNames {
+		if t := s.target(name); t != nil {
+			fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t%s\t%d\t%d\t\n", name, t.StreamsPerSec, t.TTFBP50Ms, t.TTFBP99Ms,
+				fmtPtr(t.CPUUsPerStream, "%.1f"), t.Cut, t.WrongEvents)
+		}
+	}
+	tw.Flush()
+	if len(s.Paced) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(tw, "paced (%d ms between %d events)\tTTFB p50 ms\tgap min ms\tgap p50 ms\tgap max ms\tcut\t\n", s.PacedDelayMs, s.PacedEvents)
+	for _, name := range targetNames {
+		if p := s.Paced[name]; p != nil {
+			fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%d\t\n", name, p.TTFBP50Ms, fmtPtr(p.GapMinMs, "%.1f"),
+				fmtPtr(p.GapP50Ms, "%.1f"), fmtPtr(p.GapMaxMs, "%.1f"), p.Cut)
+		}
+	}
+	tw.Flush()
+}
+
+func (r *Report) printSections(w io.Writer) {
+	for _, sec := range []struct {
+		name string
+		v    any
+	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}} {
+		switch v := sec.v.(type) {
+		case NotMeasured:
+			fmt.Fprintf(w, "%s: %s (%s)\n", sec.name, v.Status, v.Reason)
+		case HealthResult:
+			fmt.Fprintf(w, "%s: %d workers on %d hosts every %gs: %.0f probes/s of %.0f expected, %d failed, %d ready; "+
+				"checker CPU %.1f%% of a core (%.1f µs/probe), RSS %.0f MiB (peak %.0f MiB), %d goroutines; engines CPU %.1f%%\n",
+				sec.name, v.Workers, v.Hosts, v.IntervalS, v.ProbesPerSec, v.ExpectedPerSec, v.Failed, v.ReadyWorkers,
+				v.CPUPercent, v.CPUUsPerProbe, v.RSSMiB, v.PeakRSSMiB, v.Goroutines, v.UpstreamCPUPercent)
+		}
+	}
+}
+
+var targetNames = []string{"direct", "haproxy", "meshgw"}
+
+func (s *StreamSection) target(name string) *StreamTarget {
+	switch name {
+	case "direct":
+		return s.Direct
+	case "haproxy":
+		return s.HAProxy
+	case "meshgw":
+		return s.Meshgw
+	}
+	return nil
+}
+
+func (s *StreamSection) setTarget(name string, t *StreamTarget) {
+	switch name {
+	case "direct":
+		s.Direct = t
+	case "haproxy":
+		s.HAProxy = t
+	case "meshgw":
+		s.Meshgw = t
+	}
+}
+
+func fmtPtr(p *float64, format string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func cmpStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func verdict(g Goal) string {
+	switch {
+	case g.Goal == "" && g.Met == nil:
+		return "(for scale)"
+	case g.Met == nil:
+		return "not measured"
+	case *g.Met:
+		return "met"
+	}
+	return "NOT MET"
+}
+
+// joinNonEmpty joins the non-empty parts with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}

@@ -1,0 +1,290 @@
+// Package bench is meshgw's benchmark harness: it measures meshgw against a direct connection
+// and HAProxy in one interleaved run (wrk for plain requests, its own client for SSE streams),
+// and writes the JSON report and table of `make bench` (DESIGN.md section 15).
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshgw/meshgw/bench/engine"
+)
+
+// Options configure a harness run. Zero fields take the defaults in their comments.
+type Options struct {
+	WrkBin      string // default "wrk"
+	HAProxyBin  string // default "haproxy"
+	MeshgwBin   string // default "bin/meshgw"
+	UpstreamBin string // default "bin/bench-upstream"
+
+	Rounds      int           // interleaved rounds; default 3
+	Duration    time.Duration // of each wrk run; default 10 s
+	Threads     int           // wrk -t; default 2
+	Connections int           // wrk -c; default 64
+
+	Streams        int           // concurrent streams; default 32
+	StreamEvents   int           // events per stream; default 20
+	StreamDuration time.Duration // of each streaming load; default 10 s
+	PacedDelay     time.Duration // pause between events of the paced check; default 100 ms
+	PacedEvents    int           // events per paced stream; default 10
+
+	// NoProxy and NoStream skip those sections (and the proxies, when both are skipped).
+	NoProxy, NoStream bool
+	// MetricsOff starts meshgw without its Prometheus listener. Default: on, as deployed.
+	MetricsOff bool
+	// Quick marks the report as a short run (BENCH_QUICK=1).
+	Quick bool
+	// Health configures the health-checker section; nil skips it.
+	Health *HealthOptions
+	// WorkDir holds the generated configs and each process's stderr. Required.
+	WorkDir string
+	// Log receives progress. Default: slog.Default().
+	Log *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&o.WrkBin, "wrk")
+	def(&o.HAProxyBin, "haproxy")
+	def(&o.MeshgwBin, "bin/meshgw")
+	def(&o.UpstreamBin, "bin/bench-upstream")
+	o.Rounds = cmp0(o.Rounds, 3)
+	o.Threads = cmp0(o.Threads, 2)
+	o.Connections = cmp0(o.Connections, 64)
+	o.Streams = cmp0(o.Streams, 32)
+	o.StreamEvents = cmp0(o.StreamEvents, 20)
+	o.PacedEvents = cmp0(o.PacedEvents, 10)
+	for _, d := range []struct {
+		p *time.Duration
+		v time.Duration
+	}{{&o.Duration, 10 * time.Second}, {&o.StreamDuration, 10 * time.Second}, {&o.PacedDelay, 100 * time.Millisecond}} {
+		if *d.p <= 0 {
+			*d.p = d.v
+		}
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// target is one thing measured: an upstream directly, or a proxy in front of both.
+type target struct {
+	name  string
+	url   string // base URL, http://127.0.0.1:PORT
+	proxy *proc  // nil for direct
+}
+
+const chatPath = "/v1/chat/completions"
+
+// Run starts two upstreams, HAProxy and meshgw on loopback, measures them, stops every process
+// it started, and returns the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.setDefaults()
+	if o.WorkDir == "" {
+		return nil, errors.New("bench: Options.WorkDir is required")
+	}
+	ps := &procs{log: o.Log, dir: o.WorkDir}
+	defer ps.stopAll(3 * time.Second)
+	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Proxy: map[string]*ProxyTarget{}}
+	rep.MachineDetail = probeMachine(ctx, o.HAProxyBin, o.WrkBin)
+	rep.Machine = rep.MachineDetail.String()
+	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, Order: targetNames, WrkThreads: o.Threads, WrkConns: o.Connections,
+		WrkDurationS: o.Duration.Seconds(), Streams: o.Streams, StreamEvents: o.StreamEvents,
+		StreamDurS: o.StreamDuration.Seconds(), MetricsOn: !o.MetricsOff, LoadAvgBefore: loadAvg()}
+
+	if err := measureTargets(ctx, ps, &o, rep); err != nil {
+		return nil, err
+	}
+	ps.stopAll(3 * time.Second) // the health section needs the CPU to itself
+	rep.Health = notMeasured("skipped (-health=false)")
+	if o.Health != nil {
+		rep.Health = runHealth(ctx, ps, &o)
+	}
+	rep.Mesh = notMeasured("needs the gateway cluster (roadmap steps 6-7: memberlist, bulletins, failover), not built yet")
+	rep.Raft = notMeasured("needs a 3-node gateway cluster with the admin API (roadmap step 6), not built yet")
+	rep.Method.LoadAvgAfter = loadAvg()
+	rep.Goals = computeGoals(rep)
+	return rep, nil
+}
+
+// measureTargets starts the targets and runs the proxy and streaming sections.
+func measureTargets(ctx context.Context, ps *procs, o *Options, rep *Report) error {
+	if o.NoProxy && o.NoStream {
+		return nil
+	}
+	targets, upstreams, err := startTargets(ctx, ps, o, &rep.Method)
+	if err != nil {
+		return err
+	}
+	if !o.NoProxy {
+		if err := measureProxy(ctx, o, targets, upstreams, rep); err != nil {
+			return err
+		}
+	}
+	if !o.NoStream {
+		if err := measureStreams(ctx, o, targets, rep); err != nil {
+			return err
+		}
+	}
+	for _, t := range targets {
+		if t.proxy != nil && t.proxy.exited() {
+			return fmt.Errorf("%s exited during the run: %v (see %s/%s.log)", t.name, t.proxy.err, o.WorkDir, t.name)
+		}
+	}
+	return nil
+}
+
+// startTargets starts two upstreams, HAProxy and meshgw, and waits until each answers a chat
+// request correctly.
+func startTargets(ctx context.Context, ps *procs, o *Options, m *Method) ([]target, []*proc, error) {
+	var ups []*proc
+	var addrs []string
+	for i := range 2 {
+		p, urls, err := ps.startURL(ctx, "upstream"+strconv.Itoa(i+1), 1, o.UpstreamBin,
+			"--events", strconv.Itoa(o.StreamEvents))
+		if err != nil {
+			return nil, nil, err
+		}
+		ups = append(ups, p)
+		addrs = append(addrs, strings.TrimPrefix(urls[0], "http://"))
+	}
+	direct := target{name: "direct", url: "http://" + addrs[0]}
+	if err := waitReady(ctx, direct, 10*time.Second); err != nil {
+		return nil, nil, err
+	}
+	if err := waitReady(ctx, target{name: "upstream2", url: "http://" + addrs[1]}, 10*time.Second); err != nil {
+		return nil, nil, err
+	}
+	hport, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := filepath.Join(o.WorkDir, "haproxy.cfg")
+	if err := os.WriteFile(cfg, []byte(HAProxyConfig(hport, addrs)), 0o644); err != nil {
+		return nil, nil, err
+	}
+	hp, err := ps.start("haproxy", nil, o.HAProxyBin, "-f", cfg, "-db")
+	if err != nil {
+		return nil, nil, err
+	}
+	haproxy := target{name: "haproxy", url: "http://127.0.0.1:" + strconv.Itoa(hport), proxy: hp}
+	if err := waitReady(ctx, haproxy, 10*time.Second); err != nil {
+		return nil, nil, err
+	}
+	mesh, err := startMeshgw(ctx, ps, o, addrs, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []target{direct, haproxy, mesh}, ups, nil
+}
+
+// startMeshgw starts meshgw with the command line MeshgwArgs builds from its --help.
+func startMeshgw(ctx context.Context, ps *procs, o *Options, addrs []string, m *Method) (target, error) {
+	help := firstOutput(ctx, o.MeshgwBin, "--help")
+	port, err := freePort()
+	if err != nil {
+		return target{}, err
+	}
+	mo := MeshgwOptions{Port: port, StateDir: filepath.Join(o.WorkDir, "meshgw-state"),
+		FreePort: func() int { p, _ := freePort(); return p }}
+	for _, a := range addrs {
+		mo.Workers = append(mo.Workers, "http://"+a)
+	}
+	if !o.MetricsOff {
+		if mo.MetricsPort, err = freePort(); err != nil {
+			return target{}, err
+		}
+	}
+	args := MeshgwArgs(HelpFlags(help), mo)
+	m.MeshgwArgs = args
+	p, err := ps.start("meshgw", nil, o.MeshgwBin, args...)
+	if err != nil {
+		return target{}, err
+	}
+	t := target{name: "meshgw", url: "http://127.0.0.1:" + strconv.Itoa(port), proxy: p}
+	return t, waitReady(ctx, t, 30*time.Second)
+}
+
+// firstOutput returns what bin prints (stdout and stderr) when run with args.
+func firstOutput(ctx context.Context, bin string, args ...string) string {
+	var buf bytes.Buffer
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := execCommand(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	_ = cmd.Run()
+	return buf.String()
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady posts the chat body to t until it answers 200 with the completion marker, the
+// process exits, or the deadline passes.
+func waitReady(ctx context.Context, t target, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		if t.proxy != nil && t.proxy.exited() {
+			return fmt.Errorf("%s exited at start: %v (see %s.log)", t.name, t.proxy.err, t.name)
+		}
+		last = tryChat(ctx, client, t.url)
+		if last == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready within %s: %s", t.name, within, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// tryChat posts one chat request and returns "" when its answer is correct, else why not.
+func tryChat(ctx context.Context, c *http.Client, base string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+chatPath, strings.NewReader(ChatBody))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(engine.CompletionMarker)) {
+		return fmt.Sprintf("status %d, body %.200q", resp.StatusCode, body)
+	}
+	return ""
+}
+
+// rotate returns names rotated left by r.
+func rotate(names []string, r int) []string {
+	r %= len(names)
+	return append(append([]string(nil), names[r:]...), names[:r]...)
+}

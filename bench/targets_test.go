@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestHAProxyConfig(t *testing.T) {
+	cfg := HAProxyConfig(8123, []string{"127.0.0.1:1001", "127.0.0.1:1002"})
+	for _, want := range []string{"nbthread 2", "mode http", "http-reuse always", "option http-keep-alive",
+		"option http-no-delay", "bind 127.0.0.1:8123", "balance roundrobin",
+		"server engine1 127.0.0.1:1001\n", "server engine2 127.0.0.1:1002\n"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+	for _, line := range strings.Split(cfg, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "log" || f[0] == "option" && slices.Contains(f, "httplog")) {
+			t.Errorf("config logs: %q", line)
+		}
+	}
+}
+
+func TestMeshgwArgs(t *testing.T) {
+	base := []string{"--host", "127.0.0.1", "--port", "9000", "--worker-urls", "http://127.0.0.1:1,http://127.0.0.1:2"}
+	next := 40000
+	free := func() int { next++; return next }
+	tests := []struct {
+		name    string
+		help    string
+		metrics int
+		want    []string
+	}{
+		{name: "today's flags", help: "  --host string\n  --port int\n  --worker-urls strings\n  --policy string\n  --prometheus-port int\n  --log-level string\n",
+			metrics: 9100, want: append(slices.Clone(base), "--policy", "round_robin", "--log-level", "warn", "--prometheus-port", "9100")},
+		{name: "metrics off", help: "--prometheus-port int\n--prometheus-host string", metrics: 0,
+			want: append(slices.Clone(base), "--prometheus-port", "0")},
+		{name: "ephemeral wins over a state dir", help: "--state-dir DIR\n--ephemeral\n",
+			want: append(slices.Clone(base), "--ephemeral")},
+		{name: "state dir when no ephemeral", help: "      --state-dir string   where raft keeps its data\n",
+			want: append(slices.Clone(base), "--state-dir", "/tmp/x/state")},
+		{name: "mesh listeners on picked loopback ports", help: "--mesh-port int, --raft-port int, --rpc-port int, --mesh-advertise-host string",
+			want: append(slices.Clone(base), "--mesh-port", "40001", "--raft-port", "40002", "--rpc-port", "40003", "--mesh-advertise-host", "127.0.0.1")},
+		{name: "no help at all", help: "", want: base},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next = 40000
+			got := MeshgwArgs(HelpFlags(tt.help), MeshgwOptions{Port: 9000, MetricsPort: tt.metrics, StateDir: "/tmp/x/state",
+				Workers: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, FreePort: free})
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("MeshgwArgs (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestHelpFlags(t *testing.T) {
+	got := HelpFlags("Usage:\n  meshgw [flags]\n\nFlags:\n      --host string   listen (default \"0.0.0.0\")\n  -h, --help\n  --worker-urls strings\nsee https://x/--not-a-flag and a--b")
+	want := map[string]bool{"host": true, "help": true, "worker-urls": true}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("HelpFlags (-want +got):\n%s", d)
+	}
+}
