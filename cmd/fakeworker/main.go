@@ -1,0 +1,156 @@
+// Command fakeworker runs a fake inference engine (HTTP, gRPC or ZMQ) with fault knobs, for demos
+// and tests of meshgw.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/meshgw/meshgw/test/fakeengine"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the parsed flags.
+type options struct {
+	host        string
+	port        int
+	mode        string
+	model       string
+	nodeName    string
+	controlPort int
+	listen      string
+	heartbeat   time.Duration
+	maxRequests int
+	seed        uint64
+	faults      string
+	logLevel    slog.Level
+}
+
+const usageHead = `Usage: fakeworker [flags]
+
+fakeworker is a fake inference engine with fault knobs (POST /_fault) and counters (GET /_stats).
+On start it prints one line to stdout:
+  fakeworker listening on URL (mode MODE, model MODEL, node NAME, control CONTROL_URL)
+and it exits 0 on SIGTERM or SIGINT. Flags:
+`
+
+// parseFlags parses args; errors are one line, and flag.ErrHelp means the help was printed to
+// stdout.
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("fakeworker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.host, "host", "127.0.0.1", "address to listen on")
+	fs.IntVar(&o.port, "port", 0, "port of the engine's main listener (0 picks a free one)")
+	fs.StringVar(&o.mode, "mode", "http", "transport: http, grpc (gRPC with /_fault and /_stats on the same port) or zmq")
+	fs.StringVar(&o.model, "model", "fake-model", "model id the engine serves")
+	fs.StringVar(&o.nodeName, "node-name", "", `name put in every answer (default "fake-PORT", PORT the main listener's port, or the control port for ipc://)`)
+	fs.IntVar(&o.controlPort, "control-port", 0, "zmq mode: port of the HTTP /_fault and /_stats endpoints (0 picks a free one)")
+	fs.StringVar(&o.listen, "listen", "", "zmq mode: endpoint to bind, tcp://HOST:PORT or ipc:///PATH (default tcp://HOST:PORT from --host and --port)")
+	fs.DurationVar(&o.heartbeat, "heartbeat-interval", 500*time.Millisecond, "zmq mode: interval of the heartbeats sent to each gateway")
+	fs.IntVar(&o.maxRequests, "max-concurrent-requests", 256, "zmq mode: the limit announced in WELCOME")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the error_rate draws")
+	fs.StringVar(&o.faults, "faults", "", `initial faults, a JSON object as POST /_fault takes, e.g. '{"latency_ms":5}'`)
+	level := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprint(stdout, usageHead)
+			fs.PrintDefaults()
+		}
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q; fakeworker takes only flags", fs.Arg(0))
+	}
+	return o, o.check(*level)
+}
+
+func (o *options) check(level string) error {
+	switch {
+	case o.port < 0 || o.port > 65535:
+		return fmt.Errorf("invalid value %d for flag -port: want 0-65535", o.port)
+	case o.controlPort < 0 || o.controlPort > 65535:
+		return fmt.Errorf("invalid value %d for flag -control-port: want 0-65535", o.controlPort)
+	case o.mode != "http" && o.mode != "grpc" && o.mode != "zmq":
+		return fmt.Errorf("invalid value %q for flag -mode: want http, grpc or zmq", o.mode)
+	case o.model == "":
+		return errors.New("invalid value for flag -model: must not be empty")
+	case o.heartbeat <= 0:
+		return fmt.Errorf("invalid value %v for flag -heartbeat-interval: must be > 0", o.heartbeat)
+	case o.maxRequests < 1:
+		return fmt.Errorf("invalid value %d for flag -max-concurrent-requests: must be >= 1", o.maxRequests)
+	case o.listen != "" && o.mode != "zmq":
+		return errors.New("flag -listen applies only to -mode zmq")
+	case o.listen != "" && !strings.HasPrefix(o.listen, "tcp://") && !strings.HasPrefix(o.listen, "ipc://"):
+		return fmt.Errorf("invalid value %q for flag -listen: want tcp://HOST:PORT or ipc:///PATH", o.listen)
+	}
+	if err := o.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("invalid value %q for flag -log-level: want debug, info, warn or error", level)
+	}
+	if o.faults != "" {
+		if _, err := fakeengine.ParseFaults(fakeengine.DefaultFaults(), []byte(o.faults)); err != nil {
+			return fmt.Errorf("invalid value for flag -faults: %v", err)
+		}
+	}
+	return nil
+}
+
+// run is the whole command; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "fakeworker:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	e := fakeengine.New(fakeengine.Config{Model: o.model, NodeName: o.nodeName, Seed: o.seed, Logger: log})
+	defer e.Close()
+	if o.faults != "" {
+		f, _ := fakeengine.ParseFaults(e.Faults(), []byte(o.faults))
+		_ = e.SetFaults(f)
+	}
+	url, control, err := start(e, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "fakeworker:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "fakeworker listening on %s (mode %s, model %s, node %s, control %s)\n",
+		url, o.mode, o.model, e.NodeName(), control)
+	log.Info("fakeworker started", "url", url, "mode", o.mode, "control", control)
+	<-ctx.Done()
+	log.Info("fakeworker stopping")
+	if err := e.Close(); err != nil {
+		log.Warn("fakeworker: closing listeners", "err", err)
+	}
+	return 0
+}
+
+// start opens the listeners of o.mode and returns the engine's URL and the control URL.
+func start(e *fakeengine.Engine, o options) (url, control string, err error) {
+	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+	if o.mode != "http" {
+		return "", "", fmt.Errorf("mode %s is not built yet", o.mode)
+	}
+	url, err = e.Start(addr)
+	return url, url, err
+}

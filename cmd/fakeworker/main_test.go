@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startLine is what harnesses parse; keep this expression in step with the docs.
+var startLine = regexp.MustCompile(`^fakeworker listening on (\S+) \(mode (\w+), model (\S+), node (\S+), control (\S+)\)\n$`)
+
+func TestBadFlagsExit2WithOneLine(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"mode", []string{"--mode", "udp"}, `invalid value "udp" for flag -mode: want http, grpc or zmq`},
+		{"port range", []string{"--port", "70000"}, "invalid value 70000 for flag -port: want 0-65535"},
+		{"port syntax", []string{"--port", "x"}, `invalid value "x" for flag -port: parse error`},
+		{"unknown flag", []string{"--colour", "red"}, "flag provided but not defined: -colour"},
+		{"listen outside zmq", []string{"--listen", "tcp://127.0.0.1:1"}, "flag -listen applies only to -mode zmq"},
+		{"listen scheme", []string{"--mode", "zmq", "--listen", "udp://x"}, `invalid value "udp://x" for flag -listen: want tcp://HOST:PORT or ipc:///PATH`},
+		{"heartbeat", []string{"--heartbeat-interval", "0s"}, "invalid value 0s for flag -heartbeat-interval: must be > 0"},
+		{"faults", []string{"--faults", `{"hang":1}`}, "invalid value for flag -faults: hang: want bool, got number"},
+		{"log level", []string{"--log-level", "loud"}, `invalid value "loud" for flag -log-level: want debug, info, warn or error`},
+		{"argument", []string{"extra"}, `unexpected argument "extra"; fakeworker takes only flags`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if got := stderr.String(); got != "fakeworker: "+tt.want+"\n" {
+				t.Errorf("stderr %q, want the one line %q", got, "fakeworker: "+tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+func TestHelpDescribesEveryFlag(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--help exit %d, want 0", code)
+	}
+	for _, flag := range []string{"host", "port", "mode", "model", "node-name", "control-port", "listen",
+		"heartbeat-interval", "max-concurrent-requests", "seed", "faults", "log-level"} {
+		if !strings.Contains(stdout.String(), "  -"+flag+" ") {
+			t.Errorf("--help does not describe -%s:\n%s", flag, stdout.String())
+		}
+	}
+}
+
+// startRun runs the command in-process until its start line; stop ends it as a signal would and
+// returns the exit status.
+func startRun(t *testing.T, args ...string) (line string, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, args, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr) //nolint:errcheck // drain until run returns
+	if err != nil {
+		cancel()
+		t.Fatalf("no start line: %v (exit %d)", err, <-code)
+	}
+	return line, func() int { cancel(); return <-code }
+}
+
+func TestHTTPModeStartLineAndControl(t *testing.T) {
+	line, stop := startRun(t, "--port", "0", "--model", "m-x", "--node-name", "n-1")
+	m := startLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("start line %q does not parse", line)
+	}
+	url, mode, model, node, control := m[1], m[2], m[3], m[4], m[5]
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || mode != "http" || model != "m-x" || node != "n-1" || control != url {
+		t.Errorf("start line %q", line)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(control + "/_stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /_stats: %d", resp.StatusCode)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d after the signal context ended, want 0", code)
+	}
+	if _, err := client.Get(control + "/_stats"); err == nil {
+		t.Error("the listener is still open after exit")
+	}
+}
+
+func TestDefaultNodeNameFromPort(t *testing.T) {
+	line, stop := startRun(t)
+	defer stop()
+	m := startLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("start line %q does not parse", line)
+	}
+	port := m[1][strings.LastIndex(m[1], ":")+1:]
+	if m[4] != "fake-"+port {
+		t.Errorf("node %q, want fake-%s", m[4], port)
+	}
+}
+
+// TestSIGTERMExitsZero runs the real binary, as harnesses do.
+func TestSIGTERMExitsZero(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "fakeworker")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "--port", "0")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = io.Discard
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			var waitErr error
+			exited := make(chan struct{})
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+			if err != nil || !startLine.MatchString(line) {
+				t.Fatalf("start line %q: %v", line, err)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+				if waitErr != nil {
+					t.Errorf("exit after %v: %v, want status 0", sig, waitErr)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("still running 20s after %v", sig)
+			}
+		})
+	}
+}

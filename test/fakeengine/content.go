@@ -1,0 +1,406 @@
+package fakeengine
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Routes of the model API, as the gateway forwards them over every transport.
+const (
+	RouteChat        = "/v1/chat/completions"
+	RouteCompletions = "/v1/completions"
+	RouteEmbeddings  = "/v1/embeddings"
+	RouteGenerate    = "/generate"
+)
+
+// echoRunes is how much of the prompt an answer repeats.
+const echoRunes = 40
+
+const (
+	contentJSON = "application/json"
+	contentSSE  = "text/event-stream"
+)
+
+// requestBody is the part of a model request body the fake engine reads.
+type requestBody struct {
+	Stream   bool `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Prompt json.RawMessage `json:"prompt"` // completions
+	Text   json.RawMessage `json:"text"`   // SGLang /generate
+	Input  json.RawMessage `json:"input"`  // embeddings
+}
+
+// reply is a planned answer, before faults decide how (or whether) it is delivered.
+type reply struct {
+	status      int
+	contentType string
+	body        []byte   // a non-streamed answer
+	events      [][]byte // a streamed answer: one SSE payload per chunk, without the final [DONE]
+}
+
+var doneEvent = []byte("[DONE]")
+
+// AnswerText is the text the engine named node answers to a prompt: it names the node and
+// echoes the first 40 characters of the prompt (the last user message of a chat), so that tests
+// can check who answered what. Streamed chunks concatenate to the same text.
+func AnswerText(node, prompt string) string {
+	return "fake answer from " + node + " to: " + firstRunes(prompt, echoRunes)
+}
+
+// plan builds the answer to a model request, or a 400 or 404 error answer.
+func (e *Engine) plan(route string, body []byte, stream bool, chunks int) reply {
+	var rb requestBody
+	if err := json.Unmarshal(body, &rb); err != nil {
+		return errorReply(400, "invalid_request_error", "request body is not valid JSON: "+oneLine(err))
+	}
+	stream = stream || rb.Stream
+	id := strconv.FormatUint(e.nextID.Add(1), 10)
+	a := answer{e: e, id: id, created: time.Now().Unix(), chunks: chunks}
+	switch route {
+	case RouteChat:
+		a.prompt = lastUserMessage(&rb)
+		return a.chat(stream)
+	case RouteCompletions:
+		a.prompt = firstString(rb.Prompt)
+		return a.completion(stream)
+	case RouteGenerate:
+		a.prompt = firstString(rb.Text)
+		return a.generate(stream)
+	case RouteEmbeddings:
+		return a.embeddings(rb.Input)
+	}
+	return errorReply(404, "invalid_request_error", "no model route "+strconv.Quote(route))
+}
+
+// answer holds what every shape of one answer shares.
+type answer struct {
+	e       *Engine
+	id      string
+	created int64
+	prompt  string
+	chunks  int
+}
+
+func (a *answer) text() string { return AnswerText(a.e.nodeName(), a.prompt) }
+
+func (a *answer) usage(b []byte) []byte {
+	p := promptTokens(a.prompt)
+	b = append(b, `"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(p), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.chunks), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(p+a.chunks), 10)
+	return append(b, '}')
+}
+
+// head appends the fields every OpenAI object starts with.
+func (a *answer) head(b []byte, idPrefix, object string) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, idPrefix...)
+	b = append(b, a.id...)
+	b = append(b, `","object":"`...)
+	b = append(b, object...)
+	b = append(b, `","created":`...)
+	b = strconv.AppendInt(b, a.created, 10)
+	b = append(b, `,"model":`...)
+	return appendJSONString(b, a.e.cfg.Model)
+}
+
+func (a *answer) chat(stream bool) reply {
+	text := a.text()
+	if !stream {
+		b := a.head(make([]byte, 0, 256+len(text)), "chatcmpl-fake-", "chat.completion")
+		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+		b = appendJSONString(b, text)
+		b = append(b, `},"finish_reason":"stop"}],`...)
+		return jsonReply(append(a.usage(b), '}'))
+	}
+	return a.streamed(text, func(b []byte, i int, piece string) []byte {
+		b = a.head(b, "chatcmpl-fake-", "chat.completion.chunk")
+		b = append(b, `,"choices":[{"index":0,"delta":{`...)
+		if i == 0 {
+			b = append(b, `"role":"assistant",`...)
+		}
+		b = append(b, `"content":`...)
+		b = appendJSONString(b, piece)
+		b = append(b, `},"finish_reason":`...)
+		return append(appendFinish(b, i == a.chunks-1, `"stop"`), "}]}"...)
+	})
+}
+
+func (a *answer) completion(stream bool) reply {
+	text := a.text()
+	if !stream {
+		b := a.head(make([]byte, 0, 256+len(text)), "cmpl-fake-", "text_completion")
+		b = append(b, `,"choices":[{"index":0,"text":`...)
+		b = appendJSONString(b, text)
+		b = append(b, `,"logprobs":null,"finish_reason":"stop"}],`...)
+		return jsonReply(append(a.usage(b), '}'))
+	}
+	return a.streamed(text, func(b []byte, i int, piece string) []byte {
+		b = a.head(b, "cmpl-fake-", "text_completion")
+		b = append(b, `,"choices":[{"index":0,"text":`...)
+		b = appendJSONString(b, piece)
+		b = append(b, `,"logprobs":null,"finish_reason":`...)
+		return append(appendFinish(b, i == a.chunks-1, `"stop"`), "}]}"...)
+	})
+}
+
+// generate answers SGLang's native route. Like SGLang, each streamed event carries the whole
+// text so far, so the last event's text equals the non-streamed text.
+func (a *answer) generate(stream bool) reply {
+	text := a.text()
+	meta := func(b []byte, done bool, completion int) []byte {
+		b = append(b, `,"meta_info":{"id":"fake-`...)
+		b = append(b, a.id...)
+		b = append(b, `","finish_reason":`...)
+		b = appendFinish(b, done, `{"type":"stop"}`)
+		b = append(b, `,"prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(promptTokens(a.prompt)), 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(completion), 10)
+		b = append(b, `,"cached_tokens":0,"weight_version":`...)
+		b = appendJSONString(b, a.e.WeightVersion())
+		return append(b, "}}"...)
+	}
+	if !stream {
+		b := append(make([]byte, 0, 256+len(text)), `{"text":`...)
+		b = appendJSONString(b, text)
+		return jsonReply(meta(b, true, a.chunks))
+	}
+	sofar := 0
+	return a.streamed(text, func(b []byte, i int, piece string) []byte {
+		sofar += len(piece)
+		b = append(b, `{"text":`...)
+		b = appendJSONString(b, text[:sofar])
+		return meta(b, i == a.chunks-1, i+1)
+	})
+}
+
+// streamed splits text into a.chunks pieces of nearly equal length (some empty when the text is
+// shorter) and renders one event per piece into a single buffer.
+func (a *answer) streamed(text string, event func(b []byte, i int, piece string) []byte) reply {
+	n := utf8.RuneCountInString(text)
+	buf := make([]byte, 0, a.chunks*(200+len(text)/a.chunks))
+	ends := make([]int, a.chunks)
+	start, r := 0, 0
+	for i := range a.chunks {
+		end := start
+		for want := (i + 1) * n / a.chunks; r < want; r++ {
+			_, size := utf8.DecodeRuneInString(text[end:])
+			end += size
+		}
+		buf = event(buf, i, text[start:end])
+		ends[i] = len(buf)
+		start = end
+	}
+	events := make([][]byte, a.chunks)
+	from := 0
+	for i, to := range ends {
+		events[i] = buf[from:to:to]
+		from = to
+	}
+	return reply{status: 200, contentType: contentSSE, events: events}
+}
+
+// embeddings answers one small deterministic vector per input: the same input always gets the
+// same vector.
+func (a *answer) embeddings(input json.RawMessage) reply {
+	if len(input) == 0 || string(input) == "null" {
+		return errorReply(400, "invalid_request_error", "input is required")
+	}
+	// A string or a list of token ids is one input; a list of those is several.
+	items := []json.RawMessage{input}
+	if input[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(input, &list) == nil && len(list) > 0 && !isNumber(list[0]) {
+			items = list
+		}
+	}
+	b := append(make([]byte, 0, 64+len(items)*160), `{"object":"list","data":[`...)
+	tokens := 0
+	for i, item := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"object":"embedding","index":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"embedding":`...)
+		b = appendVector(b, item)
+		b = append(b, '}')
+		tokens += promptTokens(firstString(item))
+	}
+	b = append(b, `],"model":`...)
+	b = appendJSONString(b, a.e.cfg.Model)
+	b = append(b, `,"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(tokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(tokens), 10)
+	return jsonReply(append(b, "}}"...))
+}
+
+// EmbeddingDim is the length of the fake embedding vectors.
+const EmbeddingDim = 8
+
+func appendVector(b []byte, item []byte) []byte {
+	sum := sha256.Sum256(item)
+	b = append(b, '[')
+	for i := range EmbeddingDim {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, float64(int8(sum[i]))/128, 'g', -1, 64)
+	}
+	return append(b, ']')
+}
+
+func isNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
+func appendFinish(b []byte, done bool, reason string) []byte {
+	if done {
+		return append(b, reason...)
+	}
+	return append(b, "null"...)
+}
+
+func jsonReply(body []byte) reply {
+	return reply{status: 200, contentType: contentJSON, body: body}
+}
+
+// errorReply is an answer in the OpenAI error envelope.
+func errorReply(status int, typ, msg string) reply {
+	b := append(make([]byte, 0, 96+len(msg)), `{"error":{"message":`...)
+	b = appendJSONString(b, msg)
+	b = append(b, `,"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","param":null,"code":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	return reply{status: status, contentType: contentJSON, body: append(b, "}}"...)}
+}
+
+// faultReply is the answer to a request picked by error_status.
+func faultReply(status int) reply {
+	typ := "server_error"
+	switch {
+	case status == 429:
+		typ = "rate_limit_error"
+	case status < 500:
+		typ = "invalid_request_error"
+	}
+	return errorReply(status, typ, "fake engine error "+strconv.Itoa(status)+" (injected fault)")
+}
+
+// lastUserMessage returns the text of the last user message of a chat request: its content
+// string, or its text parts joined.
+func lastUserMessage(rb *requestBody) string {
+	for i := len(rb.Messages) - 1; i >= 0; i-- {
+		m := rb.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		if s := firstString(m.Content); s != "" || len(m.Content) == 0 || m.Content[0] != '[' {
+			return s
+		}
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(m.Content, &parts)
+		var sb strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				sb.WriteString(p.Text)
+			}
+		}
+		return sb.String()
+	}
+	return ""
+}
+
+// firstString decodes a JSON string, or the first string of a JSON list of strings; anything
+// else (token ids, null) gives "".
+func firstString(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if raw[0] == '"' {
+		_ = json.Unmarshal(raw, &s)
+		return s
+	}
+	if raw[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) == nil && len(list) > 0 && len(list[0]) > 0 && list[0][0] == '"' {
+			_ = json.Unmarshal(list[0], &s)
+		}
+	}
+	return s
+}
+
+// promptTokens is a stand-in token count: the number of words, at least 1.
+func promptTokens(s string) int {
+	return max(1, len(strings.Fields(s)))
+}
+
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,276 @@
+package fakeengine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// harness is one engine served over HTTP on loopback, with a client of its own.
+type harness struct {
+	t      *testing.T
+	e      *Engine
+	url    string
+	client *http.Client
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	if cfg.NodeName == "" {
+		cfg.NodeName = "node-a"
+	}
+	e := New(cfg)
+	url, err := e.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	h := &harness{t: t, e: e, url: url, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		tr.CloseIdleConnections()
+	})
+	return h
+}
+
+// do sends a request and returns the status and the whole body.
+func (h *harness) do(method, path, gateway, body string) (int, []byte) {
+	h.t.Helper()
+	resp, err := h.send(context.Background(), method, path, gateway, body)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return resp.StatusCode, b
+}
+
+func (h *harness) send(ctx context.Context, method, path, gateway, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, h.url+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if gateway != "" {
+		req.Header.Set(GatewayHeader, gateway)
+	}
+	return h.client.Do(req)
+}
+
+// fault posts a fault patch and fails the test unless it is accepted.
+func (h *harness) fault(patch string) {
+	h.t.Helper()
+	if status, body := h.do("POST", "/_fault", "", patch); status != 200 {
+		h.t.Fatalf("POST /_fault %s: %d %s", patch, status, body)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not waiting for time
+	}
+}
+
+// readEvents reads SSE payloads until [DONE] or an error, which it returns.
+func readEvents(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	var events []string
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		payload, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			return events, errors.New("not an SSE data line: " + line)
+		}
+		if payload == "[DONE]" {
+			return events, nil
+		}
+		events = append(events, payload)
+	}
+	if err := sc.Err(); err != nil {
+		return events, err
+	}
+	return events, io.ErrUnexpectedEOF
+}
+
+// textOf extracts the answer text of a route's answer, or of one of its stream events.
+func textOf(t *testing.T, route string, stream bool, payload []byte) string {
+	t.Helper()
+	var v struct {
+		Text    string `json:"text"`
+		Choices []struct {
+			Text    string `json:"text"`
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(payload, &v); err != nil {
+		t.Fatalf("answer of %s is not JSON: %v: %s", route, err, payload)
+	}
+	switch {
+	case route == RouteGenerate:
+		return v.Text
+	case len(v.Choices) != 1:
+		t.Fatalf("answer of %s has %d choices: %s", route, len(v.Choices), payload)
+	case route == RouteCompletions:
+		return v.Choices[0].Text
+	case stream:
+		return v.Choices[0].Delta.Content
+	}
+	return v.Choices[0].Message.Content
+}
+
+func TestModelRoutesAnswerCheckableText(t *testing.T) {
+	h := newHarness(t, Config{})
+	long := strings.Repeat("é", 30) + strings.Repeat("x", 30)
+	tests := []struct {
+		name, route, body, prompt string
+	}{
+		{"chat", RouteChat, `{"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"a"},{"role":"user","content":"hello \"there\""}]}`, `hello "there"`},
+		{"chat parts", RouteChat, `{"messages":[{"role":"user","content":[{"type":"text","text":"look at "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"this"}]}]}`, "look at this"},
+		{"chat long", RouteChat, `{"messages":[{"role":"user","content":"` + long + `"}]}`, long[:30*2+10]},
+		{"completions", RouteCompletions, `{"prompt":"once upon a time"}`, "once upon a time"},
+		{"completions list", RouteCompletions, `{"prompt":["first","second"]}`, "first"},
+		{"generate", RouteGenerate, `{"text":"native prompt","sampling_params":{"max_new_tokens":8}}`, "native prompt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := "fake answer from node-a to: " + tt.prompt
+			status, body := h.do("POST", tt.route, "", tt.body)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			if got := textOf(t, tt.route, false, body); got != want {
+				t.Errorf("non-streamed text = %q, want %q", got, want)
+			}
+			streamBody := strings.Replace(tt.body, "{", `{"stream":true,`, 1)
+			status, body = h.do("POST", tt.route, "", streamBody)
+			if status != 200 {
+				t.Fatalf("streamed status %d: %s", status, body)
+			}
+			events, err := readEvents(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			if len(events) != 20 {
+				t.Errorf("stream has %d chunks, want 20", len(events))
+			}
+			var got string
+			for _, ev := range events {
+				if tt.route == RouteGenerate {
+					got = textOf(t, tt.route, true, []byte(ev)) // SGLang streams the text so far
+				} else {
+					got += textOf(t, tt.route, true, []byte(ev))
+				}
+			}
+			if got != want {
+				t.Errorf("streamed text = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestEmbeddingsAreDeterministic(t *testing.T) {
+	h := newHarness(t, Config{})
+	type embeddings struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+	}
+	get := func(body string) embeddings {
+		status, b := h.do("POST", RouteEmbeddings, "", body)
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, b)
+		}
+		var e embeddings
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	one, two := get(`{"input":"alpha"}`), get(`{"input":["alpha","beta"]}`)
+	if len(one.Data) != 1 || len(two.Data) != 2 || len(one.Data[0].Embedding) != EmbeddingDim {
+		t.Fatalf("shapes: %+v %+v", one, two)
+	}
+	if diff := cmp.Diff(one.Data[0].Embedding, two.Data[0].Embedding); diff != "" {
+		t.Errorf("same input, other vector (-one +two):\n%s", diff)
+	}
+	if cmp.Equal(two.Data[0].Embedding, two.Data[1].Embedding) {
+		t.Errorf("different inputs got the same vector")
+	}
+	if status, _ := h.do("POST", RouteEmbeddings, "", `{}`); status != 400 {
+		t.Errorf("no input: status %d, want 400", status)
+	}
+}
+
+func TestBadBodyIsOpenAIError(t *testing.T) {
+	h := newHarness(t, Config{})
+	status, body := h.do("POST", RouteChat, "", `{not json`)
+	var env struct {
+		Error struct {
+			Message string `json:"message"`
+			Code    int    `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || status != 400 || env.Error.Code != 400 || env.Error.Message == "" {
+		t.Errorf("got %d %s (%v), want a 400 OpenAI error envelope", status, body, err)
+	}
+}
+
+func TestStreamIsFlushedChunkByChunk(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.fault(`{"chunk_delay_ms": 600000}`) // ten minutes between chunks
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := h.send(ctx, "POST", RouteChat, "g1", `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q, want text/event-stream", ct)
+	}
+	first := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if !strings.Contains(line, `"role":"assistant"`) {
+			t.Errorf("first event %q is not the first chunk", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first chunk did not arrive before the second was due: it was not flushed")
+	}
+	cancel() // the client goes away; the handler must end with it (goleak checks)
+}

@@ -1,0 +1,145 @@
+package fakeengine
+
+import (
+	"context"
+	"time"
+)
+
+// sink delivers one answer over one transport. The same fault logic drives all three.
+type sink interface {
+	// start sends the status and content type; size is the body length of a non-streamed answer
+	// and -1 for a stream.
+	start(status int, contentType string, size int) error
+	// send delivers one SSE payload of a stream, or a piece of a body.
+	send(p []byte) error
+	// cut breaks the answer the way the transport breaks: a dropped connection, an aborted
+	// stream. Its error is what serve returns.
+	cut() error
+}
+
+// modelRequest is a model request as every transport hands it over.
+type modelRequest struct {
+	route   string
+	body    []byte
+	stream  bool // the transport's own flag (gRPC, ZMQ), or'ed with the body's "stream"
+	gateway string
+}
+
+// serve answers one model request through the faults: count it, hang, wait latency_ms, maybe
+// fail with error_status, then deliver the answer, cut after cut_stream_after chunks. It returns
+// the context's error when the client went away, ErrClosed when the engine closed, or what the
+// sink returned.
+func (e *Engine) serve(ctx context.Context, req modelRequest, out sink) error {
+	e.stats.countRequest(req.gateway)
+	f, err := e.waitWhile(ctx, func(f Faults) bool { return f.Hang })
+	if err != nil {
+		return err
+	}
+	if err := e.sleep(ctx, nil, f.LatencyMS); err != nil {
+		return err
+	}
+	if f.ErrorStatus != 0 && e.roll(f.ErrorRate) {
+		return deliverBody(faultReply(f.ErrorStatus), false, out)
+	}
+	r := e.plan(req.route, req.body, req.stream, f.StreamChunks)
+	if r.events == nil {
+		return deliverBody(r, f.CutStreamAfter > 0 && r.status == 200, out)
+	}
+	return e.deliverStream(ctx, r, f, out)
+}
+
+// deliverBody sends a non-streamed answer; cut sends only its first half, then breaks.
+func deliverBody(r reply, cut bool, out sink) error {
+	if err := out.start(r.status, r.contentType, len(r.body)); err != nil {
+		return err
+	}
+	if !cut {
+		return out.send(r.body)
+	}
+	if err := out.send(r.body[:len(r.body)/2]); err != nil {
+		return err
+	}
+	return out.cut()
+}
+
+// deliverStream sends the events chunk_delay_ms apart, then [DONE]; with cut_stream_after = N it
+// breaks right after the Nth chunk, before [DONE] at the latest.
+func (e *Engine) deliverStream(ctx context.Context, r reply, f Faults, out sink) error {
+	if err := out.start(r.status, r.contentType, -1); err != nil {
+		return err
+	}
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for i := 0; i <= len(r.events); i++ {
+		if i > 0 {
+			if err := e.sleep(ctx, &t, f.ChunkDelayMS); err != nil {
+				return err
+			}
+		}
+		ev := doneEvent
+		if i < len(r.events) {
+			ev = r.events[i]
+		}
+		if err := out.send(ev); err != nil {
+			return err
+		}
+		if f.CutStreamAfter > 0 && i+1 == min(f.CutStreamAfter, len(r.events)) {
+			return out.cut()
+		}
+	}
+	return nil
+}
+
+// waitWhile waits while hold holds for the current knobs, waking on every fault change, and
+// returns the knobs that released it.
+func (e *Engine) waitWhile(ctx context.Context, hold func(Faults) bool) (Faults, error) {
+	if st := e.state.Load(); !hold(st.f) {
+		return st.f, nil
+	}
+	e.hanging.Add(1)
+	defer e.hanging.Add(-1)
+	for {
+		st := e.state.Load()
+		if !hold(st.f) {
+			return st.f, nil
+		}
+		select {
+		case <-st.changed:
+		case <-ctx.Done():
+			return st.f, ctx.Err()
+		case <-e.done:
+			return st.f, ErrClosed
+		}
+	}
+}
+
+// sleep waits ms milliseconds, or less if ctx ends or the engine closes. A non-nil *t is reused
+// between calls.
+func (e *Engine) sleep(ctx context.Context, t **time.Timer, ms int) error {
+	if ms <= 0 {
+		return ctx.Err()
+	}
+	d := time.Duration(ms) * time.Millisecond
+	var local *time.Timer
+	if t == nil {
+		t = &local
+		defer func() { local.Stop() }()
+	}
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return ErrClosed
+	}
+}
