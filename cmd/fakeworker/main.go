@@ -148,7 +148,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // start opens the listeners of o.mode and returns the engine's URL and the control URL.
 func start(e *fakeengine.Engine, o options) (url, control string, err error) {
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
-	if o.mode != "http" {
+	switch o.mode {
+	case "grpc":
+		url, err = e.StartGRPC(addr)
+		return url, strings.Replace(url, "grpc://", "http://", 1), err
+	case "zmq":
 		return "", "", fmt.Errorf("mode %s is not built yet", o.mode)
 	}
 	url, err = e.Start(addr)

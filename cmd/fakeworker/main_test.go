@@ -170,3 +170,25 @@ func TestSIGTERMExitsZero(t *testing.T) {
 		})
 	}
 }
+
+func TestGRPCModeServesControlOnTheSamePort(t *testing.T) {
+	line, stop := startRun(t, "--mode", "grpc")
+	defer stop()
+	m := startLine.FindStringSubmatch(line)
+	if m == nil || m[2] != "grpc" {
+		t.Fatalf("start line %q", line)
+	}
+	hostPort := strings.TrimPrefix(m[1], "grpc://")
+	if m[5] != "http://"+hostPort {
+		t.Errorf("control %q, want http://%s", m[5], hostPort)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Post(m[5]+"/_fault", "application/json", strings.NewReader(`{"latency_ms":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("POST /_fault: %d", resp.StatusCode)
+	}
+}
