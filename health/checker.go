@@ -166,8 +166,9 @@ func (c *Checker) Close() error {
 
 // Add starts checking the worker of spec in state initial: Pending for a new worker, Ready when
 // registration already reached it, or the state carried over from the previous owner's bulletin.
-// A probed worker is probed at once. Add fails on an invalid spec, a Draining initial state, or
-// a worker already added.
+// A probed worker is probed at once; a worker added in Failed with RemoveUnhealthyWorkers is
+// removed at once (OnRemove). Add fails on an invalid spec, a Draining initial state, or a
+// worker already added.
 func (c *Checker) Add(spec worker.Spec, initial State) error {
 	if initial >= Draining {
 		return fmt.Errorf("health: add %s: cannot start in state %v", spec.Redacted().URL, initial)
@@ -191,6 +192,10 @@ func (c *Checker) Add(spec worker.Spec, initial State) error {
 	e.m = NewMachine(e.set.FailureThreshold, e.set.SuccessThreshold, initial)
 	c.workers[id] = e
 	c.met.setState(e.label, initial)
+	if initial == Failed && c.cfg.RemoveUnhealthyWorkers {
+		c.drop(e, RemovedFailed) // carried over failed: the previous owner did not remove it
+		return nil
+	}
 	c.reconcile(e, false)
 	return nil
 }

@@ -198,6 +198,26 @@ func TestAutoRemovalOnFailed(t *testing.T) {
 	})
 }
 
+func TestCarriedOverFailedIsRemovedWithAutoRemoval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.RemoveUnhealthyWorkers = true
+		p, rec := newFake(), newRecorder()
+		c := newChecker(t, cfg, p, rec)
+		s := engine(8001, nil)
+		if err := c.Add(s, Failed); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if diff := cmp.Diff([]removal{{idOf(t, s), RemovedFailed, 0}}, rec.removals()); diff != "" {
+			t.Errorf("removals (-want +got):\n%s", diff)
+		}
+		if n := len(p.times(idOf(t, s))); n != 0 {
+			t.Errorf("%d probes of a removed worker", n)
+		}
+	})
+}
+
 func TestFailedWorkerRejoinsWithoutAutoRemoval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, rec := newFake(), newRecorder()

@@ -188,3 +188,23 @@ func TestCheckerWithHTTPProber(t *testing.T) {
 		t.Errorf("logs (must show the change, never the key):\n%s", out)
 	}
 }
+
+// BenchmarkHTTPProbe is the cost of one keep-alive probe of a loopback engine, the prober's part
+// of the scheduler's budget (the server's cost is included).
+func BenchmarkHTTPProbe(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"status":"ok"}`))
+	}))
+	defer func() {
+		srv.Close()
+		engineClient().CloseIdleConnections()
+	}()
+	p := &HTTPProber{}
+	tg := httpTarget(srv.URL)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Probe(context.Background(), tg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
