@@ -106,6 +106,7 @@ func (c *Checker) start(e *entry) {
 // probeLoop runs e's probe, then keeps the slot busy with the backlog until it is empty.
 func (c *Checker) probeLoop(e *entry, t Target, p Prober) {
 	defer c.wg.Done()
+	defer c.recoverLog("health probe loop")
 	for e != nil {
 		err := c.probeOnce(p, t)
 		e, t, p = c.finish(e, err)
@@ -136,11 +137,12 @@ func (c *Checker) probeOnce(p Prober, t Target) (err error) {
 
 // finish records the result of e's probe and hands the slot to the next queued worker, which it
 // returns (nil when none waits).
-func (c *Checker) finish(e *entry, err error) (*entry, Target, Prober) {
+func (c *Checker) finish(e *entry, err error) (next *entry, t Target, p Prober) {
+	defer c.flush()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e.running = false
 	c.record(e, err)
-	var next *entry
 	for next == nil && len(c.backlog) > 0 {
 		n := c.backlog[0]
 		c.backlog[0] = nil
@@ -153,17 +155,12 @@ func (c *Checker) finish(e *entry, err error) (*entry, Target, Prober) {
 	if len(c.backlog) == 0 {
 		c.backlog = nil
 	}
-	var t Target
-	var p Prober
 	if next == nil {
 		c.running--
-	} else {
-		next.running = true
-		t, p = next.target, next.mode.Prober
+		return nil, Target{}, nil
 	}
-	c.mu.Unlock()
-	c.flush()
-	return next, t, p
+	next.running = true
+	return next, next.target, next.mode.Prober
 }
 
 // record applies a probe result to e: metrics, last error, 429 backoff, state machine.
