@@ -105,7 +105,12 @@ type roundRobin struct{ next atomic.Uint64 }
 
 func (*roundRobin) Name() string { return RoundRobin }
 
+// Pick does not advance the counter when there is no choice, so a retry that has only one
+// candidate left does not skew the rotation of the next requests.
 func (p *roundRobin) Pick(c []*pool.Worker, _ *Request) *pool.Worker {
+	if len(c) == 1 {
+		return c[0]
+	}
 	return c[(p.next.Add(1)-1)%uint64(len(c))]
 }
 

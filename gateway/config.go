@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshgw/meshgw/gateway/policy"
+	"github.com/meshgw/meshgw/gateway/pool"
+)
+
+// Config configures a Gateway. Zero fields take the defaults named in their comments, which are
+// SMG's, so DefaultConfig is only needed to read them.
+type Config struct {
+	// NodeID names this gateway in X-Mesh-Gateway and X-Mesh-Owner. Default "meshgw".
+	NodeID string
+	// Region is this gateway's region, reported by /status. Default "".
+	Region string
+	// Policy is the --policy name. Default round_robin.
+	Policy string
+	// PrefixTokenCount is prefix_hash's --prefix-token-count. Default 256.
+	PrefixTokenCount int
+	// PolicySeed makes random and power_of_two deterministic (tests). Default 0: unseeded.
+	PolicySeed uint64
+	// DefaultModel (--model) is listed by GET /v1/models for routable workers that declare no
+	// model. It does not narrow routing: such workers still take any model. Default "".
+	DefaultModel string
+
+	Retry RetryConfig
+
+	// MaxInflight (--max-connections) bounds in-flight model requests. Default 0: auto, 128 per
+	// worker (at least 128), capped at 4096, recomputed when the worker count changes.
+	MaxInflight int
+	// MaxPayload (--max-payload-size) bounds a request body, in bytes. Default 512 MiB.
+	MaxPayload int64
+	// RequestTimeout (--request-timeout-secs) bounds one upstream attempt, body included; past
+	// it the client gets 504. Default 1800 s.
+	RequestTimeout time.Duration
+	// ShutdownSettle is how long the listener stays open after readiness turns draining, so load
+	// balancers notice before connections are refused. Default 2 s.
+	ShutdownSettle time.Duration
+	// AdminAPIKey is the bearer key of the admin routes; empty means loopback clients only.
+	AdminAPIKey string
+
+	// Registerer receives the gateway's metrics. Default nil: metrics are kept but not exported.
+	Registerer prometheus.Registerer
+	// Logger receives logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Sleep waits for a retry backoff or the shutdown settle window, returning early with ctx's
+	// error. Default: a real timer. Tests inject one that does not wait.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// OnOutcome receives, once per worker a request touched, that worker's last outcome: the
+	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
+	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.
+	OnOutcome func(w *pool.Worker, status int, connErr bool)
+}
+
+// RetryConfig holds the retry flags.
+type RetryConfig struct {
+	// MaxAttempts (--retry-max-retries) is the total number of attempts. Default 5.
+	MaxAttempts int
+	// InitialBackoff (--retry-initial-backoff-ms). Default 50 ms.
+	InitialBackoff time.Duration
+	// MaxBackoff (--retry-max-backoff-ms). Default 30 s.
+	MaxBackoff time.Duration
+	// Multiplier (--retry-backoff-multiplier). Default 1.5.
+	Multiplier float64
+	// Jitter (--retry-jitter-factor) spreads each backoff by ±Jitter of itself. Default 0.2; set
+	// a negative value for none.
+	Jitter float64
+	// Disabled (--disable-retries) makes every request a single attempt.
+	Disabled bool
+}
+
+// Defaults.
+const (
+	DefaultPolicy           = policy.RoundRobin
+	DefaultPrefixTokenCount = 256
+	DefaultMaxAttempts      = 5
+	DefaultInitialBackoff   = 50 * time.Millisecond
+	DefaultMaxBackoff       = 30 * time.Second
+	DefaultMultiplier       = 1.5
+	DefaultJitter           = 0.2
+	DefaultMaxPayload       = 512 << 20
+	DefaultRequestTimeout   = 1800 * time.Second
+	DefaultShutdownSettle   = 2 * time.Second
+	autoInflightPerWorker   = 128
+	autoInflightCap         = 4096
+)
+
+func (c *Config) setDefaults() {
+	if c.NodeID == "" {
+		c.NodeID = "meshgw"
+	}
+	if c.Policy == "" {
+		c.Policy = DefaultPolicy
+	}
+	if c.PrefixTokenCount <= 0 {
+		c.PrefixTokenCount = DefaultPrefixTokenCount
+	}
+	r := &c.Retry
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.InitialBackoff <= 0 {
+		r.InitialBackoff = DefaultInitialBackoff
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = DefaultMaxBackoff
+	}
+	if r.Multiplier <= 0 {
+		r.Multiplier = DefaultMultiplier
+	}
+	if r.Jitter == 0 {
+		r.Jitter = DefaultJitter
+	}
+	if r.Jitter < 0 {
+		r.Jitter = 0
+	}
+	if c.MaxPayload <= 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.ShutdownSettle < 0 {
+		c.ShutdownSettle = 0
+	} else if c.ShutdownSettle == 0 {
+		c.ShutdownSettle = DefaultShutdownSettle
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepTimer
+	}
+	if c.OnOutcome == nil {
+		c.OnOutcome = func(*pool.Worker, int, bool) {}
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Retry.Jitter > 1 {
+		return fmt.Errorf("retry jitter %v is above 1", c.Retry.Jitter)
+	}
+	if c.MaxInflight < 0 {
+		return fmt.Errorf("max in-flight %d is negative", c.MaxInflight)
+	}
+	return nil
+}
+
+// sleepTimer waits d or until ctx is done.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

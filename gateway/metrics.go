@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/reqmeta"
+)
+
+// Metric route labels: the model routes by path, then these.
+const (
+	routeModels = int(reqmeta.NumRoutes) + iota
+	numMetricRoutes
+)
+
+func routeLabel(r int) string {
+	if r == routeModels {
+		return "/v1/models"
+	}
+	return reqmeta.Route(r).Path()
+}
+
+// metrics holds the data plane's collectors. Hot-path children are resolved once: durations per
+// route up front, request counters per (route, status) on first use into a lock-free table.
+type metrics struct {
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	retries   *prometheus.CounterVec
+	durByRt   [numMetricRoutes]prometheus.Observer
+	reqByCode [numMetricRoutes][600]atomic.Pointer[prometheus.Counter]
+}
+
+func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meshgw_http_requests_total", Help: "Model and /v1/models requests answered, by route and status.",
+		}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "meshgw_router_request_duration_seconds", Help: "Time from request to the end of the answer, by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
+		}, []string{"route"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meshgw_worker_retries_total", Help: "Attempts retried after a failure on a worker, by that worker's URL.",
+		}, []string{"worker"}),
+	}
+	for r := range numMetricRoutes {
+		m.durByRt[r] = m.duration.WithLabelValues(routeLabel(r))
+	}
+	if reg == nil {
+		return m
+	}
+	reg.MustRegister(m.requests, m.duration, m.retries,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "meshgw_admission_inflight", Help: "Model requests in flight.",
+		}, func() float64 { return float64(adm.inflight.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "meshgw_admission_max_inflight", Help: "Current in-flight limit.",
+		}, func() float64 { return float64(adm.max.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "meshgw_admission_rejected_total", Help: "Model requests rejected with 503 at the in-flight limit.",
+		}, func() float64 { return float64(adm.rejected.Load()) }),
+		&activeCollector{pool: p},
+	)
+	return m
+}
+
+// observe counts one answered request.
+func (m *metrics) observe(route, status int, seconds float64) {
+	m.durByRt[route].Observe(seconds)
+	if status < 100 || status >= 600 {
+		status = 599
+	}
+	slot := &m.reqByCode[route][status]
+	c := slot.Load()
+	if c == nil {
+		v := m.requests.WithLabelValues(routeLabel(route), strconv.Itoa(status))
+		c = &v
+		slot.Store(c)
+	}
+	(*c).Inc()
+}
+
+// activeCollector reports each worker's in-flight requests at scrape time, so the hot path pays
+// nothing beyond the atomic it keeps anyway for least_request.
+type activeCollector struct{ pool *pool.Pool }
+
+var activeDesc = prometheus.NewDesc("meshgw_worker_requests_active",
+	"Requests in flight from this gateway to the worker.", []string{"worker"}, nil)
+
+func (c *activeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- activeDesc }
+
+func (c *activeCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, w := range c.pool.Snapshot().All {
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(w.Inflight()), w.URL)
+	}
+}

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"slices"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
+// serveModels answers GET /v1/models with the models the routable workers declare, deduplicated
+// and sorted, in the OpenAI list shape. Workers are not asked: a worker that declares no model
+// contributes --model when it is set, and nothing otherwise.
+func (g *Gateway) serveModels(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	if !ctx.IsGet() {
+		writeError(ctx, fasthttp.StatusMethodNotAllowed, bodyMethod)
+		g.metrics.observe(routeModels, fasthttp.StatusMethodNotAllowed, 0)
+		return
+	}
+	var names []string
+	for _, w := range g.pool.Snapshot().Routable {
+		if len(w.Models) == 0 && g.cfg.DefaultModel != "" {
+			names = append(names, g.cfg.DefaultModel)
+		}
+		names = append(names, w.Models...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(names))}
+	for _, n := range names {
+		list.Data = append(list.Data, modelEntry{ID: n, Object: "model", OwnedBy: "meshgw"})
+	}
+	writeJSON(ctx, fasthttp.StatusOK, list)
+	g.metrics.observe(routeModels, fasthttp.StatusOK, time.Since(start).Seconds())
+}
+
+// Status is the answer of GET /status.
+type Status struct {
+	NodeID    string          `json:"node_id"`
+	Region    string          `json:"region"`
+	Policy    string          `json:"policy"`
+	Draining  bool            `json:"draining"`
+	Workers   WorkersSummary  `json:"workers"`
+	Admission AdmissionStatus `json:"admission"`
+}
+
+// WorkersSummary counts the pool.
+type WorkersSummary struct {
+	Total    int `json:"total"`
+	Routable int `json:"routable"`
+	Inflight int `json:"active_requests"`
+}
+
+// Status returns the pool summary and admission counters.
+func (g *Gateway) Status() any {
+	snap := g.pool.Snapshot()
+	ws := WorkersSummary{Total: len(snap.All), Routable: len(snap.Routable)}
+	for _, w := range snap.All {
+		ws.Inflight += int(w.Inflight())
+	}
+	return Status{
+		NodeID: g.cfg.NodeID, Region: g.cfg.Region, Policy: g.policy.Name(),
+		Draining: g.draining.Load(), Workers: ws, Admission: g.adm.status(),
+	}
+}

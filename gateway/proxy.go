@@ -1,0 +1,377 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/meshgw/meshgw/gateway/policy"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/reqmeta"
+)
+
+// maxTouched bounds the distinct workers whose outcome one request reports; attempts are capped
+// well below it in practice.
+const maxTouched = 16
+
+// Headers the gateway sets or reads.
+const (
+	hdrWorker     = "X-Mesh-Worker"
+	hdrRequestID  = "X-Mesh-Request-Id"
+	hdrAttempt    = "X-Mesh-Route-Attempt"
+	hdrGateway    = "X-Mesh-Gateway"
+	hdrOwner      = "X-Mesh-Owner"
+	hdrClientID   = "X-Request-Id"
+	hdrRoutingKey = "X-Mesh-Routing-Key"
+	hdrSMGKey     = "X-SMG-Routing-Key"
+)
+
+// hopHeaders are connection-level headers that never cross the proxy (RFC 9110 section 7.6.1).
+// fasthttp frames bodies itself, so Transfer-Encoding and Content-Length are rewritten anyway.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "TE", "Trailer", "Upgrade"}
+
+type touch struct {
+	w       *pool.Worker
+	status  int
+	connErr bool
+}
+
+// call is one model request in flight, pooled so the hot path allocates nothing of its own.
+type call struct {
+	g       *Gateway
+	ctx     *fasthttp.RequestCtx
+	route   reqmeta.Route
+	start   time.Time
+	meta    reqmeta.Meta
+	body    *[]byte
+	cands   []*pool.Worker
+	preq    policy.Request
+	touched [maxTouched]touch
+	nTouch  int
+	status  int
+	// streaming is set once a relay owns the answer; it then calls finish.
+	streaming bool
+	lastW     *pool.Worker
+	attempt   int
+	// owned copies of header values the request's header edits would invalidate
+	model, key, reqID, clientAuth []byte
+	hasAuth                       bool
+	attemptBuf                    [4]byte
+}
+
+var callPool = sync.Pool{New: func() any { return &call{cands: make([]*pool.Worker, 0, 64)} }}
+
+// serveModel handles a POST on a model route.
+func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
+	if !ctx.IsPost() {
+		writeError(ctx, fasthttp.StatusMethodNotAllowed, bodyMethod)
+		return
+	}
+	switch earlyVerdict(ctx) {
+	case fasthttp.StatusRequestEntityTooLarge:
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(g.cfg.MaxPayload))
+		g.metrics.observe(int(route), fasthttp.StatusRequestEntityTooLarge, 0)
+		return
+	case fasthttp.StatusServiceUnavailable:
+		g.writeOverloaded(ctx, route)
+		return
+	}
+	if !g.adm.acquire() {
+		g.writeOverloaded(ctx, route)
+		return
+	}
+	c := callPool.Get().(*call)
+	c.g, c.ctx, c.route, c.start, c.status, c.nTouch, c.streaming = g, ctx, route, time.Now(), 0, 0, false
+	if c.begin() {
+		c.proxy()
+	}
+	ctx.Request.ResetBody() // the pooled body buffer goes back in finish
+	if !c.streaming {
+		c.finish()
+	}
+}
+
+func (g *Gateway) writeOverloaded(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
+	writeError(ctx, fasthttp.StatusServiceUnavailable, bodyOverloaded)
+	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	g.metrics.observe(int(route), fasthttp.StatusServiceUnavailable, 0)
+}
+
+// begin reads and parses the body and prepares the upstream request; false means an error
+// answer was written.
+func (c *call) begin() bool {
+	ctx := c.ctx
+	c.body = bodyPool.Get().(*[]byte)
+	body, err := c.g.readBody(ctx, *c.body)
+	*c.body = body
+	if err != nil {
+		ctx.SetConnectionClose()
+		if errors.Is(err, errTooLarge) {
+			c.fail(fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(c.g.cfg.MaxPayload))
+		} else {
+			c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, "cannot read the request body"))
+		}
+		return false
+	}
+	h := &ctx.Request.Header
+	hints := reqmeta.Hints{Model: h.Peek(reqmeta.HeaderModel), Capabilities: h.Peek(reqmeta.HeaderCapabilities), Stream: h.Peek(reqmeta.HeaderStream)}
+	if err := reqmeta.Parse(&c.meta, c.route, body, hints); err != nil {
+		c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, err.Error()))
+		return false
+	}
+	c.model = append(c.model[:0], c.meta.Model...)
+	c.meta.Model = c.model
+	c.key = append(c.key[:0], h.Peek(hdrRoutingKey)...)
+	if len(c.key) == 0 {
+		c.key = append(c.key, h.Peek(hdrSMGKey)...)
+	}
+	c.preq = policy.Request{RoutingKey: c.key, Prompt: c.meta.Prompt}
+	ctx.Request.SetBodyRaw(body)
+	c.prepareHeaders(h)
+	return true
+}
+
+// prepareHeaders strips hints and hop-by-hop headers and stamps what the worker should see.
+func (c *call) prepareHeaders(h *fasthttp.RequestHeader) {
+	h.Del(reqmeta.HeaderModel)
+	h.Del(reqmeta.HeaderCapabilities)
+	h.Del(reqmeta.HeaderStream)
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	h.ResetConnectionClose()
+	h.Set(hdrGateway, c.g.cfg.NodeID)
+	if id := h.Peek(hdrClientID); len(id) > 0 {
+		c.reqID = append(c.reqID[:0], id...)
+	} else {
+		c.reqID = c.g.reqID.appendNext(c.reqID[:0])
+		h.SetBytesV(hdrClientID, c.reqID)
+	}
+	auth := h.Peek(fasthttp.HeaderAuthorization)
+	c.hasAuth = auth != nil
+	c.clientAuth = append(c.clientAuth[:0], auth...)
+}
+
+// result is how one attempt ended.
+type result struct {
+	status  int  // upstream status, 0 when there was none
+	connErr bool // no answer
+	timeout bool // no answer within the request timeout
+	done    bool // the answer is committed; nothing more to do
+}
+
+// proxy runs the attempts: each selects a worker again, preferring one other than the worker
+// that just failed, and backs off between attempts.
+func (c *call) proxy() {
+	g := c.g
+	maxAttempts := g.cfg.Retry.MaxAttempts
+	if g.cfg.Retry.Disabled {
+		maxAttempts = 1
+	}
+	var last *pool.Worker
+	var res result
+	for attempt := 1; ; attempt++ {
+		snap := g.pool.Snapshot()
+		c.cands = snap.Candidates(c.cands, c.meta.Caps, c.meta.Model, last)
+		if len(c.cands) == 0 {
+			if attempt == 1 {
+				c.fail(fasthttp.StatusServiceUnavailable, envelope(503, typeNoWorkers,
+					"no available workers: "+snap.Why(c.meta.Caps, c.meta.Model)))
+				return
+			}
+			c.giveUp(res)
+			return
+		}
+		w := g.policy.Pick(c.cands, &c.preq)
+		up := upstreamOf(w)
+		limit := up.attemptLimit(maxAttempts)
+		res = c.try(w, up, attempt, attempt >= limit)
+		if res.done {
+			return
+		}
+		if attempt >= limit || res.timeout {
+			c.giveUp(res)
+			return
+		}
+		up.retries.Inc()
+		if err := g.cfg.Sleep(c.ctx, backoff(g.cfg.Retry, attempt, randFloat())); err != nil {
+			c.giveUp(res)
+			return
+		}
+		last = w
+	}
+}
+
+// try makes one attempt on w. final means a retryable status is passed to the client as is.
+func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result {
+	c.aim(up)
+	c.lastW, c.attempt = w, attempt
+	if c.meta.Stream {
+		return c.tryStream(w, up, attempt, final)
+	}
+	ctx := c.ctx
+	w.Acquire()
+	err := up.hc.Do(&ctx.Request, &ctx.Response)
+	w.Release()
+	if err != nil {
+		c.touch(w, 0, true)
+		ctx.Response.Reset()
+		return result{connErr: true, timeout: errors.Is(err, fasthttp.ErrTimeout)}
+	}
+	st := ctx.Response.StatusCode()
+	c.touch(w, st, false)
+	if !final && up.isRetryable(st) {
+		return result{status: st}
+	}
+	c.commit(w, attempt, st)
+	return result{status: st, done: true}
+}
+
+// tryStream makes one attempt whose answer is read as a stream, relayed per SSE event.
+func (c *call) tryStream(w *pool.Worker, up *upstream, attempt int, final bool) result {
+	ctx := c.ctx
+	resp := fasthttp.AcquireResponse()
+	resp.StreamBody = true
+	w.Acquire()
+	err := up.hc.Do(&ctx.Request, resp)
+	if err != nil {
+		w.Release()
+		fasthttp.ReleaseResponse(resp)
+		c.touch(w, 0, true)
+		return result{connErr: true, timeout: errors.Is(err, fasthttp.ErrTimeout)}
+	}
+	st := resp.StatusCode()
+	c.touch(w, st, false)
+	if !final && up.isRetryable(st) {
+		_ = resp.CloseBodyStream()
+		fasthttp.ReleaseResponse(resp)
+		w.Release()
+		return result{status: st}
+	}
+	resp.Header.CopyTo(&ctx.Response.Header)
+	c.commit(w, attempt, st)
+	if isEventStream(resp.Header.ContentType()) {
+		ctx.Response.ImmediateHeaderFlush = true
+		ctx.Response.SetBodyStream(newRelay(c, w, resp), -1)
+		c.streaming = true
+		return result{status: st, done: true}
+	}
+	// Not an event stream (an error answer, typically): buffer it, nothing has been sent yet.
+	_, err = io.Copy(ctx.Response.BodyWriter(), resp.BodyStream())
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+	w.Release()
+	if err != nil {
+		c.touch(w, 0, true)
+		c.fail(fasthttp.StatusBadGateway, bodyUpstream)
+	}
+	return result{status: st, done: true}
+}
+
+// aim points the request at the worker: Host, and the worker's API key (or the client's own
+// Authorization when the worker has none).
+func (c *call) aim(up *upstream) {
+	req := &c.ctx.Request
+	req.URI().SetHost(up.host)
+	switch {
+	case up.auth != nil:
+		req.Header.SetBytesV(fasthttp.HeaderAuthorization, up.auth)
+	case c.hasAuth:
+		req.Header.SetBytesV(fasthttp.HeaderAuthorization, c.clientAuth)
+	default:
+		req.Header.Del(fasthttp.HeaderAuthorization)
+	}
+}
+
+// commit finalizes the headers of an upstream answer the client will get.
+func (c *call) commit(w *pool.Worker, attempt, status int) {
+	h := &c.ctx.Response.Header
+	h.ResetConnectionClose()
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	c.status = status
+	c.stamp(w, attempt)
+}
+
+// stamp sets the X-Mesh-* answer headers; w is nil when no worker answered.
+func (c *call) stamp(w *pool.Worker, attempt int) {
+	h := &c.ctx.Response.Header
+	h.SetBytesV(hdrRequestID, c.reqID)
+	h.Set(hdrGateway, c.g.cfg.NodeID)
+	if w == nil {
+		return
+	}
+	h.Set(hdrWorker, string(w.ID))
+	h.SetBytesV(hdrAttempt, strconv.AppendInt(c.attemptBuf[:0], int64(attempt), 10))
+	owner := w.Owner()
+	if owner == "" {
+		owner = c.g.cfg.NodeID
+	}
+	h.Set(hdrOwner, owner)
+}
+
+// giveUp answers after the last attempt failed without a committed answer.
+func (c *call) giveUp(res result) {
+	switch {
+	case res.timeout:
+		c.fail(fasthttp.StatusGatewayTimeout, bodyTimeout)
+	case res.connErr:
+		c.fail(fasthttp.StatusBadGateway, bodyUpstream)
+	case !c.meta.Stream && c.ctx.Response.StatusCode() == res.status:
+		// The last answer is still in the response: pass it on.
+		c.commit(c.lastW, c.attempt, res.status)
+	default:
+		c.fail(res.status, envelope(res.status, typeUpstream, "upstream answered "+strconv.Itoa(res.status)))
+	}
+}
+
+// fail writes a gateway-made error answer.
+func (c *call) fail(status int, body []byte) {
+	writeError(c.ctx, status, body)
+	c.status = status
+	if c.reqID != nil {
+		c.stamp(nil, 0)
+	}
+}
+
+// touch records w's latest outcome; retries on one worker count once.
+func (c *call) touch(w *pool.Worker, status int, connErr bool) {
+	for i := 0; i < c.nTouch; i++ {
+		if c.touched[i].w == w {
+			c.touched[i].status, c.touched[i].connErr = status, connErr
+			return
+		}
+	}
+	if c.nTouch < maxTouched {
+		c.touched[c.nTouch] = touch{w, status, connErr}
+		c.nTouch++
+	}
+}
+
+// finish reports outcomes and metrics, releases the admission slot and recycles the call. It
+// runs once: at the end of the handler, or when a relayed stream ends.
+func (c *call) finish() {
+	g := c.g
+	for i := 0; i < c.nTouch; i++ {
+		t := &c.touched[i]
+		g.cfg.OnOutcome(t.w, t.status, t.connErr)
+		t.w = nil
+	}
+	g.metrics.observe(int(c.route), c.status, time.Since(c.start).Seconds())
+	g.adm.release()
+	putBody(c.body)
+	clear(c.cands[:cap(c.cands)])
+	c.body, c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW = nil, nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil
+	callPool.Put(c)
+}
+
+func isEventStream(ct []byte) bool {
+	const sse = "text/event-stream"
+	return len(ct) >= len(sse) && string(ct[:len(sse)]) == sse
+}

@@ -1,0 +1,282 @@
+// Package gateway is meshgw's HTTP data plane: it routes OpenAI-style requests to workers,
+// proxies them over fasthttp with retries and SSE streaming, bounds admission, and serves the
+// probe, status and admin endpoints.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/meshgw/meshgw/gateway/admin"
+	"github.com/meshgw/meshgw/gateway/policy"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/reqmeta"
+)
+
+// Gateway is one gateway's data plane. Create it with New, add workers through Pool, serve with
+// Serve, and stop with Shutdown.
+type Gateway struct {
+	cfg     Config
+	log     *slog.Logger
+	pool    *pool.Pool
+	policy  policy.Policy
+	adm     *admission
+	metrics *metrics
+	admin   *admin.Handler
+	ready   readiness
+	reqID   requestIDs
+
+	srv      *fasthttp.Server
+	probeSrv *fasthttp.Server
+	draining atomic.Bool
+	lnMu     sync.Mutex
+	lns      []net.Listener
+	stopped  bool // Shutdown has closed the listeners
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New builds a gateway from cfg. It starts one background goroutine (the readiness refresh),
+// stopped by Shutdown or Close.
+func New(cfg Config) (*Gateway, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	pol, err := policy.New(cfg.Policy, policy.Options{PrefixUnits: cfg.PrefixTokenCount, Seed: cfg.PolicySeed})
+	if err != nil {
+		return nil, fmt.Errorf("policy %w", err)
+	}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), stop: make(chan struct{})}
+	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged})
+	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm)
+	g.reqID.init()
+	g.admin = admin.New(admin.Config{
+		APIKey: cfg.AdminAPIKey, Pool: g.pool, NodeID: cfg.NodeID, Status: g.Status,
+	})
+	g.refreshReadiness()
+	g.srv = g.newServer(g.handle)
+	g.probeSrv = g.newServer(g.handleProbeOnly)
+	g.bg.Add(1)
+	goSafe(g.log, "readiness", g.readinessLoop)
+	return g, nil
+}
+
+// Pool returns the gateway's worker pool, through which workers are added, removed and gated.
+func (g *Gateway) Pool() *pool.Pool { return g.pool }
+
+// NodeID returns the node id the gateway stamps on answers.
+func (g *Gateway) NodeID() string { return g.cfg.NodeID }
+
+func (g *Gateway) newServer(h fasthttp.RequestHandler) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                      h,
+		HeaderReceived:               g.headerReceived,
+		Name:                         "meshgw",
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		MaxRequestBodySize:           int(min(g.cfg.MaxPayload, int64(^uint(0)>>1))),
+		ReadBufferSize:               16 << 10,
+		WriteBufferSize:              16 << 10,
+		ReadTimeout:                  g.cfg.RequestTimeout,
+		IdleTimeout:                  90 * time.Second,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		CloseOnShutdown:              true,
+		ErrorHandler:                 g.serverError,
+		Logger:                       fasthttpLogger{g.log},
+	}
+}
+
+// Serve answers on ln until Shutdown or Close; it returns nil after a clean stop.
+func (g *Gateway) Serve(ln net.Listener) error {
+	if !g.track(ln) {
+		return nil
+	}
+	return ignoreClosed(g.srv.Serve(ln))
+}
+
+// ServeProbes answers only the probe endpoints on ln (--health-check-port).
+func (g *Gateway) ServeProbes(ln net.Listener) error {
+	if !g.track(ln) {
+		return nil
+	}
+	return ignoreClosed(g.probeSrv.Serve(ln))
+}
+
+// track records ln so that Shutdown closes it even when Serve had not handed it to fasthttp yet;
+// after Shutdown it closes ln and reports false.
+func (g *Gateway) track(ln net.Listener) bool {
+	g.lnMu.Lock()
+	defer g.lnMu.Unlock()
+	if g.stopped {
+		_ = ln.Close()
+		return false
+	}
+	g.lns = append(g.lns, ln)
+	return true
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the gateway gracefully: readiness turns 503 "draining" at once, the listener
+// stays open for the settle window, then no new connections are taken and in-flight requests
+// drain until ctx ends. It returns ctx's error when the drain did not finish in time.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	if g.draining.Swap(true) {
+		return nil
+	}
+	g.refreshReadiness()
+	g.log.Info("draining: readiness is now 503", "settle", g.cfg.ShutdownSettle)
+	_ = g.cfg.Sleep(ctx, g.cfg.ShutdownSettle)
+	g.lnMu.Lock()
+	g.stopped = true
+	g.lnMu.Unlock()
+	err := g.srv.ShutdownWithContext(ctx)
+	_ = g.probeSrv.ShutdownWithContext(ctx)
+	g.lnMu.Lock()
+	for _, ln := range g.lns {
+		_ = ln.Close() // a listener fasthttp had not registered yet; the others are closed already
+	}
+	g.lnMu.Unlock()
+	g.Close()
+	return err
+}
+
+// Close stops the background goroutine and drops idle upstream connections. It does not stop
+// the servers; use Shutdown for that.
+func (g *Gateway) Close() {
+	g.stopOnce.Do(func() {
+		close(g.stop)
+		g.bg.Wait()
+		for _, w := range g.pool.Snapshot().All {
+			if up := upstreamOf(w); up != nil {
+				up.Close()
+			}
+		}
+	})
+}
+
+// Draining reports whether Shutdown has begun.
+func (g *Gateway) Draining() bool { return g.draining.Load() }
+
+// poolChanged runs after every snapshot swap: the auto admission limit and readiness follow the
+// worker count.
+func (g *Gateway) poolChanged() {
+	snap := g.pool.Snapshot()
+	g.adm.resize(len(snap.All))
+	g.refreshReadiness()
+}
+
+// handle dispatches a request on the main listener.
+func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
+	path := ctx.Path()
+	if r, ok := reqmeta.RouteOf(path); ok {
+		g.serveModel(ctx, r)
+		return
+	}
+	switch string(path) {
+	case "/v1/models":
+		g.serveModels(ctx)
+	case "/liveness", "/live", "/healthz", "/health", "/readiness", "/ready":
+		g.serveProbe(ctx)
+	default:
+		if !g.admin.Serve(ctx) {
+			writeError(ctx, fasthttp.StatusNotFound, bodyNotFound)
+		}
+	}
+}
+
+func (g *Gateway) handleProbeOnly(ctx *fasthttp.RequestCtx) {
+	switch string(ctx.Path()) {
+	case "/liveness", "/live", "/healthz", "/health", "/readiness", "/ready":
+		g.serveProbe(ctx)
+	default:
+		writeError(ctx, fasthttp.StatusNotFound, bodyNotFound)
+	}
+}
+
+// serverError answers what fasthttp could not parse, in the OpenAI envelope.
+func (g *Gateway) serverError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(g.cfg.MaxPayload))
+	case errors.Is(err, fasthttp.ErrTimeout):
+		writeError(ctx, fasthttp.StatusRequestTimeout, envelope(408, typeInvalidRequest, "request read timed out"))
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, "malformed HTTP request"))
+	}
+	ctx.SetConnectionClose()
+}
+
+// goSafe runs f in a goroutine that logs and survives a panic.
+func goSafe(log *slog.Logger, name string, f func()) {
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("background goroutine panicked", "goroutine", name, "panic", r, "stack", string(debug.Stack()))
+			}
+		}()
+		f()
+	}()
+}
+
+// requestIDs generates X-Mesh-Request-Id values: a random per-process prefix and a counter, so
+// ids are unique across gateways without a random read per request.
+type requestIDs struct {
+	prefix []byte
+	seq    atomic.Uint64
+}
+
+func (r *requestIDs) init() {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	r.prefix = append([]byte("mgw-"), hex.AppendEncode(nil, b[:])...)
+	r.prefix = append(r.prefix, '-')
+}
+
+// appendNext appends a fresh id to dst.
+func (r *requestIDs) appendNext(dst []byte) []byte {
+	dst = append(dst, r.prefix...)
+	return appendHex(dst, r.seq.Add(1))
+}
+
+func appendHex(dst []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	var buf [16]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = digits[v&15]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	return append(dst, buf[i:]...)
+}
+
+// fasthttpLogger routes fasthttp's own messages to slog at debug level: they are per-connection
+// noise (client resets, timeouts), never state changes.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
+}

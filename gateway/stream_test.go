@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// sseUpstream serves n events, each only after the test allows it on next, and, when cutAfter >
+// 0, kills the connection after that many events.
+func sseUpstream(n, cutAfter int, next <-chan struct{}, hits *atomic.Int32) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.WriteHeader(200)
+		fl := rw.(http.Flusher)
+		fl.Flush() // headers first, so the client sees the answer before any event
+		for i := 1; i <= n; i++ {
+			if next != nil {
+				select {
+				case <-next:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			_, _ = io.WriteString(rw, "data: {\"i\":"+string(rune('0'+i))+"}\n\n")
+			fl.Flush()
+			if i == cutAfter {
+				conn, _, err := http.NewResponseController(rw).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+		}
+		_, _ = io.WriteString(rw, "data: [DONE]\n\n")
+	}
+}
+
+// readEvent reads one SSE event (up to the blank line).
+func readEvent(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	var b strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		b.WriteString(line)
+		if err != nil {
+			return b.String()
+		}
+		if line == "\n" {
+			return b.String()
+		}
+	}
+}
+
+func TestSSEEventsArriveOneByOne(t *testing.T) {
+	e := newEnv(t, Config{})
+	next := make(chan struct{})
+	var hits atomic.Int32
+	e.upstream(sseUpstream(3, 0, next, &hits))
+	req, _ := http.NewRequest("POST", e.base+"/v1/chat/completions", strings.NewReader(`{"stream":true,"messages":[]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Mesh-Worker") == "" {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	br := bufio.NewReader(resp.Body)
+	for i := 1; i <= 3; i++ {
+		next <- struct{}{} // the upstream writes event i only now
+		want := "data: {\"i\":" + string(rune('0'+i)) + "}\n\n"
+		// The client must read event i before the upstream is allowed to send event i+1.
+		if got := readEvent(t, br); got != want {
+			t.Fatalf("event %d: got %q, want %q", i, got, want)
+		}
+	}
+	if got := readEvent(t, br); got != "data: [DONE]\n\n" {
+		t.Fatalf("last event %q", got)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("stream did not end cleanly: %v", err)
+	}
+}
+
+func TestSSEUpstreamCutEndsWithErrorEventAndNoRetry(t *testing.T) {
+	e := newEnv(t, Config{})
+	var hits atomic.Int32
+	_, w := e.upstream(sseUpstream(5, 2, nil, &hits))
+	var other atomic.Int32
+	e.upstream(sseUpstream(5, 0, nil, &other))
+	// Force the first pick onto the cutting worker: disable the other one.
+	for _, x := range e.gw.Pool().Snapshot().All {
+		if x != w {
+			if _, err := e.gw.Pool().SetFlags(x.ID, true, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	status, _, body := e.post("/v1/chat/completions", `{"stream":true}`)
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	want := "data: {\"i\":1}\n\ndata: {\"i\":2}\n\n" + string(sseUpstreamError)
+	if body != want {
+		t.Errorf("body\n%q\nwant\n%q", body, want)
+	}
+	if !strings.Contains(body, `"type":"upstream_error","code":502`) {
+		t.Error("error event lacks code 502")
+	}
+	if hits.Load() != 1 || other.Load() != 0 {
+		t.Errorf("upstream hits %d/%d: a started stream must never be retried", hits.Load(), other.Load())
+	}
+	waitFor(t, "the stream's outcome", func() bool { return len(e.outcomesCopy()) == 1 })
+	if o := e.outcomesCopy()[0]; o.worker != w.ID || !o.connErr {
+		t.Errorf("outcome %+v, want a connection failure of the cut worker", o)
+	}
+}
+
+func TestStreamRequestWithJSONErrorAnswer(t *testing.T) {
+	e := newEnv(t, Config{Retry: RetryConfig{Disabled: true}})
+	e.upstream(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(400)
+		_, _ = io.WriteString(rw, `{"error":"bad"}`)
+	})
+	status, _, body := e.post("/v1/chat/completions", `{"stream":true}`)
+	if status != 400 || body != `{"error":"bad"}` {
+		t.Errorf("got %d %q", status, body)
+	}
+}
+
+func TestStreamRetriedBeforeFirstByte(t *testing.T) {
+	e := newEnv(t, Config{})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	e.add(workerSpec(dead))
+	var hits atomic.Int32
+	e.upstream(sseUpstream(2, 0, nil, &hits))
+	for i := 0; i < 4; i++ {
+		status, _, body := e.post("/v1/chat/completions", `{"stream":true}`)
+		if status != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+			t.Fatalf("request %d: %d %q", i, status, body)
+		}
+	}
+}
