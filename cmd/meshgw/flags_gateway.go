@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/gateway"
+	"github.com/meshgw/meshgw/gateway/policy"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// gatewayFlags are the data plane's flags: listener, workers, routing, admission, shutdown.
+type gatewayFlags struct {
+	host             string
+	port             int
+	workerURLs       []string
+	workerConfig     string
+	policy           string
+	prefixTokenCount int
+	model            string
+	maxConnections   int
+	maxPayloadSize   int64
+	requestTimeout   int
+	healthCheckPort  int
+	nodeID           string
+	region           string
+	color            string
+	adminAPIKey      string
+	shutdownGrace    int
+	shutdownSettle   int
+
+	specs []worker.Spec // filled by validate
+}
+
+func (f *gatewayFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.host, "host", "0.0.0.0", "address the data plane listens on")
+	fs.IntVar(&f.port, "port", 30000, "port of the data plane (0 picks a free one)")
+	fs.StringSliceVar(&f.workerURLs, "worker-urls", nil, "worker base URLs, repeatable and comma-separated (scheme://host:port, no path)")
+	fs.StringVar(&f.workerConfig, "worker-config", "", "JSON file holding a list of worker specs")
+	fs.StringVar(&f.policy, "policy", gateway.DefaultPolicy, "load-balancing policy: "+strings.Join(policy.Names(), ", "))
+	fs.IntVar(&f.prefixTokenCount, "prefix-token-count", gateway.DefaultPrefixTokenCount, "prefix_hash: prompt units hashed (a unit is 4 bytes of the prompt's JSON)")
+	fs.StringVar(&f.model, "model", "", "model name GET /v1/models lists for workers that declare none (does not narrow routing)")
+	fs.IntVar(&f.maxConnections, "max-connections", 0, "in-flight model requests before 503 (0 = auto: 128 per worker, at most 4096)")
+	fs.Int64Var(&f.maxPayloadSize, "max-payload-size", gateway.DefaultMaxPayload, "largest request body in bytes; larger gets 413")
+	fs.IntVar(&f.requestTimeout, "request-timeout-secs", int(gateway.DefaultRequestTimeout/time.Second), "upstream attempt timeout in seconds; past it the client gets 504")
+	fs.IntVar(&f.healthCheckPort, "health-check-port", 0, "extra port serving only the probe endpoints (0 = off)")
+	fs.StringVar(&f.nodeID, "node-id", "", "this gateway's node id (default: host_port of the data plane listener)")
+	fs.StringVar(&f.region, "region", "", "this gateway's region")
+	fs.StringVar(&f.color, "color", "", "free label of this gateway, e.g. blue or green")
+	fs.StringVar(&f.adminAPIKey, "admin-api-key", "", "bearer key of the admin routes (empty: admin routes answer loopback clients only)")
+	fs.IntVar(&f.shutdownGrace, "shutdown-grace-period-secs", 180, "on SIGTERM, how long in-flight requests may take to drain")
+	fs.IntVar(&f.shutdownSettle, "shutdown-settle-secs", 2, "on SIGTERM, how long the listener stays open after readiness turns draining")
+}
+
+func (f *gatewayFlags) validate() error {
+	if net.ParseIP(f.host) == nil && f.host != "localhost" {
+		return usagef("--host %q is not an IP address", f.host)
+	}
+	for _, e := range []error{
+		checkPort("port", f.port, true),
+		checkPort("health-check-port", f.healthCheckPort, true),
+		checkOneOf("policy", f.policy, policy.Names()),
+		checkMin("prefix-token-count", f.prefixTokenCount, 1),
+		checkMin("max-connections", f.maxConnections, 0),
+		checkMin("request-timeout-secs", f.requestTimeout, 1),
+		checkMin("shutdown-grace-period-secs", f.shutdownGrace, 0),
+		checkMin("shutdown-settle-secs", f.shutdownSettle, 0),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if f.maxPayloadSize < 1 {
+		return usagef("--max-payload-size %d is below the minimum 1", f.maxPayloadSize)
+	}
+	return f.loadSpecs()
+}
+
+// loadSpecs collects and normalizes the workers of --worker-urls and --worker-config.
+func (f *gatewayFlags) loadSpecs() error {
+	f.specs = nil
+	for _, u := range f.workerURLs {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			continue
+		}
+		s := worker.Spec{URL: u}
+		if err := s.Normalize(); err != nil {
+			return usagef("--worker-urls %q: %s", u, fieldMsg(err))
+		}
+		f.specs = append(f.specs, s)
+	}
+	if f.workerConfig == "" {
+		return nil
+	}
+	b, err := os.ReadFile(f.workerConfig)
+	if err != nil {
+		return usagef("--worker-config %s: %v", f.workerConfig, err)
+	}
+	var list []worker.Spec
+	if err := json.Unmarshal(b, &list); err != nil {
+		return usagef("--worker-config %s: not a JSON list of worker specs: %v", f.workerConfig, err)
+	}
+	for i, s := range list {
+		if err := s.Normalize(); err != nil {
+			return usagef("--worker-config %s: entry %d: %s", f.workerConfig, i, fieldMsg(err))
+		}
+		f.specs = append(f.specs, s)
+	}
+	return nil
+}
+
+func fieldMsg(err error) string {
+	var fe *worker.FieldError
+	if errors.As(err, &fe) && fe.Field == "url" {
+		return fe.Msg
+	}
+	return err.Error()
+}
+
+// listenAddr is the data plane's host:port.
+func (f *gatewayFlags) listenAddr() string { return net.JoinHostPort(f.host, strconv.Itoa(f.port)) }
+
+// config builds the gateway's Config from the flags; nodeID is already resolved.
+func (f *gatewayFlags) config(nodeID string, r *retryFlags) gateway.Config {
+	return gateway.Config{
+		NodeID:           nodeID,
+		Region:           f.region,
+		Policy:           f.policy,
+		PrefixTokenCount: f.prefixTokenCount,
+		DefaultModel:     f.model,
+		Retry:            r.config(),
+		MaxInflight:      f.maxConnections,
+		MaxPayload:       f.maxPayloadSize,
+		RequestTimeout:   time.Duration(f.requestTimeout) * time.Second,
+		ShutdownSettle:   settle(f.shutdownSettle),
+		AdminAPIKey:      f.adminAPIKey,
+	}
+}
+
+// settle maps --shutdown-settle-secs to the Config, where 0 means the default: a flag of 0
+// means no settle window, which the Config spells as a negative duration.
+func settle(secs int) time.Duration {
+	if secs == 0 {
+		return -1
+	}
+	return time.Duration(secs) * time.Second
+}

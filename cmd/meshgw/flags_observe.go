@@ -1,0 +1,52 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/spf13/pflag"
+)
+
+// observeFlags are logging and metrics.
+type observeFlags struct {
+	logLevel       string
+	logFormat      string
+	prometheusPort int
+	prometheusHost string
+}
+
+func (f *observeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.IntVar(&f.prometheusPort, "prometheus-port", 29000, "port of /metrics (0 = off)")
+	fs.StringVar(&f.prometheusHost, "prometheus-host", "0.0.0.0", "address /metrics listens on")
+}
+
+func (f *observeFlags) validate() error {
+	if err := checkOneOf("log-level", f.logLevel, []string{"debug", "info", "warn", "error"}); err != nil {
+		return err
+	}
+	if err := checkOneOf("log-format", f.logFormat, []string{"text", "json"}); err != nil {
+		return err
+	}
+	if net.ParseIP(f.prometheusHost) == nil && f.prometheusHost != "localhost" {
+		return usagef("--prometheus-host %q is not an IP address", f.prometheusHost)
+	}
+	return checkPort("prometheus-port", f.prometheusPort, true)
+}
+
+func (f *observeFlags) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(f.logLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if f.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func (f *observeFlags) metricsAddr() string {
+	return net.JoinHostPort(f.prometheusHost, strconv.Itoa(f.prometheusPort))
+}

@@ -1,0 +1,172 @@
+// Command meshgw is the gateway daemon: it parses flags (each also read from $MESHGW_<NAME>),
+// starts the data plane, the probe and metrics listeners, and drains gracefully on SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/gateway"
+	"github.com/meshgw/meshgw/gateway/pool"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }
+
+// options holds every flag group.
+type options struct {
+	gw      gatewayFlags
+	retry   retryFlags
+	observe observeFlags
+}
+
+func (o *options) groups() []flagGroup { return []flagGroup{&o.gw, &o.retry, &o.observe} }
+
+// run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
+// 2 on a bad command line (one line on stderr).
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return runContext(ctx, args, getenv, stdout, stderr)
+}
+
+// runContext runs until ctx ends (a signal), then shuts down gracefully.
+func runContext(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var o options
+	fs := newFlagSet(o.groups())
+	if err := parseFlags(fs, o.groups(), args, getenv); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printHelp(stdout, fs)
+			return 0
+		}
+		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
+		return 2
+	}
+	log := o.observe.logger(stderr)
+	if err := serve(ctx, &o, log); err != nil {
+		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// serve wires and runs the gateway until ctx ends.
+func serve(ctx context.Context, o *options, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", o.gw.listenAddr())
+	if err != nil {
+		return fmt.Errorf("cannot listen on --host/--port %s: %v", o.gw.listenAddr(), err)
+	}
+	defer ln.Close()
+	nodeID := o.gw.nodeID
+	if nodeID == "" {
+		nodeID = nodeIDOf(ln.Addr())
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := o.gw.config(nodeID, &o.retry)
+	cfg.Registerer, cfg.Logger = reg, log
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		return err
+	}
+	for _, s := range o.gw.specs {
+		if _, _, err := gw.Pool().Upsert(s, pool.OriginLocal); err != nil {
+			gw.Close()
+			return fmt.Errorf("worker %s: %v", s.URL, err)
+		}
+	}
+	errc := make(chan error, 3)
+	go func() { errc <- gw.Serve(ln) }()
+	probeAddr, err := startProbes(o, gw, errc)
+	if err != nil {
+		gw.Close()
+		return err
+	}
+	metricsSrv, metricsAddr, err := startMetrics(o, reg, errc)
+	if err != nil {
+		gw.Close()
+		return err
+	}
+	log.Info("meshgw started", "listen", ln.Addr().String(), "probe_listen", probeAddr, "metrics_listen", metricsAddr,
+		"node_id", nodeID, "region", o.gw.region, "color", o.gw.color, "workers", len(o.gw.specs), "policy", o.gw.policy)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil {
+			log.Error("listener failed; shutting down", "err", err)
+		}
+	}
+	return shutdown(gw, metricsSrv, time.Duration(o.gw.shutdownGrace)*time.Second, log)
+}
+
+func shutdown(gw *gateway.Gateway, metricsSrv *http.Server, grace time.Duration, log *slog.Logger) error {
+	log.Info("shutting down", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := gw.Shutdown(ctx)
+	if metricsSrv != nil {
+		_ = metricsSrv.Close()
+	}
+	if err != nil {
+		log.Warn("in-flight requests did not drain within the grace period", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// startProbes opens --health-check-port when set.
+func startProbes(o *options, gw *gateway.Gateway, errc chan<- error) (string, error) {
+	if o.gw.healthCheckPort == 0 {
+		return "", nil
+	}
+	addr := net.JoinHostPort(o.gw.host, strconv.Itoa(o.gw.healthCheckPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("cannot listen on --health-check-port %s: %v", addr, err)
+	}
+	go func() { errc <- gw.ServeProbes(ln) }()
+	return ln.Addr().String(), nil
+}
+
+// startMetrics serves /metrics from reg with net/http when --prometheus-port is set.
+func startMetrics(o *options, reg *prometheus.Registry, errc chan<- error) (*http.Server, string, error) {
+	if o.observe.prometheusPort == 0 {
+		return nil, "", nil
+	}
+	ln, err := net.Listen("tcp", o.observe.metricsAddr())
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot listen on --prometheus-port %s: %v", o.observe.metricsAddr(), err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return srv, ln.Addr().String(), nil
+}
+
+// nodeIDOf is the default node id: the listener's host_port.
+func nodeIDOf(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host + "_" + port
+}
