@@ -65,6 +65,33 @@ func TestProxyForwardsBytesAndStampsHeaders(t *testing.T) {
 	if hdr.Get("X-Mesh-Request-Id") != "client-id-7" {
 		t.Errorf("X-Mesh-Request-Id = %q, want the client's x-request-id", hdr.Get("X-Mesh-Request-Id"))
 	}
+	if n := counterValue(t, e, "meshgw_http_requests_total", map[string]string{"route": "/v1/chat/completions", "status": "200"}); n != 2 {
+		t.Errorf("meshgw_http_requests_total{route=chat,status=200} = %v, want 2", n)
+	}
+}
+
+// counterValue reads one counter child from the env's registry.
+func counterValue(t *testing.T, e *testEnv, name string, labels map[string]string) float64 {
+	t.Helper()
+	fams, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue metric
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
 }
 
 func TestRetryLandsOnAnotherWorkerWhenOneRefuses(t *testing.T) {
