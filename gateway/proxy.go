@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"io"
 	"strconv"
 	"sync"
@@ -34,6 +38,28 @@ const (
 // fasthttp frames bodies itself, so Transfer-Encoding and Content-Length are rewritten anyway.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "TE", "Trailer", "Upgrade"}
+
+// headerEditor is what stripHop needs of a request or response header.
+type headerEditor interface {
+	Peek(key string) []byte
+	Del(key string)
+}
+
+// stripHop removes the hop-by-hop headers, including those a Connection header names. It
+// allocates only when Connection names other headers.
+func stripHop(h headerEditor) {
+	if v := h.Peek("Connection"); len(v) > 0 && !bytes.EqualFold(v, []byte("close")) && !bytes.EqualFold(v, []byte("keep-alive")) {
+		for _, tok := range strings.Split(string(v), ",") {
+			tok = strings.TrimSpace(tok)
+			if tok != "" && !strings.EqualFold(tok, "close") && !strings.EqualFold(tok, "keep-alive") {
+				h.Del(tok)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
 
 type touch struct {
 	w       *pool.Worker
@@ -141,9 +167,7 @@ func (c *call) prepareHeaders(h *fasthttp.RequestHeader) {
 	h.Del(reqmeta.HeaderModel)
 	h.Del(reqmeta.HeaderCapabilities)
 	h.Del(reqmeta.HeaderStream)
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
+	stripHop(h)
 	h.ResetConnectionClose()
 	h.Set(hdrGateway, c.g.cfg.NodeID)
 	if id := h.Peek(hdrClientID); len(id) > 0 {
@@ -193,6 +217,9 @@ func (c *call) proxy() {
 		res = c.try(w, up, attempt, attempt >= limit)
 		if res.done {
 			return
+		}
+		if g.log.Enabled(context.Background(), slog.LevelDebug) {
+			g.log.Debug("attempt failed", "worker", w.URL, "attempt", attempt, "status", res.status, "conn_error", res.connErr, "timeout", res.timeout)
 		}
 		if attempt >= limit || res.timeout {
 			c.giveUp(res)
@@ -291,10 +318,8 @@ func (c *call) aim(up *upstream) {
 // commit finalizes the headers of an upstream answer the client will get.
 func (c *call) commit(w *pool.Worker, attempt, status int) {
 	h := &c.ctx.Response.Header
+	stripHop(h)
 	h.ResetConnectionClose()
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
 	c.status = status
 	c.stamp(w, attempt)
 }

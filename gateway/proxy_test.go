@@ -16,13 +16,13 @@ import (
 func TestProxyForwardsBytesAndStampsHeaders(t *testing.T) {
 	e := newEnv(t, Config{NodeID: "gw-a"})
 	type seen struct {
-		body, gateway, host, auth, reqID string
-		hints                            []string
+		body, gateway, host, auth, reqID, hop string
+		hints                                 []string
 	}
 	got := make(chan seen, 1)
 	srv, w := e.upstream(func(rw http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- seen{string(b), r.Header.Get("X-Mesh-Gateway"), r.Host, r.Header.Get("Authorization"), r.Header.Get("X-Request-Id"),
+		got <- seen{string(b), r.Header.Get("X-Mesh-Gateway"), r.Host, r.Header.Get("Authorization"), r.Header.Get("X-Request-Id"), r.Header.Get("X-Hop"),
 			[]string{r.Header.Get("X-Mesh-Route-Model"), r.Header.Get("X-Mesh-Route-Stream"), r.Header.Get("X-Mesh-Route-Capabilities")}}
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Header().Set("Connection", "close")
@@ -30,7 +30,8 @@ func TestProxyForwardsBytesAndStampsHeaders(t *testing.T) {
 	}, func(s *worker.Spec) { s.APIKey = "sk-worker-secret" })
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 	status, hdr, answer := e.post("/v1/chat/completions", body,
-		"X-Mesh-Route-Model", "m", "X-Mesh-Route-Stream", "false", "X-Mesh-Route-Capabilities", "chat", "Authorization", "Bearer client-key")
+		"X-Mesh-Route-Model", "m", "X-Mesh-Route-Stream", "false", "X-Mesh-Route-Capabilities", "chat", "Authorization", "Bearer client-key",
+		"Connection", "X-Hop", "X-Hop", "connection-scoped")
 	if status != 200 || answer != `{"ok":true}` {
 		t.Fatalf("got %d %q", status, answer)
 	}
@@ -46,6 +47,9 @@ func TestProxyForwardsBytesAndStampsHeaders(t *testing.T) {
 	}
 	if s.auth != "Bearer sk-worker-secret" {
 		t.Errorf("upstream Authorization = %q, want the worker's key", s.auth)
+	}
+	if s.hop != "" {
+		t.Errorf("a header named by Connection was forwarded: X-Hop=%q", s.hop)
 	}
 	if s.hints[0]+s.hints[1]+s.hints[2] != "" {
 		t.Errorf("hint headers were forwarded: %q", s.hints)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,4 +151,52 @@ func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 			t.Fatalf("request %d: %d %q", i, status, body)
 		}
 	}
+}
+
+func TestClientGoneMidStreamReleasesEverything(t *testing.T) {
+	e := newEnv(t, Config{})
+	next := make(chan struct{})
+	upstreamGone := make(chan struct{})
+	_, w := e.upstream(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		fl := rw.(http.Flusher)
+		_, _ = io.WriteString(rw, "data: 1\n\n")
+		fl.Flush()
+		<-next
+		// Keep sending until the gateway drops the connection.
+		for i := 0; i < 1000; i++ {
+			if _, err := io.WriteString(rw, "data: more\n\n"); err != nil {
+				break
+			}
+			fl.Flush()
+			select {
+			case <-r.Context().Done():
+				close(upstreamGone)
+				return
+			default:
+			}
+		}
+		<-r.Context().Done()
+		close(upstreamGone)
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"stream":true}`
+	_, _ = io.WriteString(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "data: 1") {
+			break
+		}
+	}
+	conn.Close() // the client goes away mid-stream
+	close(next)
+	<-upstreamGone // the gateway closed the upstream connection too
+	waitFor(t, "the call to finish", func() bool { return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1 })
 }
