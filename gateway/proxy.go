@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"strings"
 	"io"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
