@@ -320,3 +320,27 @@ func TestBackoff(t *testing.T) {
 		})
 	}
 }
+
+func TestTranscriptionsMultipartRoutedByHints(t *testing.T) {
+	e := newEnv(t, Config{})
+	got := make(chan string, 1)
+	e.upstream(func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Header.Get("Content-Type") + "|" + string(b)
+		_, _ = io.WriteString(rw, `{"text":"hi"}`)
+	}, func(s *worker.Spec) { s.Models = []string{"whisper"}; s.Capabilities = []string{"audio_input"} })
+	e.upstream(okHandler("chat-only"), func(s *worker.Spec) { s.Models = []string{"whisper"}; s.Capabilities = []string{"chat"} })
+	body := "--XyZ\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF....\r\n--XyZ--\r\n"
+	for i := 0; i < 3; i++ {
+		req, _ := http.NewRequest("POST", e.base+"/v1/audio/transcriptions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=XyZ")
+		req.Header.Set("X-Mesh-Route-Model", "whisper")
+		status, _, answer := e.do(req)
+		if status != 200 || answer != `{"text":"hi"}` {
+			t.Fatalf("got %d %q; only the audio_input worker may serve it", status, answer)
+		}
+		if g := <-got; g != "multipart/form-data; boundary=XyZ|"+body {
+			t.Fatalf("upstream got %q", g)
+		}
+	}
+}
