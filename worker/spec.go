@@ -37,8 +37,9 @@ type Spec struct {
 	Priority       *int              `json:"priority,omitempty"`
 	Cost           *float64          `json:"cost,omitempty"`
 	Region         string            `json:"region,omitempty"`
-	// APIKey is input only: never returned, logged, gossiped or exported. MarshalJSON on Spec
-	// keeps it out; Redacted returns a copy without it.
+	// APIKey is input only: never returned, logged, gossiped or exported. It is decoded from
+	// JSON (registration) but a Spec must never be encoded back to a client: answers use their
+	// own record types, and Redacted returns a copy without it.
 	APIKey string `json:"api_key,omitempty"`
 	// DPRank is the data-parallel rank, appended to the id as "@RANK"; nil for none.
 	DPRank     *int        `json:"dp_rank,omitempty"`
