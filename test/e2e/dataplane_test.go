@@ -56,7 +56,7 @@ func TestOpenAINodeSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "test/node/node_modules/openai")); err != nil {
 		t.Fatal("the OpenAI Node SDK is not installed: run scripts/test-deps.sh (make test does)")
 	}
-	gw, _ := startFleet(t, 2)
+	gw, _ := startFleet(t, 2, "--model", "fake-model")
 	cmd := exec.Command("node", "--test", "openai.test.mjs")
 	cmd.Dir = filepath.Join(root, "test/node")
 	cmd.Env = append(os.Environ(), "MESHGW_URL="+gw.URL)

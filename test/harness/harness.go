@@ -261,6 +261,9 @@ func StartGateway(t testing.TB, b Bins, name string, args ...string) *Gateway {
 		g.MetricsPort = FreePort(t)
 		args = append(args, "--prometheus-port", strconv.Itoa(g.MetricsPort))
 	}
+	if !hasFlag(args, "--prometheus-host") {
+		args = append(args, "--prometheus-host", "127.0.0.1")
+	}
 	g.Proc = Start(t, name, b.Meshgw, args, nil, nil)
 	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
 	WaitFor(t, 20*time.Second, name+" answers /liveness", func() bool {
