@@ -32,7 +32,9 @@ func usPer(cpu time.Duration, n int64) *float64 {
 }
 
 // measureProxy runs wrk against each target, interleaved: round r measures the targets in the
-// order rotated by r. A one-second warm-up per target comes first and is not recorded.
+// order rotated by r. A one-second warm-up per target comes first and is not recorded. After
+// each target's loaded run comes a run over one connection, which shows the added latency
+// without the queueing of a saturated machine.
 func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep *Report) error {
 	var upPIDs []int
 	for _, p := range ups {
@@ -47,6 +49,7 @@ func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep
 		}
 	}
 	rounds := map[string][]ProxyRound{}
+	single := map[string][]WrkResult{} // the one-connection runs
 	for r := range o.Rounds {
 		for _, name := range rotate(targetNames, r) {
 			t := byName(ts, name)
@@ -74,10 +77,18 @@ func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep
 				pr.UpstreamCPUUsPerReq = *v
 			}
 			rounds[name] = append(rounds[name], pr)
+			one := wo
+			one.URL, one.Duration, one.Threads, one.Connections = t.url+chatPath, o.OneConnDuration, 1, 1
+			res1, out, err := RunWrk(ctx, one)
+			if err != nil {
+				return fmt.Errorf("wrk -c1 against %s: %w\n%s", name, err, out)
+			}
+			single[name] = append(single[name], res1)
 		}
 	}
 	for name, rs := range rounds {
 		rep.Proxy[name] = summarizeProxy(rs)
+		rep.Proxy[name].OneConn = summarizeOneConn(single[name])
 	}
 	return nil
 }

@@ -25,19 +25,21 @@ type Report struct {
 
 // Method records how the figures were taken.
 type Method struct {
-	Quick         bool     `json:"quick"`
-	Rounds        int      `json:"rounds"`
-	Order         []string `json:"order"` // the order of round 1; each round rotates it by one
-	WrkThreads    int      `json:"wrk_threads"`
-	WrkConns      int      `json:"wrk_connections"`
-	WrkDurationS  float64  `json:"wrk_duration_s"`
-	Streams       int      `json:"streams"`
-	StreamEvents  int      `json:"stream_events"`
-	StreamDurS    float64  `json:"stream_duration_s"`
-	MeshgwArgs    []string `json:"meshgw_args"`
-	MetricsOn     bool     `json:"meshgw_metrics_listener"`
-	LoadAvgBefore string   `json:"loadavg_before"`
-	LoadAvgAfter  string   `json:"loadavg_after"`
+	Quick        bool     `json:"quick"`
+	Rounds       int      `json:"rounds"`
+	Order        []string `json:"order"` // the order of round 1; each round rotates it by one
+	WrkThreads   int      `json:"wrk_threads"`
+	WrkConns     int      `json:"wrk_connections"`
+	WrkDurationS float64  `json:"wrk_duration_s"`
+	// OneConnDurationS is the length of each one-connection run.
+	OneConnDurationS float64  `json:"one_connection_duration_s"`
+	Streams          int      `json:"streams"`
+	StreamEvents     int      `json:"stream_events"`
+	StreamDurS       float64  `json:"stream_duration_s"`
+	MeshgwArgs       []string `json:"meshgw_args"`
+	MetricsOn        bool     `json:"meshgw_metrics_listener"`
+	LoadAvgBefore    string   `json:"loadavg_before"`
+	LoadAvgAfter     string   `json:"loadavg_after"`
 }
 
 // ProxyTarget holds the medians over rounds of one target's non-streaming load.
@@ -56,6 +58,32 @@ type ProxyTarget struct {
 	BadResponses int64        `json:"bad_responses"`
 	Checked      int64        `json:"checked_responses"`
 	Rounds       []ProxyRound `json:"rounds"`
+	// OneConn holds the medians of the one-connection runs (wrk -t1 -c1).
+	OneConn *OneConn `json:"one_connection"`
+}
+
+// OneConn is the latency over a single connection, where nothing queues.
+type OneConn struct {
+	RPS          float64 `json:"rps"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	Errors       int64   `json:"errors"` // socket errors, non-2xx and bad bodies
+	BadResponses int64   `json:"bad_responses"`
+}
+
+func summarizeOneConn(rs []WrkResult) *OneConn {
+	if len(rs) == 0 {
+		return nil
+	}
+	var rps, p50, p99 []float64
+	c := &OneConn{}
+	for _, r := range rs {
+		rps, p50, p99 = append(rps, r.RPS), append(p50, r.P50Ms), append(p99, r.P99Ms)
+		c.Errors += r.SocketErrs + r.Non2xx + r.BadBodies
+		c.BadResponses += r.BadBodies
+	}
+	c.RPS, c.P50Ms, c.P99Ms = median(rps), median(p50), median(p99)
+	return c
 }
 
 // ProxyRound is one wrk run of one target.
@@ -211,6 +239,14 @@ func (r *Report) printProxy(tw *tabwriter.Writer) {
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t%s\t%.1f\t%d\t%d\t\n", name, t.RPS, t.P50Ms, t.P99Ms,
 			fmtPtr(t.CPUUsPerReq, "%.1f"), t.UpstreamCPUUsPerReq, t.SocketErrors+t.Non2xx, t.BadResponses)
+	}
+	tw.Flush()
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "one connection (wrk -t1 -c1 -d%gs)\treq/s\tp50 ms\tp99 ms\terrors\t\n", r.Method.OneConnDurationS)
+	for _, name := range targetNames {
+		if t := r.Proxy[name]; t != nil && t.OneConn != nil {
+			fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t%d\t\n", name, t.OneConn.RPS, t.OneConn.P50Ms, t.OneConn.P99Ms, t.OneConn.Errors)
+		}
 	}
 	tw.Flush()
 }

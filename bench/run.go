@@ -32,6 +32,8 @@ type Options struct {
 	Duration    time.Duration // of each wrk run; default 10 s
 	Threads     int           // wrk -t; default 2
 	Connections int           // wrk -c; default 64
+	// OneConnDuration is the length of the one-connection latency run; default 5 s.
+	OneConnDuration time.Duration
 
 	Streams        int           // concurrent streams; default 32
 	StreamEvents   int           // events per stream; default 20
@@ -72,7 +74,7 @@ func (o *Options) setDefaults() {
 	for _, d := range []struct {
 		p *time.Duration
 		v time.Duration
-	}{{&o.Duration, 10 * time.Second}, {&o.StreamDuration, 10 * time.Second}, {&o.PacedDelay, 100 * time.Millisecond}} {
+	}{{&o.Duration, 10 * time.Second}, {&o.OneConnDuration, 5 * time.Second}, {&o.StreamDuration, 10 * time.Second}, {&o.PacedDelay, 100 * time.Millisecond}} {
 		if *d.p <= 0 {
 			*d.p = d.v
 		}
@@ -104,7 +106,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.MachineDetail = probeMachine(ctx, o.HAProxyBin, o.WrkBin)
 	rep.Machine = rep.MachineDetail.String()
 	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, Order: targetNames, WrkThreads: o.Threads, WrkConns: o.Connections,
-		WrkDurationS: o.Duration.Seconds(), Streams: o.Streams, StreamEvents: o.StreamEvents,
+		WrkDurationS: o.Duration.Seconds(), OneConnDurationS: o.OneConnDuration.Seconds(), Streams: o.Streams, StreamEvents: o.StreamEvents,
 		StreamDurS: o.StreamDuration.Seconds(), MetricsOn: !o.MetricsOff, LoadAvgBefore: loadAvg()}
 
 	if err := measureTargets(ctx, ps, &o, rep); err != nil {

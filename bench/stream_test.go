@@ -138,6 +138,7 @@ func TestReportShape(t *testing.T) {
 			round.CPUUsPerReq, sr.CPUUsPerStream = &cpu, &cpu
 		}
 		rep.Proxy[name] = summarizeProxy([]ProxyRound{round})
+		rep.Proxy[name].OneConn = summarizeOneConn([]WrkResult{{RPS: 5000, P50Ms: 0.2, P99Ms: 0.4, Checked: 10}})
 		if rep.Stream == nil {
 			rep.Stream = &StreamSection{Paced: map[string]*StreamResult{}, PacedDelayMs: 100}
 		}
@@ -153,7 +154,7 @@ func TestReportShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"machine", "proxy.direct.rps", "proxy.direct.p50_ms", "proxy.direct.p99_ms",
-		"proxy.haproxy.rps", "proxy.meshgw.cpu_us_per_req", "stream.meshgw.streams_per_s", "stream.direct.ttfb_p50_ms",
+		"proxy.haproxy.rps", "proxy.meshgw.cpu_us_per_req", "proxy.meshgw.one_connection.p50_ms", "stream.meshgw.streams_per_s", "stream.direct.ttfb_p50_ms",
 		"stream.haproxy.cut", "health.status", "mesh.status", "raft.status", "goals"} {
 		if lookup(m, path) == nil {
 			t.Errorf("report lacks %s", path)
@@ -167,7 +168,8 @@ func TestReportShape(t *testing.T) {
 	}
 	var table strings.Builder
 	rep.PrintTable(&table)
-	for _, want := range []string{"meshgw req/s ÷ HAProxy", "1.00 (1000 ÷ 1000)", "≥ 0.80", "met", "health: not yet measured"} {
+	for _, want := range []string{"meshgw req/s ÷ HAProxy", "1.00 (1000 ÷ 1000)", "≥ 0.80", "met", "health: not yet measured",
+		"meshgw added latency p50, 1 connection", "one connection (wrk -t1 -c1"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

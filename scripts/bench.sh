@@ -26,7 +26,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 mkdir -p bin
-[ -x bin/meshgw ] || go build -o bin/ ./cmd/meshgw
+go build -o bin/meshgw ./cmd/meshgw
 go build -o bin/bench-harness ./bench/cmd/harness
 go build -o bin/bench-upstream ./bench/cmd/upstream
 go build -o bin/bench-healthprobe ./bench/cmd/healthprobe

@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&ho.Bin, "healthprobe", "bin/bench-healthprobe", "bench health-probe binary")
 	fs.IntVar(&o.Rounds, "rounds", 0, "interleaved rounds (default 3; quick 1)")
 	fs.DurationVar(&o.Duration, "duration", 0, "each wrk run (default 10s; quick 3s)")
+	fs.DurationVar(&o.OneConnDuration, "one-conn-duration", 0, "each one-connection latency run (default 5s; quick 1s)")
 	fs.DurationVar(&o.StreamDuration, "stream-duration", 0, "each streaming load (default 10s; quick 2s)")
 	fs.IntVar(&o.Connections, "connections", 64, "wrk -c")
 	fs.IntVar(&o.Threads, "threads", 2, "wrk -t")
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		o.Rounds = or(o.Rounds, 1)
 		o.Duration = orDur(o.Duration, 3*time.Second)
+		o.OneConnDuration = orDur(o.OneConnDuration, time.Second)
 		o.StreamDuration = orDur(o.StreamDuration, 2*time.Second)
 		ho.Duration = orDur(ho.Duration, 3*time.Second)
 	}
