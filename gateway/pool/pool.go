@@ -55,6 +55,21 @@ func (p *Pool) Get(id worker.ID) *Worker { return p.Snapshot().byID[id] }
 // differs (runtime state carries over). It reports whether anything changed. The error is the
 // *worker.FieldError from Normalize.
 func (p *Pool) Upsert(spec worker.Spec, origin string) (*Worker, bool, error) {
+	return p.upsert(spec, origin, nil)
+}
+
+// UpsertFlags is Upsert that also sets the raft record's disabled and is_dead gates in the same
+// snapshot swap, so that a worker its record disables is never routable, not even for the
+// instant between adding it and gating it. It reports whether the spec or a gate changed.
+func (p *Pool) UpsertFlags(spec worker.Spec, origin string, disabled, dead bool) (*Worker, bool, error) {
+	return p.upsert(spec, origin, func(w *Worker) bool {
+		flipped := w.setGate(GateDisabled, disabled)
+		return w.setGate(GateDead, dead) || flipped
+	})
+}
+
+// upsert adds or replaces the worker of spec; gate, if set, adjusts its gates under the lock.
+func (p *Pool) upsert(spec worker.Spec, origin string, gate func(*Worker) bool) (*Worker, bool, error) {
 	spec = spec.Clone()
 	if err := spec.Normalize(); err != nil {
 		return nil, false, err
@@ -63,8 +78,14 @@ func (p *Pool) Upsert(spec worker.Spec, origin string) (*Worker, bool, error) {
 	p.mu.Lock()
 	old := p.workers[id]
 	if old != nil && old.Origin == origin && reflect.DeepEqual(old.spec, spec) {
+		if gate == nil || !gate(old) {
+			p.mu.Unlock()
+			return old, false, nil
+		}
+		p.rebuildLocked()
 		p.mu.Unlock()
-		return old, false, nil
+		p.changed()
+		return old, true, nil
 	}
 	w := newWorker(spec, origin)
 	if old != nil {
@@ -72,6 +93,9 @@ func (p *Pool) Upsert(spec worker.Spec, origin string) (*Worker, bool, error) {
 		closeTransport(old)
 	} else {
 		w.setHealth(p.cfg.InitialHealth)
+	}
+	if gate != nil {
+		gate(w)
 	}
 	if p.cfg.NewTransport != nil {
 		w.transport = p.cfg.NewTransport(w)

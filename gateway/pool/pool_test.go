@@ -248,3 +248,45 @@ func BenchmarkCandidates(b *testing.B) {
 		})
 	}
 }
+
+// TestUpsertFlagsGatesInTheSameSwap: a worker added with its record's flags is never seen
+// routable by any snapshot, and a flags-only change on the same spec is one swap.
+func TestUpsertFlagsGatesInTheSameSwap(t *testing.T) {
+	var p *Pool
+	var sawRoutable atomic.Bool
+	p = New(Config{OnChange: func() {
+		if len(p.Snapshot().Routable) > 0 {
+			sawRoutable.Store(true)
+		}
+	}})
+	spec := worker.Spec{URL: "http://127.0.0.1:8000"}
+	tests := []struct {
+		name           string
+		disabled, dead bool
+		wantChanged    bool
+		wantGates      Gate
+	}{
+		{"added disabled", true, false, true, GateDisabled},
+		{"same again", true, false, false, GateDisabled},
+		{"quarantined too", true, true, true, GateDisabled | GateDead},
+		{"enabled, still dead", false, true, true, GateDead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := p.Snapshot().Version
+			w, changed, err := p.UpsertFlags(spec, OriginLocal, tt.disabled, tt.dead)
+			if err != nil || changed != tt.wantChanged || w.Gates() != tt.wantGates {
+				t.Fatalf("changed=%v gates=%b err=%v; want changed=%v gates=%b", changed, w.Gates(), err, tt.wantChanged, tt.wantGates)
+			}
+			if swaps := p.Snapshot().Version - before; (swaps == 1) != tt.wantChanged || swaps > 1 {
+				t.Errorf("%d snapshot swaps", swaps)
+			}
+		})
+	}
+	if sawRoutable.Load() {
+		t.Error("a snapshot showed a gated worker routable")
+	}
+	if _, changed, _ := p.UpsertFlags(spec, OriginLocal, false, false); !changed || len(p.Snapshot().Routable) != 1 {
+		t.Error("clearing both flags did not make the worker routable")
+	}
+}
