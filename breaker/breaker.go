@@ -52,18 +52,18 @@ type Breaker struct {
 	state    atomic.Int32 // State; written only under mu, read lock-free
 	reopenAt atomic.Int64 // while open: nanoseconds since base at which the timeout has passed
 
-	failureThreshold int
+	clock Clock
+	base  time.Time // clock reading at New; reopenAt counts from it (monotonic)
+	hooks Hooks
+	log   *slog.Logger
+
+	mu               sync.Mutex
+	failureThreshold int // the config: set by New and Reconfigure
 	successThreshold int
 	timeout          time.Duration
-	clock            Clock
-	base             time.Time // clock reading at New; reopenAt counts from it (monotonic)
-	hooks            Hooks
-	log              *slog.Logger
-
-	mu        sync.Mutex
-	failures  int // consecutive failures
-	successes int // consecutive successes
-	openedAt  time.Time
+	failures         int // consecutive failures
+	successes        int // consecutive successes
+	openedAt         time.Time
 }
 
 // New returns a closed breaker. cfg must be valid (see Config.Validate; Resolve of a valid flags
@@ -164,6 +164,20 @@ func (b *Breaker) Promote() {
 		b.failures = 0
 	}
 	b.countsChangedLocked(f, s)
+}
+
+// Reconfigure applies a changed config (a PATCH of the worker's resilience overrides) in place,
+// keeping the state and the counts. The new thresholds are judged at the next outcome; a new
+// timeout applies from the next opening. cfg must be valid, as for New.
+func (b *Breaker) Reconfigure(cfg Config) {
+	if err := cfg.Validate(); err != nil {
+		panic(fmt.Sprintf("breaker.Reconfigure: %v", err))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failureThreshold = cfg.EffectiveFailureThreshold()
+	b.successThreshold = cfg.SuccessThreshold
+	b.timeout = cfg.Timeout
 }
 
 // Snapshot returns the breaker's state and counts, after moving an open circuit whose timeout

@@ -455,3 +455,36 @@ func TestStateAndOutcomeNames(t *testing.T) {
 		}
 	}
 }
+
+// A PATCH of the worker's overrides changes the thresholds in place: the counts survive, the
+// new failure threshold is judged at the next failure, and the new timeout at the next opening.
+func TestReconfigureKeepsState(t *testing.T) {
+	f := newFixture(t, testConfig())
+	f.record(2, Failure)
+	cfg := testConfig()
+	cfg.FailureThreshold, cfg.Timeout = 5, 30*time.Second
+	f.b.Reconfigure(cfg)
+	f.wantSnap(t, Closed, 2, 0)
+	f.record(2, Failure)
+	f.wantSnap(t, Closed, 4, 0)
+	f.record(1, Failure)
+	f.wantSnap(t, Open, 5, 0)
+	f.clk.Advance(testConfig().Timeout)
+	if f.b.Allow() {
+		t.Fatal("the old timeout still applied after Reconfigure")
+	}
+	f.clk.Advance(cfg.Timeout - testConfig().Timeout)
+	if !f.b.Allow() {
+		t.Fatal("the new timeout did not apply")
+	}
+	cfg.Disabled = true
+	f.b.Reconfigure(cfg)
+	f.record(1, Failure) // half-open: any failure reopens, whatever the threshold
+	f.wantSnap(t, Open, 1, 0)
+	defer func() {
+		if recover() == nil {
+			t.Error("Reconfigure accepted an invalid config")
+		}
+	}()
+	f.b.Reconfigure(Config{})
+}
