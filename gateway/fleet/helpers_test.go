@@ -1,0 +1,149 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
+
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/worker"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// fastRaft shortens raft's timeouts for a one-node cluster in memory.
+func fastRaft(c *raft.Config) {
+	c.HeartbeatTimeout = 100 * time.Millisecond
+	c.ElectionTimeout = 100 * time.Millisecond
+	c.LeaderLeaseTimeout = 100 * time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+}
+
+// startNode runs an ephemeral one-node raft group on the in-memory transport; wait says
+// whether to wait until it leads.
+func startNode(t *testing.T, id string, wait bool) *consensus.Node {
+	t.Helper()
+	_, trans := raft.NewInmemTransport(raft.ServerAddress("mem-" + id))
+	n, err := consensus.Start(consensus.Config{NodeID: id, Ephemeral: true, Transport: trans, Logger: quiet(), Tune: fastRaft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown() })
+	if wait {
+		waitFor(t, id+" to lead", func() bool { return n.IsLeader() && n.ClusterID() != "" })
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or 10 s pass; the poll interval only bounds how late the
+// condition is noticed.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+func spec(t testing.TB, port int, mutate ...func(*worker.Spec)) worker.Spec {
+	t.Helper()
+	s := worker.Spec{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	for _, m := range mutate {
+		m(&s)
+	}
+	if err := s.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// call is one call the fake owner received.
+type call struct {
+	Op    string // "own" or "disown"
+	ID    worker.ID
+	Epoch uint64
+	Dead  bool
+	Key   string // the spec's API key as given to Own
+}
+
+// fakeOwner records Own and Disown.
+type fakeOwner struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+func (o *fakeOwner) Own(s worker.Spec, epoch uint64, dead bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, call{Op: "own", ID: s.ID(), Epoch: epoch, Dead: dead, Key: s.APIKey})
+}
+
+func (o *fakeOwner) Disown(id worker.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, call{Op: "disown", ID: id})
+}
+
+// take returns the calls so far and forgets them.
+func (o *fakeOwner) take() []call {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.calls
+	o.calls = nil
+	return slices.Clone(c)
+}
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// noSleep is a Writer.Sleep that does not wait but counts.
+type noSleep struct {
+	mu    sync.Mutex
+	slept []time.Duration
+}
+
+func (s *noSleep) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.slept = append(s.slept, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}

@@ -1,0 +1,217 @@
+// Package fleet keeps this gateway's worker pool, and the health checks of the workers it owns,
+// in step with the worker records raft has applied, and writes to those records for the admin
+// API, the command line and health's removals.
+package fleet
+
+import (
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Records is the applied raft state the reconciler follows; *consensus.Node implements it.
+type Records interface {
+	// Workers returns copies of every applied record, sorted by id.
+	Workers() []fsm.Record
+	// Watch signals, coalesced, after changes of the applied state.
+	Watch() (<-chan struct{}, func())
+}
+
+// Owner runs the health checks and the circuit breaker of the workers this gateway owns;
+// gateway/owned.Manager implements it.
+type Owner interface {
+	// Own starts, or updates in place, the checks of a worker this gateway owns; dead (the
+	// is_dead quarantine) means the probes skip it.
+	Own(spec worker.Spec, epoch uint64, dead bool)
+	// Disown stops them (the record is gone or owned elsewhere). It does not touch the pool.
+	Disown(id worker.ID)
+}
+
+// Config configures a Reconciler.
+type Config struct {
+	// NodeID is this gateway's node id: records it owns are Own'ed and have origin "local",
+	// the others origin "mesh". Required.
+	NodeID string
+	// Records is the applied state to follow. Required.
+	Records Records
+	// Pool is the data plane's worker pool. Required.
+	Pool *pool.Pool
+	// Owner runs health checks of owned workers. Nil means no health checks: the pool's
+	// initial health (ready) stands.
+	Owner Owner
+	// Logger receives one line per change applied to the pool. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Reconciler applies the raft records to the pool: on every Watch signal (coalesced) and once at
+// Start, it reads every record and changes only what differs from what it applied last. A pass is
+// idempotent and O(records), so a dropped or merged signal costs nothing.
+type Reconciler struct {
+	cfg Config
+	log *slog.Logger
+
+	mu   sync.Mutex // serializes passes; guards seen
+	seen map[worker.ID]applied
+
+	started  atomic.Bool
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// applied is what the reconciler last applied for one record.
+type applied struct {
+	revision uint64
+	spec     worker.Spec // API key included, to compare; never logged
+	owner    string
+	epoch    uint64
+	disabled bool
+	dead     bool
+	owned    bool // Own was called and Disown not since
+}
+
+// New returns a Reconciler; Start runs it.
+func New(cfg Config) *Reconciler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Reconciler{
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "fleet"),
+		seen: make(map[worker.ID]applied),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+}
+
+// Start subscribes to the records, reconciles once (the state recovered so far) and keeps
+// reconciling in a background goroutine until Stop.
+func (r *Reconciler) Start() {
+	if r.started.Swap(true) {
+		return
+	}
+	ch, cancel := r.cfg.Records.Watch() // before the first pass, so no change slips between
+	r.Reconcile()
+	go r.loop(ch, cancel)
+}
+
+// Stop ends the background loop and waits for it. The pool and the owned workers are left as
+// they are. Stop before Start, or twice, is harmless.
+func (r *Reconciler) Stop() {
+	r.stopOnce.Do(func() { close(r.stop) })
+	if r.started.Load() {
+		<-r.done
+	}
+}
+
+func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
+	defer close(r.done)
+	defer cancel()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-ch:
+			r.Reconcile()
+		}
+	}
+}
+
+// Reconcile runs one pass: every record is applied to the pool (and to the Owner when this
+// gateway owns it), and workers whose record is gone are removed. It recovers and logs a panic,
+// so a bad pass never stops the loop.
+func (r *Reconciler) Reconcile() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("panic in a reconcile pass", "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	recs := r.cfg.Records.Workers()
+	live := make(map[worker.ID]struct{}, len(recs))
+	for i := range recs {
+		rec := &recs[i]
+		live[rec.ID] = struct{}{}
+		r.apply(rec)
+	}
+	for id, a := range r.seen {
+		if _, ok := live[id]; !ok {
+			r.drop(id, a)
+		}
+	}
+	// Workers the pool holds without a record (added before the records were read) go too.
+	for _, w := range r.cfg.Pool.Snapshot().All {
+		if _, ok := live[w.ID]; !ok {
+			r.drop(w.ID, applied{})
+		}
+	}
+}
+
+// apply brings the pool and the owned checks in line with one record.
+func (r *Reconciler) apply(rec *fsm.Record) {
+	prev, known := r.seen[rec.ID]
+	inPool := r.cfg.Pool.Get(rec.ID) != nil
+	mine := rec.Owner == r.cfg.NodeID
+	if known && inPool && prev.revision == rec.Revision && prev.owner == rec.Owner && prev.epoch == rec.Epoch &&
+		prev.owned == (mine && r.cfg.Owner != nil) {
+		return
+	}
+	origin := pool.OriginMesh
+	if mine {
+		origin = pool.OriginLocal
+	}
+	if _, _, err := r.cfg.Pool.UpsertFlags(rec.Spec, origin, rec.Disabled, rec.IsDead); err != nil {
+		// A record holds a normalized spec, so this is a bug or a record from a newer version.
+		r.log.Error("a worker record does not fit the pool; it is not routed", "record", rec, "err", err)
+		return
+	}
+	_ = r.cfg.Pool.SetOwner(rec.ID, rec.Owner)
+	specChanged := !known || !reflect.DeepEqual(prev.spec, rec.Spec)
+	next := applied{
+		revision: rec.Revision, spec: rec.Spec.Clone(), owner: rec.Owner, epoch: rec.Epoch,
+		disabled: rec.Disabled, dead: rec.IsDead,
+	}
+	switch {
+	case r.cfg.Owner == nil:
+	case mine:
+		if !prev.owned || specChanged || prev.epoch != rec.Epoch || prev.dead != rec.IsDead || !inPool {
+			r.cfg.Owner.Own(rec.Spec.Clone(), rec.Epoch, rec.IsDead)
+		}
+		next.owned = true
+	case prev.owned:
+		r.cfg.Owner.Disown(rec.ID)
+	}
+	r.seen[rec.ID] = next
+	r.logChange(rec, prev, known, specChanged)
+}
+
+func (r *Reconciler) logChange(rec *fsm.Record, prev applied, known, specChanged bool) {
+	switch {
+	case !known:
+		r.log.Info("worker added", "record", rec)
+	case prev.disabled != rec.Disabled || prev.dead != rec.IsDead:
+		r.log.Info("worker flags changed", "record", rec, "reason", rec.DisabledReason, "by", rec.DisabledBy)
+	case prev.owner != rec.Owner || prev.epoch != rec.Epoch:
+		r.log.Info("worker owner changed", "record", rec, "from", prev.owner)
+	case specChanged:
+		r.log.Info("worker spec changed", "record", rec)
+	}
+}
+
+// drop removes a worker whose record is gone, and stops its checks if this gateway ran them.
+func (r *Reconciler) drop(id worker.ID, a applied) {
+	if a.owned && r.cfg.Owner != nil {
+		r.cfg.Owner.Disown(id)
+	}
+	delete(r.seen, id)
+	if r.cfg.Pool.Remove(id) == nil {
+		r.log.Info("worker removed", "id", id)
+	}
+}

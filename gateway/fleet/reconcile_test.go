@@ -1,0 +1,231 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// fakeRecords is a Records whose state the test sets.
+type fakeRecords struct {
+	mu   sync.Mutex
+	recs map[worker.ID]fsm.Record
+	rev  uint64
+}
+
+func newFakeRecords() *fakeRecords { return &fakeRecords{recs: map[worker.ID]fsm.Record{}} }
+
+func (f *fakeRecords) Workers() []fsm.Record {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fsm.Record
+	for _, r := range f.recs {
+		out = append(out, r.Clone())
+	}
+	return out
+}
+
+func (f *fakeRecords) Watch() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+// put stores rec with a new revision, as every raft update does.
+func (f *fakeRecords) put(rec fsm.Record) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rev++
+	rec.Revision = f.rev
+	f.recs[rec.ID] = rec
+}
+
+func (f *fakeRecords) update(id worker.ID, change func(*fsm.Record)) {
+	f.mu.Lock()
+	r := f.recs[id]
+	f.mu.Unlock()
+	change(&r)
+	f.put(r)
+}
+
+func (f *fakeRecords) remove(id worker.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.recs, id)
+}
+
+// poolView is what a test compares of a pool worker.
+type poolView struct {
+	Origin, Owner string
+	Gates         pool.Gate
+	Priority      int
+}
+
+func viewOf(p *pool.Pool) map[worker.ID]poolView {
+	out := map[worker.ID]poolView{}
+	for _, w := range p.Snapshot().All {
+		s := w.Spec()
+		out[w.ID] = poolView{Origin: w.Origin, Owner: w.Owner(), Gates: w.Gates() & (pool.GateDisabled | pool.GateDead), Priority: s.PriorityOrDefault()}
+	}
+	return out
+}
+
+// TestReconcileSteps walks one pool through every kind of record change and checks, after each
+// pass, the pool's workers and the Own/Disown calls, including that a pass with nothing new
+// changes nothing.
+func TestReconcileSteps(t *testing.T) {
+	recs := newFakeRecords()
+	p := pool.New(pool.Config{})
+	owner := &fakeOwner{}
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: quiet()})
+	a := spec(t, 8001, func(s *worker.Spec) { s.APIKey = "sk-a" })
+	b := spec(t, 8002)
+	stray := spec(t, 8009)
+	if _, _, err := p.Upsert(stray, pool.OriginLocal); err != nil {
+		t.Fatal(err)
+	}
+	ida, idb := a.ID(), b.ID()
+	local := func(g pool.Gate, prio int) poolView {
+		return poolView{Origin: "local", Owner: "n1", Gates: g, Priority: prio}
+	}
+	steps := []struct {
+		name      string
+		change    func()
+		wantPool  map[worker.ID]poolView
+		wantCalls []call
+	}{
+		{"create, one owned elsewhere and disabled", func() {
+			recs.put(fsm.Record{ID: ida, Spec: a, Owner: "n1", Epoch: 3})
+			recs.put(fsm.Record{ID: idb, Spec: b, Owner: "n2", Epoch: 4, Disabled: true})
+		}, map[worker.ID]poolView{
+			ida: local(0, 50),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, []call{{Op: "own", ID: ida, Epoch: 3, Key: "sk-a"}}},
+		{"nothing new", func() {}, map[worker.ID]poolView{
+			ida: local(0, 50),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, nil},
+		{"disable keeps probing", func() {
+			recs.update(ida, func(r *fsm.Record) { r.Disabled, r.DisabledReason = true, "maint" })
+		}, map[worker.ID]poolView{
+			ida: local(pool.GateDisabled, 50),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, nil},
+		{"quarantine tells the owner", func() {
+			recs.update(ida, func(r *fsm.Record) { r.IsDead = true })
+		}, map[worker.ID]poolView{
+			ida: local(pool.GateDisabled|pool.GateDead, 50),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, []call{{Op: "own", ID: ida, Epoch: 3, Dead: true, Key: "sk-a"}}},
+		{"spec change updates in place", func() {
+			recs.update(ida, func(r *fsm.Record) { r.Spec.Priority, r.IsDead, r.Disabled = ptr(7), false, false })
+		}, map[worker.ID]poolView{
+			ida: local(0, 7),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, []call{{Op: "own", ID: ida, Epoch: 3, Key: "sk-a"}}},
+		{"owned elsewhere", func() {
+			recs.update(ida, func(r *fsm.Record) { r.Owner, r.Epoch = "n2", 9 })
+		}, map[worker.ID]poolView{
+			ida: {Origin: "mesh", Owner: "n2", Priority: 7},
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, []call{{Op: "disown", ID: ida}}},
+		{"owned here again", func() {
+			recs.update(idb, func(r *fsm.Record) { r.Owner, r.Epoch = "n1", 11 })
+		}, map[worker.ID]poolView{
+			ida: {Origin: "mesh", Owner: "n2", Priority: 7},
+			idb: local(pool.GateDisabled, 50),
+		}, []call{{Op: "own", ID: idb, Epoch: 11}}},
+		{"removed", func() {
+			recs.remove(idb)
+			recs.remove(ida)
+		}, map[worker.ID]poolView{}, []call{{Op: "disown", ID: idb}}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			st.change()
+			before := p.Snapshot().Version
+			r.Reconcile()
+			if diff := cmp.Diff(st.wantPool, viewOf(p)); diff != "" {
+				t.Errorf("pool (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(st.wantCalls, owner.take()); diff != "" {
+				t.Errorf("owner calls (-want +got):\n%s", diff)
+			}
+			// A second pass over the same records is a no-op.
+			mid := p.Snapshot().Version
+			r.Reconcile()
+			if p.Snapshot().Version != mid || len(owner.take()) != 0 {
+				t.Error("a second pass over the same records changed something")
+			}
+			if st.name == "nothing new" && mid != before {
+				t.Error("a pass without record changes swapped the pool snapshot")
+			}
+		})
+	}
+}
+
+// TestReconcileWithoutOwner: without health checks the pool still follows the records.
+func TestReconcileWithoutOwner(t *testing.T) {
+	recs := newFakeRecords()
+	p := pool.New(pool.Config{})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: quiet()})
+	a := spec(t, 8001)
+	recs.put(fsm.Record{ID: a.ID(), Spec: a, Owner: "n1", Epoch: 1, IsDead: true})
+	r.Reconcile()
+	if w := p.Get(a.ID()); w == nil || w.Gates() != pool.GateDead || len(p.Snapshot().Routable) != 0 {
+		t.Fatalf("pool %+v", viewOf(p))
+	}
+	recs.update(a.ID(), func(r *fsm.Record) { r.IsDead = false })
+	r.Reconcile()
+	if len(p.Snapshot().Routable) != 1 {
+		t.Fatal("clearing is_dead did not make the worker routable")
+	}
+}
+
+// TestReconcileFollowsRaft runs the reconciler against a real (in-memory) raft node: records
+// written through the Writer reach the pool without an explicit pass, the API key reaches Own
+// but no log line, and Stop ends the loop.
+func TestReconcileFollowsRaft(t *testing.T) {
+	n := startNode(t, "n1", true)
+	p := pool.New(pool.Config{})
+	owner := &fakeOwner{}
+	var logs logBuffer
+	r := New(Config{NodeID: "n1", Records: n, Pool: p, Owner: owner, Logger: logs.logger()})
+	w := &Writer{Node: n, NodeID: "n1", Logger: logs.logger()}
+	ctx := context.Background()
+	a := spec(t, 8001, func(s *worker.Spec) { s.APIKey = "sk-never-logged" })
+	if _, err := w.Apply(ctx, fsm.Register{Spec: a, Owner: "n1", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	defer r.Stop()
+	if p.Get(a.ID()) == nil {
+		t.Fatal("Start did not apply the records already there")
+	}
+	if _, err := w.Apply(ctx, fsm.SetFlags{ID: a.ID(), Flags: fsm.FlagChange{Disabled: ptr(true), By: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the disable to reach the pool", func() bool { return p.Get(a.ID()).Gates()&pool.GateDisabled != 0 })
+	if _, err := w.Apply(ctx, fsm.Remove{ID: a.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the removal to reach the pool", func() bool { return p.Get(a.ID()) == nil })
+	calls := owner.take()
+	if len(calls) != 2 || calls[0].Op != "own" || calls[0].Key != "sk-never-logged" || calls[1].Op != "disown" {
+		t.Errorf("owner calls %+v", calls)
+	}
+	if strings.Contains(logs.String(), "sk-never-logged") {
+		t.Error("the worker's API key reached the log")
+	}
+	for _, line := range []string{"worker added", "worker flags changed", "worker removed"} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("no %q line in the log:\n%s", line, logs.String())
+		}
+	}
+	r.Stop()
+	r.Stop()
+}

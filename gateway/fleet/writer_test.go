@@ -1,0 +1,137 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/worker"
+)
+
+func TestRetryable(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{consensus.ErrNoLeader, true},
+		{&consensus.NotLeaderError{Leader: "n2"}, true},
+		{consensus.ErrTimeout, true},
+		{fmt.Errorf("%w: %w", consensus.ErrOutcomeUnknown, errors.New("leadership lost")), true},
+		{fmt.Errorf("%w: %w", consensus.ErrOutcomeUnknown, consensus.ErrShutdown), false},
+		{consensus.ErrShutdown, false},
+		{context.DeadlineExceeded, true},
+		{context.Canceled, false},
+		{&fsm.ConflictError{Reason: "x"}, false},
+		{&fsm.NotFoundError{ID: "w-1"}, false},
+		{&fsm.InvalidError{Msg: "x"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			if got := Retryable(tt.err); got != tt.want {
+				t.Errorf("Retryable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRegisterAllWaitsForLeaderAndIsIdempotent: started before the node leads, RegisterAll
+// retries until it can write; the same workers again are unchanged; a record an operator changed
+// since is a conflict that keeps the record and its flags.
+func TestRegisterAllWaitsForLeaderAndIsIdempotent(t *testing.T) {
+	n := startNode(t, "n1", false)
+	var logs logBuffer
+	w := &Writer{Node: n, NodeID: "n1", Logger: logs.logger()}
+	a, b := spec(t, 8001), spec(t, 8002)
+	ctx := context.Background()
+	got := w.RegisterAll(ctx, []worker.Spec{a, b})
+	if len(got) != 2 || got[0].Outcome != fsm.Created || got[1].Outcome != fsm.Created || got[0].Err != nil {
+		t.Fatalf("first registration %+v", got)
+	}
+	// An operator disables a and changes b's priority.
+	if _, err := w.Apply(ctx, fsm.SetFlags{ID: a.ID(), Flags: fsm.FlagChange{Disabled: ptr(true), By: "ops"}}); err != nil {
+		t.Fatal(err)
+	}
+	b2 := b.Clone()
+	b2.Priority = ptr(9)
+	if _, err := w.Apply(ctx, fsm.ReplaceSpec{ID: b.ID(), Spec: b2, Flags: fsm.FlagChange{IsDead: ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	got = w.RegisterAll(ctx, []worker.Spec{a, b})
+	if got[0].Outcome != fsm.Unchanged || got[0].Err != nil || !errors.Is(got[1].Err, fsm.ErrConflict) {
+		t.Fatalf("second registration %+v", got)
+	}
+	ra, _ := n.Worker(a.ID())
+	rb, _ := n.Worker(b.ID())
+	if !ra.Disabled || !rb.IsDead || rb.Spec.PriorityOrDefault() != 9 {
+		t.Errorf("a registration changed an operator's record: a=%v b=%v", ra, rb)
+	}
+	if !strings.Contains(logs.String(), "level=INFO msg=\"kept the registered worker") {
+		t.Errorf("no INFO line for the kept conflict:\n%s", logs.String())
+	}
+}
+
+// stuck is an Applier with no leader, ever.
+type stuck struct{ calls atomic.Int32 }
+
+func (s *stuck) Apply(context.Context, fsm.Command) (fsm.Result, error) {
+	s.calls.Add(1)
+	return fsm.Result{}, consensus.ErrNoLeader
+}
+
+// TestRegisterAllGivesUp: with no leader, the retries are bounded and back off exponentially up
+// to a cap, and giving up is logged.
+func TestRegisterAllGivesUp(t *testing.T) {
+	node := &stuck{}
+	var logs logBuffer
+	var sl noSleep
+	w := &Writer{Node: node, NodeID: "n1", Logger: logs.logger(), Sleep: sl.sleep}
+	got := w.RegisterAll(context.Background(), []worker.Spec{spec(t, 8001)})
+	if !errors.Is(got[0].Err, consensus.ErrNoLeader) || node.calls.Load() != registerAttempts {
+		t.Fatalf("outcome %+v after %d attempts", got, node.calls.Load())
+	}
+	if len(sl.slept) != registerAttempts-1 || sl.slept[0] != registerBackoff || sl.slept[1] != 2*registerBackoff ||
+		sl.slept[len(sl.slept)-1] != registerMaxBackoff {
+		t.Errorf("backoffs %v", sl.slept)
+	}
+	for _, line := range []string{"waiting for raft to accept", "level=WARN msg=\"gave up registering worker\""} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("no %q line:\n%s", line, logs.String())
+		}
+	}
+	// A cancelled context stops at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	node.calls.Store(0)
+	w.RegisterAll(ctx, []worker.Spec{spec(t, 8001), spec(t, 8002)})
+	if node.calls.Load() > 1 {
+		t.Errorf("%d attempts after cancel", node.calls.Load())
+	}
+}
+
+// TestOnRemoveIsFenced: health's removal removes the record only under this node's current
+// epoch; a stale epoch leaves the record.
+func TestOnRemoveIsFenced(t *testing.T) {
+	n := startNode(t, "n1", true)
+	var logs logBuffer
+	w := &Writer{Node: n, NodeID: "n1", Logger: logs.logger(), Timeout: 5 * time.Second}
+	a := spec(t, 8001)
+	res, err := w.Apply(context.Background(), fsm.Register{Spec: a, Owner: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := res.Record.Epoch
+	w.OnRemove(a.ID(), epoch+1, "failed")
+	waitFor(t, "the fenced refusal to be logged", func() bool { return strings.Contains(logs.String(), "no longer owns it") })
+	if _, ok := n.Worker(a.ID()); !ok {
+		t.Fatal("a stale epoch removed the record")
+	}
+	w.OnRemove(a.ID(), epoch, "failed")
+	waitFor(t, "the record to go", func() bool { _, ok := n.Worker(a.ID()); return !ok })
+	waitFor(t, "the removal to be logged", func() bool { return strings.Contains(logs.String(), "worker record removed") })
+}
