@@ -1,0 +1,35 @@
+// Package owned runs what an owner gateway does for the workers it owns: health checks and
+// circuit breakers, feeding their verdicts to the pool.
+//
+// Contract, as the gateway's wiring (and later the raft-backed fleet reconciler) drives it:
+//
+//  1. New builds one health.Checker for every owned worker, with a prober per connection mode:
+//     HTTP, gRPC (grpc.health.v1 for Options.GRPCService), external providers (Rolter's rules)
+//     and ZMQ (the local check of the worker's link, which runs even when health checks are
+//     disabled). The pool's InitialHealth should be pool.HealthPending while checks run.
+//  2. Own starts checking a worker this gateway owns, after the caller has put it in the pool. It
+//     attaches a circuit breaker (breaker.Resolve of the --cb-* flags and the worker's
+//     resilience block) to the pool's worker, so that selection skips an open circuit. Own of a
+//     worker already owned applies a changed spec in place (a PATCH), keeping health state and
+//     breaker counts, and records the new epoch. dead (the is_dead quarantine) stops its probes
+//     and keeps it pending; releasing the quarantine verifies it again.
+//  3. A newly owned HTTP or gRPC worker becomes ready at its first passing probe: that probe is
+//     registration reaching it. If the first probe fails, the worker stays pending and needs S
+//     consecutive passes. A ZMQ worker becomes ready when its link's handshake is done.
+//  4. Every health transition sets the pool's health of the worker (pending, ready, not_ready,
+//     failed, draining), and so its routability and the gateway's readiness. A promotion to
+//     ready calls the breaker's Promote, once per real promotion.
+//  5. OnOutcome, plugged into gateway.Config.OnOutcome, classifies each request's outcome on a
+//     worker (Classifier.Classify; NoResponse when no answer came) and records it. The gateway
+//     reports one outcome per worker per request, so a request's retries on one worker count
+//     once. Workers not owned here have no breaker attached and are not recorded.
+//  6. When health removes a worker on its own (failed with --remove-unhealthy-workers, or the end
+//     of a Drain), the manager forgets it and calls Options.OnRemove with the epoch given to Own,
+//     so that the caller removes the record fenced by (owner, epoch); without OnRemove it removes
+//     the worker from the pool itself. Disown forgets a worker without touching the pool.
+//  7. Status reports a worker's runtime state for GET /workers; Close stops every probe.
+//
+// The health and breaker series (meshgw_worker_health, meshgw_worker_health_checks_total,
+// meshgw_worker_cb_*) are registered on Options.Registerer; a forgotten worker's
+// meshgw_worker_health and meshgw_worker_cb_state read -1.
+package owned

@@ -1,0 +1,337 @@
+package owned
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Options configure a Manager. Nil and zero fields have the defaults given.
+type Options struct {
+	// Pool is the gateway's worker pool, whose health and breakers the manager sets. Required.
+	Pool *pool.Pool
+	// NodeID is this gateway's node id, sent to engines with each probe.
+	NodeID string
+	// Health holds the health-check flags; it must pass Validate (start from
+	// health.DefaultConfig).
+	Health health.Config
+	// Breaker holds the --cb-* flags; it must pass Validate (start from breaker.DefaultConfig).
+	Breaker breaker.Config
+	// GRPCService is the gRPC health service checked on gRPC workers; "" (default) checks the
+	// server as a whole.
+	GRPCService string
+	// Registerer receives the health and breaker metrics. Default: a private registry (the
+	// series are kept but not exported).
+	Registerer prometheus.Registerer
+	// Logger receives one line per health or breaker transition. Default: slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source of probes and breakers. Default: the real clock.
+	Clock health.Clock
+	// OnRemove is called when health removes an owned worker: auto-removal of a failed worker
+	// (--remove-unhealthy-workers), or the end of a drain. epoch is the one given to Own; the
+	// caller removes the record through raft, fenced by (owner, epoch). nil: the manager removes
+	// the worker from the pool itself.
+	OnRemove func(id worker.ID, epoch uint64, reason string)
+	// Probers replaces the prober of a connection mode (worker.ModeHTTP, ...), for tests.
+	// Default: health.HTTPProber, health.GRPCProber, health.ExternalProber, and the local check
+	// of a ZMQ worker's link.
+	Probers map[string]health.Prober
+}
+
+// Status is an owned worker's runtime state, as GET /workers shows it.
+type Status struct {
+	// Health is the health state; pending while the worker is quarantined (Dead).
+	Health               health.State
+	ConsecutiveFailures  int
+	ConsecutiveSuccesses int
+	// LastError and LastStatusCode describe the last probe if it failed; a pass clears them.
+	LastError      string
+	LastStatusCode int
+	// LastProbe is when the last probe finished; zero before the first.
+	LastProbe time.Time
+	// Probed is false when health checks are off for the worker (or it is quarantined).
+	Probed bool
+	// Breaker is the circuit breaker's state and counts.
+	Breaker breaker.Snapshot
+	// Epoch is the ownership epoch given to Own.
+	Epoch uint64
+	// Dead is the is_dead quarantine given to Own.
+	Dead bool
+}
+
+// Manager runs the health checks and circuit breakers of the workers this gateway owns.
+type Manager struct {
+	opts    Options
+	log     *slog.Logger
+	pool    *pool.Pool
+	checker *health.Checker
+	grpc    *health.GRPCProber
+	bmet    *breaker.Metrics
+	bclock  breaker.Clock
+
+	ops      sync.Mutex // serializes Own, Disown, Drain and Close; never taken by a callback
+	healthMu sync.Mutex // serializes writes of the pool's health (syncHealth)
+	mu       sync.Mutex // guards owned, closed, and each ownedWorker's spec, epoch and dead
+	owned    map[worker.ID]*ownedWorker
+	closed   bool
+}
+
+// ownedWorker is one owned worker.
+type ownedWorker struct {
+	id    worker.ID
+	label string // metric and log label: the URL, with @RANK for a data-parallel rank
+	spec  worker.Spec
+	epoch uint64
+	dead  bool
+	c     *circuit
+	// fresh is set while the worker has not been probed since Own (or since its quarantine
+	// ended): a first passing probe of an HTTP or gRPC worker is registration reaching it.
+	fresh atomic.Bool
+}
+
+// New returns a running Manager; Close stops it.
+func New(o Options) (*Manager, error) {
+	if o.Pool == nil {
+		return nil, errors.New("owned: Options.Pool is required")
+	}
+	if err := o.Breaker.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	m := &Manager{opts: o, log: o.Logger, pool: o.Pool, grpc: &health.GRPCProber{},
+		owned: make(map[worker.ID]*ownedWorker)}
+	if o.Clock != nil {
+		m.bclock = o.Clock.Now
+	}
+	bmet, err := breaker.NewMetrics(o.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("owned: register breaker metrics: %w", err)
+	}
+	m.bmet = bmet
+	m.checker, err = health.New(health.Options{
+		Config: o.Health, NodeID: o.NodeID, GRPCService: o.GRPCService, Modes: m.modes(),
+		Clock: o.Clock, Logger: o.Logger, Registerer: o.Registerer,
+		OnTransition: m.onTransition, OnRemove: m.onRemove,
+	})
+	if err != nil {
+		m.grpc.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close stops every probe and timer and closes the probers' connections. Breakers stay attached
+// to the pool's workers, frozen.
+func (m *Manager) Close() {
+	m.ops.Lock()
+	defer m.ops.Unlock()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	m.mu.Unlock()
+	_ = m.checker.Close()
+	_ = m.grpc.Close()
+}
+
+// Own starts, or updates in place (a PATCH), the health checks and the breaker of a worker this
+// gateway owns; the worker should already be in the pool. dead (the is_dead quarantine) stops
+// its probes. Own is idempotent. An invalid spec is logged and ignored.
+func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
+	spec = spec.Clone()
+	if err := spec.Normalize(); err != nil {
+		m.log.Warn("cannot own an invalid worker spec", "url", spec.Redacted().URL, "err", err)
+		return
+	}
+	id := spec.ID()
+	m.ops.Lock()
+	defer m.ops.Unlock()
+	if m.isClosed() {
+		return
+	}
+	ow := m.get(id)
+	if ow == nil {
+		ow = m.adopt(spec, epoch, dead)
+	} else {
+		m.update(ow, spec, epoch, dead)
+	}
+	m.attach(ow)
+	m.syncHealth(ow)
+}
+
+// adopt starts managing a worker: its breaker, and its health checks unless it is quarantined.
+func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead bool) *ownedWorker {
+	id := spec.ID()
+	label := metricLabel(id, spec.URL)
+	cfg, cls := breaker.Resolve(m.opts.Breaker, spec.Resilience)
+	b := breaker.New(cfg, breaker.Options{Clock: m.bclock, Hooks: m.bmet.Hooks(label),
+		Logger: m.log.With("worker", label, "id", string(id))})
+	ow := &ownedWorker{id: id, label: label, spec: spec, epoch: epoch, dead: dead, c: newCircuit(b, cls)}
+	m.mu.Lock()
+	m.owned[id] = ow
+	m.mu.Unlock()
+	m.log.Info("worker owned", "worker", label, "id", string(id), "epoch", epoch, "dead", dead)
+	if !dead {
+		m.startChecks(ow, spec)
+	}
+	return ow
+}
+
+// update applies Own to a worker already managed: a changed spec in place, the epoch, and the
+// quarantine flag.
+func (m *Manager) update(ow *ownedWorker, spec worker.Spec, epoch uint64, dead bool) {
+	m.mu.Lock()
+	changed := !reflect.DeepEqual(ow.spec, spec)
+	wasDead := ow.dead
+	ow.spec, ow.epoch, ow.dead = spec, epoch, dead
+	m.mu.Unlock()
+	if changed {
+		cfg, cls := breaker.Resolve(m.opts.Breaker, spec.Resilience)
+		ow.c.b.Reconfigure(cfg)
+		ow.c.cls.Store(&cls)
+		if !wasDead && !dead {
+			if err := m.checker.Update(spec); err != nil {
+				m.log.Warn("cannot update the health checks of a worker", "worker", ow.label, "err", err)
+			}
+		}
+	}
+	switch {
+	case dead && !wasDead:
+		m.checker.Remove(ow.id)
+		m.log.Info("worker quarantined: health checks stopped", "worker", ow.label, "id", string(ow.id))
+	case !dead && wasDead:
+		m.log.Info("worker quarantine released: verifying it again", "worker", ow.label, "id", string(ow.id))
+		m.startChecks(ow, spec)
+	}
+}
+
+// startChecks adds the worker to the Checker, pending, its next passing probe counting as
+// registration reaching it.
+func (m *Manager) startChecks(ow *ownedWorker, spec worker.Spec) {
+	ow.fresh.Store(true)
+	if err := m.checker.Add(spec, health.Pending); err != nil {
+		m.log.Warn("cannot start the health checks of a worker", "worker", ow.label, "err", err)
+	}
+}
+
+// Disown stops probing and breaking a worker (removed, or owned elsewhere now). It does not
+// remove the worker from the pool.
+func (m *Manager) Disown(id worker.ID) {
+	m.ops.Lock()
+	defer m.ops.Unlock()
+	if ow := m.forget(id); ow != nil {
+		m.checker.Remove(id)
+		m.log.Info("worker disowned", "worker", ow.label, "id", string(id))
+	}
+}
+
+// Drain starts removing a worker (DELETE): a ready worker drains, taking no new requests, for its
+// drain_settle_secs and is then removed through OnRemove; any other worker, a quarantined one
+// included, is removed at once (settle 0). ok is false when the worker is not owned here.
+func (m *Manager) Drain(id worker.ID) (settle time.Duration, ok bool) {
+	m.ops.Lock()
+	defer m.ops.Unlock()
+	if m.get(id) == nil || m.isClosed() {
+		return 0, false
+	}
+	if settle, ok = m.checker.Drain(id); ok {
+		return settle, true
+	}
+	m.onRemove(id, health.RemovedDrained) // quarantined: not checked, so removed at once
+	return 0, true
+}
+
+// Status returns an owned worker's runtime state; ok is false when the worker is not owned.
+func (m *Manager) Status(id worker.ID) (Status, bool) {
+	ow := m.get(id)
+	if ow == nil {
+		return Status{}, false
+	}
+	m.mu.Lock()
+	st := Status{Epoch: ow.epoch, Dead: ow.dead}
+	m.mu.Unlock()
+	if hs, ok := m.checker.Status(id); ok {
+		st.Health, st.ConsecutiveFailures, st.ConsecutiveSuccesses = hs.State, hs.ConsecutiveFailures, hs.ConsecutiveSuccesses
+		st.LastError, st.LastStatusCode, st.LastProbe, st.Probed = hs.LastError, hs.LastStatusCode, hs.LastProbe, hs.Probed
+	}
+	st.Breaker = ow.c.b.Snapshot()
+	return st, true
+}
+
+// OnOutcome records a request's outcome on worker w: status is what w answered, connErr that it
+// gave no answer. Plug it into gateway.Config.OnOutcome. Workers not owned here are skipped.
+func (m *Manager) OnOutcome(w *pool.Worker, status int, connErr bool) {
+	if c, ok := w.Breaker().(*circuit); ok {
+		c.record(status, connErr)
+	}
+}
+
+func (m *Manager) get(id worker.ID) *ownedWorker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owned[id]
+}
+
+func (m *Manager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// forget drops a worker from the manager: its breaker leaves the pool's worker and its series
+// read removed. It returns the worker, nil when it was not owned.
+func (m *Manager) forget(id worker.ID) *ownedWorker {
+	m.mu.Lock()
+	ow := m.owned[id]
+	delete(m.owned, id)
+	m.mu.Unlock()
+	if ow == nil {
+		return nil
+	}
+	if w := m.pool.Get(id); w != nil && w.Breaker() == pool.Breaker(ow.c) {
+		_ = m.pool.SetBreaker(id, nil)
+	}
+	m.bmet.Removed(ow.label)
+	return ow
+}
+
+// attach makes sure the pool's worker carries the worker's breaker (the pool may have replaced
+// or re-added it).
+func (m *Manager) attach(ow *ownedWorker) {
+	w := m.pool.Get(ow.id)
+	if w == nil {
+		m.log.Warn("owned worker is not in the pool yet", "worker", ow.label, "id", string(ow.id))
+		return
+	}
+	if w.Breaker() != pool.Breaker(ow.c) {
+		_ = m.pool.SetBreaker(ow.id, ow.c)
+	}
+}
+
+// metricLabel is the worker label of the metrics, as the health package makes it: the URL, with
+// "@RANK" for a data-parallel rank so that ranks of one engine stay apart.
+func metricLabel(id worker.ID, url string) string {
+	if _, rank, ok := strings.Cut(string(id), "@"); ok {
+		return url + "@" + rank
+	}
+	return url
+}
