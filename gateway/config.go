@@ -52,6 +52,10 @@ type Config struct {
 	// Sleep waits for a retry backoff or the shutdown settle window, returning early with ctx's
 	// error. Default: a real timer. Tests inject one that does not wait.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// InitialHealth is the health state of a newly added worker: pool.HealthReady (the zero
+	// value) when nothing checks health, pool.HealthPending while the owner's health checks run
+	// (they then move it).
+	InitialHealth pool.Health
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome: the
 	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
 	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.

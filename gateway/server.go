@@ -60,7 +60,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("policy %w", err)
 	}
 	g := &Gateway{cfg: cfg, log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), stop: make(chan struct{})}
-	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged})
+	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
 	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm)
 	g.reqID.init()
 	g.admin = admin.New(admin.Config{
