@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshgw/meshgw/gateway"
+	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
 )
 
@@ -31,10 +33,14 @@ func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }
 type options struct {
 	gw      gatewayFlags
 	retry   retryFlags
+	health  healthFlags
+	breaker breakerFlags
 	observe observeFlags
 }
 
-func (o *options) groups() []flagGroup { return []flagGroup{&o.gw, &o.retry, &o.observe} }
+func (o *options) groups() []flagGroup {
+	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.observe}
+}
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
 // 2 on a bad command line (one line on stderr).
@@ -78,16 +84,27 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := o.gw.config(nodeID, &o.retry)
-	cfg.Registerer, cfg.Logger = reg, log
+	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
+	var owner lateOwner
+	cfg.OnOutcome = owner.OnOutcome
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
 	}
+	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
+		Breaker: o.breaker.config(), Registerer: reg, Logger: log})
+	if err != nil {
+		gw.Close()
+		return err
+	}
+	defer mgr.Close()
+	owner.m.Store(mgr)
 	for _, s := range o.gw.specs {
 		if _, _, err := gw.Pool().Upsert(s, pool.OriginLocal); err != nil {
 			gw.Close()
 			return fmt.Errorf("worker %s: %v", s.URL, err)
 		}
+		mgr.Own(s, 0, false)
 	}
 	errc := make(chan error, 3)
 	go func() { errc <- gw.Serve(ln) }()
@@ -160,6 +177,16 @@ func startMetrics(o *options, reg *prometheus.Registry, errc chan<- error) (*htt
 		}
 	}()
 	return srv, ln.Addr().String(), nil
+}
+
+// lateOwner hands the gateway's outcome hook to the owned-worker manager, which is built after
+// the gateway because it drives the gateway's pool.
+type lateOwner struct{ m atomic.Pointer[owned.Manager] }
+
+func (l *lateOwner) OnOutcome(w *pool.Worker, status int, connErr bool) {
+	if m := l.m.Load(); m != nil {
+		m.OnOutcome(w, status, connErr)
+	}
 }
 
 // nodeIDOf is the default node id: the listener's host_port.

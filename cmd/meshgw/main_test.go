@@ -154,7 +154,7 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan int, 1)
 	args := []string{"--host", "127.0.0.1", "--port", "0", "--prometheus-host", "127.0.0.1", "--prometheus-port", strconv.Itoa(metricsPort),
-		"--worker-urls", "http://127.0.0.1:1", "--shutdown-settle-secs", "0", "--admin-api-key", "sk-admin-secret"}
+		"--worker-urls", "http://127.0.0.1:1", "--shutdown-settle-secs", "0", "--admin-api-key", "sk-admin-secret", "--disable-health-check"}
 	go func() { done <- runContext(ctx, args, env(nil), io.Discard, &logs) }()
 	listen := regexp.MustCompile(`msg="meshgw started" listen=(\S+)`)
 	deadline := time.Now().Add(10 * time.Second)

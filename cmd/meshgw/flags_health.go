@@ -1,0 +1,103 @@
+package main
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
+)
+
+// healthFlags are the health checks of the workers this gateway owns (DESIGN.md section 6).
+type healthFlags struct {
+	cfg health.Config
+}
+
+func (f *healthFlags) register(fs *pflag.FlagSet) {
+	d := health.DefaultConfig()
+	fs.IntVar(&f.cfg.CheckIntervalSecs, health.FlagCheckInterval, d.CheckIntervalSecs, "seconds between two health probes of a worker")
+	fs.IntVar(&f.cfg.FailureThreshold, health.FlagFailureThreshold, d.FailureThreshold, "consecutive failed probes that take a ready worker out of routing (not_ready)")
+	fs.IntVar(&f.cfg.SuccessThreshold, health.FlagSuccessThreshold, d.SuccessThreshold, "consecutive passing probes that make a worker ready")
+	fs.IntVar(&f.cfg.TimeoutSecs, health.FlagCheckTimeout, d.TimeoutSecs, "seconds a health probe may take")
+	fs.StringVar(&f.cfg.Endpoint, health.FlagCheckEndpoint, d.Endpoint, "path an HTTP health probe GETs")
+	fs.BoolVar(&f.cfg.DisableHealthCheck, health.FlagDisableCheck, false, "do not probe workers: they count ready (ZMQ workers keep their local check)")
+	linkedBools(fs, &f.cfg.RemoveUnhealthyWorkers,
+		[2]string{health.FlagRemoveUnhealthy, "remove a failed worker at once instead of probing it until it returns"},
+		[2]string{health.FlagRemoveUnhealthyAlias, "alias of --" + health.FlagRemoveUnhealthy + " (SMG's name; =false turns it off)"})
+	fs.IntVar(&f.cfg.DrainSettleSecs, health.FlagDrainSettle, d.DrainSettleSecs, "seconds a drained ready worker keeps serving its requests before removal (0 = at once)")
+}
+
+func (f *healthFlags) validate() error {
+	for _, e := range []error{
+		checkSecs(health.FlagCheckInterval, f.cfg.CheckIntervalSecs, 1),
+		checkMin(health.FlagFailureThreshold, f.cfg.FailureThreshold, 1),
+		checkMin(health.FlagSuccessThreshold, f.cfg.SuccessThreshold, 1),
+		checkSecs(health.FlagCheckTimeout, f.cfg.TimeoutSecs, 1),
+		checkSecs(health.FlagDrainSettle, f.cfg.DrainSettleSecs, 0),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if err := f.cfg.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// maxSecs bounds the flags given in seconds, so that none overflows a time.Duration.
+const maxSecs = math.MaxInt32
+
+// checkSecs checks a flag given in seconds: at least lo, at most maxSecs.
+func checkSecs(name string, v, lo int) error {
+	if v > maxSecs {
+		return usagef("--%s %d is above the maximum %d", name, v, maxSecs)
+	}
+	return checkMin(name, v, lo)
+}
+
+// initialHealth is the health of a newly added worker: pending until probes verify it, or ready
+// when health checks are off (the owner then marks it ready anyway).
+func (f *healthFlags) initialHealth() pool.Health {
+	if f.cfg.DisableHealthCheck {
+		return pool.HealthReady
+	}
+	return pool.HealthPending
+}
+
+// linkedBools registers bool flags (name, usage) that set one variable and count as one: once
+// any of them is given, on the command line or through its variable, the environment fills
+// none of the others, so a flag always wins over a variable and an alias is never overridden by
+// its twin's variable. Among flags given on the command line, the last one wins.
+func linkedBools(fs *pflag.FlagSet, v *bool, flags ...[2]string) {
+	var all []*pflag.Flag
+	for _, nu := range flags {
+		f := fs.VarPF(&linkedBool{v: v, links: &all}, nu[0], "", nu[1])
+		f.NoOptDefVal = "true"
+		all = append(all, f)
+	}
+}
+
+// linkedBool is one flag of a linkedBools set.
+type linkedBool struct {
+	v     *bool
+	links *[]*pflag.Flag
+}
+
+func (b *linkedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.v = v
+	for _, f := range *b.links {
+		f.Changed = true
+	}
+	return nil
+}
+
+func (b *linkedBool) String() string { return strconv.FormatBool(*b.v) }
+
+func (b *linkedBool) Type() string { return "bool" }
