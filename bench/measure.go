@@ -35,7 +35,7 @@ func usPer(cpu time.Duration, n int64) *float64 {
 // order rotated by r. A one-second warm-up per target comes first and is not recorded. After
 // each target's loaded run comes a run over one connection, which shows the added latency
 // without the queueing of a saturated machine.
-func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep *Report) error {
+func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups []*proc, rep *Report) error {
 	var upPIDs []int
 	for _, p := range ups {
 		upPIDs = append(upPIDs, p.pid())
@@ -61,11 +61,12 @@ func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep
 			if t.proxy != nil {
 				proxyCPU = startCPU(t.proxy.pid())
 			}
+			others := ps.startOthers()
 			res, out, err := RunWrk(ctx, w)
 			if err != nil {
 				return fmt.Errorf("wrk against %s: %w\n%s", name, err, out)
 			}
-			pr := ProxyRound{WrkResult: res}
+			pr := ProxyRound{WrkResult: res, OthersCores: others.stop()}
 			if !res.CheckLoaded {
 				return fmt.Errorf("wrk against %s printed no BENCH_CHECK line; is LuaJIT's done() running?\n%s", name, out)
 			}
@@ -95,7 +96,7 @@ func measureProxy(ctx context.Context, o *Options, ts []target, ups []*proc, rep
 
 // measureStreams runs the streaming load against each target, interleaved like measureProxy,
 // then the paced check through each.
-func measureStreams(ctx context.Context, o *Options, ts []target, rep *Report) error {
+func measureStreams(ctx context.Context, ps *procs, o *Options, ts []target, rep *Report) error {
 	s := &StreamSection{Paced: map[string]*StreamResult{}, PacedDelayMs: int(o.PacedDelay.Milliseconds()), PacedEvents: o.PacedEvents}
 	rounds := map[string][]StreamRound{}
 	for r := range o.Rounds {
@@ -106,8 +107,9 @@ func measureStreams(ctx context.Context, o *Options, ts []target, rep *Report) e
 			if t.proxy != nil {
 				cpu = startCPU(t.proxy.pid())
 			}
+			others := ps.startOthers()
 			res := RunStreams(ctx, StreamOptions{URL: t.url + chatPath, Streams: o.Streams, Duration: o.StreamDuration, Events: o.StreamEvents})
-			sr := StreamRound{StreamResult: res}
+			sr := StreamRound{StreamResult: res, OthersCores: others.stop()}
 			if cpu != nil {
 				sr.CPUUsPerStream = usPer(cpu.stop(), res.Completed)
 			}

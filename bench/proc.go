@@ -216,3 +216,80 @@ func (m *cpuMeter) stop() time.Duration {
 	}
 	return total
 }
+
+// machineBusy returns the CPU time all CPUs spent busy (every /proc/stat "cpu" field but idle
+// and iowait).
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, errors.New("proc stat: no cpu line")
+	}
+	var ticks int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// selfAndChildrenCPU returns this process's CPU time plus that of its waited-for children
+// (cutime, cstime), such as each wrk run.
+func selfAndChildrenCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return 0, errors.New("proc stat: too few fields")
+	}
+	var ticks int64
+	for _, v := range f[11:15] { // utime, stime, cutime, cstime
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// othersMeter measures how much CPU processes other than the harness, wrk and the processes it
+// started used during a measurement: the noise on the figures.
+type othersMeter struct {
+	ps          *procs
+	start       time.Time
+	busy, mine0 time.Duration
+	cpu         *cpuMeter
+}
+
+func (ps *procs) startOthers() *othersMeter {
+	ps.mu.Lock()
+	var pids []int
+	for _, p := range ps.list {
+		pids = append(pids, p.pid())
+	}
+	ps.mu.Unlock()
+	m := &othersMeter{ps: ps, start: time.Now(), cpu: startCPU(pids...)}
+	m.busy, _ = machineBusy()
+	m.mine0, _ = selfAndChildrenCPU()
+	return m
+}
+
+// stop returns the CPU cores that other processes used on average since startOthers.
+func (m *othersMeter) stop() float64 {
+	busy, err1 := machineBusy()
+	mine, err2 := selfAndChildrenCPU()
+	el := time.Since(m.start)
+	if err1 != nil || err2 != nil || el <= 0 {
+		return 0
+	}
+	others := (busy - m.busy) - (mine - m.mine0) - m.cpu.stop()
+	return max(0, others.Seconds()/el.Seconds())
+}

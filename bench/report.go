@@ -40,6 +40,29 @@ type Method struct {
 	MetricsOn        bool     `json:"meshgw_metrics_listener"`
 	LoadAvgBefore    string   `json:"loadavg_before"`
 	LoadAvgAfter     string   `json:"loadavg_after"`
+	// OthersCoresMax is the most CPU (in cores) that processes outside the benchmark used
+	// during any one measurement: 0 on a quiet machine.
+	OthersCoresMax float64 `json:"others_cpu_cores_max"`
+}
+
+// othersMax is the largest OthersCores of any round.
+func othersMax(r *Report) float64 {
+	m := 0.0
+	for _, t := range r.Proxy {
+		for _, rd := range t.Rounds {
+			m = max(m, rd.OthersCores)
+		}
+	}
+	if s := r.Stream; s != nil {
+		for _, t := range []*StreamTarget{s.Direct, s.HAProxy, s.Meshgw} {
+			if t != nil {
+				for _, rd := range t.Rounds {
+					m = max(m, rd.OthersCores)
+				}
+			}
+		}
+	}
+	return m
 }
 
 // ProxyTarget holds the medians over rounds of one target's non-streaming load.
@@ -91,6 +114,8 @@ type ProxyRound struct {
 	WrkResult
 	CPUUsPerReq         *float64 `json:"cpu_us_per_req"`
 	UpstreamCPUUsPerReq float64  `json:"upstream_cpu_us_per_req"`
+	// OthersCores is the CPU (in cores) that processes outside the benchmark used meanwhile.
+	OthersCores float64 `json:"others_cpu_cores"`
 }
 
 // StreamSection holds the streaming figures: medians over rounds per target, and the paced
@@ -122,6 +147,7 @@ type StreamTarget struct {
 type StreamRound struct {
 	StreamResult
 	CPUUsPerStream *float64 `json:"cpu_us_per_stream"`
+	OthersCores    float64  `json:"others_cpu_cores"`
 }
 
 // NotMeasured is the section of a figure that this run did not take.
@@ -208,8 +234,10 @@ func summarizeStream(rounds []StreamRound) *StreamTarget {
 // PrintTable writes the report as tables: each target's figures, the ratios, and each goal
 // marked met or not met.
 func (r *Report) PrintTable(w io.Writer) {
-	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d (interleaved, order rotated per round); load average before %s, after %s\n\n",
+	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d (interleaved, order rotated per round); load average before %s, after %s\n",
 		r.Machine, r.Date, r.Method.Rounds, r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
+	fmt.Fprintf(w, "other processes used up to %.2f of %d cores during a measurement (0 on a quiet machine)\n\n",
+		r.Method.OthersCoresMax, r.MachineDetail.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if len(r.Proxy) > 0 {
 		r.printProxy(tw)

@@ -120,6 +120,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Mesh = notMeasured("needs the gateway cluster (roadmap steps 6-7: memberlist, bulletins, failover), not built yet")
 	rep.Raft = notMeasured("needs a 3-node gateway cluster with the admin API (roadmap step 6), not built yet")
 	rep.Method.LoadAvgAfter = loadAvg()
+	rep.Method.OthersCoresMax = othersMax(rep)
 	rep.Goals = computeGoals(rep)
 	return rep, nil
 }
@@ -134,12 +135,12 @@ func measureTargets(ctx context.Context, ps *procs, o *Options, rep *Report) err
 		return err
 	}
 	if !o.NoProxy {
-		if err := measureProxy(ctx, o, targets, upstreams, rep); err != nil {
+		if err := measureProxy(ctx, ps, o, targets, upstreams, rep); err != nil {
 			return err
 		}
 	}
 	if !o.NoStream {
-		if err := measureStreams(ctx, o, targets, rep); err != nil {
+		if err := measureStreams(ctx, ps, o, targets, rep); err != nil {
 			return err
 		}
 	}

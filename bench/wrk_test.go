@@ -140,6 +140,12 @@ func TestCPUTimeOfSelf(t *testing.T) {
 	if _, err := cpuTime(os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
+	if busy, err := machineBusy(); err != nil || busy <= 0 {
+		t.Errorf("machineBusy = %v, %v; want > 0", busy, err)
+	}
+	if _, err := selfAndChildrenCPU(); err != nil {
+		t.Error(err)
+	}
 	rss, peak, err := rssBytes(os.Getpid())
 	if err != nil || rss <= 0 || peak < rss {
 		t.Errorf("rssBytes = %d, %d, %v; want 0 < rss ≤ peak", rss, peak, err)
