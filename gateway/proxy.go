@@ -236,8 +236,11 @@ func (c *call) proxy() {
 
 // try makes one attempt on w. final means a retryable status is passed to the client as is.
 func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result {
-	c.aim(up)
 	c.lastW, c.attempt = w, attempt
+	if up.rpc != nil {
+		return c.tryRPC(w, up, attempt, final)
+	}
+	c.aim(up)
 	if c.meta.Stream {
 		return c.tryStream(w, up, attempt, final)
 	}

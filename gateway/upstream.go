@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // Connection pool sizing per worker.
@@ -21,12 +22,13 @@ const (
 	upstreamBufferSize   = 16 << 10
 )
 
-// upstream is what the data plane attaches to each worker: a keep-alive connection pool and the
-// worker's pre-resolved metric children.
+// upstream is what the data plane attaches to each worker: a keep-alive connection pool (or,
+// for gRPC and ZMQ workers, their client) and the worker's pre-resolved metric children.
 type upstream struct {
-	hc      *fasthttp.HostClient
-	host    string // host:port for the Host header
-	auth    []byte // "Bearer <api key>", nil when the worker has none
+	hc      *fasthttp.HostClient // HTTP workers
+	rpc     rpcTransport         // gRPC and ZMQ workers (hc is nil)
+	host    string               // host:port for the Host header
+	auth    []byte               // "Bearer <api key>", nil when the worker has none
 	retries prometheus.Counter
 	// retryable are the statuses retried on this worker (its resilience override, else the
 	// defaults).
@@ -44,20 +46,13 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 		retries:   g.metrics.retries.WithLabelValues(w.URL),
 		retryable: defaultRetryable,
 	}
-	up.hc = &fasthttp.HostClient{
-		Addr:                     u.Host,
-		Name:                     "meshgw",
-		IsTLS:                    u.Scheme == "https",
-		MaxConns:                 upstreamMaxConns,
-		MaxConnWaitTimeout:       upstreamConnWait,
-		MaxIdleConnDuration:      upstreamIdleDuration,
-		ReadTimeout:              g.cfg.RequestTimeout,
-		WriteTimeout:             g.cfg.RequestTimeout,
-		ReadBufferSize:           upstreamBufferSize,
-		WriteBufferSize:          upstreamBufferSize,
-		NoDefaultUserAgentHeader: true,
-		DisablePathNormalizing:   true,
-		RetryIfErr:               retryStaleConn,
+	switch w.Spec().ConnectionMode {
+	case worker.ModeGRPC:
+		up.rpc = g.newGRPCTransport(u.Host)
+	case worker.ModeZMQ:
+		up.rpc = g.newZMQTransport(w.URL)
+	default:
+		up.hc = g.newHostClient(u)
 	}
 	if k := w.APIKey(); k != "" {
 		up.auth = []byte("Bearer " + k)
@@ -74,8 +69,33 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	return up
 }
 
+// newHostClient is an HTTP worker's keep-alive connection pool.
+func (g *Gateway) newHostClient(u *url.URL) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:                     u.Host,
+		Name:                     "meshgw",
+		IsTLS:                    u.Scheme == "https",
+		MaxConns:                 upstreamMaxConns,
+		MaxConnWaitTimeout:       upstreamConnWait,
+		MaxIdleConnDuration:      upstreamIdleDuration,
+		ReadTimeout:              g.cfg.RequestTimeout,
+		WriteTimeout:             g.cfg.RequestTimeout,
+		ReadBufferSize:           upstreamBufferSize,
+		WriteBufferSize:          upstreamBufferSize,
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
+		RetryIfErr:               retryStaleConn,
+	}
+}
+
 // Close drops the idle connections; requests in flight finish on theirs.
-func (u *upstream) Close() { u.hc.CloseIdleConnections() }
+func (u *upstream) Close() {
+	if u.rpc != nil {
+		u.rpc.close()
+		return
+	}
+	u.hc.CloseIdleConnections()
+}
 
 // retryStaleConn lets fasthttp resend once on a connection that closed before answering, which
 // is how a keep-alive connection the worker timed out shows up. Anything else is left to the
