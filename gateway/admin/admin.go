@@ -1,67 +1,180 @@
-// Package admin serves the gateway's admin routes (GET /workers, GET /workers/{id}, GET /status
-// for now; the raft-backed writes come later), behind a bearer key or, without one, loopback only.
+// Package admin serves the gateway's admin API (DESIGN.md section 9, docs/admin-api.md): the
+// worker records kept in raft, read and written over HTTP, behind a bearer key or, without one,
+// for loopback clients only.
 package admin
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
 )
+
+// Records are the applied raft worker records the routes read; *consensus.Node implements it.
+type Records interface {
+	Worker(id worker.ID) (fsm.Record, bool)
+	Workers() []fsm.Record
+}
+
+// Writer proposes a raft command and returns its result, bounded in time when ctx is not;
+// *gateway/fleet.Writer implements it.
+type Writer interface {
+	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+}
+
+// Drainer drains a worker this gateway owns before its removal; gateway/owned.Manager implements
+// it. ok is false when the worker is not one it runs; settle is zero when the worker was not
+// ready and its removal was started at once.
+type Drainer interface {
+	Drain(id worker.ID) (settle time.Duration, ok bool)
+}
+
+// RaftInfo answers GET /mesh/raft; *consensus.Node implements it.
+type RaftInfo interface {
+	Info() (consensus.Info, error)
+}
 
 // Config configures a Handler.
 type Config struct {
 	// APIKey is the bearer key (--admin-api-key); empty admits loopback clients only.
 	APIKey string
-	// Pool is the worker pool the routes read.
+	// Pool is the worker pool: the runtime state of each record.
 	Pool *pool.Pool
-	// NodeID is this gateway's node id, the owner of its local workers until ownership exists.
+	// NodeID is this gateway's node id: the owner of what it registers.
 	NodeID string
+	// Region is this gateway's region, the default of a registration's region.
+	Region string
 	// Status renders GET /status.
 	Status func() any
+
+	// Records and Writer back the worker routes with raft. Nil Records: the routes read the
+	// pool, and the write routes answer 503 unavailable (a gateway without a raft node).
+	Records Records
+	Writer  Writer
+	// Drainer drains an owned worker on DELETE. Nil: DELETE removes the record at once.
+	Drainer Drainer
+	// Raft answers GET /mesh/raft. Nil: 503 unavailable.
+	Raft RaftInfo
+
+	// Logger receives one line per admin write. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now stamps registrations and flag changes. Nil means time.Now.
+	Now func() time.Time
 }
 
 // Handler serves the admin routes.
 type Handler struct {
 	cfg    Config
+	log    *slog.Logger
 	bearer []byte
 }
 
 // New returns a Handler.
 func New(cfg Config) *Handler {
-	h := &Handler{cfg: cfg}
+	h := &Handler{cfg: cfg, log: cfg.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.log = h.log.With("component", "admin")
 	if cfg.APIKey != "" {
 		h.bearer = []byte("Bearer " + cfg.APIKey)
 	}
 	return h
 }
 
+// route is one admin path: its handlers by method.
+type route struct {
+	get, post func(*fasthttp.RequestCtx)
+	// worker routes take the record the path names.
+	getW, put, patch, del func(*fasthttp.RequestCtx, fsm.Record)
+}
+
 // Serve answers ctx when its path is an admin route and reports whether it was one.
 func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 	path := string(ctx.Path())
-	var serve func(*fasthttp.RequestCtx)
+	var rt route
 	switch {
 	case path == "/status":
-		serve = h.status
+		rt = route{get: h.status}
 	case path == "/workers":
-		serve = h.listWorkers
+		rt = route{get: h.listWorkers, post: h.writing(h.registerWorker)}
+	case path == "/mesh/raft":
+		rt = route{get: h.raftInfo}
 	case strings.HasPrefix(path, "/workers/"):
-		serve = h.getWorker
+		rt = route{getW: h.getWorker, put: h.writingW(h.putWorker), patch: h.writingW(h.patchWorker), del: h.writingW(h.deleteWorker)}
 	default:
 		return false
 	}
 	if !h.authorized(ctx) {
 		return true
 	}
-	if !ctx.IsGet() && !ctx.IsHead() {
-		writeErr(ctx, fasthttp.StatusMethodNotAllowed, "method_not_allowed", "only GET is served on "+path+" for now")
-		return true
-	}
-	serve(ctx)
+	h.dispatch(ctx, rt)
 	return true
+}
+
+// dispatch picks the route's handler for the method, or answers 405 naming the allowed ones.
+func (h *Handler) dispatch(ctx *fasthttp.RequestCtx, rt route) {
+	method := string(ctx.Method())
+	if method == fasthttp.MethodHead {
+		method = fasthttp.MethodGet
+	}
+	plain := map[string]func(*fasthttp.RequestCtx){fasthttp.MethodGet: rt.get, fasthttp.MethodPost: rt.post}
+	onWorker := map[string]func(*fasthttp.RequestCtx, fsm.Record){
+		fasthttp.MethodGet: rt.getW, fasthttp.MethodPut: rt.put, fasthttp.MethodPatch: rt.patch, fasthttp.MethodDelete: rt.del,
+	}
+	if f := plain[method]; f != nil {
+		f(ctx)
+		return
+	}
+	if f := onWorker[method]; f != nil {
+		ref, ok := workerRef(ctx)
+		if !ok {
+			writeErr(ctx, fasthttp.StatusNotFound, codeNotFound, "no admin route "+string(ctx.Path()))
+			return
+		}
+		rec, e := h.resolve(ref)
+		if e != nil {
+			writeAPIErr(ctx, e)
+			return
+		}
+		f(ctx, rec)
+		return
+	}
+	var allowed []string
+	for _, m := range []string{fasthttp.MethodGet, fasthttp.MethodPost, fasthttp.MethodPut, fasthttp.MethodPatch, fasthttp.MethodDelete} {
+		if plain[m] != nil || onWorker[m] != nil {
+			allowed = append(allowed, m)
+		}
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderAllow, strings.Join(allowed, ", "))
+	writeErr(ctx, fasthttp.StatusMethodNotAllowed, codeMethodNotAllowed,
+		method+" is not served on "+string(ctx.Path())+"; allowed: "+strings.Join(allowed, ", "))
+}
+
+// writing refuses a write on a gateway without raft.
+func (h *Handler) writing(f func(*fasthttp.RequestCtx)) func(*fasthttp.RequestCtx) {
+	return func(ctx *fasthttp.RequestCtx) {
+		if h.cfg.Records == nil || h.cfg.Writer == nil {
+			writeErr(ctx, fasthttp.StatusServiceUnavailable, codeUnavailable, "this gateway runs without a raft node; the admin API is read-only")
+			return
+		}
+		f(ctx)
+	}
+}
+
+func (h *Handler) writingW(f func(*fasthttp.RequestCtx, fsm.Record)) func(*fasthttp.RequestCtx, fsm.Record) {
+	return func(ctx *fasthttp.RequestCtx, rec fsm.Record) {
+		h.writing(func(ctx *fasthttp.RequestCtx) { f(ctx, rec) })(ctx)
+	}
 }
 
 // authorized checks the bearer key in constant time, or the client's address when no key is
@@ -71,13 +184,13 @@ func (h *Handler) authorized(ctx *fasthttp.RequestCtx) bool {
 		if ctx.RemoteIP().IsLoopback() {
 			return true
 		}
-		writeErr(ctx, fasthttp.StatusForbidden, "forbidden", "admin routes answer only loopback clients when no admin API key is configured")
+		writeErr(ctx, fasthttp.StatusForbidden, codeForbidden, "admin routes answer only loopback clients when no admin API key is configured")
 		return false
 	}
 	got := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
 	if subtle.ConstantTimeCompare(got, h.bearer) != 1 {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="meshgw-admin"`)
-		writeErr(ctx, fasthttp.StatusUnauthorized, "unauthorized", "missing or wrong admin bearer key")
+		writeErr(ctx, fasthttp.StatusUnauthorized, codeUnauthorized, "missing or wrong admin bearer key")
 		return false
 	}
 	return true
@@ -85,47 +198,26 @@ func (h *Handler) authorized(ctx *fasthttp.RequestCtx) bool {
 
 func (h *Handler) status(ctx *fasthttp.RequestCtx) { writeJSON(ctx, fasthttp.StatusOK, h.cfg.Status()) }
 
-func (h *Handler) listWorkers(ctx *fasthttp.RequestCtx) {
-	model := string(ctx.QueryArgs().Peek("model"))
-	snap := h.cfg.Pool.Snapshot()
-	out := WorkerList{Workers: make([]Record, 0, len(snap.All))}
-	for _, w := range snap.All {
-		if model != "" && !w.ServesModel([]byte(model)) {
-			continue
-		}
-		out.Workers = append(out.Workers, h.record(w))
-	}
-	out.Total = len(out.Workers)
-	writeJSON(ctx, fasthttp.StatusOK, out)
-}
-
-func (h *Handler) getWorker(ctx *fasthttp.RequestCtx) {
-	// The raw path keeps a percent-encoded URL intact (the parsed path would decode its slashes).
-	ref := string(ctx.Request.URI().PathOriginal())
-	ref, _, _ = strings.Cut(ref, "?")
-	ref = strings.TrimPrefix(ref, "/workers/")
-	w := h.cfg.Pool.Snapshot().Lookup(ref)
-	if w == nil {
-		writeErr(ctx, fasthttp.StatusNotFound, "worker_not_found", "no worker with id or URL "+ref)
+// raftInfo is GET /mesh/raft: leader, term, applied index and the raft configuration.
+func (h *Handler) raftInfo(ctx *fasthttp.RequestCtx) {
+	if h.cfg.Raft == nil {
+		writeErr(ctx, fasthttp.StatusServiceUnavailable, codeUnavailable, "this gateway runs without a raft node")
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, h.record(w))
+	info, err := h.cfg.Raft.Info()
+	if err != nil {
+		writeErr(ctx, fasthttp.StatusServiceUnavailable, codeUnavailable, "raft state unavailable: "+err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, info)
 }
 
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeErr(ctx, fasthttp.StatusInternalServerError, "internal", "cannot render the answer")
+		writeErr(ctx, fasthttp.StatusInternalServerError, codeInternal, "cannot render the answer")
 		return
 	}
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
-}
-
-// writeErr writes the admin error body {"error":{"message","code"}} with a stable code.
-func writeErr(ctx *fasthttp.RequestCtx, status int, code, msg string) {
-	b, _ := json.Marshal(map[string]map[string]string{"error": {"message": msg, "code": code}})
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -23,77 +21,75 @@ func newPool(t *testing.T) (*pool.Pool, *pool.Worker) {
 	return p, w
 }
 
-// serve runs one request through h from remote and returns status and body.
-func serve(h *Handler, method, uri, auth string, remote net.IP) (int, string) {
-	var req fasthttp.Request
-	req.Header.SetMethod(method)
-	req.SetRequestURI(uri)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	var ctx fasthttp.RequestCtx
-	ctx.Init(&req, &net.TCPAddr{IP: remote, Port: 40000}, nil)
-	if !h.Serve(&ctx) {
-		return 0, ""
-	}
-	return ctx.Response.StatusCode(), string(ctx.Response.Body())
-}
-
-var (
-	loopback = net.ParseIP("127.0.0.1")
-	remote   = net.ParseIP("10.1.2.3")
-)
-
 func TestAuth(t *testing.T) {
-	p, _ := newPool(t)
+	p, w := newPool(t)
 	status := func() any { return map[string]string{"node_id": "n1"} }
-	noKey := New(Config{Pool: p, NodeID: "n1", Status: status})
-	withKey := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "admin-key"})
+	noKey := New(Config{Pool: p, NodeID: "n1", Status: status, Logger: quiet()})
+	withKey := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "admin-key", Logger: quiet()})
 	tests := []struct {
 		name   string
 		h      *Handler
 		auth   string
 		from   net.IP
 		status int
+		code   string
 	}{
-		{"no key, loopback", noKey, "", loopback, 200},
-		{"no key, remote", noKey, "", remote, 403},
-		{"key, missing", withKey, "", loopback, 401},
-		{"key, wrong", withKey, "Bearer nope", loopback, 401},
-		{"key, wrong scheme", withKey, "admin-key", loopback, 401},
-		{"key, right", withKey, "Bearer admin-key", loopback, 200},
-		{"key, right, remote", withKey, "Bearer admin-key", remote, 200},
+		{"no key, loopback", noKey, "", loopback, 200, ""},
+		{"no key, remote", noKey, "", remote, 403, "forbidden"},
+		{"key, missing", withKey, "", loopback, 401, "unauthorized"},
+		{"key, wrong", withKey, "Bearer nope", loopback, 401, "unauthorized"},
+		{"key, wrong length", withKey, "Bearer admin-key-and-more", loopback, 401, "unauthorized"},
+		{"key, wrong scheme", withKey, "admin-key", loopback, 401, "unauthorized"},
+		{"key, right", withKey, "Bearer admin-key", loopback, 200, ""},
+		{"key, right, remote", withKey, "Bearer admin-key", remote, 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, path := range []string{"/status", "/workers"} {
-				got, body := serve(tt.h, "GET", path, tt.auth, tt.from)
-				if got != tt.status {
-					t.Errorf("%s: %d %s, want %d", path, got, body, tt.status)
+			for _, r := range []req{
+				{method: "GET", uri: "/status"},
+				{method: "GET", uri: "/workers"},
+				{method: "GET", uri: "/workers/" + string(w.ID)},
+				// Writes are refused before anything else happens, body unread.
+				{method: "POST", uri: "/workers", body: `{"url":"http://127.0.0.1:9"}`},
+				{method: "DELETE", uri: "/workers/" + string(w.ID)},
+			} {
+				r.auth, r.from = tt.auth, tt.from
+				a := do(tt.h, r)
+				want := tt.status
+				if want == 200 && r.method != "GET" {
+					want = 503 // authorized, but this handler has no raft node
 				}
-				if strings.Contains(body, "admin-key") {
-					t.Errorf("%s: the admin key leaked into %s", path, body)
+				if a.status != want || (tt.code != "" && a.errCode() != tt.code) {
+					t.Errorf("%s %s: %d %s, want %d %s", r.method, r.uri, a.status, a.body, want, tt.code)
+				}
+				if strings.Contains(a.body, "admin-key") {
+					t.Errorf("%s: the admin key leaked into %s", r.uri, a.body)
+				}
+				if tt.status == 401 && a.header.Peek("WWW-Authenticate") == nil {
+					t.Errorf("%s: 401 without WWW-Authenticate", r.uri)
 				}
 			}
 		})
 	}
 }
 
-func TestWorkersNeverShowAPIKey(t *testing.T) {
+// TestReadOnlyWithoutRaft: on a gateway without a raft node the routes read the pool, never
+// show the API key, and refuse writes with 503 unavailable.
+func TestReadOnlyWithoutRaft(t *testing.T) {
 	p, w := newPool(t)
-	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }})
+	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet()})
 	for _, uri := range []string{"/workers", "/workers?model=m", "/workers/" + string(w.ID), "/workers/" + url.PathEscape(w.URL), "/workers/" + url.QueryEscape(w.URL)} {
-		status, body := serve(h, "GET", uri, "", loopback)
-		if status != 200 {
-			t.Fatalf("%s: %d %s", uri, status, body)
+		a := do(h, req{method: "GET", uri: uri})
+		if a.status != 200 {
+			t.Fatalf("%s: %d %s", uri, a.status, a.body)
 		}
-		if strings.Contains(body, "sk-very-secret") || strings.Contains(body, `"api_key"`) {
-			t.Errorf("%s leaks the API key: %s", uri, body)
+		if strings.Contains(a.body, "sk-very-secret") || strings.Contains(a.body, `"api_key"`) {
+			t.Errorf("%s leaks the API key: %s", uri, a.body)
 		}
 	}
-	_, body := serve(h, "GET", "/workers", "", loopback)
+	a := do(h, req{method: "GET", uri: "/workers"})
 	var list WorkerList
-	if err := json.Unmarshal([]byte(body), &list); err != nil {
+	if err := json.Unmarshal([]byte(a.body), &list); err != nil {
 		t.Fatal(err)
 	}
 	r := list.Workers[0]
@@ -102,20 +98,77 @@ func TestWorkersNeverShowAPIKey(t *testing.T) {
 		t.Errorf("record %+v", r)
 	}
 	for _, f := range []string{`"epoch":0`, `"stale":false`, `"active_requests":0`, `"capabilities":[`, `"models":["m"]`} {
-		if !strings.Contains(body, f) {
-			t.Errorf("record lacks %s: %s", f, body)
+		if !strings.Contains(a.body, f) {
+			t.Errorf("record lacks %s: %s", f, a.body)
 		}
 	}
-	if status, _ := serve(h, "GET", "/workers/w-000000000000", "", loopback); status != 404 {
-		t.Errorf("unknown worker: %d", status)
+	if a := do(h, req{method: "GET", uri: "/workers/w-000000000000"}); a.status != 404 || a.errCode() != "worker_not_found" {
+		t.Errorf("unknown worker: %d %s", a.status, a.body)
 	}
-	if status, _ := serve(h, "GET", "/workers?model=other", "", loopback); status != 200 {
-		t.Errorf("filter: %d", status)
+	if a := do(h, req{method: "GET", uri: "/workers?model=other"}); a.status != 200 || !strings.Contains(a.body, `"total":0`) {
+		t.Errorf("filter: %d %s", a.status, a.body)
 	}
-	if status, _ := serve(h, "DELETE", "/workers/"+string(w.ID), "", loopback); status != 405 {
-		t.Errorf("DELETE before step 4: %d, want 405", status)
+	if a := do(h, req{method: "PUT", uri: "/workers/" + string(w.ID), body: `{"disabled":true}`}); a.status != 503 || a.errCode() != "unavailable" {
+		t.Errorf("write without raft: %d %s", a.status, a.body)
 	}
-	if got, _ := serve(h, "GET", "/other", "", loopback); got != 0 {
+	if a := do(h, req{method: "GET", uri: "/mesh/raft"}); a.status != 503 {
+		t.Errorf("/mesh/raft without raft: %d", a.status)
+	}
+	if a := do(h, req{method: "GET", uri: "/other"}); a.status != 0 {
 		t.Error("a non-admin path was served")
+	}
+}
+
+// TestMethodsAndRoutes: every route answers 405 with an Allow header for a method it does not
+// serve, and a sub-route that does not exist is 404.
+func TestMethodsAndRoutes(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.register(t, `{"url":"http://127.0.0.1:8001"}`)
+	tests := []struct {
+		method, uri string
+		status      int
+		code, allow string
+	}{
+		{"DELETE", "/workers", 405, "method_not_allowed", "GET, POST"},
+		{"PATCH", "/workers", 405, "method_not_allowed", "GET, POST"},
+		{"POST", "/workers/" + rec.ID, 405, "method_not_allowed", "GET, PUT, PATCH, DELETE"},
+		{"POST", "/status", 405, "method_not_allowed", "GET"},
+		{"PUT", "/mesh/raft", 405, "method_not_allowed", "GET"},
+		{"HEAD", "/workers", 200, "", ""},
+		{"GET", "/workers/" + rec.ID + "/transfer", 404, "not_found", ""},
+		{"GET", "/workers/", 404, "not_found", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.uri, func(t *testing.T) {
+			a := do(e.h, req{method: tt.method, uri: tt.uri})
+			if a.status != tt.status || a.errCode() != tt.code {
+				t.Fatalf("%d %s, want %d %s", a.status, a.body, tt.status, tt.code)
+			}
+			if got := string(a.header.Peek("Allow")); got != tt.allow {
+				t.Errorf("Allow %q, want %q", got, tt.allow)
+			}
+		})
+	}
+}
+
+// TestMeshRaft: GET /mesh/raft shows the leader, term, applied index and the configuration.
+func TestMeshRaft(t *testing.T) {
+	e := newEnv(t, nil)
+	e.register(t, `{"url":"http://127.0.0.1:8001"}`)
+	a := do(e.h, req{method: "GET", uri: "/mesh/raft"})
+	var info struct {
+		Leader       string `json:"leader"`
+		Term         uint64 `json:"term"`
+		AppliedIndex uint64 `json:"applied_index"`
+		Servers      []struct {
+			ID, Address, Suffrage string
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(a.body), &info); err != nil || a.status != 200 {
+		t.Fatalf("%d %s: %v", a.status, a.body, err)
+	}
+	if info.Leader != "n1" || info.Term == 0 || info.AppliedIndex < 2 || len(info.Servers) != 1 ||
+		info.Servers[0].ID != "n1" || info.Servers[0].Address != "mem-n1" || info.Servers[0].Suffrage != "voter" {
+		t.Errorf("raft info %+v", info)
 	}
 }

@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"time"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -11,66 +14,98 @@ type WorkerList struct {
 	Total   int      `json:"total"`
 }
 
-// Record is one worker as the admin API shows it (DESIGN.md section 9). It never carries the
-// API key: the spec fields are copied from a redacted spec.
+// Record is one worker as the admin API shows it (DESIGN.md section 9): the durable raft record
+// and this gateway's runtime state of it. It never carries the API key: the spec fields are
+// copied one by one, and HasAPIKey only says whether there is one.
 type Record struct {
-	ID             string             `json:"id"`
-	DisplayID      string             `json:"display_id"`
-	URL            string             `json:"url"`
-	ConnectionMode string             `json:"connection_mode"`
-	Provider       string             `json:"provider,omitempty"`
-	Owner          string             `json:"owner"`
-	Epoch          uint64             `json:"epoch"`
-	Origin         string             `json:"origin"`
-	HealthState    string             `json:"health_state"`
-	Disabled       bool               `json:"disabled"`
-	IsDead         bool               `json:"is_dead"`
-	Routable       bool               `json:"routable"`
-	Stale          bool               `json:"stale"`
-	ActiveRequests int64              `json:"active_requests"`
-	Models         []string           `json:"models"`
-	Capabilities   []string           `json:"capabilities"`
-	Priority       int                `json:"priority"`
-	Cost           float64            `json:"cost"`
-	Labels         map[string]string  `json:"labels,omitempty"`
-	Region         string             `json:"region,omitempty"`
-	HasAPIKey      bool               `json:"has_api_key"`
-	Health         *worker.Health     `json:"health,omitempty"`
-	Resilience     *worker.Resilience `json:"resilience,omitempty"`
+	ID             string `json:"id"`
+	DisplayID      string `json:"display_id"`
+	URL            string `json:"url"`
+	ConnectionMode string `json:"connection_mode"`
+	Provider       string `json:"provider,omitempty"`
+	Owner          string `json:"owner"`
+	Epoch          uint64 `json:"epoch"`
+	// Origin is "local" when this gateway owns the worker, "mesh" when another one does.
+	Origin      string `json:"origin"`
+	HealthState string `json:"health_state"`
+	Disabled    bool   `json:"disabled"`
+	// DisabledReason, DisabledBy and DisabledAt say why, who and when, while disabled.
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledBy     string     `json:"disabled_by,omitempty"`
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
+	IsDead         bool       `json:"is_dead"`
+	Routable       bool       `json:"routable"`
+	Stale          bool       `json:"stale"`
+	ActiveRequests int64      `json:"active_requests"`
+	// RegisteredAt is when the worker was registered; Revision is the raft index of the
+	// record's last change.
+	RegisteredAt *time.Time         `json:"registered_at,omitempty"`
+	Revision     uint64             `json:"revision"`
+	Models       []string           `json:"models"`
+	Capabilities []string           `json:"capabilities"`
+	Priority     int                `json:"priority"`
+	Cost         float64            `json:"cost"`
+	Labels       map[string]string  `json:"labels,omitempty"`
+	Region       string             `json:"region,omitempty"`
+	DPRank       *int               `json:"dp_rank,omitempty"`
+	HasAPIKey    bool               `json:"has_api_key"`
+	Health       *worker.Health     `json:"health,omitempty"`
+	Resilience   *worker.Resilience `json:"resilience,omitempty"`
 }
 
-func (h *Handler) record(w *pool.Worker) Record {
-	spec := w.Spec() // redacted
-	gates := w.Gates()
-	owner := w.Owner()
-	if owner == "" {
-		owner = h.cfg.NodeID
-	}
-	models := spec.Models
+// record renders rec with the runtime state of w, this gateway's pool worker (nil while the
+// pool has not caught up with the record).
+func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
+	spec := rec.Spec.Redacted()
+	models := spec.ModelList()
 	if models == nil {
 		models = []string{}
 	}
-	return Record{
-		ID:             string(w.ID),
-		DisplayID:      w.DisplayID,
-		URL:            w.URL,
+	origin := pool.OriginMesh
+	if rec.Owner == h.cfg.NodeID {
+		origin = pool.OriginLocal
+	}
+	r := Record{
+		ID:             string(rec.ID),
+		DisplayID:      spec.DisplayID(),
+		URL:            spec.URL,
 		ConnectionMode: spec.ConnectionMode,
 		Provider:       spec.Provider,
-		Owner:          owner,
-		Origin:         w.Origin,
-		HealthState:    w.Health().String(),
-		Disabled:       gates&pool.GateDisabled != 0,
-		IsDead:         gates&pool.GateDead != 0,
-		Routable:       gates == 0,
-		ActiveRequests: w.Inflight(),
+		Owner:          rec.Owner,
+		Epoch:          rec.Epoch,
+		Origin:         origin,
+		HealthState:    pool.HealthPending.String(),
+		Disabled:       rec.Disabled,
+		DisabledReason: rec.DisabledReason,
+		DisabledBy:     rec.DisabledBy,
+		DisabledAt:     timePtr(rec.DisabledAt),
+		IsDead:         rec.IsDead,
+		RegisteredAt:   timePtr(rec.RegisteredAt),
+		Revision:       rec.Revision,
 		Models:         models,
-		Capabilities:   w.Caps.Names(),
+		Capabilities:   spec.Caps().Names(),
 		Priority:       spec.PriorityOrDefault(),
 		Cost:           spec.CostOrDefault(),
 		Labels:         spec.Labels,
 		Region:         spec.Region,
-		HasAPIKey:      w.APIKey() != "",
+		DPRank:         spec.DPRank,
+		HasAPIKey:      rec.Spec.HasAPIKey(),
 		Health:         spec.Health,
 		Resilience:     spec.Resilience,
 	}
+	if w != nil {
+		r.HealthState = w.Health().String()
+		r.Routable = w.Gates() == 0 && !rec.Disabled && !rec.IsDead
+		r.ActiveRequests = w.Inflight()
+		r.HasAPIKey = r.HasAPIKey || w.APIKey() != ""
+	}
+	return r
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }

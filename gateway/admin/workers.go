@@ -1,0 +1,142 @@
+package admin
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// listWorkers is GET /workers[?model=]: every record with its runtime state, sorted by id.
+func (h *Handler) listWorkers(ctx *fasthttp.RequestCtx) {
+	model := string(ctx.QueryArgs().Peek("model"))
+	snap := h.cfg.Pool.Snapshot()
+	recs := h.records()
+	out := WorkerList{Workers: make([]Record, 0, len(recs))}
+	for i := range recs {
+		rec := &recs[i]
+		if models := rec.Spec.ModelList(); model != "" && len(models) > 0 && !slices.Contains(models, model) {
+			continue
+		}
+		out.Workers = append(out.Workers, h.record(rec, snap.Get(rec.ID)))
+	}
+	out.Total = len(out.Workers)
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+// getWorker is GET /workers/{id}.
+func (h *Handler) getWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
+	h.writeRecord(ctx, fasthttp.StatusOK, &rec)
+}
+
+// writeRecord answers rec with its runtime state.
+func (h *Handler) writeRecord(ctx *fasthttp.RequestCtx, status int, rec *fsm.Record) {
+	if rec == nil {
+		writeErr(ctx, fasthttp.StatusInternalServerError, codeInternal, "the write returned no record")
+		return
+	}
+	writeJSON(ctx, status, h.record(rec, h.cfg.Pool.Get(rec.ID)))
+}
+
+// records returns the applied raft records, or, on a gateway without a raft node, the pool's
+// workers in their place.
+func (h *Handler) records() []fsm.Record {
+	if h.cfg.Records != nil {
+		return h.cfg.Records.Workers()
+	}
+	snap := h.cfg.Pool.Snapshot()
+	out := make([]fsm.Record, 0, len(snap.All))
+	for _, w := range snap.All {
+		out = append(out, poolRecord(w, h.cfg.NodeID))
+	}
+	return out
+}
+
+// poolRecord stands in for the raft record of a pool worker on a gateway without raft.
+func poolRecord(w *pool.Worker, nodeID string) fsm.Record {
+	owner := w.Owner()
+	if owner == "" {
+		owner = nodeID
+	}
+	g := w.Gates()
+	return fsm.Record{ID: w.ID, Spec: w.Spec(), Owner: owner, Disabled: g&pool.GateDisabled != 0, IsDead: g&pool.GateDead != 0}
+}
+
+func (h *Handler) lookup(id worker.ID) (fsm.Record, bool) {
+	if h.cfg.Records != nil {
+		return h.cfg.Records.Worker(id)
+	}
+	if w := h.cfg.Pool.Get(id); w != nil {
+		return poolRecord(w, h.cfg.NodeID), true
+	}
+	return fsm.Record{}, false
+}
+
+// workerRef returns what follows /workers/ in the raw path (a percent-encoded URL stays intact),
+// and false when the path names a sub-route rather than a worker.
+func workerRef(ctx *fasthttp.RequestCtx) (string, bool) {
+	ref := string(ctx.Request.URI().PathOriginal())
+	ref, _, _ = strings.Cut(ref, "?")
+	ref = strings.TrimPrefix(ref, "/workers/")
+	if ref == "" || (strings.Contains(ref, "/") && !strings.Contains(ref, "://")) {
+		return "", false
+	}
+	return ref, true
+}
+
+// resolve finds the record ref names: its id, or its URL (percent-encoded or not; compared in
+// canonical form). A URL shared by several data-parallel ranks is ambiguous.
+func (h *Handler) resolve(ref string) (fsm.Record, *apiError) {
+	if rec, ok := h.lookup(worker.ID(ref)); ok {
+		return rec, nil
+	}
+	if dec, err := url.PathUnescape(ref); err == nil && dec != ref {
+		ref = dec
+		if rec, ok := h.lookup(worker.ID(ref)); ok {
+			return rec, nil
+		}
+	}
+	notFound := errorf(fasthttp.StatusNotFound, codeWorkerNotFound, "no worker with id or URL "+safeRef(ref))
+	if !strings.Contains(ref, "://") {
+		return fsm.Record{}, notFound
+	}
+	for _, allowPath := range []bool{false, true} {
+		canon, err := worker.CanonicalURL(ref, allowPath)
+		if err != nil {
+			continue
+		}
+		var found []fsm.Record
+		for _, rec := range h.records() {
+			if rec.Spec.URL == canon {
+				found = append(found, rec)
+			}
+		}
+		switch len(found) {
+		case 0:
+		case 1:
+			return found[0], nil
+		default:
+			return fsm.Record{}, errorf(fasthttp.StatusBadRequest, codeInvalidRequest,
+				"URL "+canon+" names several data-parallel ranks; use the worker id")
+		}
+	}
+	return fsm.Record{}, notFound
+}
+
+// safeRef keeps a client's reference short and free of user info in an error message.
+func safeRef(ref string) string {
+	if scheme, rest, ok := strings.Cut(ref, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			ref = scheme + "://***@" + rest[at+1:]
+		}
+	}
+	if len(ref) > 200 {
+		ref = ref[:200] + "..."
+	}
+	return ref
+}

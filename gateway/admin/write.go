@@ -1,0 +1,295 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// casAttempts bounds how often a PUT or PATCH re-reads and re-applies a record that changed
+// between its read and its compare-and-set, before it answers 409 revision_conflict.
+const casAttempts = 3
+
+// registerWorker is POST /workers: 201 with the new record, 200 when the same spec is already
+// registered, 409 when the id is registered with another spec.
+func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
+	spec, owner, e := h.decodeRegistration(ctx)
+	if e != nil {
+		writeAPIErr(ctx, e)
+		return
+	}
+	if owner == "" {
+		owner = h.cfg.NodeID
+	}
+	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Register{Spec: spec, Owner: owner, At: h.now()})
+	h.logWrite(ctx, spec.ID(), res, err)
+	if err != nil {
+		writeError(ctx, err, codeWorkerExists)
+		return
+	}
+	status := fasthttp.StatusOK
+	if res.Outcome == fsm.Created {
+		status = fasthttp.StatusCreated
+	}
+	h.writeRecord(ctx, status, res.Record)
+}
+
+func (h *Handler) decodeRegistration(ctx *fasthttp.RequestCtx) (worker.Spec, string, *apiError) {
+	raw, e := readBody(ctx)
+	if e != nil {
+		return worker.Spec{}, "", e
+	}
+	return parseRegistration(raw, h.cfg.Region)
+}
+
+// parseRegistration decodes a POST /workers body: a worker spec and an optional "owner". The
+// spec's region defaults to region; the spec comes back normalized.
+func parseRegistration(raw []byte, region string) (worker.Spec, string, *apiError) {
+	var body struct {
+		worker.Spec
+		Owner string `json:"owner"`
+	}
+	obj, e := decodeObject(raw)
+	if e != nil {
+		return body.Spec, "", e
+	}
+	if e := obj.only(append(slices.Clone(specFields), "owner"), `flags are set after registering, with PUT {"disabled": true} or {"is_dead": true}`); e != nil {
+		return body.Spec, "", e
+	}
+	if e := strictDecode(raw, &body); e != nil {
+		return body.Spec, "", e
+	}
+	if body.Region == "" {
+		body.Region = region
+	}
+	if e := normalize(&body.Spec); e != nil {
+		return body.Spec, "", e
+	}
+	return body.Spec, body.Owner, nil
+}
+
+// putWorker is PUT /workers/{id}: a flags-only body ({"disabled": bool} and/or
+// {"is_dead": bool}, with an optional "reason") changes only the flags; a body with "url" is a
+// full spec that replaces the record's (keeping its api_key when the body has none), with the
+// flags of the same body in the same raft entry.
+func (h *Handler) putWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
+	raw, e := readBody(ctx)
+	if e != nil {
+		writeAPIErr(ctx, e)
+		return
+	}
+	flags, spec, e := parsePut(raw)
+	if e != nil {
+		writeAPIErr(ctx, e)
+		return
+	}
+	if spec == nil {
+		h.setFlags(ctx, rec, flags)
+		return
+	}
+	region := h.cfg.Region
+	h.replace(ctx, rec, flags, func(cur fsm.Record) (worker.Spec, *apiError) { return specFromPut(spec, cur, region) })
+}
+
+// parsePut splits a PUT body into its flags and, for a full spec (a body with "url"), the spec
+// fields; spec is nil for a flags-only body.
+func parsePut(raw []byte) (flagBody, object, *apiError) {
+	obj, e := decodeObject(raw)
+	if e != nil {
+		return flagBody{}, nil, e
+	}
+	flags, e := decodeFlags(obj)
+	if e != nil {
+		return flags, nil, e
+	}
+	rest := obj.without(flagFields...)
+	switch {
+	case len(rest) == 0 && !flags.any():
+		return flags, nil, errorf(400, codeInvalidRequest, `nothing to change: send "disabled" or "is_dead", or a full spec with "url"`)
+	case len(rest) == 0:
+		return flags, nil, nil
+	case !rest.has("url"):
+		if e := rest.only(specFields, "cannot be set with PUT"); e != nil {
+			return flags, nil, e
+		}
+		return flags, nil, errorf(400, codeInvalidField, "url: required in a full spec; change some fields with PATCH")
+	}
+	return flags, rest, nil
+}
+
+// specFromPut decodes a full spec; without "api_key" the current key is kept, so that a client
+// that read the record (which never shows the key) and PUTs it back does not drop it.
+func specFromPut(body object, cur fsm.Record, region string) (worker.Spec, *apiError) {
+	var s worker.Spec
+	b, _ := json.Marshal(body)
+	if e := strictDecode(b, &s); e != nil {
+		return s, e
+	}
+	if !body.has("api_key") {
+		s.APIKey = cur.Spec.APIKey
+	}
+	if s.Region == "" {
+		s.Region = region
+	}
+	if e := normalize(&s); e != nil {
+		return s, e
+	}
+	if s.ID() != cur.ID {
+		return s, errorf(400, codeInvalidField, "url: names worker "+string(s.ID())+", not "+string(cur.ID)+"; register a new URL with POST /workers")
+	}
+	return s, nil
+}
+
+// patchWorker is PATCH /workers/{id}: the body is merged onto the current spec (JSON merge
+// patch, RFC 7396: objects merge, null resets a field, lists replace), normalized, and written
+// with a compare-and-set on the record's revision, with the flags of the same body in the same
+// raft entry. A refused body changes nothing.
+func (h *Handler) patchWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
+	raw, e := readBody(ctx)
+	if e != nil {
+		writeAPIErr(ctx, e)
+		return
+	}
+	flags, patch, e := parsePatch(raw)
+	if e != nil {
+		writeAPIErr(ctx, e)
+		return
+	}
+	h.replace(ctx, rec, flags, func(cur fsm.Record) (worker.Spec, *apiError) { return mergeSpec(cur.Spec, patch) })
+}
+
+// parsePatch splits a PATCH body into its flags and the spec fields to merge.
+func parsePatch(raw []byte) (flagBody, object, *apiError) {
+	obj, e := decodeObject(raw)
+	if e != nil {
+		return flagBody{}, nil, e
+	}
+	if e := obj.only(append(slices.Clone(patchFields), flagFields...), "cannot be changed with PATCH (it is part of the worker's identity or placement)"); e != nil {
+		return flagBody{}, nil, e
+	}
+	flags, e := decodeFlags(obj)
+	if e != nil {
+		return flags, nil, e
+	}
+	patch := obj.without(flagFields...)
+	if len(patch) == 0 && !flags.any() {
+		return flags, nil, errorf(400, codeInvalidRequest, "nothing to change: the body names no field")
+	}
+	return flags, patch, nil
+}
+
+// replace writes the spec build makes from the current record, with flags, as a compare-and-set
+// on the record's revision; when the record changed in between, it reads it again and retries a
+// bounded number of times.
+func (h *Handler) replace(ctx *fasthttp.RequestCtx, rec fsm.Record, flags flagBody, build func(fsm.Record) (worker.Spec, *apiError)) {
+	for attempt := 1; ; attempt++ {
+		spec, e := build(rec)
+		if e != nil {
+			writeAPIErr(ctx, e)
+			return
+		}
+		res, err := h.cfg.Writer.Apply(context.Background(), fsm.ReplaceSpec{
+			ID: rec.ID, Spec: spec, ExpectedRevision: rec.Revision, Flags: h.flagChange(ctx, flags),
+		})
+		if errors.Is(err, fsm.ErrConflict) && attempt < casAttempts {
+			cur, ok := h.cfg.Records.Worker(rec.ID)
+			if !ok {
+				err = &fsm.NotFoundError{ID: rec.ID}
+			} else {
+				rec = cur
+				continue
+			}
+		}
+		h.logWrite(ctx, rec.ID, res, err)
+		if err != nil {
+			writeError(ctx, err, codeRevisionConflict)
+			return
+		}
+		h.writeRecord(ctx, fasthttp.StatusOK, res.Record)
+		return
+	}
+}
+
+// setFlags writes a flags-only change. It needs no compare-and-set: flags are absolute values.
+func (h *Handler) setFlags(ctx *fasthttp.RequestCtx, rec fsm.Record, flags flagBody) {
+	res, err := h.cfg.Writer.Apply(context.Background(), fsm.SetFlags{ID: rec.ID, Flags: h.flagChange(ctx, flags)})
+	h.logWrite(ctx, rec.ID, res, err)
+	if err != nil {
+		writeError(ctx, err, codeRevisionConflict)
+		return
+	}
+	h.writeRecord(ctx, fasthttp.StatusOK, res.Record)
+}
+
+// flagChange stamps a flag change with who (the caller's address) and when.
+func (h *Handler) flagChange(ctx *fasthttp.RequestCtx, f flagBody) fsm.FlagChange {
+	return fsm.FlagChange{Disabled: f.Disabled, IsDead: f.IsDead, Reason: f.Reason, By: caller(ctx), At: h.now()}
+}
+
+// caller names who made an admin write: the client's IP address, or "admin-api".
+func caller(ctx *fasthttp.RequestCtx) string {
+	if ip := ctx.RemoteIP(); ip != nil && !ip.IsUnspecified() {
+		return ip.String()
+	}
+	return "admin-api"
+}
+
+// deleteAnswer is the body of a DELETE.
+type deleteAnswer struct {
+	ID string `json:"id"`
+	// Status is "removed" (200: the record is gone) or "draining" (202: the worker takes no
+	// new requests and its record is removed once DrainSettleSecs have passed).
+	Status          string  `json:"status"`
+	DrainSettleSecs float64 `json:"drain_settle_secs"`
+}
+
+// deleteWorker is DELETE /workers/{id}: a ready worker this gateway owns drains first (202,
+// removed by its owner when the settle time ends); any other is removed at once (200).
+func (h *Handler) deleteWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
+	if h.cfg.Drainer != nil {
+		if settle, ok := h.cfg.Drainer.Drain(rec.ID); ok && settle > 0 {
+			h.log.Info("admin write", "method", "DELETE", "id", rec.ID, "outcome", "draining",
+				"drain_settle_secs", settle.Seconds(), "by", caller(ctx))
+			writeJSON(ctx, fasthttp.StatusAccepted, deleteAnswer{ID: string(rec.ID), Status: "draining", DrainSettleSecs: roundSecs(settle)})
+			return
+		}
+	}
+	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Remove{ID: rec.ID})
+	if errors.Is(err, fsm.ErrNotFound) {
+		err = nil // the drain's own removal came first
+		res.Outcome = fsm.Removed
+	}
+	h.logWrite(ctx, rec.ID, res, err)
+	if err != nil {
+		writeError(ctx, err, codeFenced)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, deleteAnswer{ID: string(rec.ID), Status: "removed"})
+}
+
+func roundSecs(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
+
+// logWrite logs one admin write: who, which worker, and what it came to. Never the body.
+func (h *Handler) logWrite(ctx *fasthttp.RequestCtx, id worker.ID, res fsm.Result, err error) {
+	args := []any{"method", string(ctx.Method()), "id", id, "by", caller(ctx)}
+	if err != nil {
+		h.log.Info("admin write refused", append(args, "err", err)...)
+		return
+	}
+	h.log.Info("admin write", append(args, "outcome", res.Outcome.String(), "index", res.Index)...)
+}
+
+func (h *Handler) now() time.Time {
+	if h.cfg.Now != nil {
+		return h.cfg.Now()
+	}
+	return time.Now()
+}
