@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
 )
@@ -44,6 +45,11 @@ type Config struct {
 	ShutdownSettle time.Duration
 	// AdminAPIKey is the bearer key of the admin routes; empty means loopback clients only.
 	AdminAPIKey string
+	// Admin gives the admin routes what the gateway does not hold: the raft records and their
+	// writer, the drainer, raft's state (its APIKey, Pool, NodeID and Status are the gateway's;
+	// Region and Logger default to the gateway's). Default: the routes read the pool and refuse
+	// writes.
+	Admin admin.Config
 
 	// Registerer receives the gateway's metrics. Default nil: metrics are kept but not exported.
 	Registerer prometheus.Registerer

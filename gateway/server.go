@@ -63,9 +63,15 @@ func New(cfg Config) (*Gateway, error) {
 	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
 	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm)
 	g.reqID.init()
-	g.admin = admin.New(admin.Config{
-		APIKey: cfg.AdminAPIKey, Pool: g.pool, NodeID: cfg.NodeID, Status: g.Status,
-	})
+	acfg := cfg.Admin
+	acfg.APIKey, acfg.Pool, acfg.NodeID, acfg.Status = cfg.AdminAPIKey, g.pool, cfg.NodeID, g.Status
+	if acfg.Region == "" {
+		acfg.Region = cfg.Region
+	}
+	if acfg.Logger == nil {
+		acfg.Logger = cfg.Logger
+	}
+	g.admin = admin.New(acfg)
 	g.refreshReadiness()
 	g.srv = g.newServer(g.handle)
 	g.probeSrv = g.newServer(g.handleProbeOnly)
