@@ -41,7 +41,7 @@ type ServerRequest struct {
 
 // ServerConfig configures the engine side. Handler is required.
 type ServerConfig struct {
-	// EngineID names the engine in WELCOME.
+	// EngineID names the engine in WELCOME (the bound endpoint).
 	EngineID string
 	// Models are announced in WELCOME.
 	Models []string
@@ -125,6 +125,9 @@ func Listen(endpoint string, cfg ServerConfig) (*Server, error) {
 	}
 	if strings.HasPrefix(endpoint, "tcp://") && sock.Addr() != nil {
 		s.endpoint = "tcp://" + sock.Addr().String()
+	}
+	if s.cfg.EngineID == "" {
+		s.cfg.EngineID = s.endpoint
 	}
 	s.wg.Add(2)
 	goSafe(s.log, "zmqlink server receiver", func() { defer s.wg.Done(); s.receive() })

@@ -153,7 +153,18 @@ func start(e *fakeengine.Engine, o options) (url, control string, err error) {
 		url, err = e.StartGRPC(addr)
 		return url, strings.Replace(url, "grpc://", "http://", 1), err
 	case "zmq":
-		return "", "", fmt.Errorf("mode %s is not built yet", o.mode)
+		endpoint := o.listen
+		if endpoint == "" {
+			endpoint = "tcp://" + addr
+		}
+		url, err = e.StartZMQ(endpoint, fakeengine.ZMQOptions{
+			HeartbeatInterval: o.heartbeat, MaxConcurrentRequests: o.maxRequests,
+		})
+		if err != nil {
+			return "", "", err
+		}
+		control, err = e.StartControl(net.JoinHostPort(o.host, strconv.Itoa(o.controlPort)))
+		return url, control, err
 	}
 	url, err = e.Start(addr)
 	return url, url, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/meshgw/meshgw/zmqlink"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -190,5 +193,43 @@ func TestGRPCModeServesControlOnTheSamePort(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("POST /_fault: %d", resp.StatusCode)
+	}
+}
+
+func TestZMQModeOnIPCWithControlPort(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "fw.sock")
+	line, stop := startRun(t, "--mode", "zmq", "--listen", "ipc://"+sock, "--heartbeat-interval", "20ms")
+	defer stop()
+	m := startLine.FindStringSubmatch(line)
+	if m == nil || m[1] != "ipc://"+sock || m[2] != "zmq" || !strings.HasPrefix(m[5], "http://127.0.0.1:") {
+		t.Fatalf("start line %q", line)
+	}
+	if port := m[5][strings.LastIndex(m[5], ":")+1:]; m[4] != "fake-"+port {
+		t.Errorf("node %q, want fake-%s (the control port names an ipc engine)", m[4], port)
+	}
+	link, err := zmqlink.Dial(m[1], "gw-t", zmqlink.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for link.Check(context.Background()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no handshake: %v", link.Check(context.Background()))
+		}
+		time.Sleep(time.Millisecond) // polling a condition
+	}
+	if info := link.Info(); info.HeartbeatIntervalMS != 20 {
+		t.Errorf("WELCOME %+v, want a 20 ms heartbeat", info)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(m[5] + "/_stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `"by_gateway":{"gw-t":{"requests":0,"probes":1}}`; !strings.Contains(string(body), want) {
+		t.Errorf("GET /_stats = %s, want it to contain %s", body, want)
 	}
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
@@ -44,14 +42,12 @@ func newGRPCHarness(t *testing.T) *grpcHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{}
-	h := &harness{t: t, e: e, url: "http://" + target, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	h := &harness{t: t, e: e, url: "http://" + target, client: newClient(t)}
 	t.Cleanup(func() {
 		cc.Close()
 		if err := e.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		tr.CloseIdleConnections()
 	})
 	return &grpcHarness{harness: h, health: healthpb.NewHealthClient(cc), engine: enginev1.NewEngineClient(cc)}
 }

@@ -36,15 +36,20 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{}
-	h := &harness{t: t, e: e, url: url, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	h := &harness{t: t, e: e, url: url, client: newClient(t)}
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		tr.CloseIdleConnections()
 	})
 	return h
+}
+
+// newClient returns a client of its own whose idle connections close when the test ends.
+func newClient(t *testing.T) *http.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
 // do sends a request and returns the status and the whole body.
