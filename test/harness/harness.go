@@ -261,6 +261,13 @@ func StartGateway(t testing.TB, b Bins, name string, args ...string) *Gateway {
 		g.MetricsPort = FreePort(t)
 		args = append(args, "--prometheus-port", strconv.Itoa(g.MetricsPort))
 	}
+	// Never the default raft port or the user's state directory: tests run side by side.
+	if !hasFlag(args, "--raft-port") {
+		args = append(args, "--raft-port", "0")
+	}
+	if !hasFlag(args, "--state-dir") && !hasFlag(args, "--ephemeral") {
+		args = append(args, "--state-dir", t.TempDir())
+	}
 	if !hasFlag(args, "--prometheus-host") {
 		args = append(args, "--prometheus-host", "127.0.0.1")
 	}
