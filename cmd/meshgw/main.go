@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -22,12 +23,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway"
+	"github.com/meshgw/meshgw/gateway/admin"
+	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }
+func main() {
+	// raft's snapshot store creates files 0644 and folders 0755 less the umask; the worker
+	// records in them hold api_keys, so they are made 0600/0700 (storage's doc).
+	syscall.Umask(0o077)
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
 
 // options holds every flag group.
 type options struct {
@@ -35,11 +45,12 @@ type options struct {
 	retry   retryFlags
 	health  healthFlags
 	breaker breakerFlags
+	state   stateFlags
 	observe observeFlags
 }
 
 func (o *options) groups() []flagGroup {
-	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.observe}
+	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.observe}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
@@ -63,15 +74,17 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 		return 2
 	}
 	log := o.observe.logger(stderr)
-	if err := serve(ctx, &o, log); err != nil {
+	if err := serve(ctx, &o, getenv, log); err != nil {
 		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
 		return 1
 	}
 	return 0
 }
 
-// serve wires and runs the gateway until ctx ends.
-func serve(ctx context.Context, o *options, log *slog.Logger) error {
+// serve wires and runs the gateway until ctx ends: the raft node first (the durable worker
+// records), then the data plane serving what raft has applied, while the command line's workers
+// are registered through raft in the background.
+func serve(ctx context.Context, o *options, getenv func(string) string, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", o.gw.listenAddr())
 	if err != nil {
 		return fmt.Errorf("cannot listen on --host/--port %s: %v", o.gw.listenAddr(), err)
@@ -83,29 +96,33 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	node, err := startNode(o, nodeID, getenv, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopNode(node, log)
+	writer := &fleet.Writer{Node: node, NodeID: nodeID, Logger: log}
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	var owner lateOwner
 	cfg.OnOutcome = owner.OnOutcome
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
 	}
 	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
-		Breaker: o.breaker.config(), Registerer: reg, Logger: log})
+		Breaker: o.breaker.config(), Registerer: reg, Logger: log, OnRemove: writer.OnRemove})
 	if err != nil {
 		gw.Close()
 		return err
 	}
 	defer mgr.Close()
 	owner.m.Store(mgr)
-	for _, s := range o.gw.specs {
-		if _, _, err := gw.Pool().Upsert(s, pool.OriginLocal); err != nil {
-			gw.Close()
-			return fmt.Errorf("worker %s: %v", s.URL, err)
-		}
-		mgr.Own(s, 0, false)
-	}
+	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Logger: log})
+	reconciler.Start()
+	defer reconciler.Stop()
+	defer registerWorkers(writer, o.registrations(), log)()
 	errc := make(chan error, 3)
 	go func() { errc <- gw.Serve(ln) }()
 	probeAddr, err := startProbes(o, gw, errc)
@@ -119,7 +136,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	log.Info("meshgw started", "listen", ln.Addr().String(), "probe_listen", probeAddr, "metrics_listen", metricsAddr,
-		"node_id", nodeID, "region", o.gw.region, "color", o.gw.color, "workers", len(o.gw.specs), "policy", o.gw.policy)
+		"raft", node.Address(), "node_id", nodeID, "region", o.gw.region, "color", o.gw.color,
+		"workers", len(o.gw.specs), "policy", o.gw.policy)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -128,6 +146,56 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		}
 	}
 	return shutdown(gw, metricsSrv, time.Duration(o.gw.shutdownGrace)*time.Second, log)
+}
+
+// registrations are the workers of --worker-urls and --worker-config as this gateway registers
+// them: in its region unless the spec names one (a registration's default, DESIGN.md section 2).
+func (o *options) registrations() []worker.Spec {
+	out := make([]worker.Spec, 0, len(o.gw.specs))
+	for _, s := range o.gw.specs {
+		s = s.Clone()
+		if s.Region == "" {
+			s.Region = o.gw.region
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// startNode prepares the state directory (unless --ephemeral) and starts this gateway's raft
+// node: a new state directory bootstraps a mesh of one, an existing one recovers its records.
+func startNode(o *options, nodeID string, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (*consensus.Node, error) {
+	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.state.consensus(nodeID, o.gw.host, dir, log)
+	cfg.Registerer = reg
+	return consensus.Start(cfg)
+}
+
+func stopNode(node *consensus.Node, log *slog.Logger) {
+	if err := node.Shutdown(); err != nil {
+		log.Warn("raft did not stop cleanly", "err", err)
+	}
+}
+
+// registerWorkers registers the command line's workers through raft in the background, so the
+// data plane serves at once from what raft has applied (fail-static). The returned function
+// stops the registration and waits for it.
+func registerWorkers(w *fleet.Writer, specs []worker.Spec, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic in background goroutine", "goroutine", "register workers", "panic", r, "stack", string(debug.Stack()))
+			}
+		}()
+		w.RegisterAll(ctx, specs)
+	}()
+	return func() { cancel(); <-done }
 }
 
 func shutdown(gw *gateway.Gateway, metricsSrv *http.Server, grace time.Duration, log *slog.Logger) error {
@@ -187,6 +255,14 @@ func (l *lateOwner) OnOutcome(w *pool.Worker, status int, connErr bool) {
 	if m := l.m.Load(); m != nil {
 		m.OnOutcome(w, status, connErr)
 	}
+}
+
+// Drain is the admin DELETE's drain (false until the manager exists).
+func (l *lateOwner) Drain(id worker.ID) (time.Duration, bool) {
+	if m := l.m.Load(); m != nil {
+		return m.Drain(id)
+	}
+	return 0, false
 }
 
 // nodeIDOf is the default node id: the listener's host_port.

@@ -154,7 +154,8 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan int, 1)
 	args := []string{"--host", "127.0.0.1", "--port", "0", "--prometheus-host", "127.0.0.1", "--prometheus-port", strconv.Itoa(metricsPort),
-		"--worker-urls", "http://127.0.0.1:1", "--shutdown-settle-secs", "0", "--admin-api-key", "sk-admin-secret", "--disable-health-check"}
+		"--worker-urls", "http://127.0.0.1:1", "--shutdown-settle-secs", "0", "--admin-api-key", "sk-admin-secret", "--disable-health-check",
+		"--ephemeral", "--raft-port", "0"}
 	go func() { done <- runContext(ctx, args, env(nil), io.Discard, &logs) }()
 	listen := regexp.MustCompile(`msg="meshgw started" listen=(\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -174,8 +175,12 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get("http://" + m[1] + "/readiness"); code != 200 || !strings.Contains(body, `"total_workers":1`) {
-		t.Errorf("readiness %d %s", code, body)
+	// The worker is registered through raft in the background, once the node leads.
+	for code, body := get("http://" + m[1] + "/readiness"); code != 200 || !strings.Contains(body, `"total_workers":1`); code, body = get("http://" + m[1] + "/readiness") {
+		if time.Now().After(deadline) {
+			t.Fatalf("readiness %d %s", code, body)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if code, body := get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"); code != 200 || !strings.Contains(body, "meshgw_admission_inflight") {
 		t.Errorf("metrics %d", code)

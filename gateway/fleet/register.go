@@ -78,7 +78,7 @@ func (w *Writer) logRegistration(ctx context.Context, s worker.Spec, res fsm.Res
 	case err == nil && res.Outcome == fsm.Created:
 		log.Info("registered worker", "id", id, "url", url, "owner", w.NodeID)
 	case err == nil:
-		log.Debug("worker already registered", "id", id, "url", url)
+		log.Info("worker already registered", "id", id, "url", url)
 	case errors.Is(err, fsm.ErrConflict):
 		log.Info("kept the registered worker: its record differs from the command line's (changed through the admin API since)",
 			"id", id, "url", url)

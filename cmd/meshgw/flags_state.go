@@ -1,0 +1,92 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/storage"
+)
+
+// stateFlags are the durable state's: where raft keeps it, and the raft listener (DESIGN.md
+// section 3).
+type stateFlags struct {
+	stateDir        string
+	ephemeral       bool
+	raftPort        int
+	raftAdvertise   string
+	join            []string
+	bootstrapExpect int
+	raftVoters      int
+}
+
+func (f *stateFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.stateDir, "state-dir", "", "folder of the durable state, one subfolder per node (default: $"+storage.EnvStateDir+
+		", else $XDG_STATE_HOME/meshgw, else ~/.local/state/meshgw)")
+	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep raft in memory: worker records and flags are lost at exit (tests and demos only)")
+	fs.IntVar(&f.raftPort, "raft-port", consensus.DefaultRaftPort, "port of raft's TCP listener, on --host (0 picks a free one)")
+	fs.StringVar(&f.raftAdvertise, "raft-advertise", "", "host:port other gateways dial for raft (default: the raft listener's address)")
+	fs.StringSliceVar(&f.join, "join", nil, "addresses of gateways of the mesh to join (comes with the gateway cluster)")
+	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of gateways that bootstrap a new mesh together (comes with the gateway cluster)")
+	fs.IntVar(&f.raftVoters, "raft-voters", 3, "raft voters the leader keeps (used by the gateway cluster)")
+}
+
+func (f *stateFlags) validate() error {
+	if len(f.join) > 0 {
+		return usagef("--join is not supported until the cluster step; without it a gateway is a mesh of one")
+	}
+	if f.bootstrapExpect != 0 {
+		return usagef("--bootstrap-expect is not supported until the cluster step; without it a gateway is a mesh of one")
+	}
+	if err := checkPort("raft-port", f.raftPort, true); err != nil {
+		return err
+	}
+	if err := checkMin("raft-voters", f.raftVoters, 1); err != nil {
+		return err
+	}
+	if f.raftAdvertise != "" {
+		host, port, err := net.SplitHostPort(f.raftAdvertise)
+		n, perr := strconv.Atoi(port)
+		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return usagef("--raft-advertise %q is not host:port", f.raftAdvertise)
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			return usagef("--raft-advertise %q is an unspecified address; other gateways cannot dial it", f.raftAdvertise)
+		}
+	}
+	return nil
+}
+
+// nodeDir resolves the state directory and prepares this node's folder in it: "" with
+// --ephemeral. home is the user's home directory ("" when unknown). The error names the path
+// and why it cannot be used; there is no fallback.
+func (f *stateFlags) nodeDir(nodeID string, getenv func(string) string, home string, log *slog.Logger) (string, error) {
+	if f.ephemeral {
+		return "", nil
+	}
+	loc, err := storage.ResolveStateDir(f.stateDir, getenv, home)
+	if err != nil {
+		return "", err
+	}
+	dir, err := storage.PrepareNodeDir(loc.Path, nodeID, log)
+	if err != nil {
+		return "", err
+	}
+	log.Info("state dir", "path", dir.Path, "from", loc.Source)
+	return dir.Path, nil
+}
+
+// consensus builds the raft node's config: nodeID and the listener host are resolved already.
+func (f *stateFlags) consensus(nodeID, host, dir string, log *slog.Logger) consensus.Config {
+	return consensus.Config{
+		NodeID:        nodeID,
+		BindAddr:      net.JoinHostPort(host, strconv.Itoa(f.raftPort)),
+		AdvertiseAddr: f.raftAdvertise,
+		StateDir:      dir,
+		Ephemeral:     f.ephemeral,
+		Logger:        log,
+	}
+}
