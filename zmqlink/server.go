@@ -94,7 +94,8 @@ type peer struct {
 // Listen binds a ROUTER socket on endpoint (tcp://HOST:PORT, port 0 picks one, or
 // ipc:///PATH; a stale socket file left by a killed engine is removed) and serves until Close.
 func Listen(endpoint string, cfg ServerConfig) (*Server, error) {
-	if _, err := parseEndpoint(endpoint); err != nil {
+	bound, err := parseEndpoint(endpoint)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Handler == nil {
@@ -110,14 +111,17 @@ func Listen(endpoint string, cfg ServerConfig) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	if path, ok := strings.CutPrefix(endpoint, "ipc://"); ok {
-		removeStaleSocket(path)
+		removeStaleSocket(path) // Go's unix listener removes its own file at Close
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sock := zmq4.NewRouter(ctx, zmq4.WithLogger(slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)))
-	if err := sock.Listen(endpoint); err != nil {
+	if err := sock.Listen(bound); err != nil {
 		cancel()
 		sock.Close()
-		return nil, err
+		if cause := errors.Unwrap(err); cause != nil {
+			err = cause
+		}
+		return nil, fmt.Errorf("zmqlink: listening on %s: %w", endpoint, err)
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, sock: sock, endpoint: endpoint, session: newNonce(),

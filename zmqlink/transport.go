@@ -16,37 +16,78 @@ import (
 
 // zmq4 hands a dialed connection to its ZMTP handshake with no deadline, so a peer that accepts
 // but never greets (a stopped engine) holds the dialing goroutine and the socket forever, and
-// closing the zmq4 socket does not reach a connection still in its handshake. Links therefore
-// dial through these transports, which close the raw connection as soon as the socket's context
-// ends (socket Close): every connection dies with its socket.
+// closing the zmq4 socket does not reach a connection still in its handshake. zmq4 also writes
+// with no deadline while holding the socket's writer lock, so one peer that stopped reading
+// (SIGSTOP) stalls the sends to every other peer. Both sides therefore run on these transports:
+// a dialed connection is closed as soon as the socket's context ends (socket Close), and a write
+// that cannot finish within writeTimeout closes its connection (zmq4 then drops it; the link
+// reconnects).
 const (
 	linkTCP = "zmqlink-tcp"
 	linkIPC = "zmqlink-ipc"
 )
 
+// writeTimeout bounds one write to a peer.
+const writeTimeout = 10 * time.Second
+
 func init() {
 	for name, network := range map[string]string{linkTCP: "tcp", linkIPC: "unix"} {
-		if err := zmq4.RegisterTransport(name, closingTransport{transport.New(network)}); err != nil {
+		if err := zmq4.RegisterTransport(name, boundedTransport{transport.New(network)}); err != nil {
 			panic(err)
 		}
 	}
 }
 
-// closingTransport ties every dialed connection to the dialing socket's context.
-type closingTransport struct{ transport.Transport }
+// boundedTransport ties dialed connections to the socket's context and bounds every write.
+type boundedTransport struct{ transport.Transport }
 
-func (t closingTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
+func (t boundedTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
 	conn, err := t.Transport.Dial(ctx, d, addr)
 	if err != nil {
 		return nil, err
 	}
 	context.AfterFunc(ctx, func() { conn.Close() })
-	return conn, nil
+	return &boundedConn{Conn: conn, timeout: writeTimeout}, nil
 }
 
-// parseEndpoint checks a ZMQ endpoint, tcp://HOST:PORT or ipc:///PATH, and returns the endpoint
-// a link dials (through the closing transports).
-func parseEndpoint(endpoint string) (dial string, err error) {
+func (t boundedTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	ln, err := t.Transport.Listen(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return boundedListener{ln}, nil
+}
+
+type boundedListener struct{ net.Listener }
+
+func (l boundedListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &boundedConn{Conn: conn, timeout: writeTimeout}, nil
+}
+
+// boundedConn closes itself when a write times out: zmq4 treats a timeout as harmless, but a
+// frame cut in the middle would corrupt the stream.
+type boundedConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *boundedConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	n, err := c.Conn.Write(p)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.Conn.Close()
+	}
+	return n, err
+}
+
+// parseEndpoint checks a ZMQ endpoint, tcp://HOST:PORT or ipc:///PATH, and returns it on the
+// bounded transports, as the sockets dial or bind it.
+func parseEndpoint(endpoint string) (bound string, err error) {
 	scheme, rest, ok := strings.Cut(endpoint, "://")
 	switch {
 	case !ok || rest == "":

@@ -1,12 +1,16 @@
 package fakeengine
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
@@ -201,10 +205,32 @@ func TestGRPCFaults(t *testing.T) {
 	})
 	t.Run("control endpoints on the same port", func(t *testing.T) {
 		g.fault(`{}`)
-		status, body := g.do("GET", "/_stats", "", "")
+		code, body := g.do("GET", "/_stats", "", "")
 		var s Stats
-		if err := json.Unmarshal(body, &s); err != nil || status != 200 || s.Requests != 3 {
-			t.Errorf("GET /_stats over HTTP/1.1 on the gRPC port: %d %s", status, body)
+		if err := json.Unmarshal(body, &s); err != nil || code != 200 || s.Requests != 3 {
+			t.Errorf("GET /_stats over HTTP/1.1 on the gRPC port: %d %s", code, body)
 		}
 	})
+}
+
+func TestShortHTTP1RequestOnTheGRPCPort(t *testing.T) {
+	g := newGRPCHarness(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// 24 bytes would be the HTTP/2 preface's length; this request is shorter and must not wait.
+	if _, err := conn.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a short request: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("status %d, want the HTTP API's 404 for /", resp.StatusCode)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -278,4 +279,16 @@ func TestStreamIsFlushedChunkByChunk(t *testing.T) {
 		t.Fatal("the first chunk did not arrive before the second was due: it was not flushed")
 	}
 	cancel() // the client goes away; the handler must end with it (goleak checks)
+}
+
+// BenchmarkChatCompletion measures the handler alone, as the upstream of proxy benchmarks.
+func BenchmarkChatCompletion(b *testing.B) {
+	h := New(Config{NodeName: "bench"}).Handler()
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"Hello, how are you today?"}]}`
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest("POST", RouteChat, strings.NewReader(body))
+		r.Header.Set(GatewayHeader, "gw")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
 }

@@ -2,7 +2,6 @@ package fakeengine
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -45,12 +44,21 @@ func (s *splitListener) run(e *Engine) {
 	}
 }
 
+// route reads only as far as the bytes match the HTTP/2 preface, so that a short HTTP/1.1
+// request is not held waiting for 24 bytes.
 func (s *splitListener) route(conn net.Conn) {
 	head := make([]byte, len(http2Preface))
+	n := 0
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	n, err := io.ReadFull(conn, head)
+	for n < len(head) && bytes.Equal(head[:n], http2Preface[:n]) {
+		m, err := conn.Read(head[n:])
+		n += m
+		if err != nil {
+			break
+		}
+	}
 	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil && n == 0 {
+	if n == 0 {
 		conn.Close()
 		return
 	}
