@@ -1,5 +1,3 @@
-// Package fakeengine is a fake LLM inference engine with fault knobs, served over HTTP, gRPC or
-// ZMQ, that tests and the fakeworker command start to stand in for SGLang-like workers.
 package fakeengine
 
 import (

@@ -1,0 +1,29 @@
+// Package fakeengine is a fake LLM inference engine with fault knobs, served over HTTP, gRPC or
+// ZMQ, that tests and the fakeworker command start to stand in for SGLang-like workers.
+//
+// What it answers, on every transport alike:
+//
+//  1. Model routes (/v1/chat/completions, /v1/completions, /v1/embeddings, /generate) answer
+//     AnswerText(node, prompt): "fake answer from NODE to: " and the first 40 characters of the
+//     prompt (the last user message of a chat). A streamed answer is stream_chunks events whose
+//     pieces concatenate to the same text (SGLang's /generate streams the text so far, as SGLang
+//     does), then [DONE]. Embeddings are EmbeddingDim numbers derived from the input's hash.
+//  2. Faults (DESIGN.md section 15) apply in this order: the request is counted, hang holds it
+//     until the client leaves or the fault clears, latency_ms delays it, error_status answers
+//     error_rate of requests with an OpenAI error envelope, and cut_stream_after breaks the
+//     answer after that many chunks (half-way through a non-streamed body).
+//  3. How a cut looks: HTTP hijacks and closes the TCP connection (the client reads an
+//     unexpected EOF); gRPC aborts the Generate stream with UNAVAILABLE; ZMQ ends the answer
+//     with ERROR engine_error.
+//  4. How an injected error looks: HTTP answers the status; gRPC and ZMQ send one chunk whose
+//     status is error_status and whose data is the envelope, and end normally (the RPC ends OK).
+//  5. Health: HTTP GET /health answers health_status; gRPC grpc.health.v1 answers SERVING while
+//     it is 2xx (services "", sglang.grpc.scheduler.SglangScheduler, meshgw.engine.v1.Engine);
+//     ZMQ stops heartbeats and refuses HELLO while it is not 2xx.
+//  6. /_stats counts probes (GET /health, gRPC Check and Watch, ZMQ HELLO) and model requests,
+//     split by X-Mesh-Gateway (gRPC metadata x-mesh-gateway or GenerateRequest.gateway; the
+//     gateway id of a ZMQ HELLO).
+//  7. Control endpoints: in HTTP mode on the engine's port; in gRPC mode on the same port over
+//     HTTP/1.1 (connections are split by the HTTP/2 preface); in ZMQ mode on StartControl's
+//     port.
+package fakeengine
