@@ -28,6 +28,13 @@ func computeGoals(r *Report) []Goal {
 	if d != nil && m != nil && d.RPS > 0 {
 		gs = append(gs, Goal{"meshgw req/s ÷ direct", fmt.Sprintf("%.2f", m.RPS/d.RPS), "", nil})
 	}
+	if mp := r.Proxy["minproxy"]; mp != nil && m != nil && mp.RPS > 0 {
+		v := fmt.Sprintf("%.2f", m.RPS/mp.RPS)
+		if mp.CPUUsPerReq != nil && m.CPUUsPerReq != nil {
+			v += fmt.Sprintf(" (CPU per request %.1f vs %.1f µs)", *m.CPUUsPerReq, *mp.CPUUsPerReq)
+		}
+		gs = append(gs, Goal{"meshgw req/s ÷ minproxy", v, "", nil})
+	}
 	if m != nil && m.CPUUsPerReq != nil {
 		v := fmt.Sprintf("%.1f µs", *m.CPUUsPerReq)
 		if h != nil && h.CPUUsPerReq != nil && *h.CPUUsPerReq > 0 {
@@ -74,6 +81,13 @@ func streamGoals(s *StreamSection) []Goal {
 		ratio := m.StreamsPerSec / h.StreamsPerSec
 		gs = append(gs, Goal{"meshgw streams/s ÷ HAProxy", fmt.Sprintf("%.2f (%.0f ÷ %.0f)", ratio, m.StreamsPerSec, h.StreamsPerSec),
 			fmt.Sprintf("≥ %.2f", goalStreamRatio), met(ratio >= goalStreamRatio)})
+	}
+	if mp := s.Minproxy; mp != nil && m != nil && mp.StreamsPerSec > 0 {
+		v := fmt.Sprintf("%.2f", m.StreamsPerSec/mp.StreamsPerSec)
+		if mp.CPUUsPerStream != nil && m.CPUUsPerStream != nil {
+			v += fmt.Sprintf(" (CPU per stream %.1f vs %.1f µs)", *m.CPUUsPerStream, *mp.CPUUsPerStream)
+		}
+		gs = append(gs, Goal{"meshgw streams/s ÷ minproxy", v, "", nil})
 	}
 	if d != nil && m != nil {
 		added := m.TTFBP50Ms - d.TTFBP50Ms

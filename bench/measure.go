@@ -13,15 +13,6 @@ import (
 
 var execCommand = exec.CommandContext
 
-func byName(ts []target, name string) target {
-	for _, t := range ts {
-		if t.name == name {
-			return t
-		}
-	}
-	panic("bench: no target " + name)
-}
-
 // usPer returns cpu in µs divided by n, or nil when n is 0.
 func usPer(cpu time.Duration, n int64) *float64 {
 	if n <= 0 {
@@ -51,8 +42,8 @@ func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups [
 	rounds := map[string][]ProxyRound{}
 	single := map[string][]WrkResult{} // the one-connection runs
 	for r := range o.Rounds {
-		for _, name := range rotate(targetNames, r) {
-			t := byName(ts, name)
+		for _, t := range rotate(ts, r) {
+			name := t.name
 			w := wo
 			w.URL, w.Duration = t.url+chatPath, o.Duration
 			o.Log.Info("wrk", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.Duration.Seconds())
@@ -100,8 +91,8 @@ func measureStreams(ctx context.Context, ps *procs, o *Options, ts []target, rep
 	s := &StreamSection{Paced: map[string]*StreamResult{}, PacedDelayMs: int(o.PacedDelay.Milliseconds()), PacedEvents: o.PacedEvents}
 	rounds := map[string][]StreamRound{}
 	for r := range o.Rounds {
-		for _, name := range rotate(targetNames, r) {
-			t := byName(ts, name)
+		for _, t := range rotate(ts, r) {
+			name := t.name
 			o.Log.Info("streams", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.StreamDuration.Seconds())
 			var cpu *cpuMeter
 			if t.proxy != nil {

@@ -54,7 +54,7 @@ func othersMax(r *Report) float64 {
 		}
 	}
 	if s := r.Stream; s != nil {
-		for _, t := range []*StreamTarget{s.Direct, s.HAProxy, s.Meshgw} {
+		for _, t := range []*StreamTarget{s.Direct, s.HAProxy, s.Minproxy, s.Meshgw} {
 			if t != nil {
 				for _, rd := range t.Rounds {
 					m = max(m, rd.OthersCores)
@@ -121,10 +121,12 @@ type ProxyRound struct {
 // StreamSection holds the streaming figures: medians over rounds per target, and the paced
 // check (an upstream that pauses between events).
 type StreamSection struct {
-	Direct  *StreamTarget            `json:"direct"`
-	HAProxy *StreamTarget            `json:"haproxy"`
-	Meshgw  *StreamTarget            `json:"meshgw"`
-	Paced   map[string]*StreamResult `json:"paced"`
+	Direct  *StreamTarget `json:"direct"`
+	HAProxy *StreamTarget `json:"haproxy"`
+	// Minproxy is the reference fasthttp proxy (bench/cmd/minproxy), when measured.
+	Minproxy *StreamTarget            `json:"minproxy,omitempty"`
+	Meshgw   *StreamTarget            `json:"meshgw"`
+	Paced    map[string]*StreamResult `json:"paced"`
 	// PacedDelayMs and PacedEvents describe the paced check.
 	PacedDelayMs int `json:"paced_delay_ms"`
 	PacedEvents  int `json:"paced_events"`
@@ -321,7 +323,8 @@ func (r *Report) printSections(w io.Writer) {
 	}
 }
 
-var targetNames = []string{"direct", "haproxy", "meshgw"}
+// targetNames is every target in table order; a run measures those it started.
+var targetNames = []string{"direct", "haproxy", "minproxy", "meshgw"}
 
 func (s *StreamSection) target(name string) *StreamTarget {
 	switch name {
@@ -329,6 +332,8 @@ func (s *StreamSection) target(name string) *StreamTarget {
 		return s.Direct
 	case "haproxy":
 		return s.HAProxy
+	case "minproxy":
+		return s.Minproxy
 	case "meshgw":
 		return s.Meshgw
 	}
@@ -341,6 +346,8 @@ func (s *StreamSection) setTarget(name string, t *StreamTarget) {
 		s.Direct = t
 	case "haproxy":
 		s.HAProxy = t
+	case "minproxy":
+		s.Minproxy = t
 	case "meshgw":
 		s.Meshgw = t
 	}

@@ -27,6 +27,9 @@ type Options struct {
 	HAProxyBin  string // default "haproxy"
 	MeshgwBin   string // default "bin/meshgw"
 	UpstreamBin string // default "bin/bench-upstream"
+	MinproxyBin string // default "bin/bench-minproxy"
+	// NoMinproxy leaves out the reference fasthttp proxy (bench/cmd/minproxy).
+	NoMinproxy bool
 
 	Rounds      int           // interleaved rounds; default 3
 	Duration    time.Duration // of each wrk run; default 10 s
@@ -65,6 +68,7 @@ func (o *Options) setDefaults() {
 	def(&o.HAProxyBin, "haproxy")
 	def(&o.MeshgwBin, "bin/meshgw")
 	def(&o.UpstreamBin, "bin/bench-upstream")
+	def(&o.MinproxyBin, "bin/bench-minproxy")
 	o.Rounds = cmp0(o.Rounds, 3)
 	o.Threads = cmp0(o.Threads, 2)
 	o.Connections = cmp0(o.Connections, 64)
@@ -105,7 +109,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Proxy: map[string]*ProxyTarget{}}
 	rep.MachineDetail = probeMachine(ctx, o.HAProxyBin, o.WrkBin)
 	rep.Machine = rep.MachineDetail.String()
-	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, Order: targetNames, WrkThreads: o.Threads, WrkConns: o.Connections,
+	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, WrkThreads: o.Threads, WrkConns: o.Connections,
 		WrkDurationS: o.Duration.Seconds(), OneConnDurationS: o.OneConnDuration.Seconds(), Streams: o.Streams, StreamEvents: o.StreamEvents,
 		StreamDurS: o.StreamDuration.Seconds(), MetricsOn: !o.MetricsOff, LoadAvgBefore: loadAvg()}
 
@@ -133,6 +137,9 @@ func measureTargets(ctx context.Context, ps *procs, o *Options, rep *Report) err
 	targets, upstreams, err := startTargets(ctx, ps, o, &rep.Method)
 	if err != nil {
 		return err
+	}
+	for _, t := range targets {
+		rep.Method.Order = append(rep.Method.Order, t.name)
 	}
 	if !o.NoProxy {
 		if err := measureProxy(ctx, ps, o, targets, upstreams, rep); err != nil {
@@ -189,11 +196,23 @@ func startTargets(ctx context.Context, ps *procs, o *Options, m *Method) ([]targ
 	if err := waitReady(ctx, haproxy, 10*time.Second); err != nil {
 		return nil, nil, err
 	}
+	ts := []target{direct, haproxy}
+	if !o.NoMinproxy {
+		p, urls, err := ps.startURL(ctx, "minproxy", 1, o.MinproxyBin, "--upstreams", strings.Join(addrs, ","))
+		if err != nil {
+			return nil, nil, err
+		}
+		mp := target{name: "minproxy", url: urls[0], proxy: p}
+		if err := waitReady(ctx, mp, 10*time.Second); err != nil {
+			return nil, nil, err
+		}
+		ts = append(ts, mp)
+	}
 	mesh, err := startMeshgw(ctx, ps, o, addrs, m)
 	if err != nil {
 		return nil, nil, err
 	}
-	return []target{direct, haproxy, mesh}, ups, nil
+	return append(ts, mesh), ups, nil
 }
 
 // startMeshgw starts meshgw with the command line MeshgwArgs builds from its --help.
@@ -286,8 +305,8 @@ func tryChat(ctx context.Context, c *http.Client, base string) string {
 	return ""
 }
 
-// rotate returns names rotated left by r.
-func rotate(names []string, r int) []string {
-	r %= len(names)
-	return append(append([]string(nil), names[r:]...), names[:r]...)
+// rotate returns s rotated left by r.
+func rotate[T any](s []T, r int) []T {
+	r %= len(s)
+	return append(append([]T(nil), s[r:]...), s[:r]...)
 }

@@ -39,6 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.HAProxyBin, "haproxy", "haproxy", "haproxy binary")
 	fs.StringVar(&o.MeshgwBin, "meshgw", "bin/meshgw", "meshgw binary")
 	fs.StringVar(&o.UpstreamBin, "upstream", "bin/bench-upstream", "bench upstream binary")
+	fs.StringVar(&o.MinproxyBin, "minproxy", "bin/bench-minproxy", "reference fasthttp proxy binary")
+	fs.BoolVar(&o.NoMinproxy, "no-minproxy", false, "leave out the reference fasthttp proxy")
 	fs.StringVar(&ho.Bin, "healthprobe", "bin/bench-healthprobe", "bench health-probe binary")
 	fs.IntVar(&o.Rounds, "rounds", 0, "interleaved rounds (default 3; quick 1)")
 	fs.DurationVar(&o.Duration, "duration", 0, "each wrk run (default 10s; quick 3s)")
