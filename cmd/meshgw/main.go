@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -96,7 +97,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	node, err := startNode(o, nodeID, getenv, reg, log)
+	node, caughtUp, err := startNode(o, nodeID, getenv, reg, log)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	defer mgr.Close()
 	owner.m.Store(mgr)
-	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Logger: log})
+	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, CaughtUp: caughtUp, Logger: log})
 	reconciler.Start()
 	defer reconciler.Stop()
 	defer registerWorkers(writer, o.registrations(), log)()
@@ -164,14 +165,20 @@ func (o *options) registrations() []worker.Spec {
 
 // startNode prepares the state directory (unless --ephemeral) and starts this gateway's raft
 // node: a new state directory bootstraps a mesh of one, an existing one recovers its records.
-func startNode(o *options, nodeID string, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (*consensus.Node, error) {
+// caughtUp closes when the node first leads, after raft's Barrier: the applied state is then
+// current, no longer the log replaying its history.
+func startNode(o *options, nodeID string, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (node *consensus.Node, caughtUp <-chan struct{}, err error) {
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := o.state.consensus(nodeID, o.gw.host, dir, log)
 	cfg.Registerer = reg
-	return consensus.Start(cfg)
+	current := make(chan struct{})
+	var once sync.Once
+	cfg.LeaderLoop = func(context.Context) { once.Do(func() { close(current) }) }
+	node, err = consensus.Start(cfg)
+	return node, current, err
 }
 
 func stopNode(node *consensus.Node, log *slog.Logger) {

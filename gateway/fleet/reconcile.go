@@ -45,6 +45,15 @@ type Config struct {
 	// Owner runs health checks of owned workers. Nil means no health checks: the pool's
 	// initial health (ready) stands.
 	Owner Owner
+	// CaughtUp is closed once the applied state is current: on a restart, raft replays the log
+	// after the election, and the states it passes through are history (a worker registered but
+	// not yet disabled) that must not reach the pool. Until CaughtUp closes, only Start's first
+	// pass runs (the state raft restored from its snapshot, complete at its index: fail-static);
+	// the signals in between are held and answered by one pass when it closes. main closes it
+	// when this node's leader loop starts (after raft's Barrier); followers (the cluster step)
+	// will close it once they have applied the leader's commit index. Nil means every applied
+	// state is current.
+	CaughtUp <-chan struct{}
 	// Logger receives one line per change applied to the pool. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -113,11 +122,20 @@ func (r *Reconciler) Stop() {
 func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 	defer close(r.done)
 	defer cancel()
+	caughtUp, held := r.cfg.CaughtUp, false
 	for {
 		select {
 		case <-r.stop:
 			return
+		case <-caughtUp:
+			caughtUp = nil // a nil channel never fires again
+			r.log.Info("raft state is current; following it", "held_changes", held)
+			r.Reconcile()
 		case <-ch:
+			if caughtUp != nil {
+				held = true
+				continue
+			}
 			r.Reconcile()
 		}
 	}

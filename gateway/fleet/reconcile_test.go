@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,12 +17,15 @@ import (
 
 // fakeRecords is a Records whose state the test sets.
 type fakeRecords struct {
-	mu   sync.Mutex
-	recs map[worker.ID]fsm.Record
-	rev  uint64
+	mu    sync.Mutex
+	recs  map[worker.ID]fsm.Record
+	rev   uint64
+	watch chan struct{}
 }
 
-func newFakeRecords() *fakeRecords { return &fakeRecords{recs: map[worker.ID]fsm.Record{}} }
+func newFakeRecords() *fakeRecords {
+	return &fakeRecords{recs: map[worker.ID]fsm.Record{}, watch: make(chan struct{}, 1)}
+}
 
 func (f *fakeRecords) Workers() []fsm.Record {
 	f.mu.Lock()
@@ -33,7 +37,15 @@ func (f *fakeRecords) Workers() []fsm.Record {
 	return out
 }
 
-func (f *fakeRecords) Watch() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+func (f *fakeRecords) Watch() (<-chan struct{}, func()) { return f.watch, func() {} }
+
+// signal is the coalesced Watch signal of a change.
+func (f *fakeRecords) signal() {
+	select {
+	case f.watch <- struct{}{}:
+	default:
+	}
+}
 
 // put stores rec with a new revision, as every raft update does.
 func (f *fakeRecords) put(rec fsm.Record) {
@@ -228,4 +240,47 @@ func TestReconcileFollowsRaft(t *testing.T) {
 	}
 	r.Stop()
 	r.Stop()
+}
+
+// TestReconcileHoldsHistoryUntilCaughtUp: Start applies the state there is (a snapshot), the
+// states a replaying log passes through are held back (the worker registered but not yet
+// disabled must never be routable), and the current state is applied once caught up.
+func TestReconcileHoldsHistoryUntilCaughtUp(t *testing.T) {
+	recs := newFakeRecords()
+	var p *pool.Pool
+	var sawRoutable atomic.Bool
+	p = pool.New(pool.Config{OnChange: func() {
+		if len(p.Snapshot().Routable) > 0 {
+			sawRoutable.Store(true)
+		}
+	}})
+	owner := &fakeOwner{}
+	caughtUp := make(chan struct{})
+	var logs logBuffer
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, CaughtUp: caughtUp, Logger: logs.logger()})
+	snap := spec(t, 8000)
+	recs.put(fsm.Record{ID: snap.ID(), Spec: snap, Owner: "n1", Epoch: 1, Disabled: true})
+	r.Start()
+	defer r.Stop()
+	if w := p.Get(snap.ID()); w == nil || w.Gates() != pool.GateDisabled {
+		t.Fatal("Start did not apply the restored state")
+	}
+	// The log replays: a register, then the disable and quarantine that followed it.
+	a := spec(t, 8001)
+	recs.put(fsm.Record{ID: a.ID(), Spec: a, Owner: "n1", Epoch: 2})
+	recs.signal()
+	waitFor(t, "the signal to be held", func() bool { return len(recs.watch) == 0 })
+	recs.update(a.ID(), func(r *fsm.Record) { r.Disabled, r.IsDead = true, true })
+	recs.signal()
+	close(caughtUp)
+	waitFor(t, "the current state in the pool", func() bool { w := p.Get(a.ID()); return w != nil && w.Gates() == pool.GateDisabled|pool.GateDead })
+	if sawRoutable.Load() {
+		t.Error("a replayed, since disabled worker was routable")
+	}
+	for _, c := range owner.take() {
+		if c.ID == a.ID() && !c.Dead {
+			t.Errorf("the owner was told to probe a quarantined worker: %+v", c)
+		}
+	}
+	waitFor(t, "the caught-up line", func() bool { return strings.Contains(logs.String(), "raft state is current") })
 }
