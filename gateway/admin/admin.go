@@ -64,6 +64,9 @@ type Config struct {
 	Drainer Drainer
 	// Raft answers GET /mesh/raft. Nil: 503 unavailable.
 	Raft RaftInfo
+	// Runtime supplies the health and breaker state of owned workers for GET /workers. Nil:
+	// records show only the pool's view.
+	Runtime Runtime
 
 	// Logger receives one line per admin write. Nil means slog.Default().
 	Logger *slog.Logger

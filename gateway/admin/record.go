@@ -3,7 +3,9 @@ package admin
 import (
 	"time"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -51,6 +53,21 @@ type Record struct {
 	HasAPIKey    bool               `json:"has_api_key"`
 	Health       *worker.Health     `json:"health,omitempty"`
 	Resilience   *worker.Resilience `json:"resilience,omitempty"`
+
+	// The runtime state of a worker this gateway owns (Config.Runtime): its health probes (the
+	// last error and status describe the last probe if it failed) and its circuit breaker.
+	ConsecutiveFailures  int               `json:"consecutive_failures"`
+	ConsecutiveSuccesses int               `json:"consecutive_successes"`
+	LastError            string            `json:"last_error"`
+	LastStatusCode       int               `json:"last_status_code"`
+	LastHealthCheck      *time.Time        `json:"last_health_check,omitempty"`
+	Breaker              *breaker.Snapshot `json:"breaker,omitempty"`
+}
+
+// Runtime supplies the runtime state of the workers this gateway owns; gateway/owned.Manager
+// implements it. ok is false for a worker it does not own.
+type Runtime interface {
+	Status(id worker.ID) (st owned.Status, ok bool)
 }
 
 // record renders rec with the runtime state of w, this gateway's pool worker (nil while the
@@ -98,6 +115,14 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 		r.Routable = w.Gates() == 0 && !rec.Disabled && !rec.IsDead
 		r.ActiveRequests = w.Inflight()
 		r.HasAPIKey = r.HasAPIKey || w.APIKey() != ""
+	}
+	if h.cfg.Runtime != nil {
+		if st, ok := h.cfg.Runtime.Status(rec.ID); ok {
+			r.ConsecutiveFailures, r.ConsecutiveSuccesses = st.ConsecutiveFailures, st.ConsecutiveSuccesses
+			r.LastError, r.LastStatusCode = st.LastError, st.LastStatusCode
+			r.LastHealthCheck = timePtr(st.LastProbe)
+			r.Breaker = &st.Breaker
+		}
 	}
 	return r
 }
