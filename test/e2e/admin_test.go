@@ -142,6 +142,24 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("bad field: %d %s", code, body)
 	}
 	adm.must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, e2.URL))
+	big := `{"url":"http://127.0.0.1:1","labels":{"x":"` + strings.Repeat("y", 2<<20) + `"}}`
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(big)
+		if chunked {
+			body = io.MultiReader(body) // no length: sent chunked
+		}
+		req, _ := http.NewRequest("POST", gw.URL+"/workers", body)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := adm.client.Do(req)
+		if err != nil {
+			t.Fatalf("oversized body (chunked %v): %v", chunked, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || errorCode(string(b)) != "payload_too_large" {
+			t.Errorf("oversized body (chunked %v): %d %.200s", chunked, resp.StatusCode, b)
+		}
+	}
 	gw.WaitReady(t, 20*time.Second)
 	client := &http.Client{Timeout: 10 * time.Second}
 	if code, _, err := chat(client, gw.URL, "registered through the API"); err != nil || code != 200 {
