@@ -120,6 +120,12 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 	if !h.authorized(ctx) {
 		return true
 	}
+	if rt.getW != nil {
+		if _, ok := workerRef(ctx); !ok {
+			writeErr(ctx, fasthttp.StatusNotFound, codeNotFound, "no admin route "+path)
+			return true
+		}
+	}
 	h.dispatch(ctx, rt)
 	return true
 }
@@ -139,11 +145,7 @@ func (h *Handler) dispatch(ctx *fasthttp.RequestCtx, rt route) {
 		return
 	}
 	if f := onWorker[method]; f != nil {
-		ref, ok := workerRef(ctx)
-		if !ok {
-			writeErr(ctx, fasthttp.StatusNotFound, codeNotFound, "no admin route "+string(ctx.Path()))
-			return
-		}
+		ref, _ := workerRef(ctx) // checked by Serve
 		rec, e := h.resolve(ref)
 		if e != nil {
 			writeAPIErr(ctx, e)

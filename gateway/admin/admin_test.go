@@ -137,6 +137,7 @@ func TestMethodsAndRoutes(t *testing.T) {
 		{"HEAD", "/workers", 200, "", ""},
 		{"GET", "/workers/" + rec.ID + "/transfer", 404, "not_found", ""},
 		{"GET", "/workers/", 404, "not_found", ""},
+		{"POST", "/workers/" + rec.ID + "/transfer", 404, "not_found", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.uri, func(t *testing.T) {
