@@ -24,12 +24,9 @@ const maxRPCAnswer = 64 << 20
 // over one client connection per worker. The connection is closed when the pool drops the
 // worker, once the requests in flight on it have ended.
 type grpcTransport struct {
+	drainClose
 	cc     *grpc.ClientConn
 	engine enginev1.EngineClient
-
-	mu      sync.Mutex
-	inUse   int
-	closing bool
 }
 
 // newGRPCTransport dials (lazily: no I/O here) the worker at host:port.
@@ -48,7 +45,9 @@ func (g *Gateway) newGRPCTransport(addr string) rpcTransport {
 	if err != nil {
 		return brokenTransport{err: err}
 	}
-	return &grpcTransport{cc: cc, engine: enginev1.NewEngineClient(cc)}
+	t := &grpcTransport{cc: cc, engine: enginev1.NewEngineClient(cc)}
+	t.closeFn = func() { _ = cc.Close() }
+	return t
 }
 
 func (t *grpcTransport) open(ctx context.Context, req *rpcRequest) (rpcStream, error) {
@@ -82,37 +81,6 @@ func (t *grpcTransport) statusOf(err error) int {
 	return breaker.HTTPStatusFromGRPC(st.Code())
 }
 
-func (t *grpcTransport) acquire() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closing {
-		return false
-	}
-	t.inUse++
-	return true
-}
-
-func (t *grpcTransport) release() {
-	t.mu.Lock()
-	t.inUse--
-	last := t.closing && t.inUse == 0
-	t.mu.Unlock()
-	if last {
-		_ = t.cc.Close()
-	}
-}
-
-func (t *grpcTransport) close() {
-	t.mu.Lock()
-	already := t.closing
-	t.closing = true
-	idle := t.inUse == 0
-	t.mu.Unlock()
-	if !already && idle {
-		_ = t.cc.Close()
-	}
-}
-
 // grpcStream is one Generate call.
 type grpcStream struct {
 	t    *grpcTransport
@@ -130,8 +98,6 @@ func (s *grpcStream) next() (rpcChunk, error) {
 
 // close releases the connection; the caller cancels the call's context.
 func (s *grpcStream) close() { s.once.Do(s.t.release) }
-
-var errTransportClosed = errors.New("the worker's connection is closed")
 
 // brokenTransport stands in for a worker whose client could not be made: every attempt fails
 // with no answer.

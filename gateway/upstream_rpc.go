@@ -128,7 +128,52 @@ func (c *call) openRPC(ctx context.Context, up *upstream) (rpcStream, rpcChunk, 
 	return st, first, nil
 }
 
-var errEmptyAnswer = errors.New("the worker ended its answer before sending anything")
+var (
+	errEmptyAnswer     = errors.New("the worker ended its answer before sending anything")
+	errTransportClosed = errors.New("the worker's connection is closed")
+)
+
+// drainClose closes a worker's connection (closeFn) once it is closed and the requests in flight
+// on it have ended, so that a worker replaced by a PATCH or removed lets its answers finish.
+type drainClose struct {
+	closeFn func()
+	mu      sync.Mutex
+	inUse   int
+	closing bool
+}
+
+// acquire counts a request on the connection; false once it is closing.
+func (d *drainClose) acquire() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return false
+	}
+	d.inUse++
+	return true
+}
+
+// release ends a request counted by acquire.
+func (d *drainClose) release() {
+	d.mu.Lock()
+	d.inUse--
+	last := d.closing && d.inUse == 0
+	d.mu.Unlock()
+	if last {
+		d.closeFn()
+	}
+}
+
+func (d *drainClose) close() {
+	d.mu.Lock()
+	already := d.closing
+	d.closing = true
+	idle := d.inUse == 0
+	d.mu.Unlock()
+	if !already && idle {
+		d.closeFn()
+	}
+}
 
 // rpcFailed judges an attempt whose answer never started: no answer at all, or an error status
 // (passed to the client on the last attempt).
