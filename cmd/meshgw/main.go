@@ -107,7 +107,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	var owner lateOwner
 	cfg.OnOutcome = owner.OnOutcome
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node}
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
@@ -262,6 +262,14 @@ func (l *lateOwner) OnOutcome(w *pool.Worker, status int, connErr bool) {
 	if m := l.m.Load(); m != nil {
 		m.OnOutcome(w, status, connErr)
 	}
+}
+
+// Status is GET /workers' runtime state of an owned worker (none until the manager exists).
+func (l *lateOwner) Status(id worker.ID) (owned.Status, bool) {
+	if m := l.m.Load(); m != nil {
+		return m.Status(id)
+	}
+	return owned.Status{}, false
 }
 
 // Drain is the admin DELETE's drain (false until the manager exists).
