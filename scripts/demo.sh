@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: one meshgw gateway and three fake engines on 127.0.0.1, then the lines to try.
-# Ports: gateway 30000, metrics 29000, engines 8001-8003 (override with DEMO_PORT, ENGINE_BASE).
+# Ports: gateway 30000, metrics 29000, raft 39528, engines 8001-8003 (override with DEMO_PORT,
+# DEMO_METRICS_PORT, DEMO_RAFT_PORT, ENGINE_BASE). State: .state/demo (DEMO_STATE_DIR).
 # Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,7 @@ BIN=${BIN:-bin}
 PORT=${DEMO_PORT:-30000}
 METRICS=${DEMO_METRICS_PORT:-29000}
 BASE=${ENGINE_BASE:-8001}
+RAFT=${DEMO_RAFT_PORT:-39528}
 STATE=${DEMO_STATE_DIR:-.state/demo}
 LOGS=${DEMO_LOG_DIR:-.state/demo-logs}
 mkdir -p "$LOGS"
@@ -23,7 +25,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$PORT" "$METRICS" "$BASE" $((BASE + 1)) $((BASE + 2)); do
+for p in "$PORT" "$METRICS" "$RAFT" "$BASE" $((BASE + 1)) $((BASE + 2)); do
   if port_busy "$p"; then
     echo "demo: port $p on 127.0.0.1 is in use; stop what holds it or set DEMO_PORT/ENGINE_BASE" >&2
     exit 1
@@ -42,6 +44,7 @@ done
 worker_urls=$(IFS=,; echo "${urls[*]}")
 "$BIN/meshgw" --host 127.0.0.1 --port "$PORT" --prometheus-port "$METRICS" \
   --worker-urls "$worker_urls" --node-id demo-1 --model fake-model \
+  --state-dir "$STATE" --raft-port "$RAFT" --health-check-interval-secs 2 \
   >"$LOGS/meshgw.log" 2>&1 &
 pids+=($!)
 
