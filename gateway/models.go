@@ -54,6 +54,18 @@ type Status struct {
 	Draining  bool            `json:"draining"`
 	Workers   WorkersSummary  `json:"workers"`
 	Admission AdmissionStatus `json:"admission"`
+	// Raft summarizes the raft node: leader, term, applied index, servers; omitted on a gateway
+	// without one.
+	Raft *RaftSummary `json:"raft,omitempty"`
+}
+
+// RaftSummary is the raft part of GET /status.
+type RaftSummary struct {
+	Leader       string `json:"leader"`
+	Term         uint64 `json:"term"`
+	AppliedIndex uint64 `json:"applied_index"`
+	Servers      int    `json:"servers"`
+	Error        string `json:"error,omitempty"`
 }
 
 // WorkersSummary counts the pool.
@@ -70,8 +82,16 @@ func (g *Gateway) Status() any {
 	for _, w := range snap.All {
 		ws.Inflight += int(w.Inflight())
 	}
-	return Status{
+	st := Status{
 		NodeID: g.cfg.NodeID, Region: g.cfg.Region, Policy: g.policy.Name(),
 		Draining: g.draining.Load(), Workers: ws, Admission: g.adm.status(),
 	}
+	if r := g.cfg.Admin.Raft; r != nil {
+		info, err := r.Info()
+		st.Raft = &RaftSummary{Leader: info.Leader, Term: info.Term, AppliedIndex: info.AppliedIndex, Servers: len(info.Servers)}
+		if err != nil {
+			st.Raft.Error = err.Error()
+		}
+	}
+	return st
 }
