@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -78,15 +79,21 @@ func RunStreams(ctx context.Context, o StreamOptions) StreamResult {
 	for range o.Streams {
 		wg.Go(func() {
 			var s streamStats
+			defer func() {
+				// A panic is a harness bug: report it as a cut stream with its stack.
+				if p := recover(); p != nil {
+					s.add(oneOutcome{err: fmt.Errorf("stream client panicked: %v\n%s", p, debug.Stack())}, o.Events)
+				}
+				mu.Lock()
+				all.merge(&s)
+				mu.Unlock()
+			}()
 			for o.Now().Before(deadline) && ctx.Err() == nil {
 				if _, ok := <-budget; !ok {
 					break
 				}
 				s.add(oneStream(ctx, client, &o), o.Events)
 			}
-			mu.Lock()
-			all.merge(&s)
-			mu.Unlock()
 		})
 	}
 	wg.Wait()

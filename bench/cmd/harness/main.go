@@ -79,6 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o.WorkDir = dir
 	rep, err := bench.Run(ctx, o)
+	if ctx.Err() != nil {
+		os.RemoveAll(dir)
+		fmt.Fprintln(stderr, "harness: interrupted; every process it started is stopped")
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness: %v\n(process logs kept in %s)\n", err, dir)
 		return 1
