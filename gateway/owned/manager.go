@@ -155,7 +155,9 @@ func (m *Manager) Close() {
 
 // Own starts, or updates in place (a PATCH), the health checks and the breaker of a worker this
 // gateway owns; the worker should already be in the pool. dead (the is_dead quarantine) stops
-// its probes. Own is idempotent. An invalid spec is logged and ignored.
+// its probes and holds it pending (its meshgw_worker_health reads -1 meanwhile, as for a worker
+// no longer checked); its breaker is kept. Own is idempotent. An invalid spec is logged and
+// ignored.
 func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 	spec = spec.Clone()
 	if err := spec.Normalize(); err != nil {
