@@ -19,6 +19,12 @@ import (
 // MaxBody bounds an admin request body; a larger one is answered 413 payload_too_large.
 const MaxBody = 1 << 20
 
+// drainLimit is how much of an oversized body is read and dropped before the 413 goes out.
+// Closing a connection with unread bytes in its receive buffer makes the kernel send a reset,
+// which can destroy the 413 before the client reads it; a client that sent a few MiB by mistake
+// should see the 413, while one that sends far more is cut off.
+const drainLimit = 16 << 20
+
 // Field sets of the write bodies.
 var (
 	specFields  = jsonNames(reflect.TypeFor[worker.Spec]())
@@ -42,11 +48,11 @@ func jsonNames(t reflect.Type) []string {
 // Content-Length says so, and while reading it otherwise.
 func readBody(ctx *fasthttp.RequestCtx) ([]byte, *apiError) {
 	tooLarge := errorf(fasthttp.StatusRequestEntityTooLarge, codePayloadTooLarge, fmt.Sprintf("admin request bodies are limited to %d bytes", MaxBody))
+	r := ctx.RequestBodyStream()
 	if ctx.Request.Header.ContentLength() > MaxBody {
-		ctx.SetConnectionClose() // the unread body is still on the wire
+		drain(ctx, r)
 		return nil, tooLarge
 	}
-	r := ctx.RequestBodyStream()
 	if r == nil {
 		b := ctx.Request.Body()
 		if len(b) > MaxBody {
@@ -59,10 +65,19 @@ func readBody(ctx *fasthttp.RequestCtx) ([]byte, *apiError) {
 		return nil, errorf(fasthttp.StatusBadRequest, codeInvalidRequest, "the request body could not be read")
 	}
 	if len(b) > MaxBody {
-		ctx.SetConnectionClose()
+		drain(ctx, r)
 		return nil, tooLarge
 	}
 	return b, nil
+}
+
+// drain drops up to drainLimit more bytes of an oversized body, then marks the connection to
+// close (what is left of the body, if anything, is still on the wire).
+func drain(ctx *fasthttp.RequestCtx, r io.Reader) {
+	if r != nil {
+		_, _ = io.CopyN(io.Discard, r, drainLimit)
+	}
+	ctx.SetConnectionClose()
 }
 
 // object is a JSON object body, one raw value per key.
