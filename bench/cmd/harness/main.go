@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.OneConnDuration = orDur(o.OneConnDuration, time.Second)
 		o.StreamDuration = orDur(o.StreamDuration, 2*time.Second)
 		ho.Duration = orDur(ho.Duration, 3*time.Second)
+		ho.Warmup = 2 * time.Second // two probes at 1 s make every worker ready
 	}
 	if *health {
 		o.Health = &ho
