@@ -23,7 +23,8 @@ func usPer(cpu time.Duration, n int64) *float64 {
 }
 
 // measureProxy runs wrk against each target, interleaved: round r measures the targets in the
-// order rotated by r. A one-second warm-up per target comes first and is not recorded. After
+// order rotated by r. A one-second warm-up per target comes first (not in a quick run) and is
+// not recorded. After
 // each target's loaded run comes a run over one connection, which shows the added latency
 // without the queueing of a saturated machine.
 func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups []*proc, rep *Report) error {
@@ -33,6 +34,9 @@ func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups [
 	}
 	wo := WrkOptions{Bin: o.WrkBin, Threads: o.Threads, Connections: o.Connections, Marker: engine.CompletionMarker, Dir: o.WorkDir}
 	for _, t := range ts {
+		if o.Quick {
+			break
+		}
 		w := wo
 		w.URL, w.Duration = t.url+chatPath, time.Second
 		if _, out, err := RunWrk(ctx, w); err != nil {
@@ -43,39 +47,21 @@ func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups [
 	single := map[string][]WrkResult{} // the one-connection runs
 	for r := range o.Rounds {
 		for _, t := range rotate(ts, r) {
-			name := t.name
+			o.Log.Info("wrk", "target", t.name, "round", r+1, "of", o.Rounds, "seconds", o.Duration.Seconds())
 			w := wo
 			w.URL, w.Duration = t.url+chatPath, o.Duration
-			o.Log.Info("wrk", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.Duration.Seconds())
-			upCPU := startCPU(upPIDs...)
-			var proxyCPU *cpuMeter
-			if t.proxy != nil {
-				proxyCPU = startCPU(t.proxy.pid())
-			}
-			others := ps.startOthers()
-			res, out, err := RunWrk(ctx, w)
+			pr, err := loadedRun(ctx, ps, w, t, upPIDs)
 			if err != nil {
-				return fmt.Errorf("wrk against %s: %w\n%s", name, err, out)
+				return err
 			}
-			pr := ProxyRound{WrkResult: res, OthersCores: others.stop()}
-			if !res.CheckLoaded {
-				return fmt.Errorf("wrk against %s printed no BENCH_CHECK line; is LuaJIT's done() running?\n%s", name, out)
-			}
-			served := res.Checked
-			if proxyCPU != nil {
-				pr.CPUUsPerReq = usPer(proxyCPU.stop(), served)
-			}
-			if v := usPer(upCPU.stop(), served); v != nil {
-				pr.UpstreamCPUUsPerReq = *v
-			}
-			rounds[name] = append(rounds[name], pr)
+			rounds[t.name] = append(rounds[t.name], pr)
 			one := wo
 			one.URL, one.Duration, one.Threads, one.Connections = t.url+chatPath, o.OneConnDuration, 1, 1
 			res1, out, err := RunWrk(ctx, one)
 			if err != nil {
-				return fmt.Errorf("wrk -c1 against %s: %w\n%s", name, err, out)
+				return fmt.Errorf("wrk -c1 against %s: %w\n%s", t.name, err, out)
 			}
-			single[name] = append(single[name], res1)
+			single[t.name] = append(single[t.name], res1)
 		}
 	}
 	for name, rs := range rounds {
@@ -83,6 +69,32 @@ func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups [
 		rep.Proxy[name].OneConn = summarizeOneConn(single[name])
 	}
 	return nil
+}
+
+// loadedRun runs wrk once against t and measures the CPU the proxy, the engines and everything
+// else used meanwhile.
+func loadedRun(ctx context.Context, ps *procs, w WrkOptions, t target, upPIDs []int) (ProxyRound, error) {
+	upCPU := startCPU(upPIDs...)
+	var proxyCPU *cpuMeter
+	if t.proxy != nil {
+		proxyCPU = startCPU(t.proxy.pid())
+	}
+	others := ps.startOthers()
+	res, out, err := RunWrk(ctx, w)
+	if err != nil {
+		return ProxyRound{}, fmt.Errorf("wrk against %s: %w\n%s", t.name, err, out)
+	}
+	if !res.CheckLoaded {
+		return ProxyRound{}, fmt.Errorf("wrk against %s printed no BENCH_CHECK line; is LuaJIT's done() running?\n%s", t.name, out)
+	}
+	pr := ProxyRound{WrkResult: res, OthersCores: others.stop()}
+	if proxyCPU != nil {
+		pr.CPUUsPerReq = usPer(proxyCPU.stop(), res.Checked)
+	}
+	if v := usPer(upCPU.stop(), res.Checked); v != nil {
+		pr.UpstreamCPUUsPerReq = *v
+	}
+	return pr, nil
 }
 
 // measureStreams runs the streaming load against each target, interleaved like measureProxy,

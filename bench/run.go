@@ -48,7 +48,7 @@ type Options struct {
 	NoProxy, NoStream bool
 	// MetricsOff starts meshgw without its Prometheus listener. Default: on, as deployed.
 	MetricsOff bool
-	// Quick marks the report as a short run (BENCH_QUICK=1).
+	// Quick marks the report as a short run (BENCH_QUICK=1) and skips the warm-up runs.
 	Quick bool
 	// Health configures the health-checker section; nil skips it.
 	Health *HealthOptions

@@ -25,6 +25,39 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, report, err := parseFlags(args, stderr)
+	if err != nil {
+		return 2
+	}
+	dir, err := os.MkdirTemp("", "meshgw-bench-")
+	if err != nil {
+		fmt.Fprintln(stderr, "harness:", err)
+		return 1
+	}
+	o.WorkDir = dir
+	rep, err := bench.Run(ctx, o)
+	if ctx.Err() != nil {
+		os.RemoveAll(dir)
+		fmt.Fprintln(stderr, "harness: interrupted; every process it started is stopped")
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n(process logs kept in %s)\n", err, dir)
+		return 1
+	}
+	os.RemoveAll(dir)
+	if err := writeReport(report, rep); err != nil {
+		fmt.Fprintln(stderr, "harness:", err)
+		return 1
+	}
+	rep.PrintTable(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s\n", report)
+	return 0
+}
+
+// parseFlags returns the run's options and the report path; quick (-quick or BENCH_QUICK=1)
+// shortens every duration that was not set.
+func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o bench.Options
@@ -52,9 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.StreamEvents, "events", 20, "SSE events per stream")
 	fs.BoolVar(&o.MetricsOff, "metrics-off", false, "start meshgw without its Prometheus listener")
 	fs.IntVar(&ho.Workers, "health-workers", 10_000, "workers the health checker probes")
-	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 3s)")
+	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 2s)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return o, "", err
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -67,36 +100,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.Duration = orDur(o.Duration, 3*time.Second)
 		o.OneConnDuration = orDur(o.OneConnDuration, time.Second)
 		o.StreamDuration = orDur(o.StreamDuration, 2*time.Second)
-		ho.Duration = orDur(ho.Duration, 3*time.Second)
+		ho.Duration = orDur(ho.Duration, 2*time.Second)
 		ho.Warmup = 2 * time.Second // two probes at 1 s make every worker ready
 	}
 	if *health {
 		o.Health = &ho
 	}
-	dir, err := os.MkdirTemp("", "meshgw-bench-")
-	if err != nil {
-		fmt.Fprintln(stderr, "harness:", err)
-		return 1
-	}
-	o.WorkDir = dir
-	rep, err := bench.Run(ctx, o)
-	if ctx.Err() != nil {
-		os.RemoveAll(dir)
-		fmt.Fprintln(stderr, "harness: interrupted; every process it started is stopped")
-		return 1
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n(process logs kept in %s)\n", err, dir)
-		return 1
-	}
-	os.RemoveAll(dir)
-	if err := writeReport(*report, rep); err != nil {
-		fmt.Fprintln(stderr, "harness:", err)
-		return 1
-	}
-	rep.PrintTable(stdout)
-	fmt.Fprintf(stdout, "\nreport written to %s\n", *report)
-	return 0
+	return o, *report, nil
 }
 
 func writeReport(path string, rep *bench.Report) error {
