@@ -33,7 +33,7 @@ func TestThrottleBackoff(t *testing.T) {
 		if st, _ := c.Status(id); st.State != Ready || st.BackoffSweeps != 1 {
 			t.Fatalf("after a 429: %+v, want ready with a backoff of 1 sweep", st)
 		}
-		time.Sleep(50 * iv)
+		advance(50 * iv)
 		synctest.Wait()
 		got := p.times(id)
 		if len(got) < 7 {
@@ -107,12 +107,12 @@ func TestLogsNeverHoldTheKey(t *testing.T) {
 		leaky := fmt.Errorf("upstream said: bad token %s", key)
 		p.set(id, nil, leaky, leaky, leaky, leaky, &ProbeError{StatusCode: 401, Reason: "echo " + key}, nil)
 		c.Add(s, Pending)
-		time.Sleep(4500 * time.Millisecond)
+		advance(4500 * time.Millisecond)
 		st, _ := c.Status(id)
 		if st.State != Failed || strings.Contains(st.LastError, key) || !strings.Contains(st.LastError, "[redacted]") {
 			t.Errorf("status = %+v, want failed with the key redacted", st)
 		}
-		time.Sleep(3 * time.Second)
+		advance(3 * time.Second)
 		c.Drain(id)
 		synctest.Wait()
 		out := logs.String()

@@ -38,9 +38,9 @@ func TestEachWorkerOnItsOwnInterval(t *testing.T) {
 		a := engine(8001, &worker.Health{CheckIntervalSecs: ptr(1)})
 		b := engine(8002, &worker.Health{CheckIntervalSecs: ptr(3)})
 		c.Add(a, Pending)
-		time.Sleep(500 * time.Millisecond)
+		advance(500 * time.Millisecond)
 		c.Add(b, Pending) // b's turns count from its own start
-		time.Sleep(6200 * time.Millisecond)
+		advance(6200 * time.Millisecond)
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0, 1, 2, 3, 4, 5, 6), p.times(idOf(t, a))); diff != "" {
 			t.Errorf("a (-want +got):\n%s", diff)
@@ -62,7 +62,7 @@ func TestHangingWorkerDelaysNoOther(t *testing.T) {
 		p.hang[idOf(t, slow)] = true
 		c.Add(slow, Ready)
 		c.Add(fast, Ready)
-		time.Sleep(3500 * time.Millisecond)
+		advance(3500 * time.Millisecond)
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0), p.times(idOf(t, slow))); diff != "" {
 			t.Errorf("slow probed again while in flight (-want +got):\n%s", diff)
@@ -71,7 +71,7 @@ func TestHangingWorkerDelaysNoOther(t *testing.T) {
 		if st.LastError != "timeout" || st.ConsecutiveFailures != 1 {
 			t.Errorf("slow status = %+v, want a timeout failure", st)
 		}
-		time.Sleep(2 * time.Second)
+		advance(2 * time.Second)
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0, 4), p.times(idOf(t, slow))); diff != "" {
 			t.Errorf("slow (-want +got):\n%s", diff)
@@ -135,14 +135,14 @@ func TestDrain(t *testing.T) {
 				id := idOf(t, s)
 				p.set(id, errDown) // failing probes must not move a draining worker
 				c.Add(s, tc.initial)
-				time.Sleep(1500 * time.Millisecond)
+				advance(1500 * time.Millisecond)
 				probes := len(p.times(id))
 				settle, ok := c.Drain(id)
 				if !ok || settle != tc.wantSettle {
 					t.Fatalf("Drain = %v, %v; want %v, true", settle, ok, tc.wantSettle)
 				}
 				if tc.wantSettle > 0 {
-					time.Sleep(tc.wantSettle - time.Millisecond)
+					advance(tc.wantSettle - time.Millisecond)
 					synctest.Wait()
 					if got := rec.removals(); len(got) != 0 {
 						t.Fatalf("removed before the settle period: %+v", got)
@@ -151,7 +151,7 @@ func TestDrain(t *testing.T) {
 						t.Errorf("state while settling = %v", st.State)
 					}
 				}
-				time.Sleep(2 * time.Millisecond)
+				advance(2 * time.Millisecond)
 				synctest.Wait()
 				want := []removal{{id, RemovedDrained, 1500*time.Millisecond + tc.wantSettle}}
 				if diff := cmp.Diff(want, rec.removals()); diff != "" {
@@ -182,7 +182,7 @@ func TestAutoRemovalOnFailed(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown)
 		c.Add(s, Ready)
-		time.Sleep(10 * time.Second)
+		advance(10 * time.Second)
 		synctest.Wait()
 		// F=1: not_ready at the 1st failure, failed at the 4th (4F), then removed.
 		want := []trans{{id, Ready, NotReady, false, 0}, {id, NotReady, Failed, false, 3 * time.Second}}
@@ -226,7 +226,7 @@ func TestFailedWorkerRejoinsWithoutAutoRemoval(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown, errDown, errDown, errDown, errDown, nil)
 		c.Add(s, Ready)
-		time.Sleep(6500 * time.Millisecond)
+		advance(6500 * time.Millisecond)
 		synctest.Wait()
 		want := []trans{
 			{id, Ready, NotReady, false, 0},
@@ -284,7 +284,7 @@ func TestDisabledChecks(t *testing.T) {
 				if err := c.Add(tc.spec, Pending); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(3 * time.Minute)
+				advance(3 * time.Minute)
 				synctest.Wait()
 				st, _ := c.Status(id)
 				probes := len(p.times(id))
@@ -306,7 +306,7 @@ func TestNoProberStaysPendingUntilReached(t *testing.T) {
 		s := worker.Spec{URL: "tcp://127.0.0.1:5555"} // zmq: no prober registered
 		id := idOf(t, s)
 		c.Add(s, Pending)
-		time.Sleep(time.Hour)
+		advance(time.Hour)
 		if st, _ := c.Status(id); st.State != Pending || st.Probed {
 			t.Fatalf("status = %+v, want pending and unprobed", st)
 		}
@@ -333,7 +333,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown)
 		c.Add(s, Ready)
-		time.Sleep(1500 * time.Millisecond) // failures at 0 s and 1 s
+		advance(1500 * time.Millisecond) // failures at 0 s and 1 s
 		s.Health = &worker.Health{CheckIntervalSecs: ptr(10), FailureThreshold: ptr(5)}
 		if err := c.Update(s); err != nil {
 			t.Fatal(err)
@@ -342,7 +342,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		if st.State != Ready || st.ConsecutiveFailures != 2 {
 			t.Fatalf("after update: %+v, want ready with 2 failures", st)
 		}
-		time.Sleep(35 * time.Second) // new interval: failures at 11.5, 21.5, 31.5 s
+		advance(35 * time.Second) // new interval: failures at 11.5, 21.5, 31.5 s
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0, 1, 11.5, 21.5, 31.5), p.times(id)); diff != "" {
 			t.Errorf("probe times (-want +got):\n%s", diff)
@@ -365,12 +365,12 @@ func TestUpdateTogglesChecks(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown)
 		c.Add(s, NotReady)
-		time.Sleep(1500 * time.Millisecond)
+		advance(1500 * time.Millisecond)
 		s.Health.DisableHealthCheck = ptr(true)
 		c.Update(s)
 		synctest.Wait()
 		n := len(p.times(id))
-		time.Sleep(10 * time.Second)
+		advance(10 * time.Second)
 		if got := len(p.times(id)); got != n {
 			t.Errorf("probed %d times after checks were disabled", got-n)
 		}
@@ -402,7 +402,7 @@ func TestRemoveForgetsAtOnce(t *testing.T) {
 		if c.Remove(id) {
 			t.Error("second Remove = true")
 		}
-		time.Sleep(time.Minute) // the hung probe times out; its result is dropped
+		advance(time.Minute) // the hung probe times out; its result is dropped
 		synctest.Wait()
 		if n := len(p.times(id)); n != 1 {
 			t.Errorf("%d probes, want 1", n)

@@ -193,3 +193,8 @@ func secsList(ss ...float64) []time.Duration {
 	}
 	return out
 }
+
+// advance moves the synctest bubble's fake clock forward by d: inside synctest.Test, time.Sleep
+// returns as soon as every goroutine of the bubble is blocked, with no real time passing. Call it
+// only inside a bubble.
+func advance(d time.Duration) { time.Sleep(d) }

@@ -30,7 +30,7 @@ func TestMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(1500 * time.Millisecond) // two probes each
+		advance(1500 * time.Millisecond) // two probes each
 		c.Remove(idOf(t, gone))
 		synctest.Wait()
 		want := `

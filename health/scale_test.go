@@ -35,7 +35,7 @@ func TestFleetEverySweep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(3500 * time.Millisecond)
+		advance(3500 * time.Millisecond)
 		synctest.Wait()
 		if got := n.Load(); got != 4*fleet {
 			t.Errorf("%d probes in 4 sweeps, want %d", got, 4*fleet)
