@@ -172,6 +172,26 @@ func (p *Pool) SetBreaker(id worker.ID, b Breaker) error {
 	return nil
 }
 
+// SetDiscoveredModels records the models the worker said it serves when its owner asked (nil
+// forgets them). They are runtime state, kept across a spec change, and do not change routing
+// (a worker that declares no model takes any), so no snapshot rebuild is needed. The lock is
+// taken so that a concurrent Upsert replacing the worker carries the new value over.
+func (p *Pool) SetDiscoveredModels(id worker.ID, models []string) error {
+	var box *[]string
+	if models != nil {
+		models = slices.Clone(models)
+		box = &models
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.workers[id]
+	if w == nil {
+		return ErrNotFound
+	}
+	w.discovered.Store(box)
+	return nil
+}
+
 // SetOwner records the node id that owns the worker.
 func (p *Pool) SetOwner(id worker.ID, owner string) error {
 	w := p.Get(id)

@@ -3,6 +3,7 @@ package pool
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -288,5 +289,68 @@ func TestUpsertFlagsGatesInTheSameSwap(t *testing.T) {
 	}
 	if _, changed, _ := p.UpsertFlags(spec, OriginLocal, false, false); !changed || len(p.Snapshot().Routable) != 1 {
 		t.Error("clearing both flags did not make the worker routable")
+	}
+}
+
+// Discovered models are listed for a worker that declares none, never replace declared ones,
+// survive a spec change, and change neither routing nor the snapshot.
+func TestDiscoveredModels(t *testing.T) {
+	p := New(Config{})
+	ws := addN(t, p, 2, func(i int, s *worker.Spec) {
+		if i == 1 {
+			s.Models = []string{"declared"}
+		}
+	})
+	tests := []struct {
+		name       string
+		w          *Worker
+		set        []string
+		wantListed []string
+	}{
+		{"declares none, nothing discovered", ws[0], nil, nil},
+		{"declares none, discovered", ws[0], []string{"m1", "m2"}, []string{"m1", "m2"}},
+		{"declared wins", ws[1], []string{"other"}, []string{"declared"}},
+		{"forgotten", ws[0], nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := p.Snapshot()
+			if err := p.SetDiscoveredModels(tt.w.ID, tt.set); err != nil {
+				t.Fatal(err)
+			}
+			if p.Snapshot() != before {
+				t.Error("setting discovered models rebuilt the snapshot")
+			}
+			if got := tt.w.ListedModels(); !slices.Equal(got, tt.wantListed) {
+				t.Errorf("ListedModels = %q, want %q", got, tt.wantListed)
+			}
+			if got := tt.w.DiscoveredModels(); !slices.Equal(got, tt.set) {
+				t.Errorf("DiscoveredModels = %q, want %q", got, tt.set)
+			}
+			if !tt.w.ServesModel([]byte("anything")) && len(tt.w.Models) == 0 {
+				t.Error("a worker that declares no model stopped taking any model")
+			}
+		})
+	}
+	in := []string{"m1"}
+	if err := p.SetDiscoveredModels(ws[0].ID, in); err != nil {
+		t.Fatal(err)
+	}
+	in[0] = "changed by the caller"
+	if got := ws[0].DiscoveredModels(); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("the pool kept the caller's slice: %q", got)
+	}
+	if !ws[0].ServesModel([]byte("m2")) {
+		t.Error("discovery narrowed routing")
+	}
+	w2, _, err := p.Upsert(worker.Spec{URL: ws[0].URL, Labels: map[string]string{"k": "v"}}, OriginLocal)
+	if err != nil || w2 == ws[0] {
+		t.Fatalf("spec change: %v", err)
+	}
+	if got := w2.DiscoveredModels(); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("after a spec change DiscoveredModels = %q, want them carried over", got)
+	}
+	if err := p.SetDiscoveredModels("w-000000000000", []string{"x"}); err != ErrNotFound {
+		t.Errorf("unknown worker: %v, want ErrNotFound", err)
 	}
 }

@@ -57,6 +57,9 @@ type Worker struct {
 	health   atomic.Uint32 // Health
 	breaker  atomic.Pointer[breakerBox]
 	owner    atomic.Pointer[string]
+	// discovered are the models the worker said it serves when its owner asked (runtime state:
+	// GET /v1/models lists them for a worker that declares none; routing ignores them).
+	discovered atomic.Pointer[[]string]
 }
 
 type breakerBox struct{ b Breaker }
@@ -118,6 +121,25 @@ func (w *Worker) Allow() bool {
 	return true
 }
 
+// DiscoveredModels returns the models the worker said it serves when its owner asked, nil
+// before it answered. The slice is shared: do not modify it.
+func (w *Worker) DiscoveredModels() []string {
+	if p := w.discovered.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// ListedModels returns what GET /v1/models lists for the worker: its declared models, else the
+// discovered ones (nil when it declares none and none were discovered). The slice is shared: do
+// not modify it.
+func (w *Worker) ListedModels() []string {
+	if len(w.Models) > 0 {
+		return w.Models
+	}
+	return w.DiscoveredModels()
+}
+
 // Breaker returns the breaker attached to the worker, nil when none is.
 func (w *Worker) Breaker() Breaker {
 	if b := w.breaker.Load(); b != nil {
@@ -163,6 +185,7 @@ func (w *Worker) carryState(old *Worker) {
 	w.health.Store(old.health.Load())
 	w.breaker.Store(old.breaker.Load())
 	w.owner.Store(old.owner.Load())
+	w.discovered.Store(old.discovered.Load())
 }
 
 // HashString is FNV-1a 64 followed by a murmur3 finalizer: stable across processes (every gateway
