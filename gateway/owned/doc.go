@@ -27,7 +27,17 @@
 //     of a Drain), the manager forgets it and calls Options.OnRemove with the epoch given to Own,
 //     so that the caller removes the record fenced by (owner, epoch); without OnRemove it removes
 //     the worker from the pool itself. Disown forgets a worker without touching the pool.
-//  7. Status reports a worker's runtime state for GET /workers; Close stops every probe.
+//  7. A worker that declares no model is asked which models it serves when it is promoted to
+//     ready (the first promotion is registration reaching it; with checks disabled, Own), in the
+//     background so that readiness never waits: HTTP GET {url}/v1/models with its key and
+//     X-Mesh-Gateway, gRPC meshgw.engine.v1.Engine/Models, ZMQ the WELCOME of its link (the
+//     pool's transport offers AnnouncedModels). Each ask is bounded by the health timeout; a
+//     failure is logged at DEBUG and the next promotion asks again. HTTP and gRPC workers are
+//     asked until they answer once; a ZMQ worker's WELCOME is read again at each promotion.
+//     The answer goes to pool.SetDiscoveredModels, which GET /v1/models lists and routing
+//     ignores. Declared models are never overwritten; external providers are never asked.
+//  8. Status reports a worker's runtime state for GET /workers; Close stops every probe and
+//     model discovery.
 //
 // The health and breaker series (meshgw_worker_health, meshgw_worker_health_checks_total,
 // meshgw_worker_cb_*) are registered on Options.Registerer; a forgotten worker's

@@ -25,7 +25,8 @@ func poolHealth(s health.State) pool.Health {
 }
 
 // onTransition is the Checker's OnTransition: a promotion tells the breaker (before the worker
-// becomes routable again), then the pool learns the new state.
+// becomes routable again), then the pool learns the new state, then a worker that declares no
+// model is asked which it serves (in the background).
 func (m *Manager) onTransition(id worker.ID, _, to health.State, promotion bool) {
 	ow := m.get(id)
 	if ow == nil {
@@ -38,6 +39,9 @@ func (m *Manager) onTransition(id worker.ID, _, to health.State, promotion bool)
 		ow.c.b.Promote()
 	}
 	m.syncHealth(ow)
+	if promotion {
+		m.discover(ow)
+	}
 }
 
 // syncHealth writes the worker's current health state to the pool: the Checker's state, or

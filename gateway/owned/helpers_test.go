@@ -33,15 +33,60 @@ func ptr[T any](v T) *T { return &v }
 
 var errDown = &health.ProbeError{StatusCode: 503, Reason: "status 503"}
 
-// script is a fake prober: each worker answers its current result, set by the test.
+// script is a fake prober and model lister: each worker answers its current result, set by the
+// test.
 type script struct {
 	mu      sync.Mutex
 	results map[worker.ID]error
 	probes  map[worker.ID]int
+	models  map[worker.ID]listing
+	lists   map[worker.ID]int
+}
+
+// listing is what a worker answers when asked for its models; hang holds the answer until the
+// caller gives up, release (when set) until it is closed.
+type listing struct {
+	models  []string
+	err     error
+	hang    bool
+	release chan struct{}
 }
 
 func newScript() *script {
-	return &script{results: map[worker.ID]error{}, probes: map[worker.ID]int{}}
+	return &script{results: map[worker.ID]error{}, probes: map[worker.ID]int{},
+		models: map[worker.ID]listing{}, lists: map[worker.ID]int{}}
+}
+
+func (s *script) setModels(id worker.ID, l listing) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models[id] = l
+}
+
+// listed returns how many times id was asked for its models.
+func (s *script) listed(id worker.ID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists[id]
+}
+
+func (s *script) ListModels(ctx context.Context, t health.Target) ([]string, error) {
+	s.mu.Lock()
+	s.lists[t.ID]++
+	l := s.models[t.ID]
+	s.mu.Unlock()
+	if l.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if l.release != nil {
+		select {
+		case <-l.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return l.models, l.err
 }
 
 func (s *script) set(id worker.ID, err error) {
@@ -97,6 +142,9 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		Pool: f.pool, NodeID: "gw-test", Health: hc, Breaker: bc, Registerer: f.reg,
 		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Probers: map[string]health.Prober{
+			worker.ModeHTTP: f.probe, worker.ModeGRPC: f.probe, worker.ModeZMQ: f.probe, worker.ModeExternal: f.probe,
+		},
+		Listers: map[string]ModelLister{
 			worker.ModeHTTP: f.probe, worker.ModeGRPC: f.probe, worker.ModeZMQ: f.probe, worker.ModeExternal: f.probe,
 		},
 		OnRemove: func(id worker.ID, epoch uint64, reason string) {

@@ -1,6 +1,7 @@
 package owned
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,10 @@ type Options struct {
 	// Default: health.HTTPProber, health.GRPCProber, health.ExternalProber, and the local check
 	// of a ZMQ worker's link.
 	Probers map[string]health.Prober
+	// Listers replaces the model lister of a connection mode, for tests. Default: GET
+	// {url}/v1/models for HTTP, meshgw.engine.v1.Engine/Models for gRPC, the WELCOME of the
+	// worker's link for ZMQ. External providers are never asked.
+	Listers map[string]ModelLister
 }
 
 // Status is an owned worker's runtime state, as GET /workers shows it.
@@ -80,6 +85,11 @@ type Manager struct {
 	grpc    *health.GRPCProber
 	bmet    *breaker.Metrics
 	bclock  breaker.Clock
+	lists   map[string]ModelLister
+
+	life        context.Context // canceled by Close: ends the model discoveries in flight
+	stop        context.CancelFunc
+	discovering sync.WaitGroup // model discoveries in flight; Add only under mu while not closed
 
 	ops      sync.Mutex // serializes Own, Disown, Drain and Close; never taken by a callback
 	healthMu sync.Mutex // serializes writes of the pool's health (syncHealth)
@@ -99,6 +109,9 @@ type ownedWorker struct {
 	// fresh is set while the worker has not been probed since Own (or since its quarantine
 	// ended): a first passing probe of an HTTP or gRPC worker is registration reaching it.
 	fresh atomic.Bool
+	// listed is set once the worker has answered which models it serves; listing while it is
+	// being asked.
+	listed, listing atomic.Bool
 }
 
 // New returns a running Manager; Close stops it.
@@ -120,6 +133,8 @@ func New(o Options) (*Manager, error) {
 	if o.Clock != nil {
 		m.bclock = o.Clock.Now
 	}
+	m.lists = m.listers()
+	m.life, m.stop = context.WithCancel(context.Background())
 	bmet, err := breaker.NewMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("owned: register breaker metrics: %w", err)
@@ -132,13 +147,14 @@ func New(o Options) (*Manager, error) {
 	})
 	if err != nil {
 		m.grpc.Close()
+		m.stop()
 		return nil, err
 	}
 	return m, nil
 }
 
-// Close stops every probe and timer and closes the probers' connections. Breakers stay attached
-// to the pool's workers, frozen.
+// Close stops every probe, timer and model discovery and closes the probers' connections.
+// Breakers stay attached to the pool's workers, frozen.
 func (m *Manager) Close() {
 	m.ops.Lock()
 	defer m.ops.Unlock()
@@ -151,6 +167,8 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	_ = m.checker.Close()
 	_ = m.grpc.Close()
+	m.stop()
+	m.discovering.Wait()
 }
 
 // Own starts, or updates in place (a PATCH), the health checks and the breaker of a worker this
@@ -170,14 +188,17 @@ func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 	if m.isClosed() {
 		return
 	}
-	ow := m.get(id)
+	ow, changed := m.get(id), false
 	if ow == nil {
 		ow = m.adopt(spec, epoch, dead)
 	} else {
-		m.update(ow, spec, epoch, dead)
+		changed = m.update(ow, spec, epoch, dead)
 	}
 	m.attach(ow)
 	m.syncHealth(ow)
+	if st, ok := m.checker.Status(id); changed && ok && st.State == health.Ready {
+		m.discover(ow) // a PATCH dropped the declared models, or changed the key, of a ready worker
+	}
 }
 
 // adopt starts managing a worker: its breaker, and its health checks unless it is quarantined.
@@ -199,8 +220,8 @@ func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead bool) *ownedWorker 
 }
 
 // update applies Own to a worker already managed: a changed spec in place, the epoch, and the
-// quarantine flag.
-func (m *Manager) update(ow *ownedWorker, spec worker.Spec, epoch uint64, dead bool) {
+// quarantine flag. It reports whether the spec changed.
+func (m *Manager) update(ow *ownedWorker, spec worker.Spec, epoch uint64, dead bool) bool {
 	m.mu.Lock()
 	changed := !reflect.DeepEqual(ow.spec, spec)
 	wasDead := ow.dead
@@ -224,6 +245,7 @@ func (m *Manager) update(ow *ownedWorker, spec worker.Spec, epoch uint64, dead b
 		m.log.Info("worker quarantine released: verifying it again", "worker", ow.label, "id", string(ow.id))
 		m.startChecks(ow, spec)
 	}
+	return changed
 }
 
 // startChecks adds the worker to the Checker, pending, its next passing probe counting as

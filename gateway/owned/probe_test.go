@@ -32,7 +32,14 @@ type live struct {
 
 func newLive(t *testing.T) *live {
 	t.Helper()
-	l := &live{t: t, pool: pool.New(pool.Config{InitialHealth: pool.HealthPending}), logs: &syncBuffer{}}
+	return newLiveWith(t, pool.Config{})
+}
+
+// newLiveWith is newLive over a pool configured by pc (its InitialHealth is set to pending).
+func newLiveWith(t *testing.T, pc pool.Config) *live {
+	t.Helper()
+	pc.InitialHealth = pool.HealthPending
+	l := &live{t: t, pool: pool.New(pc), logs: &syncBuffer{}}
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs, hc.FailureThreshold, hc.SuccessThreshold, hc.TimeoutSecs = 1, 2, 2, 2
 	m, err := New(Options{
