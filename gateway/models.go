@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/meshgw/meshgw/zmqlink"
 )
 
 type modelEntry struct {
@@ -19,9 +22,9 @@ type modelList struct {
 	Data   []modelEntry `json:"data"`
 }
 
-// serveModels answers GET /v1/models with the models the routable workers declare, deduplicated
-// and sorted, in the OpenAI list shape. Workers are not asked: a worker that declares no model
-// contributes --model when it is set, and nothing otherwise.
+// serveModels answers GET /v1/models with the models the routable workers serve, deduplicated
+// and sorted, in the OpenAI list shape: a worker's declared models, else those its owner
+// discovered (pool.Worker.ListedModels), else --model when it is set. Nothing is asked here.
 func (g *Gateway) serveModels(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	if !ctx.IsGet() {
@@ -31,10 +34,11 @@ func (g *Gateway) serveModels(ctx *fasthttp.RequestCtx) {
 	}
 	var names []string
 	for _, w := range g.pool.Snapshot().Routable {
-		if len(w.Models) == 0 && g.cfg.DefaultModel != "" {
+		listed := w.ListedModels()
+		if len(listed) == 0 && g.cfg.DefaultModel != "" {
 			names = append(names, g.cfg.DefaultModel)
 		}
-		names = append(names, w.Models...)
+		names = append(names, listed...)
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -44,6 +48,24 @@ func (g *Gateway) serveModels(ctx *fasthttp.RequestCtx) {
 	}
 	writeJSON(ctx, fasthttp.StatusOK, list)
 	g.metrics.observe(routeModels, fasthttp.StatusOK, time.Since(start).Seconds())
+}
+
+// errNoLink: only ZMQ workers announce their models in a handshake.
+var errNoLink = errors.New("the worker has no zmq link")
+
+// AnnouncedModels returns the models a ZMQ worker's engine announced in the WELCOME of its
+// current session; zmqlink.ErrNotReady before the first handshake. gateway/owned reads it
+// through the pool's transport to discover the models of a ZMQ worker that declares none.
+func (u *upstream) AnnouncedModels() ([]string, error) {
+	z, ok := u.rpc.(*zmqTransport)
+	if !ok {
+		return nil, errNoLink
+	}
+	info := z.link.Info()
+	if info.Session == "" {
+		return nil, zmqlink.ErrNotReady
+	}
+	return info.Models, nil
 }
 
 // Status is the answer of GET /status.
