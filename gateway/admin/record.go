@@ -62,6 +62,9 @@ type Record struct {
 	LastStatusCode       int               `json:"last_status_code"`
 	LastHealthCheck      *time.Time        `json:"last_health_check,omitempty"`
 	Breaker              *breaker.Snapshot `json:"breaker,omitempty"`
+	// DiscoveredModels are the models the worker said it serves when its owner asked; GET
+	// /v1/models lists them while it declares none. Omitted when nothing was discovered.
+	DiscoveredModels []string `json:"discovered_models,omitempty"`
 }
 
 // Runtime supplies the runtime state of the workers this gateway owns; gateway/owned.Manager
@@ -115,6 +118,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 		r.Routable = w.Gates() == 0 && !rec.Disabled && !rec.IsDead
 		r.ActiveRequests = w.Inflight()
 		r.HasAPIKey = r.HasAPIKey || w.APIKey() != ""
+		r.DiscoveredModels = w.DiscoveredModels()
 	}
 	if h.cfg.Runtime != nil {
 		if st, ok := h.cfg.Runtime.Status(rec.ID); ok {
