@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -14,11 +16,22 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
+// BenchmarkProxyStream measures the gateway's in-process cost per streamed chat request of 20
+// SSE events, each flushed on its own by the upstream as an engine flushes each token. Compare
+// with BenchmarkDirectStream.
+func BenchmarkProxyStream(b *testing.B) {
+	benchStream(b, startBenchGateway(b, startFastUpstream(b)))
+}
+
+func BenchmarkDirectStream(b *testing.B) { benchStream(b, startFastUpstream(b)) }
+
 // BenchmarkProxyChat measures the gateway's in-process cost per non-streamed chat request:
 // a fasthttp client → the gateway → a fasthttp upstream, all on loopback. Compare with
 // BenchmarkDirectChat (client → upstream) for the added cost.
-func BenchmarkProxyChat(b *testing.B) {
-	up := startFastUpstream(b)
+func BenchmarkProxyChat(b *testing.B) { benchChat(b, startBenchGateway(b, startFastUpstream(b))) }
+
+// startBenchGateway serves a gateway with one worker at up on loopback and returns its address.
+func startBenchGateway(b *testing.B, up string) string {
 	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
@@ -37,12 +50,45 @@ func BenchmarkProxyChat(b *testing.B) {
 		gw.cfg.ShutdownSettle = 0
 		_ = gw.Shutdown(ctx)
 	})
-	benchChat(b, ln.Addr().String())
+	return ln.Addr().String()
 }
 
 func BenchmarkDirectChat(b *testing.B) { benchChat(b, startFastUpstream(b)) }
 
-const benchBody = `{"model":"m","messages":[{"role":"user","content":"Hello there, how are you today?"}],"max_tokens":16}`
+const (
+	benchBody       = `{"model":"m","messages":[{"role":"user","content":"Hello there, how are you today?"}],"max_tokens":16}`
+	benchStreamBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hello there, how are you today?"}],"max_tokens":16}`
+	benchEvents     = 20
+)
+
+var (
+	benchEvent = []byte(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok "}}]}` + "\n\n")
+	benchDone  = []byte("data: [DONE]\n\n")
+)
+
+func benchStream(b *testing.B, addr string) {
+	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
+	want := len(benchEvent)*benchEvents + len(benchDone)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		for pb.Next() {
+			req.Reset()
+			req.SetRequestURI("http://" + addr + "/v1/chat/completions")
+			req.Header.SetMethod("POST")
+			req.Header.SetContentType("application/json")
+			req.SetBodyString(benchStreamBody)
+			err := hc.Do(req, resp)
+			if body := resp.Body(); err != nil || resp.StatusCode() != 200 || len(body) != want || !bytes.HasSuffix(body, benchDone) {
+				b.Errorf("status %d err %v, body of %d bytes, want %d", resp.StatusCode(), err, len(body), want)
+				return
+			}
+		}
+	})
+}
 
 func benchChat(b *testing.B, addr string) {
 	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
@@ -73,8 +119,22 @@ func startFastUpstream(b *testing.B) string {
 	}
 	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("ok ", 10) + `"}}]}`)
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		ctx.SetContentType("application/json")
-		ctx.SetBody(answer)
+		if !bytes.Contains(ctx.PostBody(), []byte(`"stream":true`)) {
+			ctx.SetContentType("application/json")
+			ctx.SetBody(answer)
+			return
+		}
+		ctx.SetContentType("text/event-stream")
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			for range benchEvents {
+				_, _ = w.Write(benchEvent)
+				if w.Flush() != nil {
+					return
+				}
+			}
+			_, _ = w.Write(benchDone)
+			_ = w.Flush()
+		})
 	}}
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Shutdown() })

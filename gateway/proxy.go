@@ -82,6 +82,7 @@ type call struct {
 	status  int
 	// streaming is set once a relay owns the answer; it then calls finish.
 	streaming bool
+	relay     relay // the SSE relay of a streamed HTTP answer
 	lastW     *pool.Worker
 	attempt   int
 	// owned copies of header values the request's header edits would invalidate
@@ -286,9 +287,7 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, attempt int, final bool) 
 	resp.Header.CopyTo(&ctx.Response.Header)
 	c.commit(w, attempt, st)
 	if isEventStream(resp.Header.ContentType()) {
-		ctx.Response.ImmediateHeaderFlush = true
-		ctx.Response.SetBodyStream(newRelay(c, w, resp), -1)
-		c.streaming = true
+		c.startRelay(w, resp)
 		return result{status: st, done: true}
 	}
 	// Not an event stream (an error answer, typically): buffer it, nothing has been sent yet.

@@ -3,7 +3,6 @@ package gateway
 import (
 	"io"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -11,76 +10,57 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 )
 
-// Relay buffering: a reader goroutine fills up to relayBufs buffers ahead of the writer.
-const (
-	relayBufs    = 4
-	relayBufSize = 8 << 10
-)
-
-type piece struct {
-	b   []byte
-	err error
-}
-
 // relay streams an upstream SSE answer to the client. A reader goroutine reads the upstream
-// body; the writer (fasthttp's connection goroutine, through WriteTo) writes each piece as one
-// flushed chunk, first gathering any pieces already read. So an event that stands alone is
-// flushed at once, and only events that arrived together share a write. If the upstream fails
-// after the status was sent, the stream ends with an SSE error event carrying code 502.
+// body into a relayPipe; the writer (fasthttp's connection goroutine, through WriteTo) takes all
+// that is pending and writes it as one flushed chunk. So an event that stands alone is written
+// at once, and events that arrived while the previous write was under way share the next write,
+// as a proxy that reads all that is buffered would send them. If the upstream fails after the
+// status was sent, the stream ends with an SSE error event carrying code 502; the answer is
+// never retried then.
 //
-// The relay is the answer's body stream: fasthttp calls WriteTo and then Close. The call is
-// finished when both the writer side (Close) and the reader goroutine are done.
+// The relay is the answer's body stream: fasthttp calls WriteTo and then Close. Close stops the
+// reader, interrupting a blocked upstream read when the client went away mid-stream. The call
+// is finished when both sides are done. A relay lives inside its pooled call and draws its
+// buffers from relayBufs, so a stream allocates little of its own.
 type relay struct {
-	c     *call
-	w     *pool.Worker
-	resp  *fasthttp.Response
-	body  io.Reader
-	full  chan piece  // read pieces, in order; capacity relayBufs so the reader never blocks on it
-	free  chan []byte // empty buffers
-	quit  chan struct{}
-	refs  atomic.Int32
-	cut   atomic.Bool // the upstream failed mid-stream
-	out   []byte
-	close sync.Once
+	c    *call
+	w    *pool.Worker
+	resp *fasthttp.Response
+	body io.Reader
+	refs atomic.Int32 // the reader and the writer; the last one out finishes the call
+	pipe relayPipe
+	rest []byte // Read only: the part of the last take not yet returned
 }
 
-func newRelay(c *call, w *pool.Worker, resp *fasthttp.Response) *relay {
-	r := &relay{
-		c: c, w: w, resp: resp, body: resp.BodyStream(),
-		full: make(chan piece, relayBufs), free: make(chan []byte, relayBufs), quit: make(chan struct{}),
-	}
-	bufs := make([]byte, relayBufs*relayBufSize)
-	for i := range relayBufs {
-		r.free <- bufs[i*relayBufSize : (i+1)*relayBufSize : (i+1)*relayBufSize]
-	}
+// startRelay makes resp's body the client's answer body, read by a new reader goroutine.
+func (c *call) startRelay(w *pool.Worker, resp *fasthttp.Response) {
+	r := &c.relay
+	r.c, r.w, r.resp, r.body, r.rest = c, w, resp, resp.BodyStream(), nil
+	r.pipe.open()
 	r.refs.Store(2)
+	c.ctx.Response.ImmediateHeaderFlush = true
+	c.ctx.Response.SetBodyStream(r, -1)
+	c.streaming = true
 	go r.read()
-	return r
 }
 
-// read moves the upstream body into pieces until it ends, fails or the writer quits.
+// read moves the upstream body into the pipe until it ends, fails or the writer quits.
 func (r *relay) read() {
 	defer r.release()
+	buf := getRelayBuf()[:relayReadSize]
+	defer func() { putRelayBuf(buf) }()
 	defer func() {
 		if p := recover(); p != nil {
 			r.c.g.log.Error("stream relay panicked", "panic", p, "stack", string(debug.Stack()))
-			r.full <- piece{err: io.ErrUnexpectedEOF}
+			r.pipe.add(nil, io.ErrUnexpectedEOF)
 		}
 	}()
 	for {
-		var b []byte
-		select {
-		case b = <-r.free:
-		case <-r.quit:
-			return
-		}
-		n, err := r.body.Read(b[:cap(b)])
+		n, err := r.body.Read(buf)
 		if n == 0 && err == nil {
-			r.free <- b
 			continue
 		}
-		r.full <- piece{b: b[:n], err: err}
-		if err != nil {
+		if !r.pipe.add(buf[:n], err) || !r.pipe.waitSpace() {
 			return
 		}
 	}
@@ -89,76 +69,63 @@ func (r *relay) read() {
 // SupportsBodyWriteTo tells fasthttp to hand its chunk writer to WriteTo.
 func (r *relay) SupportsBodyWriteTo() bool { return true }
 
-// Read is never used by fasthttp (it prefers WriteTo); it exists to satisfy io.Reader.
-func (r *relay) Read(p []byte) (int, error) {
-	pc := <-r.full
-	n := copy(p, pc.b)
-	r.free <- pc.b
-	if pc.err == nil || pc.err == io.EOF {
-		return n, pc.err
-	}
-	r.cut.Store(true)
-	return n, io.EOF
-}
-
 // WriteTo writes the stream to dst: each Write there is one chunk, flushed.
 func (r *relay) WriteTo(dst io.Writer) (int64, error) {
 	var total int64
 	for {
-		p := <-r.full
-		out := append(r.out[:0], p.b...)
-		err := p.err
-		r.free <- p.b
-	gather:
-		for err == nil {
-			select {
-			case q := <-r.full:
-				out = append(out, q.b...)
-				err = q.err
-				r.free <- q.b
-			default:
-				break gather
-			}
-		}
-		if err != nil && err != io.EOF {
-			r.cut.Store(true)
-			out = append(out, sseUpstreamError...)
-		}
-		r.out = out
-		if len(out) > 0 {
-			n, werr := dst.Write(out)
+		b, ended := r.pipe.take()
+		if len(b) > 0 {
+			n, err := dst.Write(b)
 			total += int64(n)
-			if werr != nil {
-				return total, werr
+			if err != nil {
+				return total, err
 			}
 		}
-		if err != nil {
+		if ended {
 			return total, nil
 		}
 	}
 }
 
+// Read is fasthttp's fallback when it does not use WriteTo: the same stream, through p.
+func (r *relay) Read(p []byte) (int, error) {
+	for len(r.rest) == 0 {
+		b, ended := r.pipe.take()
+		r.rest = b
+		if len(b) == 0 && ended {
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
 // Close ends the relay from the writer side: it stops the reader (interrupting a blocked
-// upstream read when the client went away) and releases the writer's reference.
+// upstream read when the client went away) and releases the writer's reference. fasthttp
+// calls it once, after WriteTo.
 func (r *relay) Close() error {
-	r.close.Do(func() {
-		close(r.quit)
+	if r.pipe.stop() {
 		_ = r.resp.CloseBodyStream()
-		r.release()
-	})
+	}
+	r.release()
 	return nil
 }
 
-// release drops one reference; the last one returns the upstream answer, the worker's in-flight
-// count, and finishes the call.
+// release drops one reference; the last one closes the upstream answer, returns the worker's
+// in-flight count and the buffers, and finishes the call.
 func (r *relay) release() {
 	if r.refs.Add(-1) != 0 {
 		return
 	}
-	if r.cut.Load() {
-		r.c.touch(r.w, 0, true)
+	c, w, resp, cut := r.c, r.w, r.resp, r.pipe.cut
+	r.pipe.free()
+	r.c, r.w, r.resp, r.body, r.rest = nil, nil, nil, nil, nil
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+	w.Release()
+	if cut {
+		c.touch(w, 0, true)
 	}
-	fasthttp.ReleaseResponse(r.resp)
-	r.w.Release()
-	r.c.finish()
+	c.finish()
 }

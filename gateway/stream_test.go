@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // sseUpstream serves n events, each only after the test allows it on next, and, when cutAfter >
@@ -199,4 +201,102 @@ func TestClientGoneMidStreamReleasesEverything(t *testing.T) {
 	close(next)
 	<-upstreamGone // the gateway closed the upstream connection too
 	waitFor(t, "the call to finish", func() bool { return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1 })
+}
+
+// TestConcurrentStreamsEachGetTheirOwnEvents runs many streams at once through two workers:
+// each client must get exactly its own events, in order, whole, so no pooled call, relay or
+// buffer is ever shared by two live streams.
+func TestConcurrentStreamsEachGetTheirOwnEvents(t *testing.T) {
+	const clients, perClient, events = 24, 15, 20
+	e := newEnv(t, Config{})
+	upstream := func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		id := strings.TrimSuffix(strings.TrimPrefix(string(b), `{"stream":true,"id":"`), `"}`)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		fl := rw.(http.Flusher)
+		for i := range events {
+			_, _ = io.WriteString(rw, streamEvent(id, i))
+			fl.Flush()
+		}
+		_, _ = io.WriteString(rw, "data: [DONE]\n\n")
+	}
+	e.upstream(upstream)
+	e.upstream(upstream)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	errs := make(chan error, clients)
+	for c := range clients {
+		go func() {
+			for n := range perClient {
+				id := strconv.Itoa(c) + "-" + strconv.Itoa(n)
+				errs <- oneStream(client, e.base, id, events)
+			}
+		}()
+	}
+	for range clients * perClient {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every stream to finish", func() bool {
+		idle := e.gw.adm.inflight.Load() == 0
+		for _, w := range e.gw.Pool().Snapshot().All {
+			idle = idle && w.Inflight() == 0
+		}
+		return idle
+	})
+}
+
+// streamEvent is event i of stream id, of a length that varies with both.
+func streamEvent(id string, i int) string {
+	return `data: {"id":"` + id + `","i":` + strconv.Itoa(i) + `,"pad":"` + strings.Repeat("x", (len(id)*7+i*13)%97) + "\"}\n\n"
+}
+
+// oneStream posts stream id and checks that the answer is exactly its events and [DONE].
+func oneStream(client *http.Client, base, id string, events int) error {
+	resp, err := client.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true,"id":"`+id+`"}`))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("stream %s: %v", id, err)
+	}
+	var want strings.Builder
+	for i := range events {
+		want.WriteString(streamEvent(id, i))
+	}
+	want.WriteString("data: [DONE]\n\n")
+	if resp.StatusCode != 200 || string(got) != want.String() {
+		return fmt.Errorf("stream %s: status %d, got %d bytes %.120q..., want %d bytes of its own events", id, resp.StatusCode, len(got), got, want.Len())
+	}
+	return nil
+}
+
+// TestStreamStalledPastTheAttemptTimeoutEndsWithErrorEvent: the per-attempt timeout still bounds
+// a stream whose upstream stops sending; the client gets the error event and the slot is freed.
+func TestStreamStalledPastTheAttemptTimeoutEndsWithErrorEvent(t *testing.T) {
+	e := newEnv(t, Config{RequestTimeout: 300 * time.Millisecond})
+	release := make(chan struct{})
+	defer close(release)
+	_, w := e.upstream(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(rw, "data: 1\n\n")
+		rw.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	status, _, body := e.post("/v1/chat/completions", `{"stream":true}`)
+	if want := "data: 1\n\n" + string(sseUpstreamError); status != 200 || body != want {
+		t.Fatalf("got %d %q, want 200 %q", status, body, want)
+	}
+	waitFor(t, "the call to finish", func() bool {
+		return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1
+	})
+	if o := e.outcomesCopy()[0]; !o.connErr {
+		t.Errorf("outcome %+v, want a connection failure", o)
+	}
 }
