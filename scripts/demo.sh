@@ -43,7 +43,7 @@ done
 
 worker_urls=$(IFS=,; echo "${urls[*]}")
 "$BIN/meshgw" --host 127.0.0.1 --port "$PORT" --prometheus-port "$METRICS" \
-  --worker-urls "$worker_urls" --node-id demo-1 --model fake-model \
+  --worker-urls "$worker_urls" --node-id demo-1 \
   --state-dir "$STATE" --raft-port "$RAFT" --health-check-interval-secs 2 \
   >"$LOGS/meshgw.log" 2>&1 &
 pids+=($!)
@@ -69,7 +69,7 @@ Try:
     -d '{"model":"fake-model","messages":[{"role":"user","content":"hello mesh"}]}'
   curl -sN $G/v1/chat/completions -H 'content-type: application/json' \\
     -d '{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"stream please"}]}'
-  curl -s $G/v1/models
+  curl -s $G/v1/models                              # what the engines serve, asked by the gateway
   curl -s $G/workers | python3 -m json.tool        # admin routes answer on loopback without a key
   curl -s $G/readiness; curl -s $G/status
   curl -s http://127.0.0.1:$METRICS/metrics | grep ^meshgw_

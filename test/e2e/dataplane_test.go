@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,9 @@ func chat(client *http.Client, url, prompt string) (int, string, error) {
 }
 
 // TestOpenAINodeSDK drives the gateway with the official OpenAI Node SDK: a chat completion, a
-// streamed one, and the models list, checking the content that comes back.
+// streamed one, and the models list, checking the content that comes back. The engines are
+// registered by URL only and no --model is given: the models list is what the gateway
+// discovered from them.
 func TestOpenAINodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -56,7 +59,8 @@ func TestOpenAINodeSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "test/node/node_modules/openai")); err != nil {
 		t.Fatal("the OpenAI Node SDK is not installed: run scripts/test-deps.sh (make test does)")
 	}
-	gw, _ := startFleet(t, 2, "--model", "fake-model")
+	gw, _ := startFleet(t, 2)
+	waitDiscovered(t, gw, 2, "fake-model")
 	cmd := exec.Command("node", "--test", "openai.test.mjs")
 	cmd.Dir = filepath.Join(root, "test/node")
 	cmd.Env = append(os.Environ(), "MESHGW_URL="+gw.URL)
@@ -67,6 +71,67 @@ func TestOpenAINodeSDK(t *testing.T) {
 	if !bytes.Contains(out, []byte("# pass 3")) {
 		t.Fatalf("node --test did not pass 3 tests:\n%s", out)
 	}
+}
+
+// waitDiscovered waits until GET /workers shows n workers whose discovered_models are [model]
+// and GET /v1/models lists exactly [model]. Discovery follows readiness in the background, so
+// it is waited for, within a deadline.
+func waitDiscovered(t *testing.T, gw *harness.Gateway, n int, model string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		workers, models, err := discovered(gw.URL)
+		if err == nil && slices.Equal(models, []string{model}) && len(workers) == n &&
+			slices.IndexFunc(workers, func(m []string) bool { return !slices.Equal(m, []string{model}) }) < 0 {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("the engines' models were not discovered within 10 s: discovered_models %q, /v1/models %q, err %v",
+				workers, models, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// discovered returns every worker's discovered_models from GET /workers and the ids of
+// GET /v1/models.
+func discovered(base string) ([][]string, []string, error) {
+	var workers struct {
+		Workers []struct {
+			DiscoveredModels []string `json:"discovered_models"`
+		} `json:"workers"`
+	}
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	for _, g := range []struct {
+		path string
+		into any
+	}{{"/workers", &workers}, {"/v1/models", &models}} {
+		resp, err := http.Get(base + g.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = json.NewDecoder(resp.Body).Decode(g.into)
+		resp.Body.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", g.path, err)
+		}
+	}
+	var ws [][]string
+	for _, w := range workers.Workers {
+		ws = append(ws, w.DiscoveredModels)
+	}
+	var ids []string
+	for _, m := range models.Data {
+		ids = append(ids, m.ID)
+	}
+	return ws, ids, nil
 }
 
 // TestKillEngineMidLoop kills one of three engines with SIGKILL in the middle of a steady
