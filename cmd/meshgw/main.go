@@ -48,10 +48,11 @@ type options struct {
 	breaker breakerFlags
 	state   stateFlags
 	observe observeFlags
+	runtime runtimeFlags
 }
 
 func (o *options) groups() []flagGroup {
-	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.observe}
+	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.observe, &o.runtime}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
@@ -75,6 +76,11 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 		return 2
 	}
 	log := o.observe.logger(stderr)
+	gcPercent, memLimit := o.runtime.apply()
+	log.Debug("go runtime", "gc_percent", gcPercent, "memory_limit_bytes", memLimit)
+	if o.runtime.enablePprof && o.observe.prometheusPort == 0 {
+		log.Warn("--enable-pprof has no effect: --prometheus-port is 0")
+	}
 	if err := serve(ctx, &o, getenv, log); err != nil {
 		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
 		return 1
@@ -245,6 +251,7 @@ func startMetrics(o *options, reg *prometheus.Registry, errc chan<- error) (*htt
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	o.runtime.mountPprof(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
