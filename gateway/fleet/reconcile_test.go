@@ -226,6 +226,9 @@ func TestReconcileFollowsRaft(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the removal to reach the pool", func() bool { return p.Get(a.ID()) == nil })
+	// The pass that removed the worker may still be logging and calling Disown: Stop waits for
+	// the loop to end, so everything below reads a finished pass.
+	r.Stop()
 	calls := owner.take()
 	if len(calls) != 2 || calls[0].Op != "own" || calls[0].Key != "sk-never-logged" || calls[1].Op != "disown" {
 		t.Errorf("owner calls %+v", calls)
@@ -238,8 +241,7 @@ func TestReconcileFollowsRaft(t *testing.T) {
 			t.Errorf("no %q line in the log:\n%s", line, logs.String())
 		}
 	}
-	r.Stop()
-	r.Stop()
+	r.Stop() // idempotent
 }
 
 // TestReconcileHoldsHistoryUntilCaughtUp: Start applies the state there is (a snapshot), the
