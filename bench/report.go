@@ -20,7 +20,9 @@ type Report struct {
 	Health        any                     `json:"health"`
 	Mesh          any                     `json:"mesh"`
 	Raft          any                     `json:"raft"`
-	Goals         []Goal                  `json:"goals"`
+	// Profile holds meshgw's CPU profiles under load, when taken.
+	Profile *ProfileSection `json:"meshgw_profile,omitempty"`
+	Goals   []Goal          `json:"goals"`
 }
 
 // Method records how the figures were taken.
@@ -250,6 +252,7 @@ func (r *Report) PrintTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	r.printSections(w)
+	r.printProfile(w)
 	fmt.Fprintln(w)
 	gw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(gw, "goal\tmeasured\ttarget\tverdict\n")
@@ -324,6 +327,27 @@ func (r *Report) printSections(w io.Writer) {
 }
 
 // targetNames is every target in table order; a run measures those it started.
+func (r *Report) printProfile(w io.Writer) {
+	if r.Profile == nil {
+		return
+	}
+	for _, p := range []struct {
+		name string
+		p    *Profile
+	}{{"wrk", r.Profile.Plain}, {"streams", r.Profile.Stream}} {
+		if p.p == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\nmeshgw CPU profile under the %s load (%d s, %s):\n", p.name, p.p.Seconds, p.p.File)
+		if p.p.Error != "" {
+			fmt.Fprintf(w, "  not taken: %s\n", p.p.Error)
+		}
+		for _, line := range p.p.Top {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+}
+
 var targetNames = []string{"direct", "haproxy", "minproxy", "meshgw"}
 
 func (s *StreamSection) target(name string) *StreamTarget {

@@ -48,6 +48,10 @@ type Options struct {
 	NoProxy, NoStream bool
 	// MetricsOff starts meshgw without its Prometheus listener. Default: on, as deployed.
 	MetricsOff bool
+	// Profile takes CPU profiles of meshgw under each load after the measured rounds, when
+	// meshgw has --enable-pprof and its metrics listener is on; they go to ProfileDir.
+	Profile    bool
+	ProfileDir string
 	// Quick marks the report as a short run (BENCH_QUICK=1) and skips the warm-up runs.
 	Quick bool
 	// Health configures the health-checker section; nil skips it.
@@ -90,9 +94,10 @@ func (o *Options) setDefaults() {
 
 // target is one thing measured: an upstream directly, or a proxy in front of both.
 type target struct {
-	name  string
-	url   string // base URL, http://127.0.0.1:PORT
-	proxy *proc  // nil for direct
+	name     string
+	url      string // base URL, http://127.0.0.1:PORT
+	proxy    *proc  // nil for direct
+	pprofURL string // meshgw's pprof base URL, "" when not served
 }
 
 const chatPath = "/v1/chat/completions"
@@ -150,6 +155,9 @@ func measureTargets(ctx context.Context, ps *procs, o *Options, rep *Report) err
 		if err := measureStreams(ctx, ps, o, targets, rep); err != nil {
 			return err
 		}
+	}
+	if m := targets[len(targets)-1]; o.Profile && m.pprofURL != "" {
+		rep.Profile = profileMeshgw(ctx, o, m)
 	}
 	for _, t := range targets {
 		if t.proxy != nil && t.proxy.exited() {
@@ -232,13 +240,18 @@ func startMeshgw(ctx context.Context, ps *procs, o *Options, addrs []string, m *
 			return target{}, err
 		}
 	}
-	args := MeshgwArgs(HelpFlags(help), mo)
+	flags := HelpFlags(help)
+	mo.Pprof = o.Profile
+	args := MeshgwArgs(flags, mo)
 	m.MeshgwArgs = args
 	p, err := ps.start("meshgw", nil, o.MeshgwBin, args...)
 	if err != nil {
 		return target{}, err
 	}
 	t := target{name: "meshgw", url: "http://127.0.0.1:" + strconv.Itoa(port), proxy: p}
+	if o.Profile && flags["enable-pprof"] && mo.MetricsPort != 0 {
+		t.pprofURL = "http://127.0.0.1:" + strconv.Itoa(mo.MetricsPort)
+	}
 	return t, waitReady(ctx, t, 30*time.Second)
 }
 

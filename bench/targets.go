@@ -50,6 +50,7 @@ type MeshgwOptions struct {
 	MetricsPort int // 0 turns the Prometheus listener off
 	Workers     []string
 	StateDir    string // used when meshgw has --state-dir but no --ephemeral
+	Pprof       bool   // serve /debug/pprof on the metrics listener (--enable-pprof), if any
 	// FreePort picks a loopback port for any other listener meshgw has (mesh, raft, rpc,
 	// pprof), so a run never binds a default port.
 	FreePort func() int
@@ -85,6 +86,9 @@ func MeshgwArgs(flags map[string]bool, o MeshgwOptions) []string {
 	add("prometheus-port", strconv.Itoa(o.MetricsPort))
 	if o.MetricsPort != 0 {
 		add("prometheus-host", "127.0.0.1")
+	}
+	if o.Pprof && o.MetricsPort != 0 {
+		add("enable-pprof")
 	}
 	switch {
 	case flags["ephemeral"]:

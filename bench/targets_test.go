@@ -32,6 +32,7 @@ func TestMeshgwArgs(t *testing.T) {
 		name    string
 		help    string
 		metrics int
+		pprof   bool
 		want    []string
 	}{
 		{name: "today's flags", help: "  --host string\n  --port int\n  --worker-urls strings\n  --policy string\n  --prometheus-port int\n  --log-level string\n",
@@ -45,11 +46,15 @@ func TestMeshgwArgs(t *testing.T) {
 		{name: "mesh listeners on picked loopback ports", help: "--mesh-port int, --raft-port int, --rpc-port int, --mesh-advertise-host string",
 			want: append(slices.Clone(base), "--mesh-port", "40001", "--raft-port", "40002", "--rpc-port", "40003", "--mesh-advertise-host", "127.0.0.1")},
 		{name: "no help at all", help: "", want: base},
+		{name: "pprof on the metrics listener", help: "--prometheus-port int\n--enable-pprof\n", metrics: 9100, pprof: true,
+			want: append(slices.Clone(base), "--prometheus-port", "9100", "--enable-pprof")},
+		{name: "no pprof without a metrics listener", help: "--prometheus-port int\n--enable-pprof\n", pprof: true,
+			want: append(slices.Clone(base), "--prometheus-port", "0")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next = 40000
-			got := MeshgwArgs(HelpFlags(tt.help), MeshgwOptions{Port: 9000, MetricsPort: tt.metrics, StateDir: "/tmp/x/state",
+			got := MeshgwArgs(HelpFlags(tt.help), MeshgwOptions{Port: 9000, MetricsPort: tt.metrics, Pprof: tt.pprof, StateDir: "/tmp/x/state",
 				Workers: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, FreePort: free})
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("MeshgwArgs (-want +got):\n%s", d)
@@ -63,5 +68,27 @@ func TestHelpFlags(t *testing.T) {
 	want := map[string]bool{"host": true, "help": true, "worker-urls": true}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("HelpFlags (-want +got):\n%s", d)
+	}
+}
+
+func TestParsePprofTop(t *testing.T) {
+	out := `File: meshgw
+Build ID: 123
+Type: cpu
+Time: 2026-12-01 03:06:48 UTC
+Duration: 8s, Total samples = 6.53s (81.59%)
+Showing nodes accounting for 5.63s, 86.22% of 6.53s total
+Dropped 121 nodes (cum <= 0.03s)
+Showing top 2 nodes out of 137
+      flat  flat%   sum%        cum   cum%
+     4.02s 61.56% 61.56%      4.02s 61.56%  internal/runtime/syscall/linux.Syscall6
+     0.20s  3.06% 64.62%      0.20s  3.06%  runtime.memmove
+`
+	want := []string{"Duration: 8s, Total samples = 6.53s (81.59%)", "Showing nodes accounting for 5.63s, 86.22% of 6.53s total",
+		"Showing top 2 nodes out of 137", "      flat  flat%   sum%        cum   cum%",
+		"     4.02s 61.56% 61.56%      4.02s 61.56%  internal/runtime/syscall/linux.Syscall6",
+		"     0.20s  3.06% 64.62%      0.20s  3.06%  runtime.memmove"}
+	if d := cmp.Diff(want, parsePprofTop(out)); d != "" {
+		t.Errorf("parsePprofTop (-want +got):\n%s", d)
 	}
 }

@@ -65,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	report := fs.String("report", envOr("REPORT", "bench/out/report.json"), "path of the JSON report ($REPORT)")
 	quick := fs.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run, under a minute ($BENCH_QUICK=1)")
 	health := fs.Bool("health", true, "measure the health checker at 10,000 workers")
+	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
 	fs.BoolVar(&o.NoStream, "no-stream", false, "skip the streaming section")
 	verbose := fs.Bool("v", false, "debug logs")
@@ -106,6 +107,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	if *health {
 		o.Health = &ho
 	}
+	o.Profile = *profile && !*quick
+	o.ProfileDir = filepath.Dir(*report)
 	return o, *report, nil
 }
 
