@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin
 
-.PHONY: all build demo test test-go test-short lint proto bench bench-quick chaos clean help
+.PHONY: all build demo test test-short lint proto bench bench-quick clean help
 
 all: build
 
@@ -33,6 +33,9 @@ proto: ## Regenerate protobuf/gRPC code from api/ with pinned tools.
 
 bench: build ## Benchmark meshgw against direct and HAProxy (BENCH_QUICK=1 for a short run).
 	scripts/bench.sh
+
+bench-quick: build ## The short benchmark run (under a minute).
+	BENCH_QUICK=1 scripts/bench.sh
 
 clean: ## Remove build outputs.
 	rm -rf $(BIN)
