@@ -10,7 +10,7 @@ all: build
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
 
-build: ## Build meshgw, meshctl and fakeworker into bin/.
+build: ## Build meshgw and fakeworker (every cmd/) into bin/.
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
 
