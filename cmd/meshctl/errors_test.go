@@ -1,0 +1,152 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		code      int
+		stderr    string // a part of the one stderr line
+		sentCalls int
+	}{
+		{"not found", []string{"workers", "get", "w-000000000000"}, nil, 1,
+			"meshctl: 404 worker_not_found: no worker w-000000000000", 1},
+		{"refused write", []string{"workers", "enable", "w-000000000000"}, nil, 1,
+			"meshctl: 404 worker_not_found:", 1},
+		{"no subcommand args", []string{"workers", "get"}, nil, 2, "workers get: accepts 1 arg(s), received 0", 0},
+		{"too many args", []string{"workers", "remove", "a", "b"}, nil, 2, "workers remove: accepts 1 arg(s)", 0},
+		{"unknown command", []string{"peers"}, nil, 2, `unknown command "peers"`, 0},
+		{"unknown flag", []string{"workers", "list", "--nope"}, nil, 2, "workers list: unknown flag: --nope", 0},
+		{"bad output", []string{"-o", "yaml", "raft"}, nil, 2, `-o "yaml": want table, wide or json`, 0},
+		{"bad gateway", []string{"--gateway", "ftp://x", "raft"}, nil, 2, `--gateway "ftp://x"`, 0},
+		{"bad timeout", []string{"--timeout", "0s", "raft"}, nil, 2, "--timeout 0s", 0},
+		{"add without url", []string{"workers", "add"}, nil, 2, "workers add: give the worker's URL or --spec FILE", 0},
+		{"add spec and url", []string{"workers", "add", "http://x:1", "--spec", "f.json"}, nil, 2, "not both", 0},
+		{"add spec and flag", []string{"workers", "add", "--spec", "f.json", "--priority", "3"}, nil, 2,
+			"--priority cannot be combined with --spec", 0},
+		{"add missing spec", []string{"workers", "add", "--spec", "/nonexistent/w.json"}, nil, 2, "--spec: open", 0},
+		{"add bad label", []string{"workers", "add", "http://x:1", "--label", "nokey"}, nil, 2, `--label "nokey": want KEY=VALUE`, 0},
+		{"api key env unset", []string{"workers", "add", "http://x:1", "--api-key-env", "NOPE"}, nil, 2,
+			"--api-key-env: $NOPE is not set or empty", 0},
+		{"workers alone", []string{"workers"}, nil, 2, "workers: name a subcommand", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			code, stdout, stderr := runCLI(t, srv.URL, tt.env, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			if !strings.Contains(stderr, tt.stderr) || strings.Count(stderr, "\n") != 1 ||
+				!strings.HasPrefix(stderr, "meshctl: ") {
+				t.Errorf("stderr %q, want one line with %q", stderr, tt.stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			if len(f.calls) != tt.sentCalls {
+				t.Errorf("%d requests sent, want %d", len(f.calls), tt.sentCalls)
+			}
+		})
+	}
+}
+
+// TestAdminKeyNeverPrinted sends the key from the flag and from the environment, on refused
+// and failed calls, and checks that it is sent as a bearer token and printed nowhere.
+func TestAdminKeyNeverPrinted(t *testing.T) {
+	const flagKey = "flag-key-0123456789"
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+flagKey {
+			t.Errorf("Authorization %q, want the bearer key", r.Header.Get("Authorization"))
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="meshgw-admin"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error": {"message": "missing or wrong admin key", "code": "unauthorized"}}`))
+	})
+	srv := httptest.NewServer(refuse)
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"--admin-key", flagKey, "workers", "list"},
+		{"--admin-key", flagKey, "workers", "add", "http://127.0.0.1:1", "-o", "json"},
+		{"--admin-key", flagKey, "--help"},
+		{"--admin-key", flagKey, "--gateway", "http://127.0.0.1:1", "raft"},
+	} {
+		code, stdout, stderr := runCLI(t, srv.URL, nil, args...)
+		if strings.Contains(stdout+stderr, flagKey) || strings.Contains(stdout+stderr, testKey) {
+			t.Errorf("%v printed the admin key: %q %q", args, stdout, stderr)
+		}
+		if args[len(args)-1] == "list" && (code != 1 || !strings.Contains(stderr, "401 unauthorized: missing or wrong admin key")) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and the 401 line", args, code, stderr)
+		}
+	}
+}
+
+func TestUnreachableGateway(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	code, _, stderr := runCLI(t, addr, nil, "workers", "list")
+	if code != 1 || !strings.Contains(stderr, "cannot reach the gateway at "+addr) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want 1 and one line naming %s", code, stderr, addr)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	start := time.Now()
+	code, _, stderr := runCLI(t, srv.URL, nil, "--timeout", "200ms", "raft")
+	if code != 1 || !strings.Contains(stderr, "no answer from the gateway at "+srv.URL+" within 200ms") {
+		t.Errorf("exit %d, stderr %q; want 1 and the timeout line", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v with --timeout 200ms", d)
+	}
+}
+
+func TestGatewayFromFlagAndEnv(t *testing.T) {
+	f, srv := newFake(t)
+	// The environment names a closed port; the flag wins over it.
+	env := map[string]string{"MESHCTL_GATEWAY": "http://127.0.0.1:1", "MESHCTL_ADMIN_KEY": ""}
+	code, _, stderr := runCLI(t, "", env, "--gateway", srv.URL+"/", "raft")
+	if code != 0 || len(f.calls) != 1 || f.calls[0].Auth != "" {
+		t.Fatalf("exit %d (%q), calls %+v; want one call without a key", code, stderr, f.calls)
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	app := &app{getenv: func(string) string { return "" }}
+	root := app.rootCommand()
+	stack := root.Commands()
+	stack = append(stack, root)
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		stack = append(stack, c.Commands()...)
+		if c.Name() == "help" {
+			continue
+		}
+		if !c.HasExample() || c.Short == "" {
+			t.Errorf("%s: no example or short help", c.CommandPath())
+		}
+	}
+}

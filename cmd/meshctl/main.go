@@ -1,0 +1,73 @@
+// Command meshctl is the operator's command line over a meshgw gateway's admin API.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitRefused = 1 // the gateway refused, could not be reached, or answered nonsense
+	exitUsage   = 2 // the command line is wrong
+)
+
+// run is main without the process: it runs one command line and returns the exit status.
+// getenv reads $MESHCTL_GATEWAY and $MESHCTL_ADMIN_KEY (and the --api-key-env variable).
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	app := &app{stdout: stdout, getenv: getenv}
+	root := app.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "meshctl: %s\n", oneLine(err.Error()))
+	var ge gatewayError
+	if errors.As(err, &ge) {
+		return exitRefused
+	}
+	return exitUsage
+}
+
+// gatewayError marks the errors that come from the gateway's side (a refusal, no answer, an
+// answer that cannot be read): they exit 1, every other error is a usage error and exits 2.
+type gatewayError interface {
+	error
+	fromGateway()
+}
+
+// oneLine folds s onto one line, so that every error is one line on stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// usageArgs wraps a cobra argument validator so that its message names the command's usage.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return fmt.Errorf("%s: %v (usage: %s)", commandName(cmd), err, cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// commandName is the command's path without the leading "meshctl", which run prints anyway.
+func commandName(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return cmd.Name()
+	}
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}

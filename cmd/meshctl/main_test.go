@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const testKey = "s3cret-admin-key"
+
+// call is one request the fake admin API saw.
+type call struct {
+	Method, Path, Body, Auth string
+}
+
+// fakeAdmin fakes the admin API: it answers each "METHOD path" (escaped path, with the query)
+// with a canned status and body, and records the requests.
+type fakeAdmin struct {
+	mu      sync.Mutex
+	calls   []call
+	answers map[string]canned
+}
+
+type canned struct {
+	status int
+	body   string
+}
+
+func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.calls = append(f.calls, call{r.Method, r.URL.RequestURI(), string(b), r.Header.Get("Authorization")})
+	f.mu.Unlock()
+	a, ok := f.answers[r.Method+" "+r.URL.RequestURI()]
+	if !ok {
+		a = canned{404, `{"error": {"message": "no such admin route", "code": "not_found"}}`}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(a.status)
+	io.WriteString(w, a.body)
+}
+
+// runCLI runs meshctl against srv with the test key in the environment.
+func runCLI(t *testing.T, srvURL string, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		switch k {
+		case "MESHCTL_GATEWAY":
+			return srvURL
+		case "MESHCTL_ADMIN_KEY":
+			return testKey
+		}
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut, getenv)
+	return code, out.String(), errOut.String()
+}
+
+const recA = `{"id": "w-3f1c0a9b2d44", "display_id": "127.0.0.1:8013", "url": "http://127.0.0.1:8013",
+ "owner": "gw-1", "epoch": 5, "origin": "local", "health_state": "ready", "disabled": false,
+ "is_dead": false, "routable": true, "models": ["llama-3"], "priority": 50, "has_api_key": true,
+ "breaker": {"state": "closed", "consecutive_failures": 0}, "last_error": ""}`
+
+const recB = `{"id": "w-00aa11bb22cc", "display_id": "10.0.0.9:9000", "url": "http://10.0.0.9:9000",
+ "owner": "gw-2", "epoch": 7, "health_state": "not_ready", "disabled": true, "is_dead": true,
+ "routable": false, "models": [], "last_error": "connection refused"}`
+
+const recADisabled = `{"id": "w-3f1c0a9b2d44", "display_id": "127.0.0.1:8013", "owner": "gw-1",
+ "health_state": "ready", "disabled": true, "disabled_reason": "maint", "routable": false, "models": ["llama-3"]}`
+
+func fakeAnswers() map[string]canned {
+	enc := "/workers/http%3A%2F%2F127.0.0.1%3A8013"
+	return map[string]canned{
+		"GET /workers":                   {200, `{"workers": [` + recA + `,` + recB + `], "total": 2}`},
+		"GET /workers?model=llama-3":     {200, `{"workers": [` + recA + `], "total": 1}`},
+		"GET /workers/w-3f1c0a9b2d44":    {200, recA},
+		"GET " + enc:                     {200, recA},
+		"POST /workers":                  {201, recA},
+		"PUT /workers/w-3f1c0a9b2d44":    {200, recADisabled},
+		"PUT " + enc:                     {200, recA},
+		"DELETE " + enc:                  {202, `{"id": "w-3f1c0a9b2d44", "status": "draining", "drain_settle_secs": 10}`},
+		"DELETE /workers/w-00aa11bb22cc": {200, `{"id": "w-00aa11bb22cc", "status": "removed", "drain_settle_secs": 0}`},
+		"GET /workers/w-000000000000":    {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
+		"PUT /workers/w-000000000000":    {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
+		"GET /mesh/raft":                 {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
+		"GET /status":                    {200, `{"node_id": "gw-1", "draining": false, "workers": {"total": 2, "routable": 1}, "admission": {"inflight": 3}}`},
+	}
+}
+
+func newFake(t *testing.T) (*fakeAdmin, *httptest.Server) {
+	f := &fakeAdmin{answers: fakeAnswers()}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func TestRequests(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want call
+	}{
+		{"list", []string{"workers", "list"}, nil, call{"GET", "/workers", "", ""}},
+		{"list model", []string{"workers", "list", "--model", "llama-3"}, nil, call{"GET", "/workers?model=llama-3", "", ""}},
+		{"get id", []string{"workers", "get", "w-3f1c0a9b2d44"}, nil, call{"GET", "/workers/w-3f1c0a9b2d44", "", ""}},
+		{"get url", []string{"workers", "get", "http://127.0.0.1:8013"}, nil, call{"GET", "/workers/http%3A%2F%2F127.0.0.1%3A8013", "", ""}},
+		{"disable", []string{"workers", "disable", "w-3f1c0a9b2d44", "--reason", "maint"}, nil,
+			call{"PUT", "/workers/w-3f1c0a9b2d44", `{"disabled":true,"reason":"maint"}`, ""}},
+		{"enable url", []string{"workers", "enable", "http://127.0.0.1:8013"}, nil,
+			call{"PUT", "/workers/http%3A%2F%2F127.0.0.1%3A8013", `{"disabled":false}`, ""}},
+		{"quarantine", []string{"workers", "quarantine", "w-3f1c0a9b2d44"}, nil,
+			call{"PUT", "/workers/w-3f1c0a9b2d44", `{"is_dead":true}`, ""}},
+		{"unquarantine", []string{"workers", "unquarantine", "w-3f1c0a9b2d44"}, nil,
+			call{"PUT", "/workers/w-3f1c0a9b2d44", `{"is_dead":false}`, ""}},
+		{"remove", []string{"workers", "remove", "http://127.0.0.1:8013"}, nil,
+			call{"DELETE", "/workers/http%3A%2F%2F127.0.0.1%3A8013", "", ""}},
+		{"add url only", []string{"workers", "add", "http://127.0.0.1:8013"}, nil,
+			call{"POST", "/workers", `{"url":"http://127.0.0.1:8013"}`, ""}},
+		{"add flags", []string{"workers", "add", "http://127.0.0.1:8013", "--model", "a,b", "--priority", "80",
+			"--label", "tier=gold", "--api-key-env", "WK", "--cost", "2.5", "--capability", "chat"},
+			map[string]string{"WK": "sk-worker"},
+			call{"POST", "/workers", `{"api_key":"sk-worker","capabilities":["chat"],"cost":2.5,"labels":{"tier":"gold"},"models":["a","b"],"priority":80,"url":"http://127.0.0.1:8013"}`, ""}},
+		{"raft", []string{"raft"}, nil, call{"GET", "/mesh/raft", "", ""}},
+		{"status", []string{"status"}, nil, call{"GET", "/status", "", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			code, _, stderr := runCLI(t, srv.URL, tt.env, tt.args...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			tt.want.Auth = "Bearer " + testKey
+			if diff := cmp.Diff([]call{tt.want}, f.calls); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAddSpecFile(t *testing.T) {
+	f, srv := newFake(t)
+	spec := `{"url": "http://127.0.0.1:8013", "model": "llama-3", "health": {"drain_settle_secs": 10}}`
+	path := filepath.Join(t.TempDir(), "w.json")
+	if err := os.WriteFile(path, []byte(spec+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, srv.URL, nil, "workers", "add", "--spec", path); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if len(f.calls) != 1 || f.calls[0].Body != spec || f.calls[0].Path != "/workers" {
+		t.Fatalf("calls = %+v, want one POST /workers with the file's spec", f.calls)
+	}
+}
+
+func TestTables(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"list", []string{"workers", "list"}, `
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *
+`},
+		{"list wide", []string{"workers", "list", "-o", "wide"}, `
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS   URL                    EPOCH  LAST_ERROR
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3  http://127.0.0.1:8013  5      -
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *        http://10.0.0.9:9000   7      connection refused
+`},
+		{"disable", []string{"workers", "disable", "w-3f1c0a9b2d44"}, `
+WORKER          ID              HEALTH  BREAKER  FLAGS     OWNER  ROUTABLE  MODELS
+127.0.0.1:8013  w-3f1c0a9b2d44  ready   -        disabled  gw-1   false     llama-3
+`},
+		{"remove draining", []string{"workers", "remove", "http://127.0.0.1:8013"}, `
+ID              STATUS    DRAIN_SETTLE
+w-3f1c0a9b2d44  draining  10s
+`},
+		{"remove at once", []string{"workers", "remove", "w-00aa11bb22cc"}, `
+ID              STATUS   DRAIN_SETTLE
+w-00aa11bb22cc  removed  0s
+`},
+		{"raft", []string{"raft"}, `
+ID    ADDRESS          SUFFRAGE  LEADER  TERM  APPLIED
+gw-1  127.0.0.1:39528  voter     *       2     14
+gw-2  127.0.0.1:39530  nonvoter  -       2     14
+`},
+		{"status", []string{"status"}, `
+FIELD               VALUE
+admission.inflight  3
+draining            false
+node_id             gw-1
+workers.routable    1
+workers.total       2
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newFake(t)
+			code, stdout, stderr := runCLI(t, srv.URL, nil, tt.args...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if diff := cmp.Diff(strings.TrimPrefix(tt.want, "\n"), trimLines(stdout)); diff != "" {
+				t.Errorf("table (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// trimLines drops the trailing spaces tabwriter leaves on the last column.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestJSONPrintsTheAnswer(t *testing.T) {
+	for _, args := range [][]string{
+		{"workers", "list"}, {"workers", "get", "w-3f1c0a9b2d44"}, {"workers", "add", "http://127.0.0.1:8013"},
+		{"workers", "disable", "w-3f1c0a9b2d44"}, {"workers", "remove", "w-00aa11bb22cc"}, {"raft"}, {"status"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			f, srv := newFake(t)
+			code, stdout, stderr := runCLI(t, srv.URL, nil, append(args, "-o", "json")...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			c := f.calls[0]
+			var got, want any
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+			}
+			_ = json.Unmarshal([]byte(f.answers[c.Method+" "+c.Path].body), &want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("-o json (-answer +printed):\n%s", diff)
+			}
+		})
+	}
+}
