@@ -80,8 +80,12 @@ Break an engine and watch the gateway route around it:
   curl -s ${urls[1]}/_fault -d '{}'                       # healthy again
   curl -s ${urls[1]}/_stats                               # what it saw, per gateway
 
-Disable a worker through the admin API (kept in raft; survives a restart):
-  curl -s -X PUT $G/workers/\$(python3 -c 'import urllib.parse;print(urllib.parse.quote("${urls[0]}",safe=""))') -d '{"disabled":true}'
+Operate it with meshctl (or curl the admin API, docs/admin-api.md):
+  $BIN/meshctl --gateway $G workers list            # health, breaker, flags, owner of each worker
+  $BIN/meshctl --gateway $G workers disable ${urls[0]} --reason maintenance   # kept in raft
+  $BIN/meshctl --gateway $G workers enable ${urls[0]}
+  $BIN/meshctl --gateway $G raft                    # the raft configuration, leader, term
+The disable survives a restart: stop this demo with Ctrl-C and run make demo again.
 
 Press Ctrl-C to stop.
 MSG

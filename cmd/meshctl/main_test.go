@@ -76,7 +76,7 @@ const recA = `{"id": "w-3f1c0a9b2d44", "display_id": "127.0.0.1:8013", "url": "h
 
 const recB = `{"id": "w-00aa11bb22cc", "display_id": "10.0.0.9:9000", "url": "http://10.0.0.9:9000",
  "owner": "gw-2", "epoch": 7, "health_state": "not_ready", "disabled": true, "is_dead": true,
- "routable": false, "models": [], "last_error": "connection refused"}`
+ "routable": false, "models": [], "discovered_models": ["qwen-7b"], "last_error": "connection refused"}`
 
 const recADisabled = `{"id": "w-3f1c0a9b2d44", "display_id": "127.0.0.1:8013", "owner": "gw-1",
  "health_state": "ready", "disabled": true, "disabled_reason": "maint", "routable": false, "models": ["llama-3"]}`
@@ -176,12 +176,12 @@ func TestTables(t *testing.T) {
 		{"list", []string{"workers", "list"}, `
 WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS
 127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)
 `},
 		{"list wide", []string{"workers", "list", "-o", "wide"}, `
-WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS   URL                    EPOCH  LAST_ERROR
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3  http://127.0.0.1:8013  5      -
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *        http://10.0.0.9:9000   7      connection refused
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      URL                    EPOCH  LAST_ERROR
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     http://127.0.0.1:8013  5      -
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  http://10.0.0.9:9000   7      connection refused
 `},
 		{"disable", []string{"workers", "disable", "w-3f1c0a9b2d44"}, `
 WORKER          ID              HEALTH  BREAKER  FLAGS     OWNER  ROUTABLE  MODELS

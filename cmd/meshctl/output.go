@@ -34,6 +34,7 @@ type record struct {
 	IsDead      bool     `json:"is_dead"`
 	Routable    bool     `json:"routable"`
 	Models      []string `json:"models"`
+	Discovered  []string `json:"discovered_models"`
 	LastError   string   `json:"last_error"`
 	Breaker     *struct {
 		State string `json:"state"`
@@ -99,8 +100,12 @@ func (r record) flags() string {
 	return strings.Join(f, ",")
 }
 
-// models lists the served models; "*" when the worker serves any.
+// models lists the declared models; for a worker that declares none (it takes any model) the
+// models it announced, as "*(a,b)", else "*".
 func (r record) models() string {
+	if len(r.Models) == 0 && len(r.Discovered) > 0 {
+		return "*(" + strings.Join(r.Discovered, ",") + ")"
+	}
 	if len(r.Models) == 0 {
 		return "*"
 	}
