@@ -117,7 +117,10 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 	default:
 		return false
 	}
-	if !h.authorized(ctx) {
+	// GET /status is a status endpoint (DESIGN.md section 10), like /readiness: it shows counts
+	// and the node's identity, never a record or a secret, so load balancers and dashboards read
+	// it without the admin key.
+	if path != "/status" && !h.authorized(ctx) {
 		return true
 	}
 	if rt.getW != nil {
