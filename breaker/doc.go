@@ -12,9 +12,10 @@
 //  3. Classify every attempt's answer: Classifier.Classify(status), or Classify(NoResponse) when
 //     the worker never answered, or ClassifyGRPC(code). Use Classifier.Retryable to decide on
 //     another attempt.
-//  4. Record one outcome per request per worker, however many attempts went to it: keep a
-//     Tally per request and record through it. Record nothing for a shed by the gateway itself
-//     (admission, no_available_workers) or a request the client abandoned.
+//  4. Record one outcome per request per worker, however many attempts went to it (the gateway
+//     keeps the last answer each worker gave the request, and reports it when the request
+//     ends). Record nothing for a shed by the gateway itself (admission, no_available_workers)
+//     or a request the client abandoned.
 //  5. When health checks flip the worker to ready from pending, not_ready or failed, call
 //     Promote: an open circuit goes half-open at once (a health readmission) and a closed one
 //     forgets its failures. Passing probes on a ready worker are not a promotion.
