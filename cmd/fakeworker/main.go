@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/meshgw/meshgw/test/fakeengine"
 )
@@ -50,11 +51,11 @@ On start it prints one line to stdout:
 and it exits 0 on SIGTERM or SIGINT. Flags:
 `
 
-// parseFlags parses args; errors are one line, and flag.ErrHelp means the help was printed to
+// parseFlags parses args; errors are one line, and pflag.ErrHelp means the help was printed to
 // stdout.
 func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("fakeworker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("fakeworker", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address to listen on")
 	fs.IntVar(&o.port, "port", 0, "port of the engine's main listener (0 picks a free one)")
@@ -69,7 +70,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.faults, "faults", "", `initial faults, a JSON object as POST /_fault takes, e.g. '{"latency_ms":5}'`)
 	level := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
 			fmt.Fprint(stdout, usageHead)
 			fs.PrintDefaults()
@@ -85,28 +86,28 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 func (o *options) check(level string) error {
 	switch {
 	case o.port < 0 || o.port > 65535:
-		return fmt.Errorf("invalid value %d for flag -port: want 0-65535", o.port)
+		return fmt.Errorf("invalid value %d for flag --port: want 0-65535", o.port)
 	case o.controlPort < 0 || o.controlPort > 65535:
-		return fmt.Errorf("invalid value %d for flag -control-port: want 0-65535", o.controlPort)
+		return fmt.Errorf("invalid value %d for flag --control-port: want 0-65535", o.controlPort)
 	case o.mode != "http" && o.mode != "grpc" && o.mode != "zmq":
-		return fmt.Errorf("invalid value %q for flag -mode: want http, grpc or zmq", o.mode)
+		return fmt.Errorf("invalid value %q for flag --mode: want http, grpc or zmq", o.mode)
 	case o.model == "":
-		return errors.New("invalid value for flag -model: must not be empty")
+		return errors.New("invalid value for flag --model: must not be empty")
 	case o.heartbeat <= 0:
-		return fmt.Errorf("invalid value %v for flag -heartbeat-interval: must be > 0", o.heartbeat)
+		return fmt.Errorf("invalid value %v for flag --heartbeat-interval: must be > 0", o.heartbeat)
 	case o.maxRequests < 1:
-		return fmt.Errorf("invalid value %d for flag -max-concurrent-requests: must be >= 1", o.maxRequests)
+		return fmt.Errorf("invalid value %d for flag --max-concurrent-requests: must be >= 1", o.maxRequests)
 	case o.listen != "" && o.mode != "zmq":
-		return errors.New("flag -listen applies only to -mode zmq")
+		return errors.New("flag --listen applies only to --mode zmq")
 	case o.listen != "" && !strings.HasPrefix(o.listen, "tcp://") && !strings.HasPrefix(o.listen, "ipc://"):
-		return fmt.Errorf("invalid value %q for flag -listen: want tcp://HOST:PORT or ipc:///PATH", o.listen)
+		return fmt.Errorf("invalid value %q for flag --listen: want tcp://HOST:PORT or ipc:///PATH", o.listen)
 	}
 	if err := o.logLevel.UnmarshalText([]byte(level)); err != nil {
-		return fmt.Errorf("invalid value %q for flag -log-level: want debug, info, warn or error", level)
+		return fmt.Errorf("invalid value %q for flag --log-level: want debug, info, warn or error", level)
 	}
 	if o.faults != "" {
 		if _, err := fakeengine.ParseFaults(fakeengine.DefaultFaults(), []byte(o.faults)); err != nil {
-			return fmt.Errorf("invalid value for flag -faults: %v", err)
+			return fmt.Errorf("invalid value for flag --faults: %v", err)
 		}
 	}
 	return nil
@@ -115,7 +116,7 @@ func (o *options) check(level string) error {
 // run is the whole command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err != nil {

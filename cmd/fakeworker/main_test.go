@@ -30,15 +30,15 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"mode", []string{"--mode", "udp"}, `invalid value "udp" for flag -mode: want http, grpc or zmq`},
-		{"port range", []string{"--port", "70000"}, "invalid value 70000 for flag -port: want 0-65535"},
-		{"port syntax", []string{"--port", "x"}, `invalid value "x" for flag -port: parse error`},
-		{"unknown flag", []string{"--colour", "red"}, "flag provided but not defined: -colour"},
-		{"listen outside zmq", []string{"--listen", "tcp://127.0.0.1:1"}, "flag -listen applies only to -mode zmq"},
-		{"listen scheme", []string{"--mode", "zmq", "--listen", "udp://x"}, `invalid value "udp://x" for flag -listen: want tcp://HOST:PORT or ipc:///PATH`},
-		{"heartbeat", []string{"--heartbeat-interval", "0s"}, "invalid value 0s for flag -heartbeat-interval: must be > 0"},
-		{"faults", []string{"--faults", `{"hang":1}`}, "invalid value for flag -faults: hang: want bool, got number"},
-		{"log level", []string{"--log-level", "loud"}, `invalid value "loud" for flag -log-level: want debug, info, warn or error`},
+		{"mode", []string{"--mode", "udp"}, `invalid value "udp" for flag --mode: want http, grpc or zmq`},
+		{"port range", []string{"--port", "70000"}, "invalid value 70000 for flag --port: want 0-65535"},
+		{"port syntax", []string{"--port", "x"}, `invalid argument "x" for "--port" flag: strconv.ParseInt: parsing "x": invalid syntax`},
+		{"unknown flag", []string{"--colour", "red"}, "unknown flag: --colour"},
+		{"listen outside zmq", []string{"--listen", "tcp://127.0.0.1:1"}, "flag --listen applies only to --mode zmq"},
+		{"listen scheme", []string{"--mode", "zmq", "--listen", "udp://x"}, `invalid value "udp://x" for flag --listen: want tcp://HOST:PORT or ipc:///PATH`},
+		{"heartbeat", []string{"--heartbeat-interval", "0s"}, "invalid value 0s for flag --heartbeat-interval: must be > 0"},
+		{"faults", []string{"--faults", `{"hang":1}`}, "invalid value for flag --faults: hang: want bool, got number"},
+		{"log level", []string{"--log-level", "loud"}, `invalid value "loud" for flag --log-level: want debug, info, warn or error`},
 		{"argument", []string{"extra"}, `unexpected argument "extra"; fakeworker takes only flags`},
 	}
 	for _, tt := range tests {
@@ -65,8 +65,8 @@ func TestHelpDescribesEveryFlag(t *testing.T) {
 	}
 	for _, flag := range []string{"host", "port", "mode", "model", "node-name", "control-port", "listen",
 		"heartbeat-interval", "max-concurrent-requests", "seed", "faults", "log-level"} {
-		if !strings.Contains(stdout.String(), "  -"+flag+" ") {
-			t.Errorf("--help does not describe -%s:\n%s", flag, stdout.String())
+		if !strings.Contains(stdout.String(), "  --"+flag+" ") {
+			t.Errorf("--help does not describe --%s:\n%s", flag, stdout.String())
 		}
 	}
 }
