@@ -66,6 +66,10 @@ type Config struct {
 	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
 	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.
 	OnOutcome func(w *pool.Worker, status int, connErr bool)
+
+	// clientWatchAfter is how long a stream runs before its client connection is watched for
+	// a close (clientWatch). Default defaultClientWatchAfter; tests shorten it.
+	clientWatchAfter time.Duration
 }
 
 // RetryConfig holds the retry flags.
@@ -146,6 +150,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Sleep == nil {
 		c.Sleep = sleepTimer
+	}
+	if c.clientWatchAfter <= 0 {
+		c.clientWatchAfter = defaultClientWatchAfter
 	}
 	if c.OnOutcome == nil {
 		c.OnOutcome = func(*pool.Worker, int, bool) {}

@@ -42,6 +42,7 @@ type relayPipe struct {
 	ended   bool   // nothing more will be added: the answer ended or failed, or the writer quit
 	cut     bool   // the upstream failed mid-stream
 	quit    bool   // the writer is gone
+	gone    bool   // the client closed its connection
 
 	wake  chan struct{} // cap 1: pending grew, or ended was set
 	space chan struct{} // cap 1: the writer took pending, or quit
@@ -57,7 +58,7 @@ func (p *relayPipe) open() {
 	drain(p.wake)
 	drain(p.space)
 	p.pending, p.out = getRelayBuf(), getRelayBuf()
-	p.ended, p.cut, p.quit = false, false, false
+	p.ended, p.cut, p.quit, p.gone = false, false, false, false
 }
 
 // free returns the buffers once both sides are done.
@@ -107,12 +108,12 @@ func (p *relayPipe) waitSpace() bool {
 	}
 }
 
-// take waits until something is pending or the stream has ended, and returns all that is
-// pending and whether the stream is over after it. The bytes stay the writer's until its next
-// take.
+// take waits until something is pending, the stream has ended or the client left, and returns
+// all that is pending and whether the stream is over after it. Nothing pending and not over
+// means the client left. The bytes stay the writer's until its next take.
 func (p *relayPipe) take() ([]byte, bool) {
 	p.mu.Lock()
-	for len(p.pending) == 0 && !p.ended {
+	for len(p.pending) == 0 && !p.ended && !p.gone {
 		p.mu.Unlock()
 		<-p.wake
 		p.mu.Lock()
@@ -124,6 +125,15 @@ func (p *relayPipe) take() ([]byte, bool) {
 	notify(p.space)
 	p.out = b
 	return b, ended
+}
+
+// leave tells the writer that the client closed its connection: a take waiting for the
+// upstream returns at once.
+func (p *relayPipe) leave() {
+	p.mu.Lock()
+	p.gone = true
+	p.mu.Unlock()
+	notify(p.wake)
 }
 
 // stop is the writer quitting: the reader's next add or waitSpace returns false. It reports

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"io"
 	"runtime/debug"
 	"sync/atomic"
@@ -19,18 +20,23 @@ import (
 // never retried then.
 //
 // The relay is the answer's body stream: fasthttp calls WriteTo and then Close. Close stops the
-// reader, interrupting a blocked upstream read when the client went away mid-stream. The call
+// reader, interrupting a blocked upstream read when the client went away mid-stream; a client
+// that leaves while the upstream is silent is noticed by a clientWatch. The call
 // is finished when both sides are done. A relay lives inside its pooled call and draws its
 // buffers from relayBufs, so a stream allocates little of its own.
 type relay struct {
-	c    *call
-	w    *pool.Worker
-	resp *fasthttp.Response
-	body io.Reader
-	refs atomic.Int32 // the reader and the writer; the last one out finishes the call
-	pipe relayPipe
-	rest []byte // Read only: the part of the last take not yet returned
+	c     *call
+	w     *pool.Worker
+	resp  *fasthttp.Response
+	body  io.Reader
+	refs  atomic.Int32 // the reader and the writer; the last one out finishes the call
+	pipe  relayPipe
+	watch clientWatch
+	rest  []byte // Read only: the part of the last take not yet returned
 }
+
+// errClientGone ends a relay whose client closed its connection while the upstream was silent.
+var errClientGone = errors.New("the client closed its connection mid-stream")
 
 // startRelay makes resp's body the client's answer body, read by a new reader goroutine.
 func (c *call) startRelay(w *pool.Worker, resp *fasthttp.Response) {
@@ -38,6 +44,7 @@ func (c *call) startRelay(w *pool.Worker, resp *fasthttp.Response) {
 	r.c, r.w, r.resp, r.body, r.rest = c, w, resp, resp.BodyStream(), nil
 	r.pipe.open()
 	r.refs.Store(2)
+	r.watch.arm(c.ctx.Conn(), c.g.cfg.clientWatchAfter, &r.pipe, c.g.log)
 	c.ctx.Response.ImmediateHeaderFlush = true
 	c.ctx.Response.SetBodyStream(r, -1)
 	c.streaming = true
@@ -84,6 +91,9 @@ func (r *relay) WriteTo(dst io.Writer) (int64, error) {
 		if ended {
 			return total, nil
 		}
+		if len(b) == 0 {
+			return total, errClientGone
+		}
 	}
 }
 
@@ -92,8 +102,12 @@ func (r *relay) Read(p []byte) (int, error) {
 	for len(r.rest) == 0 {
 		b, ended := r.pipe.take()
 		r.rest = b
-		if len(b) == 0 && ended {
+		switch {
+		case len(b) > 0:
+		case ended:
 			return 0, io.EOF
+		default:
+			return 0, errClientGone
 		}
 	}
 	n := copy(p, r.rest)
@@ -105,6 +119,7 @@ func (r *relay) Read(p []byte) (int, error) {
 // upstream read when the client went away) and releases the writer's reference. fasthttp
 // calls it once, after WriteTo.
 func (r *relay) Close() error {
+	r.watch.stop()
 	if r.pipe.stop() {
 		_ = r.resp.CloseBodyStream()
 	}

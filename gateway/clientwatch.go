@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// defaultClientWatchAfter is how long a stream runs before its client connection is watched.
+const defaultClientWatchAfter = 500 * time.Millisecond
+
+// clientWatch notices a client that closes its connection while its stream waits on the
+// upstream. A relay otherwise learns that the client left only when a write fails, and it
+// writes only when the upstream sends: a client that leaves while the model is silent would
+// keep its admission slot and the upstream request until the next event or the attempt timeout.
+//
+// The watch peeks at the connection (nothing is consumed, so a pipelined request stays for
+// fasthttp) from a goroutine parked in the netpoller. It starts only once a stream has run for
+// Config.clientWatchAfter, so short streams pay for one timer. It is part of the pooled call's
+// relay: the timer is made once and reset for each stream.
+type clientWatch struct {
+	mu    sync.Mutex
+	state watchState
+	rc    syscall.RawConn // the client connection, nil when it offers no file descriptor
+	conn  net.Conn
+	pipe  *relayPipe // told once the client closed its connection
+	log   *slog.Logger
+	timer *time.Timer
+	done  chan struct{} // closed when a started watch ends
+}
+
+type watchState uint8
+
+const (
+	watchOff      watchState = iota // stopped, or never armed
+	watchArmed                      // the timer runs
+	watchWatching                   // the watch goroutine peeks
+)
+
+// arm starts the timer for a new stream on conn; pipe learns if the client leaves.
+func (w *clientWatch) arm(conn net.Conn, after time.Duration, pipe *relayPipe, log *slog.Logger) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	w.state, w.rc, w.conn, w.pipe, w.log = watchArmed, rc, conn, pipe, log
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.timer = time.AfterFunc(after, w.watch)
+		return
+	}
+	w.timer.Reset(after)
+}
+
+// watch runs on the timer's goroutine: it peeks until the client closes, sends data, or stop
+// interrupts it.
+func (w *clientWatch) watch() {
+	w.mu.Lock()
+	if w.state != watchArmed {
+		w.mu.Unlock()
+		return
+	}
+	w.state, w.done = watchWatching, make(chan struct{})
+	rc, pipe, log, done := w.rc, w.pipe, w.log, w.done
+	w.mu.Unlock()
+	defer close(done)
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("client watch panicked", "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	if peerClosed(rc) {
+		pipe.leave()
+	}
+}
+
+// stop ends the watch of the current stream; once it returns, the watch no longer touches the
+// connection. A watch in progress is interrupted with a read deadline in the past, which
+// fasthttp resets before it reads the next request.
+func (w *clientWatch) stop() {
+	w.mu.Lock()
+	st, conn, done := w.state, w.conn, w.done
+	w.state, w.rc, w.conn, w.pipe, w.log = watchOff, nil, nil, nil, nil
+	w.mu.Unlock()
+	switch st {
+	case watchArmed:
+		w.timer.Stop() // a callback already started sees watchOff and returns
+	case watchWatching:
+		_ = conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+	}
+}
+
+// peerClosed waits until the connection is readable and reports whether the peer closed it (end
+// of stream or reset), without consuming anything. It reports false when data arrived (a
+// pipelined request) or the wait was interrupted.
+func peerClosed(rc syscall.RawConn) bool {
+	closed := false
+	err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		if err == syscall.EAGAIN || err == syscall.EINTR {
+			return false // wait until readable
+		}
+		closed = n == 0 || err != nil
+		return true
+	})
+	return err == nil && closed
+}
