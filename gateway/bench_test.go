@@ -55,6 +55,46 @@ func startBenchGateway(b *testing.B, up string) string {
 
 func BenchmarkDirectChat(b *testing.B) { benchChat(b, startFastUpstream(b)) }
 
+// BenchmarkHeaderPath is the gateway's header work on one proxied request: the pass over the
+// request headers, stripping and stamping them, aiming at a worker, and finalizing the answer's
+// headers. Typical client and engine headers, none of them hop-by-hop.
+func BenchmarkHeaderPath(b *testing.B) {
+	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gw.Close()
+	w, _, err := gw.Pool().Upsert(worker.Spec{URL: "http://127.0.0.1:1"}, pool.OriginLocal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var req fasthttp.RequestHeader
+	if err := req.Read(bufio.NewReader(strings.NewReader("POST /v1/chat/completions HTTP/1.1\r\nHost: gw:8080\r\n" +
+		"Content-Type: application/json\r\nContent-Length: 120\r\nAuthorization: Bearer sk-client\r\n" +
+		"User-Agent: OpenAI/Python 1.50\r\nAccept: application/json\r\nX-Stainless-Lang: python\r\n\r\n"))); err != nil {
+		b.Fatal(err)
+	}
+	var resp fasthttp.ResponseHeader
+	if err := resp.Read(bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nDate: Mon, 01 Dec 2026 03:00:00 GMT\r\n" +
+		"Server: uvicorn\r\nContent-Type: application/json\r\nContent-Length: 280\r\n\r\n"))); err != nil {
+		b.Fatal(err)
+	}
+	var ctx fasthttp.RequestCtx
+	c := &call{g: gw, ctx: &ctx}
+	up := upstreamOf(w)
+	b.ReportAllocs()
+	for b.Loop() {
+		h := &ctx.Request.Header
+		req.CopyTo(h)
+		resp.CopyTo(&ctx.Response.Header)
+		c.hdr.scan(h)
+		c.key = append(c.key[:0], c.hdr.routingKey...)
+		c.prepareHeaders(h)
+		c.aim(up)
+		c.commit(w, 1, 200)
+	}
+}
+
 const (
 	benchBody       = `{"model":"m","messages":[{"role":"user","content":"Hello there, how are you today?"}],"max_tokens":16}`
 	benchStreamBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hello there, how are you today?"}],"max_tokens":16}`

@@ -15,6 +15,8 @@ import (
 // its headers alone. Any copy a client sends is deleted first, so it cannot be forged.
 const earlyHeader = "X-Meshgw-Internal-Early-Reject"
 
+var keyEarly = []byte(earlyHeader) // canonical already: no normalizing per request
+
 var (
 	early503 = []byte("503")
 	early413 = []byte("413")
@@ -26,7 +28,9 @@ var (
 // is answered without reading its body: the handler sees no body, and the connection closes
 // after the answer because the unread body is still on the wire.
 func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	h.Del(earlyHeader)
+	if h.PeekCanonical(keyEarly) != nil {
+		h.Del(earlyHeader)
+	}
 	if !h.IsPost() {
 		return fasthttp.RequestConfig{}
 	}
@@ -47,7 +51,7 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 	default:
 		return fasthttp.RequestConfig{}
 	}
-	h.SetBytesV(earlyHeader, verdict)
+	h.SetCanonical(keyEarly, verdict)
 	h.SetContentLength(0)
 	h.Del(fasthttp.HeaderExpect)
 	h.SetConnectionClose()
@@ -56,7 +60,7 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 
 // earlyVerdict returns the status headerReceived decided, 0 for none.
 func earlyVerdict(ctx *fasthttp.RequestCtx) int {
-	switch v := ctx.Request.Header.Peek(earlyHeader); {
+	switch v := ctx.Request.Header.PeekCanonical(keyEarly); {
 	case v == nil:
 		return 0
 	case bytes.Equal(v, early413):

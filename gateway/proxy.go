@@ -1,13 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,45 +19,6 @@ import (
 // maxTouched bounds the distinct workers whose outcome one request reports; attempts are capped
 // well below it in practice.
 const maxTouched = 16
-
-// Headers the gateway sets or reads.
-const (
-	hdrWorker     = "X-Mesh-Worker"
-	hdrRequestID  = "X-Mesh-Request-Id"
-	hdrAttempt    = "X-Mesh-Route-Attempt"
-	hdrGateway    = "X-Mesh-Gateway"
-	hdrOwner      = "X-Mesh-Owner"
-	hdrClientID   = "X-Request-Id"
-	hdrRoutingKey = "X-Mesh-Routing-Key"
-	hdrSMGKey     = "X-SMG-Routing-Key"
-)
-
-// hopHeaders are connection-level headers that never cross the proxy (RFC 9110 section 7.6.1).
-// fasthttp frames bodies itself, so Transfer-Encoding and Content-Length are rewritten anyway.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-	"Proxy-Authorization", "TE", "Trailer", "Upgrade"}
-
-// headerEditor is what stripHop needs of a request or response header.
-type headerEditor interface {
-	Peek(key string) []byte
-	Del(key string)
-}
-
-// stripHop removes the hop-by-hop headers, including those a Connection header names. It
-// allocates only when Connection names other headers.
-func stripHop(h headerEditor) {
-	if v := h.Peek("Connection"); len(v) > 0 && !bytes.EqualFold(v, []byte("close")) && !bytes.EqualFold(v, []byte("keep-alive")) {
-		for _, tok := range strings.Split(string(v), ",") {
-			tok = strings.TrimSpace(tok)
-			if tok != "" && !strings.EqualFold(tok, "close") && !strings.EqualFold(tok, "keep-alive") {
-				h.Del(tok)
-			}
-		}
-	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
-}
 
 type touch struct {
 	w       *pool.Worker
@@ -85,10 +44,13 @@ type call struct {
 	relay     relay // the SSE relay of a streamed HTTP answer
 	lastW     *pool.Worker
 	attempt   int
+	hdr       reqHeaders // what the pass over the request's headers found
 	// owned copies of header values the request's header edits would invalidate
 	model, key, reqID, clientAuth []byte
 	hasAuth                       bool
+	authSet                       bool // an attempt set Authorization to a worker's key
 	attemptBuf                    [4]byte
+	scratch                       []byte // values being copied into a header
 }
 
 var callPool = sync.Pool{New: func() any { return &call{cands: make([]*pool.Worker, 0, 64)} }}
@@ -146,16 +108,16 @@ func (c *call) begin() bool {
 		return false
 	}
 	h := &ctx.Request.Header
-	hints := reqmeta.Hints{Model: h.Peek(reqmeta.HeaderModel), Capabilities: h.Peek(reqmeta.HeaderCapabilities), Stream: h.Peek(reqmeta.HeaderStream)}
-	if err := reqmeta.Parse(&c.meta, c.route, body, hints); err != nil {
+	c.hdr.scan(h)
+	if err := reqmeta.Parse(&c.meta, c.route, body, c.hdr.hints); err != nil {
 		c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, err.Error()))
 		return false
 	}
 	c.model = append(c.model[:0], c.meta.Model...)
 	c.meta.Model = c.model
-	c.key = append(c.key[:0], h.Peek(hdrRoutingKey)...)
+	c.key = append(c.key[:0], c.hdr.routingKey...)
 	if len(c.key) == 0 {
-		c.key = append(c.key, h.Peek(hdrSMGKey)...)
+		c.key = append(c.key, c.hdr.smgKey...)
 	}
 	c.preq = policy.Request{RoutingKey: c.key, Prompt: c.meta.Prompt}
 	ctx.Request.SetBodyRaw(body)
@@ -164,22 +126,23 @@ func (c *call) begin() bool {
 }
 
 // prepareHeaders strips hints and hop-by-hop headers and stamps what the worker should see.
+// The values c.hdr points to are copied first: the edits invalidate them.
 func (c *call) prepareHeaders(h *fasthttp.RequestHeader) {
-	h.Del(reqmeta.HeaderModel)
-	h.Del(reqmeta.HeaderCapabilities)
-	h.Del(reqmeta.HeaderStream)
-	stripHop(h)
-	h.ResetConnectionClose()
-	h.Set(hdrGateway, c.g.cfg.NodeID)
-	if id := h.Peek(hdrClientID); len(id) > 0 {
-		c.reqID = append(c.reqID[:0], id...)
-	} else {
+	generateID := len(c.hdr.requestID) == 0
+	if generateID {
 		c.reqID = c.g.reqID.appendNext(c.reqID[:0])
-		h.SetBytesV(hdrClientID, c.reqID)
+	} else {
+		c.reqID = append(c.reqID[:0], c.hdr.requestID...)
 	}
-	auth := h.Peek(fasthttp.HeaderAuthorization)
-	c.hasAuth = auth != nil
-	c.clientAuth = append(c.clientAuth[:0], auth...)
+	c.hasAuth, c.authSet = c.hdr.hasAuth, false
+	c.clientAuth = append(c.clientAuth[:0], c.hdr.auth...)
+	c.scratch = strip(h, c.hdr.strip, c.hdr.connection, c.scratch)
+	c.hdr = reqHeaders{}
+	h.ResetConnectionClose()
+	h.SetCanonical(keyGateway, c.g.nodeID)
+	if generateID {
+		h.SetCanonical(keyClientID, c.reqID)
+	}
 }
 
 // result is how one attempt ended.
@@ -309,18 +272,24 @@ func (c *call) aim(up *upstream) {
 	req.URI().SetHost(up.host)
 	switch {
 	case up.auth != nil:
-		req.Header.SetBytesV(fasthttp.HeaderAuthorization, up.auth)
+		req.Header.SetCanonical(keyAuthorization, up.auth)
+		c.authSet = true
 	case c.hasAuth:
-		req.Header.SetBytesV(fasthttp.HeaderAuthorization, c.clientAuth)
-	default:
+		if c.authSet { // an earlier attempt replaced the client's
+			req.Header.SetCanonical(keyAuthorization, c.clientAuth)
+			c.authSet = false
+		}
+	case c.authSet:
 		req.Header.Del(fasthttp.HeaderAuthorization)
+		c.authSet = false
 	}
 }
 
 // commit finalizes the headers of an upstream answer the client will get.
 func (c *call) commit(w *pool.Worker, attempt, status int) {
 	h := &c.ctx.Response.Header
-	stripHop(h)
+	bits, connection := hopHeaders(h)
+	c.scratch = strip(h, bits, connection, c.scratch)
 	h.ResetConnectionClose()
 	c.status = status
 	c.stamp(w, attempt)
@@ -329,18 +298,20 @@ func (c *call) commit(w *pool.Worker, attempt, status int) {
 // stamp sets the X-Mesh-* answer headers; w is nil when no worker answered.
 func (c *call) stamp(w *pool.Worker, attempt int) {
 	h := &c.ctx.Response.Header
-	h.SetBytesV(hdrRequestID, c.reqID)
-	h.Set(hdrGateway, c.g.cfg.NodeID)
+	h.SetCanonical(keyRequestID, c.reqID)
+	h.SetCanonical(keyGateway, c.g.nodeID)
 	if w == nil {
 		return
 	}
-	h.Set(hdrWorker, string(w.ID))
-	h.SetBytesV(hdrAttempt, strconv.AppendInt(c.attemptBuf[:0], int64(attempt), 10))
-	owner := w.Owner()
-	if owner == "" {
-		owner = c.g.cfg.NodeID
+	c.scratch = append(c.scratch[:0], w.ID...)
+	h.SetCanonical(keyWorker, c.scratch)
+	h.SetCanonical(keyAttempt, strconv.AppendInt(c.attemptBuf[:0], int64(attempt), 10))
+	if owner := w.Owner(); owner != "" {
+		c.scratch = append(c.scratch[:0], owner...)
+		h.SetCanonical(keyOwner, c.scratch)
+	} else {
+		h.SetCanonical(keyOwner, c.g.nodeID)
 	}
-	h.Set(hdrOwner, owner)
 }
 
 // giveUp answers after the last attempt failed without a committed answer.
@@ -395,6 +366,7 @@ func (c *call) finish() {
 	putBody(c.body)
 	clear(c.cands[:cap(c.cands)])
 	c.body, c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW = nil, nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil
+	c.hdr = reqHeaders{}
 	callPool.Put(c)
 }
 

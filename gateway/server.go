@@ -28,6 +28,7 @@ import (
 // Serve, and stop with Shutdown.
 type Gateway struct {
 	cfg     Config
+	nodeID  []byte // cfg.NodeID, for the headers
 	log     *slog.Logger
 	pool    *pool.Pool
 	policy  policy.Policy
@@ -59,7 +60,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %w", err)
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), stop: make(chan struct{})}
+	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), stop: make(chan struct{})}
 	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
 	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm)
 	g.reqID.init()
