@@ -31,7 +31,7 @@ type call struct {
 	g       *Gateway
 	ctx     *fasthttp.RequestCtx
 	route   reqmeta.Route
-	start   time.Time
+	start   time.Time // when the server took the request (ctx.Time: fasthttp read the clock already)
 	meta    reqmeta.Meta
 	body    *[]byte
 	cands   []*pool.Worker
@@ -75,7 +75,7 @@ func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
 		return
 	}
 	c := callPool.Get().(*call)
-	c.g, c.ctx, c.route, c.start, c.status, c.nTouch, c.streaming = g, ctx, route, time.Now(), 0, 0, false
+	c.g, c.ctx, c.route, c.start, c.status, c.nTouch, c.streaming = g, ctx, route, ctx.Time(), 0, 0, false
 	if c.begin() {
 		c.proxy()
 	}
