@@ -24,8 +24,7 @@ const defaultClientWatchAfter = 500 * time.Millisecond
 type clientWatch struct {
 	mu    sync.Mutex
 	state watchState
-	rc    syscall.RawConn // the client connection, nil when it offers no file descriptor
-	conn  net.Conn
+	conn  net.Conn   // the client connection; only one with a file descriptor is watched
 	pipe  *relayPipe // told once the client closed its connection
 	log   *slog.Logger
 	timer *time.Timer
@@ -42,16 +41,11 @@ const (
 
 // arm starts the timer for a new stream on conn; pipe learns if the client leaves.
 func (w *clientWatch) arm(conn net.Conn, after time.Duration, pipe *relayPipe, log *slog.Logger) {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	if _, ok := conn.(syscall.Conn); !ok {
 		return
 	}
 	w.mu.Lock()
-	w.state, w.rc, w.conn, w.pipe, w.log = watchArmed, rc, conn, pipe, log
+	w.state, w.conn, w.pipe, w.log = watchArmed, conn, pipe, log
 	w.mu.Unlock()
 	if w.timer == nil {
 		w.timer = time.AfterFunc(after, w.watch)
@@ -69,7 +63,7 @@ func (w *clientWatch) watch() {
 		return
 	}
 	w.state, w.done = watchWatching, make(chan struct{})
-	rc, pipe, log, done := w.rc, w.pipe, w.log, w.done
+	conn, pipe, log, done := w.conn, w.pipe, w.log, w.done
 	w.mu.Unlock()
 	defer close(done)
 	defer func() {
@@ -77,7 +71,9 @@ func (w *clientWatch) watch() {
 			log.Error("client watch panicked", "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
-	if peerClosed(rc) {
+	// SyscallConn allocates, so it is asked for only here, once the stream has lasted.
+	rc, err := conn.(syscall.Conn).SyscallConn()
+	if err == nil && peerClosed(rc) {
 		pipe.leave()
 	}
 }
@@ -88,7 +84,7 @@ func (w *clientWatch) watch() {
 func (w *clientWatch) stop() {
 	w.mu.Lock()
 	st, conn, done := w.state, w.conn, w.done
-	w.state, w.rc, w.conn, w.pipe, w.log = watchOff, nil, nil, nil, nil
+	w.state, w.conn, w.pipe, w.log = watchOff, nil, nil, nil
 	w.mu.Unlock()
 	switch st {
 	case watchArmed:
