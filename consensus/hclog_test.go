@@ -33,7 +33,7 @@ func TestHCLogBridge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf logBuffer
-			l := newHCLogBridge(buf.logger(slog.LevelDebug), tt.min)
+			l := newHCLogBridge(buf.Logger(slog.LevelDebug), tt.min)
 			tt.write(l)
 			out := buf.String()
 			if tt.want == nil && out != "" {

@@ -1,11 +1,10 @@
 package consensus
 
 import (
-	"bytes"
 	"fmt"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,27 +27,7 @@ func fastRaft(c *raft.Config) {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: level}))
-}
+type logBuffer = logbuf.Buffer
 
 // waitFor polls cond until it holds or the deadline passes. It waits for a condition, not for
 // time: the poll interval only bounds how late the condition is noticed.

@@ -116,7 +116,7 @@ func TestDurableRestart(t *testing.T) {
 func TestEphemeral(t *testing.T) {
 	var logs logBuffer
 	_, trans := raft.NewInmemTransport("")
-	n := startNode(t, Config{NodeID: "n1", Ephemeral: true, Transport: trans, Logger: logs.logger(slog.LevelInfo)})
+	n := startNode(t, Config{NodeID: "n1", Ephemeral: true, Transport: trans, Logger: logs.Logger(slog.LevelInfo)})
 	waitReady(t, n)
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "ephemeral") {
 		t.Fatalf("no warning about ephemeral mode in:\n%s", logs.String())

@@ -1,9 +1,9 @@
 package health
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"log/slog"
 	"sync"
 	"testing"
@@ -142,23 +142,7 @@ func (r *recorder) removals() []removal {
 	return append([]removal(nil), r.removed...)
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = logbuf.Buffer
 
 func debugLogger(w *syncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -197,4 +181,4 @@ func secsList(ss ...float64) []time.Duration {
 // advance moves the synctest bubble's fake clock forward by d: inside synctest.Test, time.Sleep
 // returns as soon as every goroutine of the bubble is blocked, with no real time passing. Call it
 // only inside a bubble.
-func advance(d time.Duration) { time.Sleep(d) }
+func advance(d time.Duration) { <-time.After(d) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -129,18 +129,7 @@ func TestHelpListsEveryFlagWithDefaultAndEnv(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the test can read while the daemon writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+type syncBuffer = logbuf.Buffer
 
 func TestRunServesAndStopsCleanly(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,13 +1,12 @@
 package admin
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -171,23 +170,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer = logbuf.Buffer
 
 func workerURL(port int) string { return fmt.Sprintf("http://127.0.0.1:%d", port) }
 

@@ -1,9 +1,9 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"io"
 	"log/slog"
 	"slices"
@@ -113,27 +113,7 @@ func (o *fakeOwner) take() []call {
 	return slices.Clone(c)
 }
 
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+type logBuffer = logbuf.Buffer
 
 // noSleep is a Writer.Sleep that does not wait but counts.
 type noSleep struct {

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,8 +207,8 @@ func TestReconcileFollowsRaft(t *testing.T) {
 	p := pool.New(pool.Config{})
 	owner := &fakeOwner{}
 	var logs logBuffer
-	r := New(Config{NodeID: "n1", Records: n, Pool: p, Owner: owner, Logger: logs.logger()})
-	w := &Writer{Node: n, NodeID: "n1", Logger: logs.logger()}
+	r := New(Config{NodeID: "n1", Records: n, Pool: p, Owner: owner, Logger: logs.Logger(slog.LevelDebug)})
+	w := &Writer{Node: n, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug)}
 	ctx := context.Background()
 	a := spec(t, 8001, func(s *worker.Spec) { s.APIKey = "sk-never-logged" })
 	if _, err := w.Apply(ctx, fsm.Register{Spec: a, Owner: "n1", At: time.Now()}); err != nil {
@@ -259,7 +260,7 @@ func TestReconcileHoldsHistoryUntilCaughtUp(t *testing.T) {
 	owner := &fakeOwner{}
 	caughtUp := make(chan struct{})
 	var logs logBuffer
-	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, CaughtUp: caughtUp, Logger: logs.logger()})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, CaughtUp: caughtUp, Logger: logs.Logger(slog.LevelDebug)})
 	snap := spec(t, 8000)
 	recs.put(fsm.Record{ID: snap.ID(), Spec: snap, Owner: "n1", Epoch: 1, Disabled: true})
 	r.Start()

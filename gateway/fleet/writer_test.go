@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,7 +47,7 @@ func TestRetryable(t *testing.T) {
 func TestRegisterAllWaitsForLeaderAndIsIdempotent(t *testing.T) {
 	n := startNode(t, "n1", false)
 	var logs logBuffer
-	w := &Writer{Node: n, NodeID: "n1", Logger: logs.logger()}
+	w := &Writer{Node: n, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug)}
 	a, b := spec(t, 8001), spec(t, 8002)
 	ctx := context.Background()
 	got := w.RegisterAll(ctx, []worker.Spec{a, b})
@@ -90,7 +91,7 @@ func TestRegisterAllGivesUp(t *testing.T) {
 	node := &stuck{}
 	var logs logBuffer
 	var sl noSleep
-	w := &Writer{Node: node, NodeID: "n1", Logger: logs.logger(), Sleep: sl.sleep}
+	w := &Writer{Node: node, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug), Sleep: sl.sleep}
 	got := w.RegisterAll(context.Background(), []worker.Spec{spec(t, 8001)})
 	if !errors.Is(got[0].Err, consensus.ErrNoLeader) || node.calls.Load() != registerAttempts {
 		t.Fatalf("outcome %+v after %d attempts", got, node.calls.Load())
@@ -119,7 +120,7 @@ func TestRegisterAllGivesUp(t *testing.T) {
 func TestOnRemoveIsFenced(t *testing.T) {
 	n := startNode(t, "n1", true)
 	var logs logBuffer
-	w := &Writer{Node: n, NodeID: "n1", Logger: logs.logger(), Timeout: 5 * time.Second}
+	w := &Writer{Node: n, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug), Timeout: 5 * time.Second}
 	a := spec(t, 8001)
 	res, err := w.Apply(context.Background(), fsm.Register{Spec: a, Owner: "n1"})
 	if err != nil {

@@ -73,7 +73,7 @@ func TestDiscoveryFromFakeEngine(t *testing.T) {
 			if got := l.pool.Get(id).ListedModels(); !slices.Equal(got, []string{model}) {
 				t.Errorf("listed models %q, want %q", got, model)
 			}
-			if len(l.logs.lines("worker models discovered", model)) != 1 {
+			if len(l.logs.Lines("worker models discovered", model)) != 1 {
 				t.Errorf("want one line announcing the discovery:\n%s", l.logs.String())
 			}
 		})
@@ -109,7 +109,7 @@ func TestHTTPDiscoveryHeadersAndRefusal(t *testing.T) {
 	l.waitHealth(id, pool.HealthReady, 5*time.Second)
 	l.waitHealth(did, pool.HealthReady, 5*time.Second)
 	waitFor(t, 5*time.Second, "the refused discovery logged", func() bool {
-		return len(l.logs.lines("level=DEBUG", "model discovery failed", "401")) == 1
+		return len(l.logs.Lines("level=DEBUG", "model discovery failed", "401")) == 1
 	})
 	mu.Lock()
 	got := slices.Clone(asked)

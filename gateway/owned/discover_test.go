@@ -145,7 +145,7 @@ func TestFailedDiscoveryDoesNotBlockReadiness(t *testing.T) {
 				}
 				f.wantDiscovered(id, nil)
 				advance(tt.wait)
-				if len(f.logs.lines("level=DEBUG", "model discovery failed", string(id))) != 1 {
+				if len(f.logs.Lines("level=DEBUG", "model discovery failed", string(id))) != 1 {
 					t.Fatalf("want one DEBUG line for the failed discovery:\n%s", f.logs.String())
 				}
 				f.probe.setModels(id, listing{models: []string{"m"}})

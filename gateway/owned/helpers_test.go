@@ -1,11 +1,10 @@
 package owned
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -249,35 +248,4 @@ func advance(d time.Duration) {
 	synctest.Wait()
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// lines returns the log lines that contain every one of subs.
-func (s *syncBuffer) lines(subs ...string) []string {
-	var out []string
-	for _, l := range strings.Split(s.String(), "\n") {
-		ok := l != ""
-		for _, sub := range subs {
-			ok = ok && strings.Contains(l, sub)
-		}
-		if ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+type syncBuffer = logbuf.Buffer

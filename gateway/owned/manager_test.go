@@ -104,7 +104,7 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 		if got := f.metric("meshgw_worker_cb_health_readmissions_total", "worker", w.URL); got != 1 {
 			t.Errorf("readmissions after more passes = %v, want 1", got)
 		}
-		if n := len(f.logs.lines("worker health changed", "to=not_ready")); n != 1 {
+		if n := len(f.logs.Lines("worker health changed", "to=not_ready")); n != 1 {
 			t.Errorf("%d log lines for the move to not_ready, want 1", n)
 		}
 	})

@@ -171,7 +171,7 @@ func TestProbeSendsKeyAndNeverLogsIt(t *testing.T) {
 	if strings.Contains(l.logs.String(), key) {
 		t.Errorf("the API key reached the logs:\n%s", l.logs.String())
 	}
-	if len(l.logs.lines("health probe failed")) == 0 {
+	if len(l.logs.Lines("health probe failed")) == 0 {
 		t.Error("no debug line for the failed probes: the check above proves nothing")
 	}
 }
