@@ -38,7 +38,7 @@ func startCluster(t *testing.T, size int) *cluster {
 			Ephemeral:        true,
 			Transport:        c.trans[i],
 			Registerer:       prometheus.NewRegistry(),
-			bootstrapServers: servers,
+			BootstrapServers: servers,
 			Tune:             clusterRaft,
 		}))
 	}

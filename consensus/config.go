@@ -80,10 +80,11 @@ type Config struct {
 	// tests). LocalID, Logger and NotifyCh are the node's and must be left alone.
 	Tune func(*raft.Config)
 
-	// bootstrapServers replaces the single-voter configuration a fresh node bootstraps with.
-	// It is the seam for --bootstrap-expect (step 6), which will fill it with the peers that
-	// saw each other; tests use it to start a cluster.
-	bootstrapServers []raft.Server
+	// BootstrapServers replaces the single-voter configuration a fresh node bootstraps with
+	// (every node of a new cluster gets the same list). It is the seam for --bootstrap-expect
+	// (step 6), which will fill it with the peers that saw each other; tests and `make bench`
+	// use it to start a cluster. Ignored when the node has raft state already.
+	BootstrapServers []raft.Server
 }
 
 // withDefaults validates c and fills its defaults.

@@ -106,7 +106,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	if existing {
 		return nil
 	}
-	servers := cfg.bootstrapServers
+	servers := cfg.BootstrapServers
 	if len(servers) == 0 {
 		servers = []raft.Server{{ID: rc.LocalID, Address: n.trans.LocalAddr(), Suffrage: raft.Voter}}
 	}
@@ -218,6 +218,19 @@ func (n *Node) Info() (Info, error) {
 		})
 	}
 	return info, nil
+}
+
+// Snapshot makes raft take a snapshot now and compact its log behind it (raft also does so on
+// its own every 8,192 entries). It returns once the snapshot is persisted; raft.ErrNothingNewToSnapshot
+// means the last one is current.
+func (n *Node) Snapshot() error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if err := n.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("consensus: snapshot: %w", err)
+	}
+	return nil
 }
 
 // recoverLog turns a panic in a background goroutine into an error line with its stack.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
@@ -65,8 +66,9 @@ type Reconciler struct {
 	cfg Config
 	log *slog.Logger
 
-	mu   sync.Mutex // serializes passes; guards seen
-	seen map[worker.ID]applied
+	mu     sync.Mutex // serializes passes; guards seen and passes
+	seen   map[worker.ID]applied
+	passes int
 
 	started  atomic.Bool
 	stop     chan struct{}
@@ -142,8 +144,10 @@ func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 }
 
 // Reconcile runs one pass: every record is applied to the pool (and to the Owner when this
-// gateway owns it), and workers whose record is gone are removed. It recovers and logs a panic,
-// so a bad pass never stops the loop.
+// gateway owns it), and workers whose record is gone are removed. The pool publishes the pass as
+// one snapshot (pool.Defer), so a pass over 100,000 records rebuilds the routable view once. The
+// first pass (the state restored at start) logs one summary line and each worker at debug level;
+// later passes log each change. It recovers and logs a panic, so a bad pass never stops the loop.
 func (r *Reconciler) Reconcile() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -152,12 +156,24 @@ func (r *Reconciler) Reconcile() {
 			r.log.Error("panic in a reconcile pass", "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
+	flush := r.cfg.Pool.Defer()
+	defer flush()
+	first := r.passes == 0
+	r.passes++
+	start := time.Now()
 	recs := r.cfg.Records.Workers()
 	live := make(map[worker.ID]struct{}, len(recs))
+	var local, disabled int
 	for i := range recs {
 		rec := &recs[i]
 		live[rec.ID] = struct{}{}
-		r.apply(rec)
+		r.apply(rec, first)
+		if rec.Owner == r.cfg.NodeID {
+			local++
+		}
+		if rec.Disabled || rec.IsDead {
+			disabled++
+		}
 	}
 	for id, a := range r.seen {
 		if _, ok := live[id]; !ok {
@@ -170,10 +186,14 @@ func (r *Reconciler) Reconcile() {
 			r.drop(w.ID, applied{})
 		}
 	}
+	if first {
+		r.log.Info("applied the worker records raft has restored", "workers", len(recs), "owned_here", local,
+			"imported", len(recs)-local, "disabled_or_dead", disabled, "took", time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // apply brings the pool and the owned checks in line with one record.
-func (r *Reconciler) apply(rec *fsm.Record) {
+func (r *Reconciler) apply(rec *fsm.Record, quiet bool) {
 	prev, known := r.seen[rec.ID]
 	inPool := r.cfg.Pool.Get(rec.ID) != nil
 	mine := rec.Owner == r.cfg.NodeID
@@ -207,11 +227,14 @@ func (r *Reconciler) apply(rec *fsm.Record) {
 		r.cfg.Owner.Disown(rec.ID)
 	}
 	r.seen[rec.ID] = next
-	r.logChange(rec, prev, known, specChanged)
+	r.logChange(rec, prev, known, specChanged, quiet)
 }
 
-func (r *Reconciler) logChange(rec *fsm.Record, prev applied, known, specChanged bool) {
+// logChange logs what changed for one record, at debug level when quiet (the first pass).
+func (r *Reconciler) logChange(rec *fsm.Record, prev applied, known, specChanged, quiet bool) {
 	switch {
+	case quiet:
+		r.log.Debug("worker added", "record", rec)
 	case !known:
 		r.log.Info("worker added", "record", rec)
 	case prev.disabled != rec.Disabled || prev.dead != rec.IsDead:

@@ -237,7 +237,7 @@ func TestReconcileFollowsRaft(t *testing.T) {
 	if strings.Contains(logs.String(), "sk-never-logged") {
 		t.Error("the worker's API key reached the log")
 	}
-	for _, line := range []string{"worker added", "worker flags changed", "worker removed"} {
+	for _, line := range []string{"applied the worker records raft has restored", "worker added", "worker flags changed", "worker removed"} {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("no %q line in the log:\n%s", line, logs.String())
 		}
@@ -286,4 +286,39 @@ func TestReconcileHoldsHistoryUntilCaughtUp(t *testing.T) {
 		}
 	}
 	waitFor(t, "the caught-up line", func() bool { return strings.Contains(logs.String(), "raft state is current") })
+}
+
+// TestReconcilePassIsOneSnapshot: a pass over many records, owned here and elsewhere, reaches
+// the data plane as one snapshot swap (not one per record), with every worker's owner set
+// although the snapshot did not show the workers while the pass ran.
+func TestReconcilePassIsOneSnapshot(t *testing.T) {
+	recs := newFakeRecords()
+	var swaps atomic.Int32
+	p := pool.New(pool.Config{OnChange: func() { swaps.Add(1) }})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: &fakeOwner{}, Logger: quiet()})
+	for i := range 200 {
+		s := spec(t, 10000+i)
+		owner := "n2"
+		if i%2 == 0 {
+			owner = "n1"
+		}
+		recs.put(fsm.Record{ID: s.ID(), Spec: s, Owner: owner, Epoch: 1})
+	}
+	r.Reconcile()
+	if got := swaps.Load(); got != 1 {
+		t.Fatalf("the pass swapped the snapshot %d times, want 1", got)
+	}
+	snap := p.Snapshot()
+	if len(snap.All) != 200 || len(snap.Routable) != 200 {
+		t.Fatalf("snapshot has %d workers, %d routable; want 200, 200", len(snap.All), len(snap.Routable))
+	}
+	for _, w := range snap.All {
+		if want := map[bool]string{true: "n1", false: "n2"}[w.Origin == pool.OriginLocal]; w.Owner() != want {
+			t.Fatalf("worker %s origin %s has owner %q", w.ID, w.Origin, w.Owner())
+		}
+	}
+	r.Reconcile() // nothing changed: no swap
+	if got := swaps.Load(); got != 1 {
+		t.Fatalf("an idle pass swapped the snapshot (%d swaps)", got)
+	}
 }

@@ -36,6 +36,8 @@ type Pool struct {
 	workers map[worker.ID]*Worker
 	snap    atomic.Pointer[Snapshot]
 	version uint64
+	held    atomic.Int32 // open Defers; the snapshot is not rebuilt while > 0
+	dirty   bool         // a rebuild was held back; guarded by mu
 }
 
 // New returns an empty pool.
@@ -48,8 +50,36 @@ func New(cfg Config) *Pool {
 // Snapshot returns the current view. It never returns nil and must not be modified.
 func (p *Pool) Snapshot() *Snapshot { return p.snap.Load() }
 
-// Get returns the worker with id, or nil.
-func (p *Pool) Get(id worker.ID) *Worker { return p.Snapshot().byID[id] }
+// Get returns the worker with id, or nil. Inside a Defer it reads the pool itself, so that the
+// workers added since are found before the snapshot shows them.
+func (p *Pool) Get(id worker.ID) *Worker {
+	if p.held.Load() > 0 {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.workers[id]
+	}
+	return p.Snapshot().byID[id]
+}
+
+// Defer holds back snapshot rebuilds until the returned flush is called, which rebuilds once if
+// anything changed meanwhile: a reconcile pass over 100,000 records then costs one rebuild, not
+// one per record (which is quadratic). Until the flush, Snapshot is the view from before Defer
+// (the data plane keeps routing on it) and OnChange is not called; the mutations themselves
+// take effect in the pool at once, and Get sees them. Defers may nest; call each flush once.
+func (p *Pool) Defer() (flush func()) {
+	p.held.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			published := p.held.Add(-1) == 0 && p.dirty && p.rebuildLocked()
+			p.mu.Unlock()
+			if published {
+				p.changed()
+			}
+		})
+	}
+}
 
 // Upsert normalizes spec and adds it, or replaces the worker with the same id when its spec
 // differs (runtime state carries over). It reports whether anything changed. The error is the
@@ -82,9 +112,9 @@ func (p *Pool) upsert(spec worker.Spec, origin string, gate func(*Worker) bool) 
 			p.mu.Unlock()
 			return old, false, nil
 		}
-		p.rebuildLocked()
+		published := p.rebuildLocked()
 		p.mu.Unlock()
-		p.changed()
+		p.changedIf(published)
 		return old, true, nil
 	}
 	w := newWorker(spec, origin)
@@ -101,9 +131,9 @@ func (p *Pool) upsert(spec worker.Spec, origin string, gate func(*Worker) bool) 
 		w.transport = p.cfg.NewTransport(w)
 	}
 	p.workers[id] = w
-	p.rebuildLocked()
+	published := p.rebuildLocked()
 	p.mu.Unlock()
-	p.changed()
+	p.changedIf(published)
 	return w, true, nil
 }
 
@@ -117,9 +147,9 @@ func (p *Pool) Remove(id worker.ID) error {
 	}
 	delete(p.workers, id)
 	closeTransport(w)
-	p.rebuildLocked()
+	published := p.rebuildLocked()
 	p.mu.Unlock()
-	p.changed()
+	p.changedIf(published)
 	return nil
 }
 
@@ -147,13 +177,9 @@ func (p *Pool) mutate(id worker.ID, f func(*Worker) bool) (bool, error) {
 		return false, ErrNotFound
 	}
 	flipped := f(w)
-	if flipped {
-		p.rebuildLocked()
-	}
+	published := flipped && p.rebuildLocked()
 	p.mu.Unlock()
-	if flipped {
-		p.changed()
-	}
+	p.changedIf(published)
 	return flipped, nil
 }
 
@@ -220,7 +246,20 @@ func (p *Pool) changed() {
 	}
 }
 
-func (p *Pool) rebuildLocked() {
+func (p *Pool) changedIf(published bool) {
+	if published {
+		p.changed()
+	}
+}
+
+// rebuildLocked swaps in a new snapshot of the workers and reports true, or, inside a Defer,
+// marks one as due and reports false.
+func (p *Pool) rebuildLocked() bool {
+	if p.held.Load() > 0 {
+		p.dirty = true
+		return false
+	}
+	p.dirty = false
 	p.version++
 	s := &Snapshot{
 		Version: p.version,
@@ -246,4 +285,5 @@ func (p *Pool) rebuildLocked() {
 		}
 	}
 	p.snap.Store(s)
+	return true
 }
