@@ -57,6 +57,7 @@ var errNoLink = errors.New("the worker has no zmq link")
 // current session; zmqlink.ErrNotReady before the first handshake. gateway/owned reads it
 // through the pool's transport to discover the models of a ZMQ worker that declares none.
 func (u *upstream) AnnouncedModels() ([]string, error) {
+	u.ready()
 	z, ok := u.rpc.(*zmqTransport)
 	if !ok {
 		return nil, errNoLink

@@ -189,7 +189,7 @@ func (c *call) proxy() {
 			c.giveUp(res)
 			return
 		}
-		up.retries.Inc()
+		g.metrics.retries.WithLabelValues(w.URL).Inc() // made at the first retry, not per worker
 		if err := g.cfg.Sleep(c.ctx, backoff(g.cfg.Retry, attempt, randFloat())); err != nil {
 			c.giveUp(res)
 			return
@@ -201,6 +201,7 @@ func (c *call) proxy() {
 // try makes one attempt on w. final means a retryable status is passed to the client as is.
 func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result {
 	c.lastW, c.attempt = w, attempt
+	up.ready()
 	if up.rpc != nil {
 		return c.tryRPC(w, up, attempt, final)
 	}

@@ -5,9 +5,9 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/gateway/pool"
@@ -23,13 +23,18 @@ const (
 )
 
 // upstream is what the data plane attaches to each worker: a keep-alive connection pool (or,
-// for gRPC and ZMQ workers, their client) and the worker's pre-resolved metric children.
+// for gRPC and ZMQ workers, their client) and the worker's settings.
+//
+// The connection pool or client is made at the worker's first request (ready), not when the
+// worker is added: a gateway that imports 100,000 workers keeps none for those it never routes
+// to, and starts without making 100,000 of them.
 type upstream struct {
-	hc      *fasthttp.HostClient // HTTP workers
-	rpc     rpcTransport         // gRPC and ZMQ workers (hc is nil)
-	host    string               // host:port for the Host header
-	auth    []byte               // "Bearer <api key>", nil when the worker has none
-	retries prometheus.Counter
+	once sync.Once
+	open func(*upstream)      // sets hc or rpc; run once by ready
+	hc   *fasthttp.HostClient // HTTP workers, once ready
+	rpc  rpcTransport         // gRPC and ZMQ workers (hc is nil), once ready
+	host string               // host:port for the Host header
+	auth []byte               // "Bearer <api key>", nil when the worker has none
 	// retryable are the statuses retried on this worker (its resilience override, else the
 	// defaults).
 	retryable []int
@@ -41,18 +46,15 @@ var defaultRetryable = []int{408, 429, 500, 502, 503, 504}
 
 func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	u, _ := url.Parse(w.URL)
-	up := &upstream{
-		host:      u.Host,
-		retries:   g.metrics.retries.WithLabelValues(w.URL),
-		retryable: defaultRetryable,
-	}
-	switch w.Spec().ConnectionMode {
+	up := &upstream{host: u.Host, retryable: defaultRetryable}
+	// The closures keep strings, not u: a parsed URL per imported worker is memory for nothing.
+	switch host, tls, raw := u.Host, u.Scheme == "https", w.URL; w.ConnectionMode() {
 	case worker.ModeGRPC:
-		up.rpc = g.newGRPCTransport(u.Host)
+		up.open = func(up *upstream) { up.rpc = g.newGRPCTransport(host) }
 	case worker.ModeZMQ:
-		up.rpc = g.newZMQTransport(w.URL)
+		up.open = func(up *upstream) { up.rpc = g.newZMQTransport(raw) }
 	default:
-		up.hc = g.newHostClient(u)
+		up.open = func(up *upstream) { up.hc = g.newHostClient(host, tls) }
 	}
 	if k := w.APIKey(); k != "" {
 		up.auth = []byte("Bearer " + k)
@@ -70,11 +72,11 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 }
 
 // newHostClient is an HTTP worker's keep-alive connection pool.
-func (g *Gateway) newHostClient(u *url.URL) *fasthttp.HostClient {
+func (g *Gateway) newHostClient(host string, tls bool) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
-		Addr:                     u.Host,
+		Addr:                     host,
 		Name:                     "meshgw",
-		IsTLS:                    u.Scheme == "https",
+		IsTLS:                    tls,
 		MaxConns:                 upstreamMaxConns,
 		MaxConnWaitTimeout:       upstreamConnWait,
 		MaxIdleConnDuration:      upstreamIdleDuration,
@@ -88,8 +90,15 @@ func (g *Gateway) newHostClient(u *url.URL) *fasthttp.HostClient {
 	}
 }
 
-// Close drops the idle connections; requests in flight finish on theirs.
+// ready makes the transport on the first call; after it, exactly one of hc and rpc is set.
+func (u *upstream) ready() {
+	u.once.Do(func() { u.open(u) })
+}
+
+// Close drops the idle connections; requests in flight finish on theirs. An upstream that never
+// served a request has nothing to close, and any request that still reaches it fails as closed.
 func (u *upstream) Close() {
+	u.once.Do(func() { u.rpc = brokenTransport{err: errTransportClosed} })
 	if u.rpc != nil {
 		u.rpc.close()
 		return

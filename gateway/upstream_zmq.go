@@ -119,6 +119,7 @@ var errNoLocalCheck = errors.New("the worker has no local check")
 // fresh), which sends nothing to the engine and reconnects a restarted one. gateway/owned calls
 // it through the pool's transport.
 func (u *upstream) Check(ctx context.Context) error {
+	u.ready()
 	z, ok := u.rpc.(*zmqTransport)
 	if !ok {
 		return errNoLocalCheck

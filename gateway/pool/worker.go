@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"reflect"
 	"slices"
 	"sync/atomic"
 
@@ -80,6 +81,12 @@ func newWorker(spec worker.Spec, origin string) *Worker {
 
 // Spec returns a copy of the worker's spec without its API key.
 func (w *Worker) Spec() worker.Spec { return w.spec.Redacted() }
+
+// SameSpec reports whether s, normalized, is the worker's spec (API key included).
+func (w *Worker) SameSpec(s worker.Spec) bool { return reflect.DeepEqual(w.spec, s) }
+
+// ConnectionMode is the spec's connection_mode, read without copying the spec.
+func (w *Worker) ConnectionMode() string { return w.spec.ConnectionMode }
 
 // APIKey returns the key the data plane forwards as a bearer token; never log or return it.
 func (w *Worker) APIKey() string { return w.spec.APIKey }
