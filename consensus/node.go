@@ -156,6 +156,10 @@ func (n *Node) Worker(id worker.ID) (fsm.Record, bool) { return n.fsm.Worker(id)
 // Workers returns copies of every applied record, sorted by id.
 func (n *Node) Workers() []fsm.Record { return n.fsm.Workers() }
 
+// WorkersShared returns every applied record sharing the stored specs' maps and slices; see
+// fsm.FSM.WorkersShared.
+func (n *Node) WorkersShared() []fsm.Record { return n.fsm.WorkersShared() }
+
 // Journal returns copies of the open weight-update records.
 func (n *Node) Journal() []fsm.JournalRecord { return n.fsm.Journal() }
 

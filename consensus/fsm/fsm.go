@@ -142,6 +142,20 @@ func (f *FSM) Workers() []Record {
 	return out
 }
 
+// WorkersShared returns every record, in no particular order, without copying their specs:
+// the maps and slices are the stored records' own, which the FSM never modifies (an update
+// stores a new record). Read them; never modify them. It is Workers for a reader that passes
+// over every record often (the gateway's reconciler, at 100,000 workers) and keeps their specs.
+func (f *FSM) WorkersShared() []Record {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]Record, 0, len(f.st.workers))
+	for _, r := range f.st.workers {
+		out = append(out, *r)
+	}
+	return out
+}
+
 // Len returns the number of worker records.
 func (f *FSM) Len() int {
 	f.mu.RLock()

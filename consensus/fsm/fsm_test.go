@@ -368,3 +368,35 @@ func TestRecordLogValueHidesSpec(t *testing.T) {
 		t.Fatalf("log value %q", s)
 	}
 }
+
+// TestWorkersSharedIsAStableView: the shared records are the stored ones at the time of the
+// call; later commands store new records and never change what a reader already holds.
+func TestWorkersSharedIsAStableView(t *testing.T) {
+	f := New(quiet())
+	a, b := spec(t, "http://10.0.0.1:8000", 0), spec(t, "http://10.0.0.2:8000", 0)
+	applyAt(t, f, 1, Register{Spec: a, Owner: "n1"})
+	applyAt(t, f, 2, Register{Spec: b, Owner: "n1"})
+	got := f.WorkersShared()
+	if len(got) != 2 {
+		t.Fatalf("%d records, want 2", len(got))
+	}
+	held := map[worker.ID]Record{}
+	for _, r := range got {
+		held[r.ID] = r
+	}
+	applyAt(t, f, 3, SetFlags{ID: a.ID(), Flags: FlagChange{Disabled: ptr(true), By: "t"}})
+	applyAt(t, f, 4, Transfer{ID: b.ID(), To: "n2"})
+	if r := held[a.ID()]; r.Disabled || r.Revision != 1 || r.Spec.Labels["zone"] != "a" {
+		t.Errorf("a held record changed under the reader: %+v", r)
+	}
+	if r := held[b.ID()]; r.Owner != "n1" {
+		t.Errorf("a held record's owner changed under the reader: %q", r.Owner)
+	}
+	now := map[worker.ID]Record{}
+	for _, r := range f.WorkersShared() {
+		now[r.ID] = r
+	}
+	if !now[a.ID()].Disabled || now[b.ID()].Owner != "n2" {
+		t.Errorf("a new call does not see the commands: %+v", now)
+	}
+}

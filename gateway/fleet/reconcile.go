@@ -5,7 +5,6 @@ package fleet
 
 import (
 	"log/slog"
-	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -18,8 +17,9 @@ import (
 
 // Records is the applied raft state the reconciler follows; *consensus.Node implements it.
 type Records interface {
-	// Workers returns copies of every applied record, sorted by id.
-	Workers() []fsm.Record
+	// WorkersShared returns every applied record; the specs' maps and slices are shared with
+	// the stored records and are never modified.
+	WorkersShared() []fsm.Record
 	// Watch signals, coalesced, after changes of the applied state.
 	Watch() (<-chan struct{}, func())
 }
@@ -76,10 +76,10 @@ type Reconciler struct {
 	stopOnce sync.Once
 }
 
-// applied is what the reconciler last applied for one record.
+// applied is what the reconciler last applied for one record. It holds no spec: the pool's
+// worker has it, and a gateway importing 100,000 workers keeps one copy less.
 type applied struct {
 	revision uint64
-	spec     worker.Spec // API key included, to compare; never logged
 	owner    string
 	epoch    uint64
 	disabled bool
@@ -161,7 +161,7 @@ func (r *Reconciler) Reconcile() {
 	first := r.passes == 0
 	r.passes++
 	start := time.Now()
-	recs := r.cfg.Records.Workers()
+	recs := r.cfg.Records.WorkersShared()
 	live := make(map[worker.ID]struct{}, len(recs))
 	var local, disabled int
 	for i := range recs {
@@ -195,25 +195,24 @@ func (r *Reconciler) Reconcile() {
 // apply brings the pool and the owned checks in line with one record.
 func (r *Reconciler) apply(rec *fsm.Record, quiet bool) {
 	prev, known := r.seen[rec.ID]
-	inPool := r.cfg.Pool.Get(rec.ID) != nil
+	cur := r.cfg.Pool.Get(rec.ID)
+	inPool := cur != nil
 	mine := rec.Owner == r.cfg.NodeID
 	if known && inPool && prev.revision == rec.Revision && prev.owner == rec.Owner && prev.epoch == rec.Epoch &&
 		prev.owned == (mine && r.cfg.Owner != nil) {
 		return
 	}
+	specChanged := !known || !inPool || !cur.SameSpec(rec.Spec) // before the upsert replaces cur
 	origin := pool.OriginMesh
 	if mine {
 		origin = pool.OriginLocal
 	}
-	if _, _, err := r.cfg.Pool.UpsertFlags(rec.Spec, origin, rec.Disabled, rec.IsDead); err != nil {
-		// A record holds a normalized spec, so this is a bug or a record from a newer version.
-		r.log.Error("a worker record does not fit the pool; it is not routed", "record", rec, "err", err)
-		return
-	}
+	// The FSM normalized the spec when it applied the registration, and never modifies a stored
+	// record: the pool keeps the spec as it is, sharing its maps (and never modifying them).
+	r.cfg.Pool.UpsertRecord(rec.ID, rec.Spec, origin, rec.Disabled, rec.IsDead)
 	_ = r.cfg.Pool.SetOwner(rec.ID, rec.Owner)
-	specChanged := !known || !reflect.DeepEqual(prev.spec, rec.Spec)
 	next := applied{
-		revision: rec.Revision, spec: rec.Spec.Clone(), owner: rec.Owner, epoch: rec.Epoch,
+		revision: rec.Revision, owner: rec.Owner, epoch: rec.Epoch,
 		disabled: rec.Disabled, dead: rec.IsDead,
 	}
 	switch {

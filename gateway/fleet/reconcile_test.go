@@ -28,7 +28,7 @@ func newFakeRecords() *fakeRecords {
 	return &fakeRecords{recs: map[worker.ID]fsm.Record{}, watch: make(chan struct{}, 1)}
 }
 
-func (f *fakeRecords) Workers() []fsm.Record {
+func (f *fakeRecords) WorkersShared() []fsm.Record {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []fsm.Record

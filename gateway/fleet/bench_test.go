@@ -1,0 +1,68 @@
+package fleet
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// staticRecords is a fixed applied state: WorkersShared copies the records, not their specs,
+// as the FSM does.
+type staticRecords []fsm.Record
+
+func (s staticRecords) WorkersShared() []fsm.Record { return append([]fsm.Record(nil), s...) }
+
+func (staticRecords) Watch() (<-chan struct{}, func()) { return nil, func() {} }
+
+// importedRecords is n records owned by another node, shaped like an operator's registration.
+func importedRecords(b *testing.B, n int) staticRecords {
+	recs := make(staticRecords, n)
+	for i := range recs {
+		s := worker.Spec{
+			URL:    fmt.Sprintf("http://10.%d.%d.%d:30000", i>>16&255, i>>8&255, i&255),
+			Model:  "meta-llama/Llama-3.1-8B-Instruct",
+			Region: "us-east-1",
+			Labels: map[string]string{"rack": fmt.Sprintf("r%d", i%64)},
+		}
+		if err := s.Normalize(); err != nil {
+			b.Fatal(err)
+		}
+		recs[i] = fsm.Record{ID: s.ID(), Spec: s, Owner: "n2", Epoch: uint64(i + 1), Revision: uint64(i + 1)}
+	}
+	return recs
+}
+
+// BenchmarkReconcileFirstPass is the pass a gateway runs at start over the records raft
+// restored, all imported (owned by another gateway): the pool and the reconciler's own state
+// built from nothing. It reports the heap each worker keeps once the pass is done.
+func BenchmarkReconcileFirstPass(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			recs := importedRecords(b, n)
+			b.ReportAllocs()
+			var before, after runtime.MemStats
+			for range b.N {
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				b.StartTimer()
+				p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+				r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: quiet()})
+				r.Reconcile()
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				if len(p.Snapshot().All) != n {
+					b.Fatalf("pool holds %d workers", len(p.Snapshot().All))
+				}
+				runtime.KeepAlive(r)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/worker")
+		})
+	}
+}
