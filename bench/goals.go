@@ -11,6 +11,14 @@ const (
 	goalAddedTTFBMs    = 1.0  // meshgw TTFB p50 − direct TTFB p50, at most
 	pacedMaxTTFBMs     = 50.0 // paced check: the first event comes before the first pause ends
 	pacedMinGapOfDelay = 0.5  // paced check: no gap shorter than half the delay (no bunching)
+	goalAdminWriteP99  = 10.0 // ms, an admin write's commit at p99 (3-node cluster)
+	goalBytesPerWorker = 2048 // heap per imported worker, at most
+	goalStartS         = 2.0  // s, start of a gateway with goalStartWorkers in its raft state
+	goalStartWorkers   = 100_000
+	// One gateway probing goalHealthWorkers every second.
+	goalHealthWorkers    = 10_000
+	goalHealthCPUPercent = 50.0
+	goalHealthRSSMB      = 200.0
 )
 
 func met(ok bool) *bool { return &ok }
@@ -68,7 +76,42 @@ func computeGoals(r *Report) []Goal {
 				"0 wrong, 0 errors", met(bad == 0 && t.Checked > 0)})
 		}
 	}
-	return append(gs, streamGoals(r.Stream)...)
+	gs = append(gs, streamGoals(r.Stream)...)
+	return append(gs, controlGoals(r)...)
+}
+
+// controlGoals are the goals of the health, raft and memory sections, when measured.
+func controlGoals(r *Report) []Goal {
+	var gs []Goal
+	if h, ok := r.Health.(HealthResult); ok {
+		gs = append(gs, Goal{fmt.Sprintf("health checks, %d workers every %gs", h.Workers, h.IntervalS),
+			fmt.Sprintf("%.0f%% of a core, peak RSS %.0f MiB, %.0f of %.0f probes/s", h.CPUPercent, h.PeakRSSMiB, h.ProbesPerSec, h.ExpectedPerSec),
+			fmt.Sprintf("≤ %.0f%% of a core, ≤ %.0f MB", goalHealthCPUPercent, goalHealthRSSMB),
+			met(h.Workers >= goalHealthWorkers && h.CPUPercent <= goalHealthCPUPercent && h.PeakRSSMiB*(1<<20)/1e6 <= goalHealthRSSMB &&
+				h.ProbesPerSec >= 0.95*h.ExpectedPerSec)})
+	}
+	if v, ok := r.Raft.(RaftResult); ok {
+		if l := v.Admin; l != nil {
+			gs = append(gs, Goal{"admin write commit p99, 1 node (admin API)", fmt.Sprintf("%.2f ms", l.P99Ms),
+				fmt.Sprintf("≤ %.0f ms", goalAdminWriteP99), met(l.P99Ms <= goalAdminWriteP99)})
+		}
+		if l := v.Cluster; l != nil {
+			gs = append(gs, Goal{fmt.Sprintf("write commit p99, %d nodes (consensus layer)", l.Nodes), fmt.Sprintf("%.2f ms", l.P99Ms),
+				fmt.Sprintf("≤ %.0f ms on 3 nodes", goalAdminWriteP99), met(l.Nodes >= 3 && l.P99Ms <= goalAdminWriteP99)})
+		}
+	}
+	if v, ok := r.Memory.(MemoryResult); ok {
+		full := v.Workers >= goalStartWorkers
+		gs = append(gs, Goal{"heap per imported worker", fmt.Sprintf("%.0f bytes (%d workers)", v.BytesPerWorker, v.Workers),
+			fmt.Sprintf("≤ %d bytes", goalBytesPerWorker), met(v.BytesPerWorker <= goalBytesPerWorker)})
+		g := Goal{"start with the workers in raft state", fmt.Sprintf("%.2f s (%d workers)", v.StartS, v.Workers),
+			fmt.Sprintf("≤ %.0f s with %d", goalStartS, goalStartWorkers), nil}
+		if full { // a quick run's smaller fleet says nothing of this goal
+			g.Met = met(v.StartS <= goalStartS)
+		}
+		gs = append(gs, g)
+	}
+	return gs
 }
 
 func streamGoals(s *StreamSection) []Goal {

@@ -20,6 +20,8 @@ type Report struct {
 	Health        any                     `json:"health"`
 	Mesh          any                     `json:"mesh"`
 	Raft          any                     `json:"raft"`
+	// Memory is a gateway restoring many imported workers: start time and heap per worker.
+	Memory any `json:"memory"`
 	// Profile holds meshgw's CPU profiles under load, when taken.
 	Profile *ProfileSection `json:"meshgw_profile,omitempty"`
 	Goals   []Goal          `json:"goals"`
@@ -313,7 +315,7 @@ func (r *Report) printSections(w io.Writer) {
 	for _, sec := range []struct {
 		name string
 		v    any
-	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}} {
+	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}} {
 		switch v := sec.v.(type) {
 		case NotMeasured:
 			fmt.Fprintf(w, "%s: %s (%s)\n", sec.name, v.Status, v.Reason)
@@ -322,6 +324,17 @@ func (r *Report) printSections(w io.Writer) {
 				"checker CPU %.1f%% of a core (%.1f µs/probe), RSS %.0f MiB (peak %.0f MiB), %d goroutines; engines CPU %.1f%%\n",
 				sec.name, v.Workers, v.Hosts, v.IntervalS, v.ProbesPerSec, v.ExpectedPerSec, v.Failed, v.ReadyWorkers,
 				v.CPUPercent, v.CPUUsPerProbe, v.RSSMiB, v.PeakRSSMiB, v.Goroutines, v.UpstreamCPUPercent)
+		case RaftResult:
+			for _, l := range []*WriteLatency{v.Admin, v.Cluster} {
+				fmt.Fprintf(w, "%s: %d sequential writes, %d node(s): p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f writes/s (%s)\n",
+					sec.name, l.Writes, l.Nodes, l.P50Ms, l.P99Ms, l.MaxMs, l.WritesPerSec, l.What)
+			}
+			fmt.Fprintf(w, "%s: fleet-acknowledged disable: %s (%s)\n", sec.name, v.FleetAck.Status, v.FleetAck.Reason)
+		case MemoryResult:
+			fmt.Fprintf(w, "%s: %d imported workers in raft state: served %.2f s after start (median of %v s), leading at %.2f s; "+
+				"heap %.1f MiB vs %.1f MiB with none = %.0f bytes per worker; RSS %.0f MiB vs %.0f MiB = %.0f bytes per worker\n",
+				sec.name, v.Workers, v.StartS, v.StartRunsS, v.LeaderS, v.HeapMiB, v.BaselineHeapMiB, v.BytesPerWorker,
+				v.RSSMiB, v.BaselineRSSMiB, v.RSSBytesPerWorker)
 		}
 	}
 }

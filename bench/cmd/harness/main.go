@@ -65,6 +65,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	report := fs.String("report", envOr("REPORT", "bench/out/report.json"), "path of the JSON report ($REPORT)")
 	quick := fs.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run, under a minute ($BENCH_QUICK=1)")
 	health := fs.Bool("health", true, "measure the health checker at 10,000 workers")
+	control := fs.Bool("control", true, "measure raft write latency and a gateway restoring many workers (memory, start time)")
+	var co bench.ControlOptions
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
 	fs.BoolVar(&o.NoStream, "no-stream", false, "skip the streaming section")
@@ -87,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.BoolVar(&o.MetricsOff, "metrics-off", false, "start meshgw without its Prometheus listener")
 	fs.IntVar(&ho.Workers, "health-workers", 10_000, "workers the health checker probes")
 	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 2s)")
+	fs.StringVar(&co.RaftbenchBin, "raftbench", "bin/bench-raftbench", "bench raft tool binary")
+	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 20,000)")
+	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 200)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
 	}
@@ -103,6 +108,13 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		o.StreamDuration = orDur(o.StreamDuration, 2*time.Second)
 		ho.Duration = orDur(ho.Duration, 2*time.Second)
 		ho.Warmup = 2 * time.Second // two probes at 1 s make every worker ready
+		co.Workers = or(co.Workers, 20_000)
+		co.AdminWrites = or(co.AdminWrites, 200)
+		co.ClusterWrites = 300
+		co.Starts = 1
+	}
+	if *control {
+		o.Control = &co
 	}
 	if *health {
 		o.Health = &ho

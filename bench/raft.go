@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// RaftResult is the raft section: how long an admin write takes to commit.
+type RaftResult struct {
+	Status string `json:"status"` // "measured"
+	// Admin is one meshgw on its own state directory (a mesh of one, bbolt on disk): sequential
+	// PUT /workers/{id} writes, each answered once raft has committed and applied it.
+	Admin *WriteLatency `json:"admin_write_1_node"`
+	// Cluster is `raftbench cluster`: the consensus layer alone, N voters in one process on
+	// loopback TCP with bbolt on disk, sequential writes through the leader. The admin API and
+	// its forwarding to the leader come with the gateway cluster (step 6).
+	Cluster *WriteLatency `json:"write_3_nodes"`
+	// FleetAck needs bulletins (step 7).
+	FleetAck NotMeasured `json:"fleet_ack_disable_5_nodes"`
+}
+
+// WriteLatency is the latency of sequential writes.
+type WriteLatency struct {
+	Nodes        int     `json:"nodes"`
+	Writes       int     `json:"writes"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	WritesPerSec float64 `json:"writes_per_s"`
+	What         string  `json:"what"`
+}
+
+// runRaft measures the raft section; a part that fails is reported as an error string in the
+// log and leaves the section not measured.
+func runRaft(ctx context.Context, ps *procs, o *Options) any {
+	c := o.Control
+	o.Log.Info("raft: admin writes through one meshgw", "writes", c.AdminWrites)
+	admin, err := adminWrites(ctx, ps, o)
+	if err != nil {
+		return notMeasured("admin writes: " + err.Error())
+	}
+	o.Log.Info("raft: writes through a cluster's leader", "nodes", c.ClusterNodes, "writes", c.ClusterWrites)
+	dir, err := tempStateDir(o, "raft-cluster")
+	if err != nil {
+		return notMeasured(err.Error())
+	}
+	var cl WriteLatency // raftbench prints these fields, and a few more
+	if err := runRaftbench(ps, c, "raftbench-cluster", 2*time.Minute, &cl, "cluster", "--nodes", fmt.Sprint(c.ClusterNodes),
+		"--writes", fmt.Sprint(c.ClusterWrites), "--dir", dir); err != nil {
+		return notMeasured("cluster writes: " + err.Error())
+	}
+	cl.What = "consensus.Node.Apply on the leader to the applied result; voters in one process on loopback TCP, bbolt on disk"
+	return RaftResult{
+		Status:   "measured",
+		Admin:    admin,
+		Cluster:  &cl,
+		FleetAck: notMeasured("a fleet-acknowledged write waits for every gateway's bulletin (roadmap step 7), not built yet"),
+	}
+}
+
+// adminWrites starts meshgw on a fresh state directory, registers one worker through the admin
+// API and times AdminWrites PUTs that disable and enable it in turn.
+func adminWrites(ctx context.Context, ps *procs, o *Options) (*WriteLatency, error) {
+	dir, err := tempStateDir(o, "raft-admin")
+	if err != nil {
+		return nil, err
+	}
+	g, err := startControlGateway(ps, o, "meshgw-raft", dir)
+	if err != nil {
+		return nil, err
+	}
+	defer g.stop()
+	if _, err := g.waitStatus(ctx, 15*time.Second, func(s gatewayStatus) bool { return s.Raft != nil && s.Raft.Leader == "bench" }); err != nil {
+		return nil, err
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	// A worker nobody listens on: its health checks fail, which changes no record.
+	var reg struct {
+		ID string `json:"id"`
+	}
+	if err := send(ctx, client, http.MethodPost, g.base+"/workers", `{"url":"http://127.0.0.1:9"}`, &reg); err != nil {
+		return nil, err
+	}
+	body := [2]string{`{"disabled":true,"reason":"bench"}`, `{"disabled":false}`}
+	for i := range 50 { // warm-up: connections, bbolt pages
+		if err := send(ctx, client, http.MethodPut, g.base+"/workers/"+reg.ID, body[i%2], nil); err != nil {
+			return nil, err
+		}
+	}
+	lat := make([]time.Duration, 0, o.Control.AdminWrites)
+	start := time.Now()
+	for i := range o.Control.AdminWrites {
+		t0 := time.Now()
+		if err := send(ctx, client, http.MethodPut, g.base+"/workers/"+reg.ID, body[i%2], nil); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	took := time.Since(start)
+	p50, p99, mx := quantiles(lat)
+	return &WriteLatency{Nodes: 1, Writes: len(lat), P50Ms: p50, P99Ms: p99, MaxMs: mx, WritesPerSec: float64(len(lat)) / took.Seconds(),
+		What: "PUT /workers/{id} {\"disabled\": …} on one meshgw with --state-dir, from request to answer"}, nil
+}
+
+// send makes one admin request and decodes a 2xx answer into v (nil: discarded).
+func send(ctx context.Context, c *http.Client, method, url, body string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s %s", method, url, resp.Status, strings.TrimSpace(string(data)))
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(data, v)
+}
