@@ -90,8 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&ho.Workers, "health-workers", 10_000, "workers the health checker probes")
 	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 2s)")
 	fs.StringVar(&co.RaftbenchBin, "raftbench", "bin/bench-raftbench", "bench raft tool binary")
-	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 20,000)")
-	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 200)")
+	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 10,000)")
+	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
 	}
@@ -108,9 +108,9 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		o.StreamDuration = orDur(o.StreamDuration, 2*time.Second)
 		ho.Duration = orDur(ho.Duration, 2*time.Second)
 		ho.Warmup = 2 * time.Second // two probes at 1 s make every worker ready
-		co.Workers = or(co.Workers, 20_000)
-		co.AdminWrites = or(co.AdminWrites, 200)
-		co.ClusterWrites = 300
+		co.Workers = or(co.Workers, 10_000)
+		co.AdminWrites = or(co.AdminWrites, 100)
+		co.ClusterWrites = 200
 		co.Starts = 1
 	}
 	if *control {
