@@ -160,6 +160,10 @@ func (n *Node) Workers() []fsm.Record { return n.fsm.Workers() }
 // fsm.FSM.WorkersShared.
 func (n *Node) WorkersShared() []fsm.Record { return n.fsm.WorkersShared() }
 
+// ChangedSince returns the applied records changed after version v and the version they lead
+// to, or ok=false when the reader must read every record; see fsm.FSM.ChangedSince.
+func (n *Node) ChangedSince(v uint64) (fsm.Changes, bool) { return n.fsm.ChangedSince(v) }
+
 // Journal returns copies of the open weight-update records.
 func (n *Node) Journal() []fsm.JournalRecord { return n.fsm.Journal() }
 

@@ -32,6 +32,10 @@ type state struct {
 	workers   map[worker.ID]*Record
 	journal   []*JournalRecord
 	applied   uint64
+
+	// touched is not replicated state: the ids the apply in progress changed (put and del
+	// note them), for the change log.
+	touched []worker.ID
 }
 
 func newState() state { return state{workers: make(map[worker.ID]*Record)} }
@@ -44,8 +48,11 @@ type FSM struct {
 	mu sync.RWMutex
 	st state
 
-	// version counts state changes (applies that changed something, and restores).
+	// version counts state changes (applies that changed something, and restores). It is
+	// written under mu, with changes, so that the two agree; Version reads it without mu.
 	version atomic.Uint64
+	// changes names the records each recent version changed; guarded by mu.
+	changes changeLog
 
 	watchMu  sync.Mutex
 	watchers map[chan struct{}]struct{}
@@ -73,7 +80,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if h == nil && raw&IgnoreUnknownFlag == 0 {
 		panic(fmt.Sprintf("consensus/fsm: entry %d has unknown command type %d", l.Index, uint8(t)))
 	}
-	res := f.apply(h, l.Index, l.Data[1:])
+	res, changed := f.apply(h, l.Index, l.Data[1:])
 	res.Index = l.Index
 	if res.Record != nil {
 		c := res.Record.Clone()
@@ -83,8 +90,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 	case h == nil:
 		f.log.Warn("skipped a command of a type this version does not know",
 			"index", l.Index, "type", uint8(raw))
-	case res.Outcome.Changed():
-		f.changed()
+	case changed:
+		f.notify()
 	}
 	if f.log.Enabled(context.Background(), slog.LevelDebug) {
 		f.log.Debug("applied", "index", l.Index, "command", t, "outcome", res.Outcome, "err", res.Err)
@@ -92,16 +99,24 @@ func (f *FSM) Apply(l *raft.Log) any {
 	return res
 }
 
-// apply runs h (nil: skip) under the write lock and records the applied index.
-func (f *FSM) apply(h handler, index uint64, body []byte) Result {
+// apply runs h (nil: skip) under the write lock and records the applied index. When the state
+// changed, it bumps the version and logs the ids the change touched under the same lock, so
+// that ChangedSince sees both or neither.
+func (f *FSM) apply(h handler, index uint64, body []byte) (res Result, changed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	res := Result{Outcome: Ignored}
+	res = Result{Outcome: Ignored}
+	f.st.touched = f.st.touched[:0]
 	if h != nil {
 		res = h(&f.st, index, body)
 	}
 	f.st.applied = index
-	return res
+	// A handler that touched a record changed the state whatever its outcome says.
+	changed = res.Outcome.Changed() || len(f.st.touched) > 0
+	if changed {
+		f.changes.add(f.version.Add(1), f.st.touched)
+	}
+	return res, changed
 }
 
 // ClusterID returns the cluster id, "" before the first leader set it.
@@ -194,9 +209,9 @@ func (f *FSM) Watch() (<-chan struct{}, func()) {
 	}
 }
 
-// changed bumps the version and signals every watcher without blocking.
-func (f *FSM) changed() {
-	f.version.Add(1)
+// notify signals every watcher without blocking. It runs after the change it signals is
+// visible (the version bumped and the lock released), so that a watcher reads it.
+func (f *FSM) notify() {
 	f.watchMu.Lock()
 	defer f.watchMu.Unlock()
 	for ch := range f.watchers {
@@ -229,8 +244,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
+	f.changes.add(f.version.Add(1), nil) // a reset: readers read every record again
 	f.mu.Unlock()
-	f.changed()
+	f.notify()
 	f.log.Info("restored state from a snapshot", "applied_index", st.applied, "workers", len(st.workers))
 	return nil
 }

@@ -78,7 +78,7 @@ func applyRegister(s *state, index uint64, m *consensusv1.RegisterWorkerCommand)
 		RegisteredAt: fromUnixNano(m.AtUnixNano),
 		Revision:     index,
 	}
-	s.workers[id] = rec
+	s.put(rec)
 	return Result{Outcome: Created, Record: rec}
 }
 
@@ -115,7 +115,7 @@ func applyRemove(s *state, _ uint64, m *consensusv1.RemoveWorkerCommand) Result 
 		return conflict(cur, "fenced: owner %q at epoch %d, not %q at epoch %d",
 			cur.Owner, cur.Epoch, f.Owner, f.Epoch)
 	}
-	delete(s.workers, id)
+	s.del(id)
 	return Result{Outcome: Removed, Record: cur}
 }
 
@@ -160,8 +160,21 @@ func (s *state) update(cur, next *Record, changed bool, index uint64) Result {
 		return Result{Outcome: Unchanged, Record: cur}
 	}
 	next.Revision = index
-	s.workers[next.ID] = next
+	s.put(next)
 	return Result{Outcome: Updated, Record: next}
+}
+
+// put stores rec, a new record never to be modified, and notes its id as changed. Every
+// handler changes the workers through put and del, so that the change log names each change.
+func (s *state) put(rec *Record) {
+	s.workers[rec.ID] = rec
+	s.touched = append(s.touched, rec.ID)
+}
+
+// del removes the record of id and notes id as changed.
+func (s *state) del(id worker.ID) {
+	delete(s.workers, id)
+	s.touched = append(s.touched, id)
 }
 
 // applyFlags applies f to r and reports whether anything changed. Disabling an already disabled

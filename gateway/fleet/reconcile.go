@@ -20,6 +20,9 @@ type Records interface {
 	// WorkersShared returns every applied record; the specs' maps and slices are shared with
 	// the stored records and are never modified.
 	WorkersShared() []fsm.Record
+	// ChangedSince returns the records changed after version v, read at one version (Now),
+	// or ok=false when they cannot be named (see fsm.FSM.ChangedSince); Now is set either way.
+	ChangedSince(v uint64) (ch fsm.Changes, ok bool)
 	// Watch signals, coalesced, after changes of the applied state.
 	Watch() (<-chan struct{}, func())
 }
@@ -60,15 +63,24 @@ type Config struct {
 }
 
 // Reconciler applies the raft records to the pool: on every Watch signal (coalesced) and once at
-// Start, it reads every record and changes only what differs from what it applied last. A pass is
-// idempotent and O(records), so a dropped or merged signal costs nothing.
+// Start, it changes only what differs from what it applied last. The first pass, the one when
+// CaughtUp closes, and any pass the FSM cannot tell what changed for (a restored snapshot, or
+// more changes than it logs) read every record: a full pass, O(records). The others read only
+// the records changed since the version the last pass applied: an incremental pass, O(changes).
+// Both are idempotent, so a dropped or merged signal costs nothing.
 type Reconciler struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex // serializes passes; guards seen and passes
+	mu     sync.Mutex // serializes passes; guards the fields below
 	seen   map[worker.ID]applied
 	passes int
+	// version is the records' version the last pass applied; the next one asks what changed
+	// since.
+	version uint64
+	// needFull says the next pass must read every record: before the first pass, and after a
+	// pass that panicked.
+	needFull bool
 
 	started  atomic.Bool
 	stop     chan struct{}
@@ -93,11 +105,12 @@ func New(cfg Config) *Reconciler {
 		cfg.Logger = slog.Default()
 	}
 	return &Reconciler{
-		cfg:  cfg,
-		log:  cfg.Logger.With("component", "fleet"),
-		seen: make(map[worker.ID]applied),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "fleet"),
+		seen:     make(map[worker.ID]applied),
+		needFull: true,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 }
 
@@ -132,7 +145,7 @@ func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 		case <-caughtUp:
 			caughtUp = nil // a nil channel never fires again
 			r.log.Info("raft state is current; following it", "held_changes", held)
-			r.Reconcile()
+			r.reconcile(true)
 		case <-ch:
 			if caughtUp != nil {
 				held = true
@@ -143,19 +156,64 @@ func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 	}
 }
 
-// Reconcile runs one pass: every record is applied to the pool (and to the Owner when this
-// gateway owns it), and workers whose record is gone are removed. The pool publishes the pass as
-// one snapshot (pool.Defer), so a pass over 100,000 records rebuilds the routable view once. The
-// first pass (the state restored at start) logs one summary line and each worker at debug level;
-// later passes log each change. It recovers and logs a panic, so a bad pass never stops the loop.
-func (r *Reconciler) Reconcile() {
+// Reconcile runs one pass: each record changed since the last pass (every record, in a full
+// pass) is applied to the pool (and to the Owner when this gateway owns it), and workers whose
+// record is gone are removed. The pool publishes the pass as one snapshot (pool.Defer), so a
+// pass over 100,000 records rebuilds the routable view once. The first pass (the state restored
+// at start) logs one summary line and each worker at debug level; later passes log each change.
+// It recovers and logs a panic, so a bad pass never stops the loop.
+func (r *Reconciler) Reconcile() { r.reconcile(false) }
+
+// reconcile runs one pass, a full one when full is set or an incremental one cannot be run.
+func (r *Reconciler) reconcile(full bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer func() {
 		if p := recover(); p != nil {
+			r.needFull = true // what the pass applied is unknown: read everything next time
 			r.log.Error("panic in a reconcile pass", "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
+	// The FSM reads the changed ids, their records and the version under one lock: the records
+	// are the state at exactly ch.Now. A change that applies after that read gets a version
+	// above ch.Now, and its Watch signal is sent once it is visible, so the next pass asks for
+	// the changes since ch.Now and gets it: nothing is lost, and nothing is applied twice but
+	// idempotently.
+	ch, ok := r.cfg.Records.ChangedSince(r.version)
+	switch {
+	case full || !ok || r.needFull:
+		// Only ch.Now is used: the changes a forced full pass was also given (at most what the
+		// FSM logs) are read again with every record.
+		r.fullPass()
+	case ch.Now == r.version:
+		return // nothing changed
+	default:
+		r.incrementalPass(ch)
+	}
+	// Only a pass that finished gets here (a panic skips it), so version is what was applied.
+	r.version, r.needFull = ch.Now, false
+}
+
+// incrementalPass applies the records ch names, and drops the workers whose record ch says is
+// gone. The sweep of pool workers without a record is the full pass's.
+func (r *Reconciler) incrementalPass(ch fsm.Changes) {
+	flush := r.cfg.Pool.Defer()
+	defer flush()
+	r.passes++
+	for i := range ch.Workers {
+		r.apply(&ch.Workers[i], false)
+	}
+	for _, id := range ch.Removed {
+		r.drop(id, r.seen[id])
+	}
+}
+
+// fullPass applies every record and drops every worker without one. The caller read the
+// version (ch.Now) before the records here: a change that lands between the two reads is in
+// these records and also after that version, so the next pass applies it again, which is
+// idempotent. (The version read after the records would mark such a change as applied when
+// it was not.)
+func (r *Reconciler) fullPass() {
 	flush := r.cfg.Pool.Defer()
 	defer flush()
 	first := r.passes == 0

@@ -16,26 +16,71 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// fakeRecords is a Records whose state the test sets.
+// fakeRecords is a Records whose state the test sets. Each put or remove is a version, and
+// ChangedSince names them all, unless forget was called since.
 type fakeRecords struct {
-	mu    sync.Mutex
-	recs  map[worker.ID]fsm.Record
-	rev   uint64
-	watch chan struct{}
+	mu      sync.Mutex
+	recs    map[worker.ID]fsm.Record
+	version uint64
+	changed map[worker.ID]uint64 // id -> version of its last change
+	reset   uint64               // ChangedSince is not ok for a version below
+	watch   chan struct{}
+	// fullReads and changedReads count the WorkersShared calls and the records ChangedSince
+	// returned.
+	fullReads, changedReads int
 }
 
 func newFakeRecords() *fakeRecords {
-	return &fakeRecords{recs: map[worker.ID]fsm.Record{}, watch: make(chan struct{}, 1)}
+	return &fakeRecords{recs: map[worker.ID]fsm.Record{}, changed: map[worker.ID]uint64{}, watch: make(chan struct{}, 1)}
 }
 
 func (f *fakeRecords) WorkersShared() []fsm.Record {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.fullReads++
 	var out []fsm.Record
 	for _, r := range f.recs {
 		out = append(out, r.Clone())
 	}
 	return out
+}
+
+func (f *fakeRecords) ChangedSince(v uint64) (fsm.Changes, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := fsm.Changes{Now: f.version}
+	if v < f.reset || v > f.version {
+		return ch, false
+	}
+	for id, at := range f.changed {
+		if at <= v {
+			continue
+		}
+		if r, ok := f.recs[id]; ok {
+			ch.Workers = append(ch.Workers, r.Clone())
+		} else {
+			ch.Removed = append(ch.Removed, id)
+		}
+	}
+	f.changedReads += len(ch.Workers) + len(ch.Removed)
+	return ch, true
+}
+
+// forget makes the next ChangedSince not ok, as a restored snapshot does.
+func (f *fakeRecords) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version++
+	f.reset = f.version
+}
+
+// reads returns the full reads and the changed records read so far, and zeroes them.
+func (f *fakeRecords) reads() (full, changed int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	full, changed = f.fullReads, f.changedReads
+	f.fullReads, f.changedReads = 0, 0
+	return full, changed
 }
 
 func (f *fakeRecords) Watch() (<-chan struct{}, func()) { return f.watch, func() {} }
@@ -52,9 +97,10 @@ func (f *fakeRecords) signal() {
 func (f *fakeRecords) put(rec fsm.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rev++
-	rec.Revision = f.rev
+	f.version++
+	rec.Revision = f.version
 	f.recs[rec.ID] = rec
+	f.changed[rec.ID] = f.version
 }
 
 func (f *fakeRecords) update(id worker.ID, change func(*fsm.Record)) {
@@ -68,7 +114,9 @@ func (f *fakeRecords) update(id worker.ID, change func(*fsm.Record)) {
 func (f *fakeRecords) remove(id worker.ID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.version++
 	delete(f.recs, id)
+	f.changed[id] = f.version
 }
 
 // poolView is what a test compares of a pool worker.
