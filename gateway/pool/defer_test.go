@@ -74,3 +74,29 @@ func BenchmarkUpsertDeferred(b *testing.B) {
 		flush()
 	}
 }
+
+// TestGateFlipReusesTheWorkerSet: a snapshot after a gate flip shares All with the one before
+// (nothing was added, removed or replaced) and has the right Routable; an add rebuilds All.
+func TestGateFlipReusesTheWorkerSet(t *testing.T) {
+	p := New(Config{})
+	ws := addN(t, p, 3, nil)
+	before := p.Snapshot()
+	if _, err := p.SetFlags(ws[1].ID, true, false); err != nil {
+		t.Fatal(err)
+	}
+	after := p.Snapshot()
+	if &after.All[0] != &before.All[0] || after.Version != before.Version+1 {
+		t.Fatal("a gate flip rebuilt the worker list")
+	}
+	if len(after.Routable) != 2 || after.Routable[0] == ws[1] || after.Routable[1] == ws[1] || after.Get(ws[1].ID) != ws[1] {
+		t.Fatalf("routable %v after disabling %s", after.Routable, ws[1].ID)
+	}
+	if len(before.Routable) != 3 {
+		t.Fatal("the earlier snapshot changed")
+	}
+	addN(t, p, 4, nil) // the 4th is new; the first three are unchanged upserts
+	grown := p.Snapshot()
+	if len(grown.All) != 4 || len(grown.Routable) != 3 || &grown.All[0] == &after.All[0] {
+		t.Fatalf("after an add: %d workers, %d routable, list reused %v", len(grown.All), len(grown.Routable), &grown.All[0] == &after.All[0])
+	}
+}
