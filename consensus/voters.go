@@ -1,0 +1,401 @@
+package consensus
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Defaults of VoterOptions and VoterReconcilerConfig (DESIGN.md sections 3 and 11).
+const (
+	// DefaultRaftVoters is --raft-voters: how many voters the leader keeps.
+	DefaultRaftVoters = 3
+	// DefaultDeadVoterGrace is --dead-voter-grace: how long a voter may be dead before it is
+	// removed and its seat given to a live non-voter.
+	DefaultDeadVoterGrace = 60 * time.Second
+)
+
+// PeerStatus is what the mesh knows of a peer, as far as the raft configuration cares.
+type PeerStatus uint8
+
+// The statuses of a Peer. The zero value is not a status: a Peer without one is treated like a
+// suspect one (never added, promoted or removed for it).
+const (
+	// PeerAlive: the peer answers the mesh's probes.
+	PeerAlive PeerStatus = iota + 1
+	// PeerSuspect: a probe failed; the peer may still refute it. Nothing is done about it.
+	PeerSuspect
+	// PeerDead: the mesh declared the peer failed without a graceful leave.
+	PeerDead
+	// PeerLeft: the peer left the mesh gracefully.
+	PeerLeft
+)
+
+// String returns the status as meshctl spells it.
+func (s PeerStatus) String() string {
+	switch s {
+	case PeerAlive:
+		return "alive"
+	case PeerSuspect:
+		return "suspect"
+	case PeerDead:
+		return "dead"
+	case PeerLeft:
+		return "left"
+	}
+	return "unknown"
+}
+
+// Peer is one gateway as the mesh sees it: the input of PlanMembership. Foreign peers (another
+// cluster id) must not be passed.
+type Peer struct {
+	// ID is the node id, the same as its raft server id.
+	ID string
+	// RaftAddress is the host:port of the peer's raft transport, from its node metadata.
+	RaftAddress string
+	// Region is the peer's --region; "" is a region like any other.
+	Region string
+	Status PeerStatus
+	// Since is when the peer entered Status.
+	Since time.Time
+}
+
+// VoterOptions are the knobs of PlanMembership. The zero value of each field is its default.
+type VoterOptions struct {
+	// Voters is --raft-voters, the number of voters to keep. Zero means DefaultRaftVoters.
+	Voters int
+	// DeadVoterGrace is --dead-voter-grace. Zero means DefaultDeadVoterGrace.
+	DeadVoterGrace time.Duration
+	// Self is the leader's own id: never demoted, removed or updated (the node updates its own
+	// address when it gains leadership).
+	Self string
+}
+
+func (o VoterOptions) withDefaults() VoterOptions {
+	if o.Voters <= 0 {
+		o.Voters = DefaultRaftVoters
+	}
+	if o.DeadVoterGrace <= 0 {
+		o.DeadVoterGrace = DefaultDeadVoterGrace
+	}
+	return o
+}
+
+// ChangeKind is one kind of raft configuration change.
+type ChangeKind uint8
+
+// The kinds of Change. There is no "add voter": a new server always joins as a non-voter, so
+// that it catches up with the log before it counts towards the quorum.
+const (
+	// ChangeAddNonvoter adds a server as a non-voter (raft's AddNonvoter).
+	ChangeAddNonvoter ChangeKind = iota + 1
+	// ChangePromote makes a non-voter a voter (raft's AddVoter with its address).
+	ChangePromote
+	// ChangeDemote makes a voter a non-voter (raft's DemoteVoter).
+	ChangeDemote
+	// ChangeRemove removes a server, voter or not (raft's RemoveServer).
+	ChangeRemove
+	// ChangeUpdateAddress gives a server a new address and keeps its suffrage (raft's AddVoter
+	// for a voter, AddNonvoter for a non-voter).
+	ChangeUpdateAddress
+)
+
+// String returns the kind as the log line names it.
+func (k ChangeKind) String() string {
+	switch k {
+	case ChangeAddNonvoter:
+		return "add-nonvoter"
+	case ChangePromote:
+		return "promote"
+	case ChangeDemote:
+		return "demote"
+	case ChangeRemove:
+		return "remove"
+	case ChangeUpdateAddress:
+		return "update-address"
+	}
+	return "unknown"
+}
+
+// Change is one step of a plan.
+type Change struct {
+	Kind ChangeKind
+	// ID is the server's id.
+	ID string
+	// Address is the server's raft address, for ChangeAddNonvoter, ChangePromote and
+	// ChangeUpdateAddress.
+	Address string
+	// Voter says, for ChangeUpdateAddress, that the server is a voter and stays one.
+	Voter bool
+	// Reason says why, for the log line.
+	Reason string
+}
+
+// PlanMembership decides how the leader changes the raft configuration cfg so that it matches
+// the mesh's view of the peers at time now. It is pure: it reads no clock and calls no raft.
+//
+// Rules:
+//
+//  1. An alive peer with a raft address that is not in the configuration joins as a non-voter.
+//  2. A server whose alive peer publishes another raft address (a restart on a new address keeps
+//     the id) is updated in place, keeping its suffrage.
+//  3. A peer that left is removed at once, voter or not.
+//  4. A voter dead for longer than DeadVoterGrace (exactly the grace is not longer) is removed;
+//     rule 5 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
+//     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
+//     the grace is removed.
+//  5. While there are fewer voters than Voters, an alive non-voter already in the configuration
+//     is promoted: the one whose region holds the fewest voters, then the lowest id. Peers added
+//     by this plan wait for the next pass, so that raft has started to catch them up. Regions
+//     are those of the voters the mesh lists (Self's from its own entry in peers).
+//  6. While there are more voters than Voters, one is demoted: not alive first, then the one
+//     whose region holds the most voters, then the highest id.
+//  7. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
+//     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone.
+//  8. Quorum guard: a change of the voter set (rules 3 to 6 on voters) is planned only if the
+//     live voters of the resulting configuration (Self and alive peers; suspect, dead and
+//     unknown ones do not count) form its quorum. Removing a voter that left or died never needs
+//     more live voters than keeping it (quorum(V-1) <= quorum(V), and it was not live), so the
+//     guard refuses it only when quorum is lost already; promoting needs the same.
+//  9. One voter change per plan, in the order of rules 3, 4, 5, 6: every single-server change
+//     is its own raft configuration entry and the next is decided on the configuration it left.
+//     Changes to non-voters and addresses cannot affect the quorum and are all planned at once.
+//     A plan is therefore bounded by the number of servers and peers plus one.
+//
+// The plan lists address updates first (they restore replication), then the voter change,
+// then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
+// order of cfg and peers does not matter; of two peers with one id the later Since wins) and
+// idempotent: re-planning after applying a plan converges in at most one pass per voter change
+// to an empty plan.
+func PlanMembership(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) []Change {
+	p := newPlanner(cfg, peers, now, o.withDefaults())
+	var plan []Change
+	plan = append(plan, p.addressUpdates()...)
+	if c, ok := p.voterChange(); ok {
+		plan = append(plan, c)
+	}
+	plan = append(plan, p.nonvoterRemovals()...)
+	return append(plan, p.newcomers()...)
+}
+
+// seat is one server of the configuration with what the mesh says of it.
+type seat struct {
+	id, address string
+	voter       bool
+	peer        Peer
+	known       bool // the mesh lists the server
+	self        bool
+}
+
+// live reports whether the seat counts towards the quorum guard.
+func (s seat) live() bool { return s.self || (s.known && s.peer.Status == PeerAlive) }
+
+type planner struct {
+	o     VoterOptions
+	now   time.Time
+	seats []seat // by id
+	peers []Peer // by id, one per id
+	inCfg map[string]bool
+}
+
+func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) *planner {
+	p := &planner{o: o, now: now, inCfg: make(map[string]bool, len(cfg.Servers))}
+	byID := make(map[string]Peer, len(peers))
+	for _, peer := range peers {
+		if old, ok := byID[peer.ID]; peer.ID != "" && (!ok || peer.Since.After(old.Since)) {
+			byID[peer.ID] = peer
+		}
+	}
+	for _, peer := range byID {
+		p.peers = append(p.peers, peer)
+	}
+	slices.SortFunc(p.peers, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	for _, s := range cfg.Servers {
+		id := string(s.ID)
+		peer, known := byID[id]
+		p.inCfg[id] = true
+		p.seats = append(p.seats, seat{
+			id: id, address: string(s.Address), voter: s.Suffrage == raft.Voter,
+			peer: peer, known: known, self: id == o.Self,
+		})
+	}
+	slices.SortFunc(p.seats, func(a, b seat) int { return cmp.Compare(a.id, b.id) })
+	return p
+}
+
+// deadTooLong reports whether s is known dead for longer than the grace.
+func (p *planner) deadTooLong(s seat) bool {
+	return s.known && s.peer.Status == PeerDead && p.now.Sub(s.peer.Since) > p.o.DeadVoterGrace
+}
+
+func (s seat) left() bool { return s.known && s.peer.Status == PeerLeft }
+
+// addressUpdates is rule 2.
+func (p *planner) addressUpdates() []Change {
+	var out []Change
+	for _, s := range p.seats {
+		if s.self || !s.known || s.peer.Status != PeerAlive || s.peer.RaftAddress == "" || s.peer.RaftAddress == s.address {
+			continue
+		}
+		out = append(out, Change{Kind: ChangeUpdateAddress, ID: s.id, Address: s.peer.RaftAddress, Voter: s.voter,
+			Reason: fmt.Sprintf("the peer's raft address changed from %s", s.address)})
+	}
+	return out
+}
+
+// nonvoterRemovals is rules 3 and 4 for non-voters.
+func (p *planner) nonvoterRemovals() []Change {
+	var out []Change
+	for _, s := range p.seats {
+		switch {
+		case s.self || s.voter:
+		case s.left():
+			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: "the non-voter left the mesh"})
+		case p.deadTooLong(s):
+			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("non-voter", s)})
+		}
+	}
+	return out
+}
+
+// newcomers is rule 1.
+func (p *planner) newcomers() []Change {
+	var out []Change
+	for _, peer := range p.peers {
+		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != PeerAlive || peer.RaftAddress == "" {
+			continue
+		}
+		out = append(out, Change{Kind: ChangeAddNonvoter, ID: peer.ID, Address: peer.RaftAddress,
+			Reason: "an alive peer is not in the raft configuration"})
+	}
+	return out
+}
+
+func (p *planner) deadReason(what string, s seat) string {
+	return fmt.Sprintf("the %s has been dead for %s, longer than the %s grace", what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
+}
+
+// voterChange is rules 3 to 6 for voters, under the quorum guard of rule 8, one at a time.
+func (p *planner) voterChange() (Change, bool) {
+	voters, live := 0, 0
+	for _, s := range p.seats {
+		if s.voter {
+			voters++
+			if s.live() {
+				live++
+			}
+		}
+	}
+	// Removing a voter that left or died: it is not live, so only the count drops.
+	if voters-1 >= 1 && holdsQuorum(voters-1, live) {
+		if s, ok := p.firstVoter(func(s seat) bool { return s.left() }); ok {
+			return Change{Kind: ChangeRemove, ID: s.id, Reason: "the voter left the mesh"}, true
+		}
+		if s, ok := p.longestDeadVoter(); ok {
+			return Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("voter", s)}, true
+		}
+	}
+	regions := p.voterRegions()
+	if voters < p.o.Voters && holdsQuorum(voters+1, live+1) {
+		if s, ok := p.promotable(regions); ok {
+			return Change{Kind: ChangePromote, ID: s.id, Address: s.peer.RaftAddress,
+				Reason: fmt.Sprintf("%d voters of %d wanted; region %q holds %d", voters, p.o.Voters, s.peer.Region, regions[s.peer.Region])}, true
+		}
+	}
+	if voters > p.o.Voters {
+		if s, ok := p.demotable(regions); ok && holdsQuorum(voters-1, live-boolInt(s.live())) {
+			return Change{Kind: ChangeDemote, ID: s.id,
+				Reason: fmt.Sprintf("%d voters of %d wanted", voters, p.o.Voters)}, true
+		}
+	}
+	return Change{}, false
+}
+
+// holdsQuorum reports whether live voters form a quorum of a configuration with voters voters.
+func holdsQuorum(voters, live int) bool { return voters > 0 && live >= voters/2+1 }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// firstVoter returns the voter of lowest id, other than Self, for which match holds.
+func (p *planner) firstVoter(match func(seat) bool) (seat, bool) {
+	for _, s := range p.seats {
+		if s.voter && !s.self && match(s) {
+			return s, true
+		}
+	}
+	return seat{}, false
+}
+
+// longestDeadVoter returns the voter dead past the grace for the longest time, then lowest id.
+func (p *planner) longestDeadVoter() (seat, bool) {
+	var best seat
+	found := false
+	for _, s := range p.seats {
+		if s.voter && !s.self && p.deadTooLong(s) && (!found || s.peer.Since.Before(best.peer.Since)) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// voterRegions counts the voters per region, of the voters the mesh knows.
+func (p *planner) voterRegions() map[string]int {
+	regions := make(map[string]int)
+	for _, s := range p.seats {
+		if s.voter && s.known {
+			regions[s.peer.Region]++
+		}
+	}
+	return regions
+}
+
+// promotable is rule 5's choice: an alive non-voter whose region holds the fewest voters, then
+// the lowest id.
+func (p *planner) promotable(regions map[string]int) (seat, bool) {
+	var best seat
+	found := false
+	for _, s := range p.seats {
+		if s.voter || s.self || !s.known || s.peer.Status != PeerAlive || s.peer.RaftAddress == "" {
+			continue
+		}
+		if !found || regions[s.peer.Region] < regions[best.peer.Region] {
+			best, found = s, true // seats are by id, so a tie keeps the lower id
+		}
+	}
+	return best, found
+}
+
+// demotable is rule 6's choice among the voters the mesh knows, Self excepted: not alive first,
+// then the most crowded region, then the highest id.
+func (p *planner) demotable(regions map[string]int) (seat, bool) {
+	var best seat
+	found := false
+	for _, s := range p.seats {
+		if !s.voter || s.self || !s.known {
+			continue
+		}
+		if !found || demoteBefore(s, best, regions) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// demoteBefore reports whether a is a better voter to demote than b.
+func demoteBefore(a, b seat, regions map[string]int) bool {
+	if a.live() != b.live() {
+		return !a.live()
+	}
+	if ra, rb := regions[a.peer.Region], regions[b.peer.Region]; ra != rb {
+		return ra > rb
+	}
+	return a.id > b.id
+}

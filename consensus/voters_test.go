@@ -1,0 +1,343 @@
+package consensus
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/raft"
+)
+
+var planNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func voter(id string) raft.Server {
+	return raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress("a-" + id), Suffrage: raft.Voter}
+}
+
+func nonvoter(id string) raft.Server {
+	return raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress("a-" + id), Suffrage: raft.Nonvoter}
+}
+
+func conf(servers ...raft.Server) raft.Configuration { return raft.Configuration{Servers: servers} }
+
+// peer is id in region with status since ago before planNow, at address "a-"+id.
+func peer(id, region string, status PeerStatus, ago time.Duration) Peer {
+	return Peer{ID: id, RaftAddress: "a-" + id, Region: region, Status: status, Since: planNow.Add(-ago)}
+}
+
+func alive(id, region string) Peer { return peer(id, region, PeerAlive, time.Minute) }
+
+func moved(p Peer, addr string) Peer { p.RaftAddress = addr; return p }
+
+// ignoreReason compares plans without their free-text reasons.
+var ignoreReason = cmpopts.IgnoreFields(Change{}, "Reason")
+
+func add(id string) Change     { return Change{Kind: ChangeAddNonvoter, ID: id, Address: "a-" + id} }
+func promote(id string) Change { return Change{Kind: ChangePromote, ID: id, Address: "a-" + id} }
+func demote(id string) Change  { return Change{Kind: ChangeDemote, ID: id} }
+func remove(id string) Change  { return Change{Kind: ChangeRemove, ID: id} }
+
+func TestPlanMembership(t *testing.T) {
+	grace := DefaultDeadVoterGrace
+	tests := []struct {
+		name  string
+		cfg   raft.Configuration
+		peers []Peer
+		opts  VoterOptions // Self defaults to n1
+		want  []Change
+	}{
+		{name: "a mesh of one", cfg: conf(voter("n1")), peers: []Peer{alive("n1", "a")}},
+		{name: "no membership yet", cfg: conf(voter("n1"))},
+
+		// Rule 1: newcomers.
+		{name: "alive peers join as non-voters", cfg: conf(voter("n1")),
+			peers: []Peer{alive("n3", "b"), alive("n1", "a"), alive("n2", "a")},
+			want:  []Change{add("n2"), add("n3")}},
+		{name: "only alive peers join", cfg: conf(voter("n1")),
+			peers: []Peer{peer("n2", "a", PeerSuspect, 0), peer("n3", "a", PeerDead, 0), peer("n4", "a", PeerLeft, 0), {ID: "n5", RaftAddress: "a-n5"}}},
+		{name: "a peer without a raft address waits", cfg: conf(voter("n1")),
+			peers: []Peer{moved(alive("n2", "a"), "")}},
+		{name: "a peer without an id is ignored", cfg: conf(voter("n1")),
+			peers: []Peer{moved(alive("", "a"), "a-x")}},
+
+		// Rule 2: address changes keep the suffrage.
+		{name: "a voter's new address", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), alive("n3", "a")},
+			want:  []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true}}},
+		{name: "a non-voter's new address", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), moved(alive("n4", "a"), "new-n4")},
+			want:  []Change{{Kind: ChangeUpdateAddress, ID: "n4", Address: "new-n4"}}},
+		{name: "self's address is the node's own business", cfg: conf(voter("n1")),
+			peers: []Peer{moved(alive("n1", "a"), "new-n1")}},
+		{name: "only an alive peer's address counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), moved(peer("n2", "a", PeerSuspect, 0), "new-n2"), alive("n3", "a")}},
+
+		// Rule 3: left peers go at once.
+		{name: "a left non-voter", cfg: conf(voter("n1"), nonvoter("n2")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0)},
+			want:  []Change{remove("n2")}},
+		{name: "a left voter", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), alive("n3", "a")},
+			want:  []Change{remove("n2")}},
+		{name: "two left voters: one per pass, lowest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n5", "a"), peer("n4", "a", PeerLeft, 0), peer("n3", "a", PeerLeft, 0)},
+			want:  []Change{remove("n3")}},
+		{name: "self never leaves by plan", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{peer("n1", "a", PeerLeft, 0), alive("n2", "a"), alive("n3", "a")}},
+		{name: "a left voter with no quorum left stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n3", "a", PeerDead, 0)}},
+
+		// Rule 4: dead voters past the grace, and dead non-voters.
+		{name: "a voter dead exactly the grace stays", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, grace), alive("n3", "a"), alive("n4", "a")}},
+		{name: "a voter dead longer than the grace goes", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
+			want:  []Change{remove("n2")}},
+		{name: "a shorter grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: VoterOptions{DeadVoterGrace: 10 * time.Second},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 11*time.Second), alive("n3", "a")},
+			want:  []Change{remove("n2")}},
+		{name: "the longest dead voter goes first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerDead, 3*grace), alive("n4", "a"), alive("n5", "a")},
+			want:  []Change{remove("n3")}},
+		{name: "a left voter goes before a dead one", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerLeft, 0), alive("n4", "a"), alive("n5", "a")},
+			want:  []Change{remove("n3")}},
+		{name: "a suspect voter stays however long", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerSuspect, time.Hour), alive("n3", "a"), alive("n4", "a")}},
+		{name: "a dead non-voter past the grace goes", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, grace+time.Second), peer("n3", "a", PeerDead, grace)},
+			want:  []Change{remove("n2")}},
+		{name: "self dead by the mesh's view stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{peer("n1", "a", PeerDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
+
+		// Rule 8: the quorum guard at 1, 2, 3 and 5 voters.
+		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: VoterOptions{Voters: 1},
+			peers: []Peer{peer("n1", "a", PeerLeft, 0), alive("n2", "a")}},
+		{name: "2 voters: the dead one goes (1 of 1 left)", cfg: conf(voter("n1"), voter("n2")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace)},
+			want:  []Change{remove("n2")}},
+		{name: "3 voters, 1 dead: it goes (2 of 2 left)", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), alive("n3", "a")},
+			want:  []Change{remove("n2")}},
+		{name: "3 voters, 2 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerDead, 2*grace), alive("n4", "b")}},
+		{name: "3 voters, 1 dead and 1 suspect: suspects do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerSuspect, 0)}},
+		{name: "3 voters, 1 unknown, 1 dead: unknown ones do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace)}},
+		{name: "5 voters, 2 dead: one goes (3 of 4)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", PeerDead, 2*grace), peer("n5", "a", PeerDead, 3*grace)},
+			want:  []Change{remove("n5")}},
+		{name: "5 voters, 3 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", PeerDead, 2*grace), peer("n4", "a", PeerDead, 2*grace), peer("n5", "a", PeerDead, 2*grace)}},
+		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", PeerSuspect, 0), peer("n4", "a", PeerDead, 2*grace), peer("n5", "a", PeerDead, 2*grace)}},
+
+		// Rule 5: promotion, spread over regions.
+		{name: "a new region first", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "c"), alive("n4", "b")},
+			want:  []Change{promote("n3")}},
+		{name: "the fewest voters, then the lowest id", cfg: conf(voter("n1"), voter("n2"), nonvoter("n3"), nonvoter("n4"), nonvoter("n5")), opts: VoterOptions{Voters: 5},
+			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "a"), alive("n4", "b"), alive("n5", "a")},
+			want:  []Change{promote("n3")}},
+		{name: "one region: the lowest id", cfg: conf(voter("n1"), nonvoter("n3"), nonvoter("n2")),
+			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")},
+			want:  []Change{promote("n2")}},
+		{name: "only alive non-voters are promoted", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "b", PeerSuspect, 0), peer("n3", "b", PeerDead, 0), alive("n4", "a")},
+			want:  []Change{promote("n4")}},
+		{name: "a non-voter promoted with its new address", cfg: conf(voter("n1"), nonvoter("n2")),
+			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2")},
+			want: []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2"},
+				{Kind: ChangePromote, ID: "n2", Address: "new-n2"}}},
+		{name: "enough voters: no promotion", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "b")}},
+		{name: "a voter dead within the grace keeps its seat", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", PeerDead, time.Second), alive("n4", "b")}},
+		{name: "an unknown non-voter is not promoted", cfg: conf(voter("n1"), nonvoter("n2")),
+			peers: []Peer{alive("n1", "a")}},
+
+		// Rule 6: demotion of extra voters.
+		{name: "an extra voter in the most crowded region, highest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "b"), alive("n4", "c")},
+			want:  []Change{demote("n3")}},
+		{name: "a dead extra voter first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "b", PeerDead, time.Second), alive("n3", "b"), alive("n4", "b")},
+			want:  []Change{demote("n2")}},
+		{name: "self is not demoted", cfg: conf(voter("n1"), voter("n2")), opts: VoterOptions{Voters: 1},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a")},
+			want:  []Change{demote("n2")}},
+
+		// Rule 7: servers the mesh does not know are left alone.
+		{name: "unknown servers stay", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a")}},
+
+		// Rule 9: the order of a plan.
+		{name: "everything at once", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4"), nonvoter("n5")),
+			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), peer("n3", "b", PeerLeft, 0),
+				peer("n4", "a", PeerDead, 2*grace), alive("n5", "b"), alive("n6", "c")},
+			want: []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true},
+				remove("n3"), remove("n4"), add("n6")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.opts.Self == "" {
+				tt.opts.Self = "n1"
+			}
+			got := PlanMembership(tt.cfg, tt.peers, planNow, tt.opts)
+			if diff := cmp.Diff(tt.want, got, ignoreReason, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("plan (-want +got):\n%s", diff)
+			}
+			for _, c := range got {
+				if c.Reason == "" {
+					t.Errorf("%+v has no reason", c)
+				}
+			}
+			// Deterministic: the order of the inputs does not matter.
+			r := rand.New(rand.NewPCG(1, 2))
+			for range 10 {
+				cfg := conf(slices.Clone(tt.cfg.Servers)...)
+				peers := slices.Clone(tt.peers)
+				r.Shuffle(len(cfg.Servers), func(i, j int) { cfg.Servers[i], cfg.Servers[j] = cfg.Servers[j], cfg.Servers[i] })
+				r.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
+				if diff := cmp.Diff(got, PlanMembership(cfg, peers, planNow, tt.opts)); diff != "" {
+					t.Fatalf("plan of shuffled inputs differs:\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanMembershipDuplicatePeers(t *testing.T) {
+	// Two entries for n2: the later Since is the mesh's newer word.
+	peers := []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n2", "a", PeerAlive, time.Hour)}
+	for _, ps := range [][]Peer{peers, {peers[0], peers[2], peers[1]}} {
+		got := PlanMembership(conf(voter("n1"), nonvoter("n2")), ps, planNow, VoterOptions{Self: "n1"})
+		if diff := cmp.Diff([]Change{remove("n2")}, got, ignoreReason); diff != "" {
+			t.Fatalf("plan (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// applyPlan applies plan to cfg as raft's configuration changes do.
+func applyPlan(t *testing.T, cfg raft.Configuration, plan []Change) raft.Configuration {
+	t.Helper()
+	for _, c := range plan {
+		var err error
+		if cfg, err = applyChange(cfg, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
+}
+
+// applyChange returns cfg with c applied as raft applies it, or an error if c makes no sense
+// on cfg.
+func applyChange(cfg raft.Configuration, c Change) (raft.Configuration, error) {
+	out := conf(slices.Clone(cfg.Servers)...)
+	i := slices.IndexFunc(out.Servers, func(s raft.Server) bool { return string(s.ID) == c.ID })
+	s := raft.Server{ID: raft.ServerID(c.ID), Address: raft.ServerAddress(c.Address)}
+	switch {
+	case c.Kind == ChangeAddNonvoter && i < 0:
+		s.Suffrage = raft.Nonvoter
+		out.Servers = append(out.Servers, s)
+	case c.Kind == ChangePromote && i >= 0:
+		s.Suffrage = raft.Voter
+		out.Servers[i] = s
+	case c.Kind == ChangeDemote && i >= 0:
+		out.Servers[i].Suffrage = raft.Nonvoter
+	case c.Kind == ChangeRemove && i >= 0:
+		out.Servers = slices.Delete(out.Servers, i, i+1)
+	case c.Kind == ChangeUpdateAddress && i >= 0:
+		out.Servers[i].Address = s.Address
+	default:
+		return cfg, fmt.Errorf("%+v does not apply to %+v", c, cfg)
+	}
+	return out, nil
+}
+
+// converge plans and applies until the plan is empty, and returns the configuration and the
+// number of passes that changed something.
+func converge(t *testing.T, cfg raft.Configuration, peers []Peer, o VoterOptions) (raft.Configuration, int) {
+	t.Helper()
+	for passes := 0; passes <= len(cfg.Servers)+len(peers)+1; passes++ {
+		plan := PlanMembership(cfg, peers, planNow, o)
+		if len(plan) == 0 {
+			return cfg, passes
+		}
+		cfg = applyPlan(t, cfg, plan)
+	}
+	t.Fatalf("no fixed point: %+v", cfg)
+	return cfg, 0
+}
+
+// suffrages returns "id:voter" / "id:nonvoter" for each server, sorted.
+func suffrages(cfg raft.Configuration) []string {
+	var out []string
+	for _, s := range cfg.Servers {
+		out = append(out, fmt.Sprintf("%s:%s", s.ID, map[bool]string{true: "voter", false: "nonvoter"}[s.Suffrage == raft.Voter]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestPlanMembershipConverges(t *testing.T) {
+	grace := DefaultDeadVoterGrace
+	tests := []struct {
+		name       string
+		cfg        raft.Configuration
+		peers      []Peer
+		opts       VoterOptions
+		want       []string
+		wantPasses int
+	}{
+		{name: "one voter and four peers: three voters over three regions",
+			cfg:   conf(voter("n1")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "b"), alive("n4", "b"), alive("n5", "c")},
+			want:  []string{"n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter"},
+			// add the four; promote n3; promote n5.
+			wantPasses: 3},
+		{name: "a dead voter is replaced from its region's neighbours",
+			cfg:   conf(voter("n1"), nonvoter("n2"), voter("n3"), nonvoter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "b", PeerDead, 2*grace), alive("n4", "b"), alive("n5", "c")},
+			want:  []string{"n1:voter", "n2:nonvoter", "n4:voter", "n5:voter"},
+			// remove n3; promote n4.
+			wantPasses: 2},
+		{name: "five voters down to three",
+			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers:      []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "b"), alive("n4", "b"), alive("n5", "c")},
+			want:       []string{"n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter"},
+			wantPasses: 2},
+		{name: "everybody else left, the voters one after the other",
+			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers:      []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), alive("n3", "a"), peer("n4", "a", PeerLeft, 0)},
+			want:       []string{"n1:voter", "n3:voter"},
+			wantPasses: 1},
+		{name: "then the last one left",
+			cfg:        conf(voter("n1"), voter("n3")),
+			peers:      []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n3", "a", PeerLeft, 0), peer("n4", "a", PeerLeft, 0)},
+			want:       []string{"n1:voter"},
+			wantPasses: 1},
+		{name: "both other voters left at once: quorum is lost, only the non-voter goes",
+			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers:      []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n3", "a", PeerLeft, 0), peer("n4", "a", PeerLeft, 0)},
+			want:       []string{"n1:voter", "n2:voter", "n3:voter"},
+			wantPasses: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Self = "n1"
+			got, passes := converge(t, tt.cfg, tt.peers, tt.opts)
+			if diff := cmp.Diff(tt.want, suffrages(got)); diff != "" {
+				t.Fatalf("configuration (-want +got):\n%s", diff)
+			}
+			if passes != tt.wantPasses {
+				t.Fatalf("%d passes; want %d", passes, tt.wantPasses)
+			}
+		})
+	}
+}
