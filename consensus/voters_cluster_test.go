@@ -1,0 +1,172 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/storage"
+)
+
+// startJoiningCluster starts one node per region on raft's in-memory transport. n1 bootstraps a
+// cluster of one voter, itself, and runs r as its leader loop. The others start as a joining
+// node will: with raft state that holds no configuration (only a term), so that they do not
+// bootstrap and wait as followers outside the configuration until the leader adds them.
+func startJoiningCluster(t *testing.T, r *VoterReconciler, regions ...string) *cluster {
+	t.Helper()
+	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
+	for i := range regions {
+		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))
+		c.trans = append(c.trans, trans)
+		c.byAddr[addr] = trans
+	}
+	c.heal()
+	for i := range regions {
+		cfg := Config{
+			NodeID:     fmt.Sprintf("n%d", i+1),
+			Ephemeral:  i == 0,
+			Transport:  c.trans[i],
+			Registerer: prometheus.NewRegistry(),
+			Tune:       clusterRaft,
+		}
+		if i == 0 {
+			cfg.LeaderLoop = r.Run
+		} else {
+			cfg.StateDir = joiningStateDir(t, cfg.NodeID)
+		}
+		c.nodes = append(c.nodes, startNode(t, cfg))
+	}
+	r.Attach(c.nodes[0])
+	return c
+}
+
+// joiningStateDir returns a node folder whose raft state is a current term of 1 and nothing
+// else: raft.HasExistingState holds, so Start does not bootstrap.
+func joiningStateDir(t *testing.T, id string) string {
+	t.Helper()
+	dir, err := storage.PrepareNodeDir(t.TempDir(), id, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(dir.RaftDB(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.SetUint64([]byte("CurrentTerm"), 1), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return dir.Path
+}
+
+// serversOf returns the leader's configuration as sorted "id:suffrage" strings.
+func serversOf(t *testing.T, n *Node) []string {
+	t.Helper()
+	info, err := n.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range info.Servers {
+		out = append(out, s.ID+":"+s.Suffrage)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func waitServers(t *testing.T, n *Node, want ...string) {
+	t.Helper()
+	var got []string
+	waitFor(t, "the configuration "+strings.Join(want, " "), func() bool {
+		got = serversOf(t, n)
+		return slices.Equal(got, want)
+	})
+}
+
+func TestVoterReconcilerCluster(t *testing.T) {
+	var logs logBuffer
+	regions := []string{"a", "a", "b", "b", "c"}
+	m := newFakeMembership()
+	for i, region := range regions {
+		id := fmt.Sprintf("n%d", i+1)
+		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: PeerAlive, Since: time.Now()})
+	}
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startJoiningCluster(t, r, regions...)
+	leader := c.nodes[0]
+	waitReady(t, leader)
+
+	// One voter and four alive peers: three voters, one per region, and two non-voters that
+	// replicate the log.
+	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter")
+	// The configuration shows a change once appended; its line follows the commit.
+	waitFor(t, "6 change lines (4 adds, 2 promotions)", func() bool { return len(logs.Lines("raft membership changed")) >= 6 })
+	res, err := leader.Apply(t.Context(), fsm.Register{Spec: spec(t, 8101), Owner: leader.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c.nodes, res.Index)
+
+	// Nothing changed: a pass changes nothing.
+	_, index, err := leader.configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.passes.Load()
+	m.set() // a signal without news
+	waitFor(t, "a pass after the signal", func() bool { return r.passes.Load() > before })
+	if _, now, _ := leader.configuration(); now != index {
+		t.Fatalf("an unchanged membership changed the configuration (index %d to %d)", index, now)
+	}
+
+	// n3 (voter, region b) dies. Within the grace it keeps its seat; past it, it is removed and
+	// n4, the live non-voter of region b, takes the seat.
+	if err := c.nodes[2].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: PeerDead, Since: time.Now()})
+	before = r.passes.Load()
+	waitFor(t, "a pass after n3 died", func() bool { return r.passes.Load() > before })
+	if got := serversOf(t, leader); !slices.Contains(got, "n3:voter") {
+		t.Fatalf("n3 lost its seat within the grace: %v", got)
+	}
+	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: PeerDead, Since: time.Now().Add(-DefaultDeadVoterGrace - time.Second)})
+	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n4:voter", "n5:voter")
+
+	// n2 (non-voter) and then n5 (voter) leave: each is removed at once.
+	m.set(Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: PeerLeft, Since: time.Now()})
+	waitServers(t, leader, "n1:voter", "n4:voter", "n5:voter")
+	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: PeerLeft, Since: time.Now()})
+	waitServers(t, leader, "n1:voter", "n4:voter")
+
+	// The two voters left still commit.
+	res, err = leader.Apply(t.Context(), fsm.Register{Spec: spec(t, 8102), Owner: leader.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, []*Node{leader, c.nodes[3]}, res.Index)
+	if diff := cmp.Diff(leader.Workers(), c.nodes[3].Workers()); diff != "" {
+		t.Fatalf("n4 differs from the leader:\n%s", diff)
+	}
+	// One line per change: 6, then remove n3, promote n4, remove n2 and remove n5; no failure.
+	waitFor(t, "10 change lines", func() bool { return len(logs.Lines("raft membership changed")) >= 10 })
+	if got, failed := logs.Lines("raft membership changed"), logs.Lines("change failed"); len(got) != 10 || len(failed) != 0 {
+		t.Fatalf("%d change lines (want 10), %d failures (want 0):\n%s", len(got), len(failed), logs.String())
+	}
+	for _, line := range logs.Lines("raft membership change") {
+		if !strings.Contains(line, "reason=") {
+			t.Fatalf("a change line without its reason: %s", line)
+		}
+	}
+}

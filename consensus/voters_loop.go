@@ -1,0 +1,213 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Defaults of VoterReconcilerConfig.
+const (
+	// DefaultReconcileInterval is --reconcile-interval: the period of the full pass that backs
+	// up the membership events.
+	DefaultReconcileInterval = 30 * time.Second
+	// DefaultChangeTimeout bounds one configuration change, from hand-over to commit.
+	DefaultChangeTimeout = 10 * time.Second
+	// maxPassesPerWake bounds the passes run back to back after one event or tick: a plan holds
+	// one voter change, so a pass that changed something is followed at once by another.
+	maxPassesPerWake = 16
+)
+
+// errChangeTimeout says a configuration change was handed to raft but not known to commit in
+// time. The next pass reads the configuration again, whatever became of it.
+var errChangeTimeout = errors.New("consensus: the membership change did not commit in time")
+
+// Membership is the mesh's view of the peers, as the voter reconciler reads it. cmd/meshgw
+// adapts the mesh's members to it.
+type Membership interface {
+	// Peers returns every peer the mesh knows, this node included, foreign peers left out.
+	Peers() []Peer
+	// Watch returns a channel that receives after membership changes and a function that stops
+	// the watch. The sender must never block on it (a buffer of one, sent without waiting, so
+	// signals coalesce): the reconciler reads Peers anew on each signal and on a timer, so a
+	// dropped signal costs nothing.
+	Watch() (<-chan struct{}, func())
+}
+
+// membershipChanger is what the reconciler needs of the raft node; *Node implements it.
+type membershipChanger interface {
+	ID() string
+	configuration() (raft.Configuration, uint64, error)
+	changeMembership(c Change, prevIndex uint64, timeout time.Duration) raft.IndexFuture
+}
+
+// VoterReconcilerConfig configures a VoterReconciler. The zero value of every optional field is
+// its default.
+type VoterReconcilerConfig struct {
+	// Membership is the mesh's view of the peers. Required.
+	Membership Membership
+	// Voters is --raft-voters. Zero means DefaultRaftVoters.
+	Voters int
+	// DeadVoterGrace is --dead-voter-grace. Zero means DefaultDeadVoterGrace.
+	DeadVoterGrace time.Duration
+	// ReconcileInterval is --reconcile-interval. Zero means DefaultReconcileInterval.
+	ReconcileInterval time.Duration
+	// ChangeTimeout bounds each configuration change. Zero means DefaultChangeTimeout.
+	ChangeTimeout time.Duration
+	// Logger receives one line per change. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// VoterReconciler is the leader's duty of reconciling the mesh's membership into the raft
+// configuration (DESIGN.md section 3, Voters) with PlanMembership: a pass when it starts, on each
+// membership signal and every ReconcileInterval. Its Run is meant to be the node's
+// Config.LeaderLoop (or to be called from it):
+//
+//	r, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{Membership: m})
+//	cfg.LeaderLoop = r.Run
+//	node, err := consensus.Start(cfg)
+//	r.Attach(node)
+type VoterReconciler struct {
+	cfg      VoterReconcilerConfig
+	log      *slog.Logger
+	attach   sync.Once
+	attached chan struct{}
+	node     membershipChanger // set once, before attached is closed
+
+	passes atomic.Uint64 // passes finished, for tests
+}
+
+// NewVoterReconciler returns a reconciler that waits for Attach.
+func NewVoterReconciler(cfg VoterReconcilerConfig) (*VoterReconciler, error) {
+	if cfg.Membership == nil {
+		return nil, errors.New("consensus: the voter reconciler needs a Membership")
+	}
+	if cfg.ReconcileInterval <= 0 {
+		cfg.ReconcileInterval = DefaultReconcileInterval
+	}
+	if cfg.ChangeTimeout <= 0 {
+		cfg.ChangeTimeout = DefaultChangeTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &VoterReconciler{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "voters"),
+		attached: make(chan struct{}),
+	}, nil
+}
+
+// Attach gives the reconciler the node whose configuration it manages. Run waits for it, since
+// the node may gain leadership before Start returns. Only the first call counts.
+func (r *VoterReconciler) Attach(n *Node) { r.attachTo(n) }
+
+func (r *VoterReconciler) attachTo(m membershipChanger) {
+	r.attach.Do(func() {
+		r.node = m
+		close(r.attached)
+	})
+}
+
+// Run reconciles until ctx ends (the leadership is lost or the node shuts down): at the start,
+// then on each membership signal and every ReconcileInterval. It never blocks the
+// membership's signals, and each change is bounded by ChangeTimeout.
+func (r *VoterReconciler) Run(ctx context.Context) {
+	select {
+	case <-r.attached:
+	case <-ctx.Done():
+		return
+	}
+	signals, stop := r.cfg.Membership.Watch()
+	defer stop()
+	tick := time.NewTicker(r.cfg.ReconcileInterval)
+	defer tick.Stop()
+	for {
+		r.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-signals:
+		case <-tick.C:
+		}
+	}
+}
+
+// reconcile runs passes back to back while they change something, at most maxPassesPerWake.
+func (r *VoterReconciler) reconcile(ctx context.Context) {
+	for range maxPassesPerWake {
+		if ctx.Err() != nil {
+			return
+		}
+		if applied, err := r.pass(ctx); applied == 0 || err != nil {
+			return
+		}
+	}
+}
+
+// pass plans on the current configuration and membership and applies the plan in order, each
+// change conditioned on the configuration index the previous one left. It stops at the first
+// failure: the next pass plans again from what raft has.
+func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
+	defer r.passes.Add(1)
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("panic in a voter reconcile pass", "panic", p, "stack", string(debug.Stack()))
+			err = errors.New("consensus: voter reconcile pass panicked")
+		}
+	}()
+	cfg, index, err := r.node.configuration()
+	if err != nil {
+		r.log.Warn("reading the raft configuration failed", "err", err)
+		return 0, err
+	}
+	opts := VoterOptions{Voters: r.cfg.Voters, DeadVoterGrace: r.cfg.DeadVoterGrace, Self: r.node.ID()}
+	for _, c := range PlanMembership(cfg, r.cfg.Membership.Peers(), time.Now(), opts) {
+		if err := ctx.Err(); err != nil {
+			return applied, err
+		}
+		attrs := []any{"change", c.Kind.String(), "server", c.ID}
+		if c.Address != "" {
+			attrs = append(attrs, "address", c.Address)
+		}
+		attrs = append(attrs, "reason", c.Reason)
+		deadline := time.Now().Add(r.cfg.ChangeTimeout)
+		f := r.node.changeMembership(c, index, r.cfg.ChangeTimeout)
+		next, err := waitIndex(ctx, f, time.Until(deadline))
+		if err != nil {
+			r.log.Warn("raft membership change failed", append(attrs, "err", err)...)
+			return applied, err
+		}
+		r.log.Info("raft membership changed", attrs...)
+		index = next
+		applied++
+	}
+	return applied, nil
+}
+
+// waitIndex waits for f until timeout or ctx ends, and returns its index. The goroutine that
+// waits on f outlives a timeout until raft resolves f (a commit, a lost leadership or a
+// shutdown all do).
+func waitIndex(ctx context.Context, f raft.IndexFuture, timeout time.Duration) (uint64, error) {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return 0, err
+		}
+		return f.Index(), nil
+	case <-t.C:
+		return 0, errChangeTimeout
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}

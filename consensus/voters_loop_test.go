@@ -1,0 +1,239 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/raft"
+)
+
+// fakeMembership is a Membership whose peers a test sets. Its signals never block.
+type fakeMembership struct {
+	mu       sync.Mutex
+	peers    map[string]Peer
+	watchers map[chan struct{}]struct{}
+}
+
+func newFakeMembership(peers ...Peer) *fakeMembership {
+	m := &fakeMembership{peers: make(map[string]Peer), watchers: make(map[chan struct{}]struct{})}
+	m.set(peers...)
+	return m
+}
+
+func (m *fakeMembership) Peers() []Peer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Peer, 0, len(m.peers))
+	for _, p := range m.peers {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (m *fakeMembership) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.watchers[ch] = struct{}{}
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.watchers, ch)
+		m.mu.Unlock()
+	}
+}
+
+// set records peers and signals every watcher without waiting.
+func (m *fakeMembership) set(peers ...Peer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range peers {
+		m.peers[p.ID] = p
+	}
+	for ch := range m.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// fakeNode keeps a raft configuration in memory and applies changes to it as raft does,
+// refusing a change planned on a stale index. While hold is open, futures do not resolve.
+type fakeNode struct {
+	mu      sync.Mutex
+	cfg     raft.Configuration
+	index   uint64
+	applied []Change
+	hold    chan struct{}
+}
+
+func (f *fakeNode) ID() string { return "n1" }
+
+func (f *fakeNode) configuration() (raft.Configuration, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cfg, f.index, nil
+}
+
+func (f *fakeNode) changeMembership(c Change, prevIndex uint64, _ time.Duration) raft.IndexFuture {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prevIndex != f.index {
+		return failedFuture{errors.New("configuration changed")}
+	}
+	cfg, err := applyChange(f.cfg, c)
+	if err != nil {
+		return failedFuture{err}
+	}
+	f.cfg, f.index = cfg, f.index+1
+	f.applied = append(f.applied, c)
+	return heldFuture{index: f.index, hold: f.hold}
+}
+
+func (f *fakeNode) changes() []Change {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.applied)
+}
+
+// heldFuture resolves once hold is closed (at once when it is nil).
+type heldFuture struct {
+	index uint64
+	hold  chan struct{}
+}
+
+func (f heldFuture) Error() error {
+	if f.hold != nil {
+		<-f.hold
+	}
+	return nil
+}
+
+func (f heldFuture) Index() uint64 { return f.index }
+
+// runReconciler runs r until the returned stop is called, which waits for Run to return.
+func runReconciler(r *VoterReconciler) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+func TestVoterReconcilerPasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logBuffer
+		m := newFakeMembership(alive("n1", "a"))
+		node := &fakeNode{cfg: conf(voter("n1")), index: 1}
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		stop := runReconciler(r)
+		defer stop()
+
+		// Nothing happens before Attach.
+		synctest.Wait()
+		if n := r.passes.Load(); n != 0 {
+			t.Fatalf("%d passes before Attach", n)
+		}
+		// A pass at once, which changes nothing.
+		r.attachTo(node)
+		synctest.Wait()
+		if n := r.passes.Load(); n != 1 || len(node.changes()) != 0 {
+			t.Fatalf("after Attach: %d passes, changes %+v; want 1 pass and no change", n, node.changes())
+		}
+
+		// A signal: one pass adds n2, the next promotes it, a third finds nothing to do. No
+		// time passes: no pass waits for the interval.
+		m.set(alive("n2", "b"))
+		synctest.Wait()
+		if diff := cmp.Diff([]Change{add("n2"), promote("n2")}, node.changes(), ignoreReason); diff != "" {
+			t.Fatalf("changes (-want +got):\n%s", diff)
+		}
+		if n := r.passes.Load(); n != 4 {
+			t.Fatalf("%d passes; want 4", n)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("%s passed", d)
+		}
+		if got := logs.Lines("raft membership changed", "change=promote", "server=n2", "reason="); len(got) != 1 {
+			t.Fatalf("promotion log lines: %q\n%s", got, logs.String())
+		}
+
+		// No signal: a full pass every interval, and only then.
+		time.Sleep(DefaultReconcileInterval - time.Nanosecond)
+		synctest.Wait()
+		if n := r.passes.Load(); n != 4 {
+			t.Fatalf("%d passes before the interval; want 4", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := r.passes.Load(); n != 5 {
+			t.Fatalf("%d passes after the interval; want 5", n)
+		}
+		if n := len(node.changes()); n != 2 {
+			t.Fatalf("%d changes; a pass over an unchanged view changed something", n)
+		}
+	})
+}
+
+func TestVoterReconcilerChangeTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logBuffer
+		m := newFakeMembership(alive("n1", "a"))
+		node := &fakeNode{cfg: conf(voter("n1")), index: 1, hold: make(chan struct{})}
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.attachTo(node)
+		stop := runReconciler(r)
+		defer stop()
+		synctest.Wait()
+
+		// The change is handed over but never commits: the pass gives up after ChangeTimeout,
+		// and signals sent meanwhile do not block their sender.
+		m.set(alive("n2", "b"))
+		synctest.Wait()
+		for range 3 {
+			m.set(alive("n2", "b"))
+		}
+		before := r.passes.Load()
+		time.Sleep(5*time.Second - time.Nanosecond)
+		synctest.Wait()
+		if n := r.passes.Load(); n != before {
+			t.Fatalf("the pass ended before the change timeout (%d passes, was %d)", n, before)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := logs.Lines("raft membership change failed", "change=add-nonvoter", "server=n2", "did not commit in time"); len(got) != 1 {
+			t.Fatalf("failure log lines: %q\n%s", got, logs.String())
+		}
+		close(node.hold) // raft resolves the future in the end; the waiting goroutine ends
+		synctest.Wait()
+	})
+}
+
+func TestVoterReconcilerStopsBeforeAttach(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: newFakeMembership(), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runReconciler(r)() // returns: Run does not wait for Attach once its context ends
+	})
+	if _, err := NewVoterReconciler(VoterReconcilerConfig{}); err == nil {
+		t.Fatal("a reconciler without a Membership was made")
+	}
+}
