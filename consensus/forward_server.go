@@ -1,0 +1,106 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+
+	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus/fsm"
+)
+
+// RegisterForward serves the Forward service of api/consensus/v1 on s: other gateways' writes,
+// forwarded to this node because they believe it leads. The caller owns s, its listener
+// (--rpc-port) and its credentials (TLS goes in the grpc.ServerOptions it makes s with), and
+// stops s before it shuts the node down.
+//
+// Each request is proposed with the request's context, so its deadline is the caller's. A
+// follower answers NOT_LEADER (or NO_LEADER) and never forwards further: a write cannot loop.
+// Every outcome of the apply is answered in the response with status OK (see forward.proto).
+func (n *Node) RegisterForward(s grpc.ServiceRegistrar) {
+	consensusv1.RegisterForwardServer(s, &forwardServer{node: n})
+}
+
+// forwardServer is the leader's side of forwarding.
+type forwardServer struct {
+	consensusv1.UnimplementedForwardServer
+	node *Node
+}
+
+// Apply implements consensusv1.ForwardServer. It never returns an error: a status other than
+// OK would tell the caller less than the answer does.
+func (s *forwardServer) Apply(ctx context.Context, req *consensusv1.ApplyRequest) (*consensusv1.ApplyResponse, error) {
+	n := s.node
+	typ, err := checkEntry(req.Entry)
+	if err != nil {
+		n.log.Warn("refused a forwarded raft entry that does not decode", "from", req.From, "err", err)
+		return &consensusv1.ApplyResponse{Status: consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY, Message: err.Error()}, nil
+	}
+	res, err := n.apply(ctx, typ, req.Entry)
+	a := answer(res, err)
+	if n.log.Enabled(ctx, slog.LevelDebug) {
+		n.log.Debug("forwarded write", "from", req.From, "command", typ, "status", a.Status, "index", a.Index, "err", err)
+	}
+	return a, nil
+}
+
+// answer turns what Node.apply returned into the answer, keeping its meaning for the write.
+func answer(res fsm.Result, err error) *consensusv1.ApplyResponse {
+	status := func(s consensusv1.ApplyStatus) *consensusv1.ApplyResponse {
+		return &consensusv1.ApplyResponse{Status: s, Message: errMessage(err)}
+	}
+	var nl *NotLeaderError
+	switch {
+	case err == nil || (res.Index != 0 && err == res.Err): // applied, maybe with a business error
+		return resultToWire(res)
+	case errors.Is(err, ErrOutcomeUnknown): // before ErrShutdown, which it may wrap
+		return status(consensusv1.ApplyStatus_APPLY_STATUS_OUTCOME_UNKNOWN)
+	case errors.As(err, &nl):
+		return &consensusv1.ApplyResponse{
+			Status:        consensusv1.ApplyStatus_APPLY_STATUS_NOT_LEADER,
+			LeaderId:      nl.Leader,
+			LeaderAddress: nl.LeaderAddress,
+		}
+	case errors.Is(err, ErrNoLeader):
+		return status(consensusv1.ApplyStatus_APPLY_STATUS_NO_LEADER)
+	case errors.Is(err, ErrTimeout):
+		return status(consensusv1.ApplyStatus_APPLY_STATUS_TIMEOUT)
+	case errors.Is(err, ErrShutdown):
+		return status(consensusv1.ApplyStatus_APPLY_STATUS_SHUTDOWN)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status(consensusv1.ApplyStatus_APPLY_STATUS_CANCELED)
+	}
+	// Nothing else is expected; say unknown rather than claim nothing was written.
+	return status(consensusv1.ApplyStatus_APPLY_STATUS_OUTCOME_UNKNOWN)
+}
+
+func errMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// checkEntry reports whether the FSM would apply entry without panicking, and its type. An
+// entry comes from another process here, and one that does not decode would stop every node
+// that applies it, so it is decoded first, through the FSM's own dispatch table, on an empty
+// scratch FSM: the handlers panic only when a body does not decode, never because of the state.
+func checkEntry(entry []byte) (typ fsm.CommandType, err error) {
+	if len(entry) == 0 {
+		return 0, errors.New("the entry is empty")
+	}
+	typ = fsm.CommandType(entry[0]) &^ fsm.IgnoreUnknownFlag
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s entry: %v", typ, p)
+		}
+	}()
+	scratch := fsm.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	scratch.Apply(&raft.Log{Index: 1, Data: entry})
+	return typ, nil
+}
