@@ -45,7 +45,7 @@ func startServer(t *testing.T, h http.Handler) *httptest.Server {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
-		engineClient().CloseIdleConnections()
+		sharedEnginePool().closeIdle()
 		providerClient().CloseIdleConnections()
 	})
 	return srv
@@ -190,21 +190,53 @@ func TestCheckerWithHTTPProber(t *testing.T) {
 }
 
 // BenchmarkHTTPProbe is the cost of one keep-alive probe of a loopback engine, the prober's part
-// of the scheduler's budget (the server's cost is included).
+// of the scheduler's budget: by prober (the default pool, or net/http as before through Client)
+// and by engine (net/http's httptest server, whose cost is included, or a raw listener answering
+// a fixed response, which leaves mostly the client's).
 func BenchmarkHTTPProbe(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte(`{"status":"ok"}`))
-	}))
-	defer func() {
-		srv.Close()
-		engineClient().CloseIdleConnections()
-	}()
-	p := &HTTPProber{}
-	tg := httpTarget(srv.URL)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Probe(context.Background(), tg); err != nil {
-			b.Fatal(err)
+	probers := []struct {
+		name string
+		new  func() *HTTPProber
+	}{
+		{"pool", func() *HTTPProber { return &HTTPProber{pool: newEnginePool(nil)} }},
+		{"nethttp", func() *HTTPProber {
+			return &HTTPProber{Client: &http.Client{Transport: newTransport(nil), CheckRedirect: noRedirect}}
+		}},
+	}
+	engines := []struct {
+		name  string
+		start func(b *testing.B) string
+	}{
+		{"httptest", func(b *testing.B) string {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Write([]byte(`{"status":"ok"}`))
+			}))
+			b.Cleanup(srv.Close)
+			return srv.URL
+		}},
+		{"raw", func(b *testing.B) string { return startRawEngine(b, answerEach(okAnswer)).URL }},
+	}
+	for _, pr := range probers {
+		for _, en := range engines {
+			b.Run(pr.name+"/"+en.name, func(b *testing.B) {
+				url := en.start(b)
+				p := pr.new()
+				b.Cleanup(func() {
+					if p.pool != nil {
+						p.pool.closeIdle()
+					} else {
+						p.Client.CloseIdleConnections()
+					}
+				})
+				tg := httpTarget(url)
+				tg.APIKey = "sk-bench-key"
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := p.Probe(context.Background(), tg); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }
