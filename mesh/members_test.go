@@ -1,0 +1,90 @@
+package mesh
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMemberListStatuses(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	e := func(id string, s Status, cluster string) *entry {
+		return &entry{Member: Member{ID: id, Status: s, Meta: Meta{NodeID: id, ClusterID: cluster}}, seen: t0}
+	}
+	table := map[string]*entry{
+		"c": e("c", StatusAlive, "X"),
+		"a": e("a", StatusAlive, ""),
+		"b": e("b", StatusDead, "Y"),  // another cluster: foreign, whatever memberlist says
+		"d": e("d", StatusAlive, "X"), // refused later with a new cluster id
+		"e": e("e", StatusLeft, "X"),
+	}
+	foreign := map[string]*entry{
+		"d": e("d", StatusForeign, "Z"),
+		"f": e("f", StatusForeign, "Z"),
+	}
+	got := memberList(table, foreign, "X")
+	want := []Member{
+		{ID: "a", Status: StatusAlive, Meta: Meta{NodeID: "a"}},
+		{ID: "b", Status: StatusForeign, Meta: Meta{NodeID: "b", ClusterID: "Y"}},
+		{ID: "c", Status: StatusAlive, Meta: Meta{NodeID: "c", ClusterID: "X"}},
+		{ID: "d", Status: StatusForeign, Meta: Meta{NodeID: "d", ClusterID: "Z"}},
+		{ID: "e", Status: StatusLeft, Meta: Meta{NodeID: "e", ClusterID: "X"}},
+		{ID: "f", Status: StatusForeign, Meta: Meta{NodeID: "f", ClusterID: "Z"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if n := counts(got); n != [5]int{2, 0, 0, 1, 3} {
+		t.Errorf("counts %v", n)
+	}
+	// A node without a cluster id yet sees nobody as foreign, except those already refused.
+	if n := counts(memberList(table, foreign, "")); n != [5]int{2, 0, 1, 1, 2} {
+		t.Errorf("counts without a cluster id %v", n)
+	}
+}
+
+func TestIsForeign(t *testing.T) {
+	for _, tt := range []struct {
+		ours, theirs string
+		want         bool
+	}{{"", "", false}, {"X", "", false}, {"", "X", false}, {"X", "X", false}, {"X", "Y", true}} {
+		if got := isForeign(tt.ours, tt.theirs); got != tt.want {
+			t.Errorf("isForeign(%q, %q) = %v", tt.ours, tt.theirs, got)
+		}
+	}
+}
+
+func TestPrune(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	table := map[string]*entry{}
+	for _, s := range statuses {
+		table[s.String()] = &entry{Member: Member{ID: s.String(), Status: s}, seen: t0}
+	}
+	if prune(table, t0.Add(time.Minute), time.Minute) || len(table) != len(statuses) {
+		t.Fatalf("pruned within the retention: %d left", len(table))
+	}
+	if !prune(table, t0.Add(time.Minute+1), time.Minute) {
+		t.Fatal("nothing pruned after the retention")
+	}
+	var left []string
+	for id := range table {
+		left = append(left, id)
+	}
+	if len(left) != 2 || table["alive"] == nil || table["suspect"] == nil {
+		t.Errorf("after the retention: %v, want alive and suspect", left)
+	}
+}
+
+func TestStatusString(t *testing.T) {
+	var got []string
+	for _, s := range statuses {
+		got = append(got, s.String())
+	}
+	if diff := cmp.Diff([]string{"alive", "suspect", "dead", "left", "foreign"}, got); diff != "" {
+		t.Error(diff)
+	}
+	if Status(99).String() != "unknown" {
+		t.Error(Status(99).String())
+	}
+}

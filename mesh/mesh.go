@@ -1,0 +1,304 @@
+package mesh
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Errors of Mesh's methods.
+var (
+	// ErrShutdown is returned by the methods of a Mesh that was shut down.
+	ErrShutdown = errors.New("mesh: shut down")
+	// ErrLeft is returned by SetMeta and Join after Leave.
+	ErrLeft = errors.New("mesh: this node has left the mesh")
+	// ErrForeignCluster is wrapped by Join's error when the peers it reached carry another
+	// cluster id than this node.
+	ErrForeignCluster = errors.New("peer belongs to another cluster")
+)
+
+// Mesh is this gateway's member of the memberlist mesh. Its methods are safe for concurrent use.
+type Mesh struct {
+	ml        *memberlist.Memberlist
+	log       *slog.Logger
+	name      string
+	updateTO  time.Duration
+	retention time.Duration
+	now       func() time.Time
+	metrics   *metrics
+
+	// metaMu serializes SetMeta and Leave, so that metadata updates are gossiped in order.
+	metaMu sync.Mutex
+	local  atomic.Pointer[localMeta] // what NodeMeta hands memberlist
+	left   atomic.Bool
+	closed atomic.Bool
+	once   sync.Once
+
+	// refusals counts merges the MergeDelegate refused, so that Join can say why it failed.
+	refusals atomic.Uint64
+
+	mu      sync.Mutex
+	table   map[string]*entry // from memberlist's events, self included
+	foreign map[string]*entry // peers refused for their cluster id, at most maxForeign
+
+	watchMu  sync.Mutex
+	watchers map[chan struct{}]struct{}
+}
+
+// localMeta is this node's metadata and its encoding, swapped as one.
+type localMeta struct {
+	meta Meta
+	raw  []byte
+}
+
+// maxForeign bounds the table of refused peers.
+const maxForeign = 256
+
+// Start validates cfg, starts memberlist's listeners and returns the mesh of this one node;
+// Join connects it to others. Call Shutdown to stop it.
+func Start(cfg Config) (*Mesh, error) {
+	mc, err := cfg.memberlistConfig()
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	meta := cfg.Meta
+	meta.NodeID = cfg.NodeID
+	raw, err := EncodeMeta(meta)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mesh{
+		log:       logger.With("component", "mesh"),
+		name:      cfg.NodeID,
+		updateTO:  cmpZero(cfg.UpdateTimeout, DefaultUpdateTimeout),
+		retention: cmpZero(cfg.Retention, DefaultRetention),
+		now:       time.Now,
+		table:     make(map[string]*entry),
+		foreign:   make(map[string]*entry),
+		watchers:  make(map[chan struct{}]struct{}),
+	}
+	m.local.Store(&localMeta{meta: meta, raw: raw})
+	d := delegate{m}
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	mc.Logger, mc.LogOutput = newStdLogger(logger), nil
+	if cfg.Tune != nil {
+		cfg.Tune(mc)
+	}
+	if m.metrics, err = newMetrics(cfg.Registerer, m); err != nil {
+		return nil, err
+	}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		m.metrics.unregister()
+		return nil, fmt.Errorf("mesh: start memberlist on %s:%d: %s", mc.BindAddr, mc.BindPort, oneLine(err))
+	}
+	m.ml = ml
+	m.log.Info("mesh started", "node", m.name, "address", ml.LocalNode().Address(),
+		"profile", cmpZero(cfg.Profile, ProfileLAN), "encrypted", mc.EncryptionEnabled())
+	return m, nil
+}
+
+func cmpZero[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// oneLine flattens a multi-line error (memberlist's multierror) into one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// Addr returns the host:port peers reach this node on, for their Join.
+func (m *Mesh) Addr() string { return m.ml.LocalNode().Address() }
+
+// ID returns this node's id.
+func (m *Mesh) ID() string { return m.name }
+
+// Local returns the metadata this node publishes.
+func (m *Mesh) Local() Meta { return m.local.Load().meta }
+
+// Join contacts each address (host:port) and merges its view of the mesh into this node's. It
+// returns how many addresses it reached; the error is set only when it reached none, and wraps
+// ErrForeignCluster when a peer was refused for its cluster id.
+func (m *Mesh) Join(addrs []string) (int, error) {
+	switch {
+	case m.closed.Load():
+		return 0, ErrShutdown
+	case m.left.Load():
+		return 0, ErrLeft
+	case len(addrs) == 0:
+		return 0, errors.New("mesh: join: no address given")
+	}
+	before := m.refusals.Load()
+	n, err := m.ml.Join(addrs)
+	if err != nil {
+		if m.refusals.Load() != before {
+			return n, fmt.Errorf("mesh: join %s: %w: %s", strings.Join(addrs, ","), ErrForeignCluster, oneLine(err))
+		}
+		return n, fmt.Errorf("mesh: join %s: %s", strings.Join(addrs, ","), oneLine(err))
+	}
+	m.log.Info("mesh joined", "contacted", n, "of", len(addrs))
+	return n, nil
+}
+
+// Members returns every member this node knows, itself included, sorted by id: the live ones,
+// the dead and left ones for Config.Retention, and foreign peers it has seen.
+func (m *Mesh) Members() []Member {
+	cid := m.local.Load().meta.ClusterID
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prune(m.table, now, m.retention)
+	prune(m.foreign, now, m.retention)
+	return memberList(m.table, m.foreign, cid)
+}
+
+// Count returns how many members Members would list with status s, without building the list.
+func (m *Mesh) Count(s Status) int {
+	cid := m.local.Load().meta.ClusterID
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, e := range m.table {
+		if statusOf(e, m.foreign[id], cid) == s {
+			n++
+		}
+	}
+	if s == StatusForeign {
+		for id := range m.foreign {
+			if m.table[id] == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// SetMeta changes this node's metadata with f and gossips it: it returns once memberlist has
+// sent the update to enough peers, or after Config.UpdateTimeout (an error; the update stays
+// queued and still spreads). f must not change NodeID or Leaving. An update that does not fit
+// MetaMaxSize is refused and the metadata stays as it was.
+func (m *Mesh) SetMeta(f func(*Meta)) error {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	switch {
+	case m.closed.Load():
+		return ErrShutdown
+	case m.left.Load():
+		return ErrLeft
+	}
+	cur := m.local.Load()
+	next := cur.meta
+	f(&next)
+	if next.NodeID != cur.meta.NodeID {
+		return errors.New("mesh: SetMeta cannot change the node id")
+	}
+	if next.Leaving != cur.meta.Leaving {
+		return errors.New("mesh: SetMeta cannot change Leaving; Leave sets it")
+	}
+	return m.publish(next, m.updateTO)
+}
+
+// publish stores meta as this node's and gossips it, waiting at most timeout. The caller holds
+// metaMu.
+func (m *Mesh) publish(meta Meta, timeout time.Duration) error {
+	raw, err := EncodeMeta(meta)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(raw, m.local.Load().raw) {
+		return nil
+	}
+	m.local.Store(&localMeta{meta: meta, raw: raw})
+	if err := m.ml.UpdateNode(timeout); err != nil {
+		return fmt.Errorf("mesh: metadata updated here but not yet gossiped after %s (it stays queued): %s", timeout, oneLine(err))
+	}
+	return nil
+}
+
+// Watch returns a channel that receives after each change of the membership (a join, a leave
+// or failure, a metadata update, a newly seen foreign peer), and a function that stops the
+// watch. Signals coalesce in a buffer of one: a consumer reads Members after a signal, so a
+// dropped signal costs nothing.
+func (m *Mesh) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.watchMu.Lock()
+	m.watchers[ch] = struct{}{}
+	m.watchMu.Unlock()
+	return ch, func() {
+		m.watchMu.Lock()
+		delete(m.watchers, ch)
+		m.watchMu.Unlock()
+	}
+}
+
+// signal wakes every watcher without blocking.
+func (m *Mesh) signal() {
+	m.watchMu.Lock()
+	defer m.watchMu.Unlock()
+	for ch := range m.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Leave leaves the mesh gracefully: it publishes Meta.Leaving, then memberlist's leave message,
+// each waiting for the gossip to go out, within timeout in all (<= 0 means
+// DefaultUpdateTimeout). Peers then list the node as
+// left instead of dead. The node keeps answering probes until Shutdown, which should follow.
+// Calling it again does nothing.
+func (m *Mesh) Leave(timeout time.Duration) error {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	if m.closed.Load() {
+		return ErrShutdown
+	}
+	if m.left.Load() {
+		return nil
+	}
+	if timeout <= 0 {
+		timeout = DefaultUpdateTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	next := m.local.Load().meta
+	next.Leaving = true
+	errMeta := m.publish(next, max(timeout/2, time.Millisecond))
+	m.left.Store(true)
+	err := m.ml.Leave(max(time.Until(deadline), time.Millisecond))
+	if err != nil {
+		err = fmt.Errorf("mesh: leave: %s", oneLine(err))
+	}
+	m.log.Info("mesh left", "node", m.name)
+	return errors.Join(errMeta, err)
+}
+
+// Shutdown stops memberlist's listeners and goroutines without a leave message: peers see the
+// node fail. It unregisters the metrics. Calling it again does nothing.
+func (m *Mesh) Shutdown() error {
+	var err error
+	m.once.Do(func() {
+		m.closed.Store(true)
+		if e := m.ml.Shutdown(); e != nil {
+			err = fmt.Errorf("mesh: shutdown: %s", oneLine(e))
+		}
+		m.metrics.unregister()
+		m.log.Info("mesh stopped", "node", m.name)
+	})
+	return err
+}

@@ -1,0 +1,140 @@
+package mesh
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/hashicorp/memberlist"
+	"google.golang.org/protobuf/proto"
+
+	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+)
+
+// MetaMaxSize is the most bytes of encoded metadata memberlist carries for a node
+// (memberlist.MetaMaxSize).
+const MetaMaxSize = memberlist.MetaMaxSize
+
+// metaVersion is the first byte of encoded metadata: 1 is a protobuf meshv1.NodeMeta.
+const metaVersion byte = 1
+
+// leavingSize is what Leaving=true adds to the encoding (a one-byte tag and a one-byte value).
+// EncodeMeta keeps room for it, so that Leave never fails on the size limit.
+const leavingSize = 2
+
+// maxMetaString bounds every text field of decoded metadata, whatever the total size allows.
+const maxMetaString = 255
+
+// ErrMetaTooLarge is returned by EncodeMeta when the encoding exceeds MetaMaxSize.
+var ErrMetaTooLarge = errors.New("node metadata exceeds memberlist's limit")
+
+// Meta is what a gateway publishes about itself to its peers (DESIGN.md section 4). It travels
+// in every memberlist alive message, so it holds only small, slowly changing facts.
+type Meta struct {
+	NodeID   string // --node-id; always the memberlist node name
+	Version  string // meshgw build version
+	Region   string // --region
+	Color    string // --color, a free label (blue/green)
+	HTTPAddr string // host:port of the gateway's HTTP listener
+	RPCAddr  string // host:port of its gRPC listener (forwarding, outcome reports)
+	RaftAddr string // host:port of raft's transport
+	// ClusterID is the raft cluster id, empty until the node knows it. Peers with different
+	// non-empty ids are foreign to each other and never merged.
+	ClusterID string
+	// AppliedIndex is the raft index of the last entry applied to the node's state.
+	AppliedIndex uint64
+	// OwnedWorkers is the number of workers the node owns.
+	OwnedWorkers uint32
+	// Leaving is set by Leave just before the node's leave message, so that peers report it as
+	// left rather than dead. SetMeta cannot change it.
+	Leaving bool
+}
+
+// EncodeMeta encodes m as memberlist node metadata: a version byte, then protobuf. It fails when
+// a field is too long or not UTF-8, or when the result (plus the two bytes Leaving needs, when
+// it is not set yet) exceeds MetaMaxSize (ErrMetaTooLarge).
+func EncodeMeta(m Meta) ([]byte, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	body, err := proto.Marshal(&meshv1.NodeMeta{
+		NodeId:       m.NodeID,
+		Version:      m.Version,
+		Region:       m.Region,
+		Color:        m.Color,
+		HttpAddr:     m.HTTPAddr,
+		RpcAddr:      m.RPCAddr,
+		RaftAddr:     m.RaftAddr,
+		ClusterId:    m.ClusterID,
+		AppliedIndex: m.AppliedIndex,
+		OwnedWorkers: m.OwnedWorkers,
+		Leaving:      m.Leaving,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mesh: encode node metadata: %w", err)
+	}
+	n := 1 + len(body)
+	if !m.Leaving {
+		n += leavingSize // Leave must be able to set it later
+	}
+	if n > MetaMaxSize {
+		return nil, fmt.Errorf("mesh: %w: %d bytes, the limit is %d (shorten the node id, region, color or advertised addresses)",
+			ErrMetaTooLarge, n, MetaMaxSize)
+	}
+	return append([]byte{metaVersion}, body...), nil
+}
+
+// DecodeMeta decodes metadata a peer sent. It is outside input: every length is bounded and a
+// malformed encoding is an error, never a panic.
+func DecodeMeta(b []byte) (Meta, error) {
+	switch {
+	case len(b) == 0:
+		return Meta{}, errors.New("mesh: no node metadata")
+	case len(b) > MetaMaxSize:
+		return Meta{}, fmt.Errorf("mesh: node metadata is %d bytes, more than %d", len(b), MetaMaxSize)
+	case b[0] != metaVersion:
+		return Meta{}, fmt.Errorf("mesh: node metadata version %d, this build reads %d", b[0], metaVersion)
+	}
+	var pb meshv1.NodeMeta
+	if err := proto.Unmarshal(b[1:], &pb); err != nil {
+		return Meta{}, fmt.Errorf("mesh: decode node metadata: %w", err)
+	}
+	m := Meta{
+		NodeID:       pb.GetNodeId(),
+		Version:      pb.GetVersion(),
+		Region:       pb.GetRegion(),
+		Color:        pb.GetColor(),
+		HTTPAddr:     pb.GetHttpAddr(),
+		RPCAddr:      pb.GetRpcAddr(),
+		RaftAddr:     pb.GetRaftAddr(),
+		ClusterID:    pb.GetClusterId(),
+		AppliedIndex: pb.GetAppliedIndex(),
+		OwnedWorkers: pb.GetOwnedWorkers(),
+		Leaving:      pb.GetLeaving(),
+	}
+	if err := m.validate(); err != nil {
+		return Meta{}, err
+	}
+	return m, nil
+}
+
+// validate checks what both sides require: a node id, and text fields that are UTF-8 and at
+// most maxMetaString bytes each.
+func (m Meta) validate() error {
+	if m.NodeID == "" {
+		return errors.New("mesh: node metadata has no node id")
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"node id", m.NodeID}, {"version", m.Version}, {"region", m.Region}, {"color", m.Color},
+		{"HTTP address", m.HTTPAddr}, {"rpc address", m.RPCAddr}, {"raft address", m.RaftAddr},
+		{"cluster id", m.ClusterID},
+	} {
+		if len(f.v) > maxMetaString {
+			return fmt.Errorf("mesh: node metadata %s is %d bytes, more than %d", f.name, len(f.v), maxMetaString)
+		}
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("mesh: node metadata %s is not UTF-8", f.name)
+		}
+	}
+	return nil
+}

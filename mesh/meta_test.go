@@ -1,0 +1,155 @@
+package mesh
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
+	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+)
+
+// fullMeta is metadata with every field set to a realistic value.
+func fullMeta() Meta {
+	return Meta{NodeID: "gw-eu-1", Version: "v0.6.0", Region: "eu-west-1", Color: "green",
+		HTTPAddr: "10.0.12.34:30000", RPCAddr: "10.0.12.34:39529", RaftAddr: "10.0.12.34:39528",
+		ClusterID: "5f0c6c1e-3f3b-4b8e-9d2a-8f1f2e3d4c5b", AppliedIndex: 123456789, OwnedWorkers: 250}
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	for name, m := range map[string]Meta{
+		"minimal": {NodeID: "n1"},
+		"full":    fullMeta(),
+		"leaving": func() Meta { m := fullMeta(); m.Leaving = true; return m }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := EncodeMeta(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b[0] != metaVersion {
+				t.Errorf("version byte %d", b[0])
+			}
+			got, err := DecodeMeta(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(m, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	b, _ := EncodeMeta(fullMeta())
+	t.Logf("full metadata: %d bytes of %d", len(b), MetaMaxSize)
+	if len(b) > 200 {
+		t.Errorf("full metadata takes %d bytes; expected well under 200", len(b))
+	}
+}
+
+func TestEncodeMetaSizeLimit(t *testing.T) {
+	m := fullMeta()
+	m.Region, m.Color = strings.Repeat("r", 200), strings.Repeat("c", 200)
+	_, err := EncodeMeta(m)
+	if !errors.Is(err, ErrMetaTooLarge) || !strings.Contains(err.Error(), "512") {
+		t.Fatalf("oversized metadata: %v, want ErrMetaTooLarge naming the limit", err)
+	}
+	// Exactly at the limit with room kept for Leaving: accepted, and Leaving still fits.
+	m = Meta{NodeID: "n"}
+	base, _ := EncodeMeta(m)
+	m.Version = strings.Repeat("v", 200)
+	m.Region = strings.Repeat("r", 200)
+	one, _ := EncodeMeta(Meta{NodeID: "n", Version: m.Version, Region: m.Region})
+	m.Color = strings.Repeat("c", MetaMaxSize-leavingSize-len(one)-2) // a tag and a one-byte length
+	b, err := EncodeMeta(m)
+	if err != nil {
+		t.Fatalf("metadata at the limit: %v (base %d bytes)", err, len(base))
+	}
+	if len(b) != MetaMaxSize-leavingSize {
+		t.Fatalf("at the limit: %d bytes, want %d", len(b), MetaMaxSize-leavingSize)
+	}
+	m.Leaving = true
+	if b, err = EncodeMeta(m); err != nil || len(b) != MetaMaxSize {
+		t.Fatalf("leaving at the limit: %d bytes, %v", len(b), err)
+	}
+	m.Leaving = false
+	m.Color += "c"
+	if _, err := EncodeMeta(m); !errors.Is(err, ErrMetaTooLarge) {
+		t.Fatalf("one byte over: %v", err)
+	}
+}
+
+func TestEncodeMetaRefuses(t *testing.T) {
+	for name, m := range map[string]Meta{
+		"no node id":   {},
+		"long field":   {NodeID: "n", RaftAddr: strings.Repeat("a", maxMetaString+1)},
+		"invalid utf8": {NodeID: "n", Color: "\xff"},
+	} {
+		if _, err := EncodeMeta(m); err == nil {
+			t.Errorf("%s: encoded", name)
+		}
+	}
+}
+
+func TestDecodeMetaRejects(t *testing.T) {
+	valid, _ := EncodeMeta(fullMeta())
+	raw := func(pb *meshv1.NodeMeta) []byte {
+		b, err := proto.Marshal(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte{metaVersion}, b...)
+	}
+	for name, b := range map[string][]byte{
+		"empty":           nil,
+		"too long":        append(append([]byte{}, valid...), make([]byte, MetaMaxSize)...),
+		"version 0":       append([]byte{0}, valid[1:]...),
+		"version 2":       append([]byte{2}, valid[1:]...),
+		"truncated":       valid[:len(valid)-2],
+		"garbage":         {metaVersion, 0xff, 0xff, 0xff},
+		"no node id":      raw(&meshv1.NodeMeta{Region: "eu"}),
+		"long string":     raw(&meshv1.NodeMeta{NodeId: "n", Region: strings.Repeat("r", maxMetaString+1)}),
+		"length past end": {metaVersion, 0x0a, 0x7f, 'n'},
+	} {
+		if _, err := DecodeMeta(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	// Fields a later version adds are skipped.
+	withUnknown := append(append([]byte{}, valid...), 0xf8, 0x01, 0x05) // field 31, varint 5
+	if got, err := DecodeMeta(withUnknown); err != nil || got != fullMeta() {
+		t.Errorf("unknown field: %+v, %v", got, err)
+	}
+}
+
+// FuzzDecodeMeta: decoding never panics, and what decodes encodes back to the same metadata.
+func FuzzDecodeMeta(f *testing.F) {
+	valid, _ := EncodeMeta(fullMeta())
+	f.Add(valid)
+	f.Add([]byte{})
+	f.Add([]byte{metaVersion})
+	f.Add([]byte{metaVersion, 0x0a, 0x01, 'n'})
+	f.Add([]byte{2, 0x0a, 0x01, 'n'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMeta(b)
+		if err != nil {
+			return
+		}
+		if len(b) > MetaMaxSize {
+			t.Fatalf("decoded %d bytes", len(b))
+		}
+		again, err := EncodeMeta(m)
+		if err != nil {
+			// A peer's metadata may use the last two bytes Leaving needs; it still decodes.
+			if m.Leaving || !errors.Is(err, ErrMetaTooLarge) {
+				t.Fatalf("decoded %+v does not encode: %v", m, err)
+			}
+			return
+		}
+		back, err := DecodeMeta(again)
+		if err != nil || back != m {
+			t.Fatalf("round trip: %+v -> %+v, %v", m, back, err)
+		}
+	})
+}
