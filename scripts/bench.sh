@@ -32,6 +32,7 @@ go build -o bin/bench-upstream ./bench/cmd/upstream
 go build -o bin/bench-healthprobe ./bench/cmd/healthprobe
 go build -o bin/bench-minproxy ./bench/cmd/minproxy
 go build -o bin/bench-raftbench ./bench/cmd/raftbench
+go build -o bin/bench-meshbench ./bench/cmd/meshbench
 
 args=(-report "${REPORT:-bench/out/report.json}")
 [ "${BENCH_QUICK:-}" = 1 ] && args+=(-quick)

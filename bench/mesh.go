@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// MeshOptions configure the mesh section: how fast the membership of many gateways converges.
+type MeshOptions struct {
+	Bin   string // default "bin/bench-meshbench"
+	Peers int    // mesh nodes per run; default 100
+	Runs  int    // runs per profile, each with fresh nodes; default 3
+}
+
+func (m *MeshOptions) setDefaults() {
+	if m.Bin == "" {
+		m.Bin = "bin/bench-meshbench"
+	}
+	m.Peers = cmp0(m.Peers, 100)
+	m.Runs = cmp0(m.Runs, 3)
+}
+
+// MeshResult is the mesh section.
+type MeshResult struct {
+	Status string `json:"status"` // "measured"
+	// LAN and Local are `meshbench converge` with the lan profile (the gateway's default) and
+	// the local one (peers on one host).
+	LAN   *MeshConvergence `json:"converge_lan"`
+	Local *MeshConvergence `json:"converge_local"`
+	// Failover needs ownership (step 7).
+	Failover NotMeasured `json:"failover"`
+}
+
+// MeshConvergence is what `meshbench converge` prints, and what it measured.
+type MeshConvergence struct {
+	Peers   int       `json:"peers"`
+	Profile string    `json:"profile"`
+	RunsS   []float64 `json:"runs_s"`
+	MedianS float64   `json:"median_s"`
+	MaxS    float64   `json:"max_s"`
+	What    string    `json:"what"`
+}
+
+// meshbenchWithin bounds one meshbench invocation; it bounds itself with --timeout below it.
+const meshbenchWithin = 90 * time.Second
+
+// runMesh measures the mesh section: membership convergence with the lan and the local
+// profile. A failure leaves the section not measured, with the reason.
+func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
+	m.setDefaults()
+	res := MeshResult{Status: "measured",
+		Failover: notMeasured("failover moves a dead peer's workers (roadmap step 7: ownership), not built yet")}
+	for _, p := range []struct {
+		profile string
+		into    **MeshConvergence
+	}{{"lan", &res.LAN}, {"local", &res.Local}} {
+		o.Log.Info("mesh: membership convergence", "peers", m.Peers, "profile", p.profile, "runs", m.Runs)
+		var c MeshConvergence
+		if err := runMeshbench(ctx, ps, m, "meshbench-"+p.profile, &c, "converge", "--peers", strconv.Itoa(m.Peers),
+			"--profile", p.profile, "--runs", strconv.Itoa(m.Runs), "--timeout", (meshbenchWithin - 10*time.Second).String()); err != nil {
+			return notMeasured(fmt.Sprintf("convergence with the %s profile: %v", p.profile, err))
+		}
+		c.What = fmt.Sprintf("%d mesh nodes in one process on 127.0.0.1, all joining one seed at once; "+
+			"from the first join until every node sees all %d alive", m.Peers, m.Peers)
+		*p.into = &c
+	}
+	return res
+}
+
+// runMeshbench runs bench-meshbench with args and decodes the JSON it prints into v.
+func runMeshbench(ctx context.Context, ps *procs, m *MeshOptions, name string, v any, args ...string) error {
+	var out bytes.Buffer
+	p, err := ps.start(name, &out, m.Bin, args...)
+	if err != nil {
+		return err
+	}
+	timer := time.NewTimer(meshbenchWithin)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+	case <-timer.C:
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		<-p.done
+		return fmt.Errorf("%s did not finish within %s", name, meshbenchWithin)
+	case <-ctx.Done():
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		<-p.done
+		return ctx.Err()
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s failed: %v (see %s)", name, p.err, filepath.Join(ps.dir, name+".log"))
+	}
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return fmt.Errorf("%s printed %q: %v", name, out.String(), err)
+	}
+	return nil
+}
