@@ -64,6 +64,8 @@ type Config struct {
 	Drainer Drainer
 	// Raft answers GET /mesh/raft. Nil: 503 unavailable.
 	Raft RaftInfo
+	// Peers answers GET /mesh/peers. Nil: 503 unavailable.
+	Peers Peers
 	// Runtime supplies the health and breaker state of owned workers for GET /workers. Nil:
 	// records show only the pool's view.
 	Runtime Runtime

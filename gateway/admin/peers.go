@@ -1,0 +1,32 @@
+package admin
+
+// Peers lists the gateways of the mesh for GET /mesh/peers and meshctl peers; cmd/meshgw
+// implements it over package mesh's members and the raft configuration.
+type Peers interface {
+	// Peers returns every gateway the mesh knows (this one included, foreign and departed
+	// ones while they are remembered), sorted by id.
+	Peers() []Peer
+}
+
+// Peer is one gateway as GET /mesh/peers answers it (DESIGN.md section 9); fields may be added,
+// none renamed.
+type Peer struct {
+	ID string `json:"id"`
+	// Address is the peer's mesh (memberlist) address, host:port.
+	Address string `json:"address"`
+	// Status is alive, suspect, dead, left or foreign.
+	Status string `json:"status"`
+	// Raft is the peer's place in the raft configuration: leader, voter, nonvoter, or "" when
+	// it is not in it.
+	Raft   string `json:"raft"`
+	Region string `json:"region"`
+	Color  string `json:"color"`
+	// Version is the meshgw version the peer runs.
+	Version string `json:"version"`
+	// Owned is the number of workers the peer owns, as it last published.
+	Owned int `json:"owned"`
+	// AppliedIndex is the raft index the peer has applied, as it last published.
+	AppliedIndex uint64 `json:"applied_index"`
+	// Self marks the answering gateway.
+	Self bool `json:"self,omitempty"`
+}
