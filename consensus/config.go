@@ -21,9 +21,6 @@ const (
 	DefaultRaftLogLevel = slog.LevelWarn
 )
 
-// ErrNotSupported is returned by Start for settings a later step implements.
-var ErrNotSupported = errors.New("not yet supported")
-
 // Config configures a Node. The zero value of every optional field is a working default.
 type Config struct {
 	// NodeID is the raft server id: --node-id, else the main listener's host_port. It must stay
@@ -35,10 +32,15 @@ type Config struct {
 	BindAddr string
 
 	// AdvertiseAddr is the host:port other peers dial. Default: the listener's address, or
-	// 127.0.0.1 with the listener's port when it binds an unspecified address (a mesh of one
-	// needs nothing else; joining peers will need a real address). When it changes between
-	// restarts, the node updates its own entry in the raft configuration once it leads.
+	// AdvertiseHost with the listener's port. When it changes between restarts, the node
+	// updates its own entry in the raft configuration once it leads (and the leader's voter
+	// reconciler updates a follower's from its mesh metadata).
 	AdvertiseAddr string
+
+	// AdvertiseHost is the host advertised with the listener's port when AdvertiseAddr is empty
+	// (--mesh-advertise-host, which raft follows). Default: the listener's host, or 127.0.0.1
+	// when it binds an unspecified address (a mesh of one needs nothing else).
+	AdvertiseHost string
 
 	// StateDir is this node's folder, as storage.PrepareNodeDir made it: it holds raft.db (log
 	// and stable store) and snapshots/. Required unless Ephemeral.
@@ -48,9 +50,13 @@ type Config struct {
 	// process (--ephemeral, for tests and demos). Start logs a warning.
 	Ephemeral bool
 
-	// Join (--join) and BootstrapExpect (--bootstrap-expect) belong to the gateway cluster
-	// (step 6). Until then Start refuses them with ErrNotSupported.
-	Join            []string
+	// Join is --join: the mesh addresses of peers to join. The node itself never dials them
+	// (the mesh does); their presence means that a node without raft state does not bootstrap:
+	// it starts raft with no configuration and waits for the leader to add it.
+	Join []string
+	// BootstrapExpect is --bootstrap-expect: a node without raft state does not bootstrap at
+	// Start; the gateway calls BootstrapWith once it sees that many peers without state. Zero
+	// means off.
 	BootstrapExpect int
 
 	// ApplyTimeout bounds Apply when its context has no deadline. Zero means
@@ -81,9 +87,8 @@ type Config struct {
 	Tune func(*raft.Config)
 
 	// BootstrapServers replaces the single-voter configuration a fresh node bootstraps with
-	// (every node of a new cluster gets the same list). It is the seam for --bootstrap-expect
-	// (step 6), which will fill it with the peers that saw each other; tests and `make bench`
-	// use it to start a cluster. Ignored when the node has raft state already.
+	// (every node of a new cluster gets the same list); tests and `make bench` use it to start a
+	// cluster. Ignored when the node has raft state already, or waits (Join, BootstrapExpect).
 	BootstrapServers []raft.Server
 }
 
@@ -92,11 +97,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.NodeID == "" {
 		return c, errors.New("consensus: NodeID is required")
 	}
-	if len(c.Join) > 0 {
-		return c, fmt.Errorf("consensus: --join is %w (joining a mesh comes with the gateway cluster)", ErrNotSupported)
-	}
-	if c.BootstrapExpect != 0 {
-		return c, fmt.Errorf("consensus: --bootstrap-expect is %w (it comes with the gateway cluster)", ErrNotSupported)
+	if c.BootstrapExpect < 0 {
+		return c, fmt.Errorf("consensus: --bootstrap-expect %d is negative", c.BootstrapExpect)
 	}
 	if !c.Ephemeral && c.StateDir == "" {
 		return c, errors.New("consensus: StateDir is required unless Ephemeral")
@@ -127,11 +129,15 @@ func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
 	bound := ln.Addr().(*net.TCPAddr)
 	adv := c.AdvertiseAddr
 	if adv == "" {
-		host := bound.IP.String()
-		if bound.IP.IsUnspecified() {
+		host := c.AdvertiseHost
+		switch {
+		case host != "":
+		case bound.IP.IsUnspecified():
 			host = "127.0.0.1"
-			c.Logger.Warn("raft advertises a loopback address because it binds every interface; set an advertise address before other gateways join",
+			c.Logger.Warn("raft advertises a loopback address because it binds every interface; set --mesh-advertise-host before other gateways join",
 				"bind", c.BindAddr)
+		default:
+			host = bound.IP.String()
 		}
 		adv = net.JoinHostPort(host, strconv.Itoa(bound.Port))
 	}

@@ -9,8 +9,9 @@
 //     (the time, a new id, the merged spec of a PATCH, the compare-and-set revision or fence)
 //     is decided here, by the proposer, and carried inside the command.
 //  2. Forward. Only the leader appends. A follower's Apply returns *NotLeaderError naming the
-//     leader (ErrNoLeader when there is none); step 6 forwards over gRPC to it, a bounded
-//     number of times. Nothing has been written at this point.
+//     leader (ErrNoLeader when there is none); a Forwarder sends the entry over gRPC to the
+//     leader's Forward service (RegisterForward), following NotLeader a bounded number of
+//     times. Nothing has been written at this point.
 //  3. Append. The leader encodes the command (one type byte, then protobuf) and appends it to
 //     its log. raft's Apply timeout bounds only this hand-over (ErrTimeout: nothing written).
 //  4. Commit. The entry commits once a quorum of voters has stored it (bbolt fsyncs each append).
@@ -40,7 +41,12 @@
 //
 // # Bootstrap
 //
-// A node without local raft state and without --join bootstraps a single-voter cluster at once:
-// one gateway is a mesh of one. A node with state just starts; raft restores the latest
-// snapshot and replays the log. --join and --bootstrap-expect come with the gateway cluster.
+// A node without local raft state and without --join or --bootstrap-expect bootstraps a
+// single-voter cluster at once: one gateway is a mesh of one. With --join it starts raft with
+// no configuration and waits: the leader's VoterReconciler adds it as a non-voter once the mesh
+// shows it alive, then promotes it while voters are wanted. With --bootstrap-expect N it waits
+// too, and the gateway calls BootstrapWith on the peer of lowest id once N peers without state
+// see each other; the others grant it their votes and receive the configuration from it. A node
+// with state just starts (both flags are ignored, with an INFO line); raft restores the latest
+// snapshot and replays the log.
 package consensus

@@ -40,8 +40,10 @@ type Node struct {
 
 // Start opens the stores, starts raft and returns the running node. Without local raft state
 // (a new state directory, or Ephemeral) it bootstraps a single-voter cluster of this node at
-// once, the embedded default; with local state it just starts, and raft restores the snapshot
-// and replays the log.
+// once, the embedded default, unless Config.Join or Config.BootstrapExpect is set: then raft
+// starts with no configuration, and the node waits for a leader to add it (or for
+// BootstrapWith). With local state it just starts, and raft restores the snapshot and replays
+// the log.
 func Start(cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -103,7 +105,20 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 		return errors.Join(fmt.Errorf("consensus: start raft: %w", err), closeTransport(n.trans))
 	}
 	n.raft = r
-	if existing {
+	waits := len(cfg.Join) > 0 || cfg.BootstrapExpect > 0
+	switch {
+	case existing && waits:
+		n.log.Info("raft state found: a restart, so --join and --bootstrap-expect do not bootstrap; raft restores its configuration",
+			"join", cfg.Join, "bootstrap_expect", cfg.BootstrapExpect)
+		return nil
+	case existing:
+		return nil
+	case cfg.BootstrapExpect > 0:
+		n.log.Info("no raft state: waiting for --bootstrap-expect peers without state to bootstrap together",
+			"bootstrap_expect", cfg.BootstrapExpect)
+		return nil
+	case waits:
+		n.log.Info("no raft state: waiting for the raft leader to add this node (--join)", "join", cfg.Join)
 		return nil
 	}
 	servers := cfg.BootstrapServers

@@ -27,8 +27,7 @@ func TestConfigRefusals(t *testing.T) {
 		wantErr error
 	}{
 		{"no node id", Config{Ephemeral: true}, "NodeID is required", nil},
-		{"join", Config{NodeID: "n1", Ephemeral: true, Join: []string{"10.0.0.2:39527"}}, "--join", ErrNotSupported},
-		{"bootstrap expect", Config{NodeID: "n1", Ephemeral: true, BootstrapExpect: 3}, "--bootstrap-expect", ErrNotSupported},
+		{"negative bootstrap expect", Config{NodeID: "n1", Ephemeral: true, BootstrapExpect: -1}, "--bootstrap-expect", nil},
 		{"no state dir", Config{NodeID: "n1"}, "StateDir is required", nil},
 		{"bad advertise", Config{NodeID: "n1", Ephemeral: true, BindAddr: "127.0.0.1:0", AdvertiseAddr: "0.0.0.0:1"}, "advertise", nil},
 	}
