@@ -1,5 +1,12 @@
 package admin
 
+import (
+	"slices"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
 // Peers lists the gateways of the mesh for GET /mesh/peers and meshctl peers; cmd/meshgw
 // implements it over package mesh's members and the raft configuration.
 type Peers interface {
@@ -29,4 +36,24 @@ type Peer struct {
 	AppliedIndex uint64 `json:"applied_index"`
 	// Self marks the answering gateway.
 	Self bool `json:"self,omitempty"`
+}
+
+// PeerList is the answer of GET /mesh/peers.
+type PeerList struct {
+	Peers []Peer `json:"peers"`
+}
+
+// meshPeers is GET /mesh/peers: every gateway the mesh knows, sorted by id.
+func (h *Handler) meshPeers(ctx *fasthttp.RequestCtx) {
+	if h.cfg.Peers == nil {
+		writeErr(ctx, fasthttp.StatusServiceUnavailable, codeUnavailable, "this gateway runs without a mesh")
+		return
+	}
+	// A copy, sorted here too: the provider's slice may be shared, and tools rely on the order.
+	peers := slices.Clone(h.cfg.Peers.Peers())
+	if peers == nil {
+		peers = []Peer{}
+	}
+	slices.SortStableFunc(peers, func(a, b Peer) int { return strings.Compare(a.ID, b.ID) })
+	writeJSON(ctx, fasthttp.StatusOK, PeerList{Peers: peers})
 }
