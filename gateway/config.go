@@ -46,9 +46,9 @@ type Config struct {
 	// AdminAPIKey is the bearer key of the admin routes; empty means loopback clients only.
 	AdminAPIKey string
 	// Admin gives the admin routes what the gateway does not hold: the raft records and their
-	// writer, the drainer, raft's state (its APIKey, Pool, NodeID and Status are the gateway's;
-	// Region and Logger default to the gateway's). Default: the routes read the pool and refuse
-	// writes.
+	// writer, the drainer, raft's state, the mesh's peers (its APIKey, Pool, NodeID and Status
+	// are the gateway's; Region and Logger default to the gateway's). GET /status summarizes
+	// Admin.Raft and Admin.Peers too. Default: the routes read the pool and refuse writes.
 	Admin admin.Config
 
 	// Registerer receives the gateway's metrics. Default nil: metrics are kept but not exported.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/zmqlink"
 )
 
@@ -80,6 +81,41 @@ type Status struct {
 	// Raft summarizes the raft node: leader, term, applied index, servers; omitted on a gateway
 	// without one.
 	Raft *RaftSummary `json:"raft,omitempty"`
+	// Mesh counts the gateways of the mesh by status; omitted on a gateway without a peers
+	// provider (Config.Admin.Peers).
+	Mesh *MeshSummary `json:"mesh,omitempty"`
+}
+
+// MeshSummary is the mesh part of GET /status: the gateways GET /mesh/peers lists, counted by
+// their status. Members is their number, this gateway included; a status outside the five
+// known ones counts in Members only.
+type MeshSummary struct {
+	Members int `json:"members"`
+	Alive   int `json:"alive"`
+	Suspect int `json:"suspect"`
+	Dead    int `json:"dead"`
+	Left    int `json:"left"`
+	Foreign int `json:"foreign"`
+}
+
+// summarizeMesh counts peers by status.
+func summarizeMesh(peers []admin.Peer) *MeshSummary {
+	m := &MeshSummary{Members: len(peers)}
+	for _, p := range peers {
+		switch p.Status {
+		case "alive":
+			m.Alive++
+		case "suspect":
+			m.Suspect++
+		case "dead":
+			m.Dead++
+		case "left":
+			m.Left++
+		case "foreign":
+			m.Foreign++
+		}
+	}
+	return m
 }
 
 // RaftSummary is the raft part of GET /status.
@@ -98,7 +134,8 @@ type WorkersSummary struct {
 	Inflight int `json:"active_requests"`
 }
 
-// Status returns the pool summary and admission counters.
+// Status returns the pool summary, admission counters, and the raft and mesh summaries of the
+// providers in Config.Admin.
 func (g *Gateway) Status() any {
 	snap := g.pool.Snapshot()
 	ws := WorkersSummary{Total: len(snap.All), Routable: len(snap.Routable)}
@@ -115,6 +152,9 @@ func (g *Gateway) Status() any {
 		if err != nil {
 			st.Raft.Error = err.Error()
 		}
+	}
+	if p := g.cfg.Admin.Peers; p != nil {
+		st.Mesh = summarizeMesh(p.Peers())
 	}
 	return st
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/gateway/admin"
 )
 
 type fakeRaft struct {
@@ -46,6 +47,50 @@ func TestStatusRaftSummary(t *testing.T) {
 			}
 			if got := string(st.Raft); got != tt.want && !(tt.want == "null" && got == "") {
 				t.Fatalf("raft = %s; want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+type fakePeers []admin.Peer
+
+func (f fakePeers) Peers() []admin.Peer { return f }
+
+func TestStatusMeshSummary(t *testing.T) {
+	tests := []struct {
+		name  string
+		peers admin.Peers
+		want  string
+	}{
+		{name: "no peers provider", want: `null`},
+		{name: "empty mesh", peers: fakePeers{},
+			want: `{"members":0,"alive":0,"suspect":0,"dead":0,"left":0,"foreign":0}`},
+		{name: "every status", peers: fakePeers{
+			{ID: "a", Status: "alive", Self: true}, {ID: "b", Status: "alive"}, {ID: "c", Status: "suspect"},
+			{ID: "d", Status: "dead"}, {ID: "e", Status: "left"}, {ID: "f", Status: "foreign"}, {ID: "g", Status: "odd"},
+		}, want: `{"members":7,"alive":2,"suspect":1,"dead":1,"left":1,"foreign":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg Config
+			cfg.Admin.Peers = tt.peers
+			e := newEnv(t, cfg)
+			code, _, body := e.get("/status")
+			if code != 200 {
+				t.Fatalf("GET /status = %d %s", code, body)
+			}
+			var st map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(body), &st); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(st["mesh"]); got != tt.want && !(tt.want == "null" && got == "") {
+				t.Fatalf("mesh = %s; want %s", got, tt.want)
+			}
+			// The fields /status had before the mesh summary are all still there.
+			for _, k := range []string{"node_id", "region", "policy", "draining", "workers", "admission"} {
+				if _, ok := st[k]; !ok {
+					t.Errorf("/status lost %q: %s", k, body)
+				}
 			}
 		})
 	}
