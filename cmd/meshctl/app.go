@@ -43,7 +43,8 @@ func (a *app) rootCommand() *cobra.Command {
 			"is --admin-key, else $MESHCTL_ADMIN_KEY; it is sent as a bearer token and never printed.\n\n" +
 			"Exit status: 0 on success, 1 when the gateway refused or could not be reached, 2 on a\n" +
 			"usage error. Errors are one line on stderr.",
-		Example: "  meshctl workers list\n" +
+		Example: "  meshctl peers\n" +
+			"  meshctl workers list\n" +
 			"  meshctl --gateway http://10.0.0.2:30000 workers list -o wide\n" +
 			"  MESHCTL_ADMIN_KEY=... meshctl raft -o json",
 		SilenceErrors:     true,
@@ -59,7 +60,7 @@ func (a *app) rootCommand() *cobra.Command {
 	f.StringVar(&a.adminKey, "admin-key", "", "the admin API key (default $MESHCTL_ADMIN_KEY); never printed")
 	f.StringVarP(&a.output, "output", "o", outTable, "output format: table, wide or json (json prints the gateway's answer)")
 	f.DurationVar(&a.timeout, "timeout", 15*time.Second, "how long to wait for the gateway's answer")
-	root.AddCommand(a.workersCommand(), a.raftCommand(), a.statusCommand())
+	root.AddCommand(a.peersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand())
 	return root
 }
 

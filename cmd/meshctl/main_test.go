@@ -81,6 +81,15 @@ const recB = `{"id": "w-00aa11bb22cc", "display_id": "10.0.0.9:9000", "url": "ht
 const recADisabled = `{"id": "w-3f1c0a9b2d44", "display_id": "127.0.0.1:8013", "owner": "gw-1",
  "health_state": "ready", "disabled": true, "disabled_reason": "maint", "routable": false, "models": ["llama-3"]}`
 
+// peersAnswer has a field meshctl does not know (http_address), which -o wide shows.
+const peersAnswer = `{"peers": [
+ {"id": "gw-1", "address": "127.0.0.1:39527", "status": "alive", "raft": "leader", "region": "eu", "color": "blue",
+  "version": "1.0.0", "owned": 4, "applied_index": 120, "self": true, "http_address": "127.0.0.1:30000"},
+ {"id": "gw-2", "address": "127.0.0.1:39530", "status": "suspect", "raft": "nonvoter", "region": "us", "color": "green",
+  "version": "1.0.0", "owned": 2, "applied_index": 118, "http_address": "127.0.0.1:30002"},
+ {"id": "gw-3", "address": "127.0.0.1:39533", "status": "foreign", "raft": "", "region": "", "color": "",
+  "version": "0.9.0", "owned": 0, "applied_index": 7}]}`
+
 func fakeAnswers() map[string]canned {
 	enc := "/workers/http%3A%2F%2F127.0.0.1%3A8013"
 	return map[string]canned{
@@ -96,6 +105,7 @@ func fakeAnswers() map[string]canned {
 		"GET /workers/w-000000000000":    {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
 		"PUT /workers/w-000000000000":    {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
 		"GET /mesh/raft":                 {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
+		"GET /mesh/peers":                {200, peersAnswer},
 		"GET /status":                    {200, `{"node_id": "gw-1", "draining": false, "workers": {"total": 2, "routable": 1}, "admission": {"inflight": 3}}`},
 	}
 }
@@ -135,6 +145,7 @@ func TestRequests(t *testing.T) {
 			map[string]string{"WK": "sk-worker"},
 			call{"POST", "/workers", `{"api_key":"sk-worker","capabilities":["chat"],"cost":2.5,"labels":{"tier":"gold"},"models":["a","b"],"priority":80,"url":"http://127.0.0.1:8013"}`, ""}},
 		{"raft", []string{"raft"}, nil, call{"GET", "/mesh/raft", "", ""}},
+		{"peers", []string{"peers"}, nil, call{"GET", "/mesh/peers", "", ""}},
 		{"status", []string{"status"}, nil, call{"GET", "/status", "", ""}},
 	}
 	for _, tt := range tests {
@@ -200,6 +211,18 @@ ID    ADDRESS          SUFFRAGE  LEADER  TERM  APPLIED
 gw-1  127.0.0.1:39528  voter     *       2     14
 gw-2  127.0.0.1:39530  nonvoter  -       2     14
 `},
+		{"peers", []string{"peers"}, `
+NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED
+gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120
+gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118
+gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7
+`},
+		{"peers wide", []string{"peers", "-o", "wide"}, `
+NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED  LAG  HTTP_ADDRESS
+gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120      0    127.0.0.1:30000
+gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118      2    127.0.0.1:30002
+gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7        -    -
+`},
 		{"status", []string{"status"}, `
 FIELD               VALUE
 admission.inflight  3
@@ -235,7 +258,7 @@ func trimLines(s string) string {
 func TestJSONPrintsTheAnswer(t *testing.T) {
 	for _, args := range [][]string{
 		{"workers", "list"}, {"workers", "get", "w-3f1c0a9b2d44"}, {"workers", "add", "http://127.0.0.1:8013"},
-		{"workers", "disable", "w-3f1c0a9b2d44"}, {"workers", "remove", "w-00aa11bb22cc"}, {"raft"}, {"status"},
+		{"workers", "disable", "w-3f1c0a9b2d44"}, {"workers", "remove", "w-00aa11bb22cc"}, {"raft"}, {"status"}, {"peers"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			f, srv := newFake(t)

@@ -50,9 +50,9 @@ func (a *app) raftCommand() *cobra.Command {
 func (a *app) statusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the gateway's pool, admission and raft summary (GET /status)",
-		Long: "Show GET /status: the pool summary, admission counters and the raft summary, one field\n" +
-			"a line (nested fields joined with dots).",
+		Short: "Show the gateway's pool, admission, raft and mesh summary (GET /status)",
+		Long: "Show GET /status: the pool summary, admission counters, the raft summary and the mesh's\n" +
+			"gateways counted by status, one field a line (nested fields joined with dots).",
 		Example: "  meshctl status\n  meshctl status -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
