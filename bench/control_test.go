@@ -62,3 +62,26 @@ func TestControlGoals(t *testing.T) {
 		t.Errorf("quick run verdicts %v", got)
 	}
 }
+
+func TestMeshGoals(t *testing.T) {
+	r := &Report{Mesh: MeshResult{
+		LAN:   &MeshConvergence{Peers: 100, Profile: "lan", MedianS: 2.4},
+		Local: &MeshConvergence{Peers: 100, Profile: "local", MedianS: 0.9},
+	}}
+	got := map[string]*bool{}
+	for _, g := range controlGoals(r) {
+		got[g.Name] = g.Met
+	}
+	if v := got["membership convergence, 100 peers, lan profile"]; v == nil || *v {
+		t.Errorf("lan at 2.4 s: verdict %v, want not met", v)
+	}
+	if v := got["membership convergence, 100 peers, local profile"]; v == nil || !*v {
+		t.Errorf("local at 0.9 s: verdict %v, want met", v)
+	}
+	r.Mesh = MeshResult{Local: &MeshConvergence{Peers: 30, Profile: "local", MedianS: 0.5}}
+	for _, g := range controlGoals(r) {
+		if g.Met != nil {
+			t.Errorf("a quick run's 30 peers gave %q a verdict", g.Name)
+		}
+	}
+}

@@ -15,6 +15,8 @@ const (
 	goalBytesPerWorker = 2048 // heap per imported worker, at most
 	goalStartS         = 2.0  // s, start of a gateway with goalStartWorkers in its raft state
 	goalStartWorkers   = 100_000
+	goalConvergeS      = 2.0 // s, membership of goalConvergePeers peers on loopback
+	goalConvergePeers  = 100
 	// One gateway probing goalHealthWorkers every second.
 	goalHealthWorkers    = 10_000
 	goalHealthCPUPercent = 50.0
@@ -89,6 +91,19 @@ func controlGoals(r *Report) []Goal {
 			fmt.Sprintf("≤ %.0f%% of a core, ≤ %.0f MB", goalHealthCPUPercent, goalHealthRSSMB),
 			met(h.Workers >= goalHealthWorkers && h.CPUPercent <= goalHealthCPUPercent && h.PeakRSSMiB*(1<<20)/1e6 <= goalHealthRSSMB &&
 				h.ProbesPerSec >= 0.95*h.ExpectedPerSec)})
+	}
+	if v, ok := r.Mesh.(MeshResult); ok {
+		for _, c := range []*MeshConvergence{v.LAN, v.Local} {
+			if c == nil {
+				continue
+			}
+			g := Goal{fmt.Sprintf("membership convergence, %d peers, %s profile", c.Peers, c.Profile),
+				fmt.Sprintf("%.2f s median, %.2f s max", c.MedianS, c.MaxS), fmt.Sprintf("< %.0f s with %d", goalConvergeS, goalConvergePeers), nil}
+			if c.Peers >= goalConvergePeers {
+				g.Met = met(c.MedianS < goalConvergeS)
+			}
+			gs = append(gs, g)
+		}
 	}
 	if v, ok := r.Raft.(RaftResult); ok {
 		if l := v.Admin; l != nil {

@@ -324,6 +324,12 @@ func (r *Report) printSections(w io.Writer) {
 				"checker CPU %.1f%% of a core (%.1f µs/probe), RSS %.0f MiB (peak %.0f MiB), %d goroutines; engines CPU %.1f%%\n",
 				sec.name, v.Workers, v.Hosts, v.IntervalS, v.ProbesPerSec, v.ExpectedPerSec, v.Failed, v.ReadyWorkers,
 				v.CPUPercent, v.CPUUsPerProbe, v.RSSMiB, v.PeakRSSMiB, v.Goroutines, v.UpstreamCPUPercent)
+		case MeshResult:
+			for _, c := range []*MeshConvergence{v.LAN, v.Local} {
+				fmt.Fprintf(w, "%s: %d peers, %s profile: membership converged in %.2f s median, %.2f s max over %d runs %v (%s)\n",
+					sec.name, c.Peers, c.Profile, c.MedianS, c.MaxS, len(c.RunsS), c.RunsS, c.What)
+			}
+			fmt.Fprintf(w, "%s: failover: %s (%s)\n", sec.name, v.Failover.Status, v.Failover.Reason)
 		case RaftResult:
 			for _, l := range []*WriteLatency{v.Admin, v.Cluster} {
 				fmt.Fprintf(w, "%s: %d sequential writes, %d node(s): p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f writes/s (%s)\n",

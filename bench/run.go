@@ -58,6 +58,8 @@ type Options struct {
 	Health *HealthOptions
 	// Control configures the raft and memory sections; nil skips them.
 	Control *ControlOptions
+	// Mesh configures the mesh section (membership convergence); nil skips it.
+	Mesh *MeshOptions
 	// WorkDir holds the generated configs and each process's stderr. Required.
 	WorkDir string
 	// Log receives progress. Default: slog.Default().
@@ -128,7 +130,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Health != nil {
 		rep.Health = runHealth(ctx, ps, &o)
 	}
-	rep.Mesh = notMeasured("needs the gateway cluster (roadmap steps 6-7: memberlist, bulletins, failover), not built yet")
+	rep.Mesh = notMeasured("skipped (-mesh=false)")
+	if o.Mesh != nil {
+		rep.Mesh = runMesh(ctx, ps, &o, o.Mesh)
+	}
 	rep.Raft = notMeasured("skipped (-control=false)")
 	rep.Memory = notMeasured("skipped (-control=false)")
 	if o.Control != nil {

@@ -67,6 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	health := fs.Bool("health", true, "measure the health checker at 10,000 workers")
 	control := fs.Bool("control", true, "measure raft write latency and a gateway restoring many workers (memory, start time)")
 	var co bench.ControlOptions
+	mesh := fs.Bool("mesh", true, "measure membership convergence of 100 mesh peers (lan and local profiles)")
+	var mo bench.MeshOptions
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
 	fs.BoolVar(&o.NoStream, "no-stream", false, "skip the streaming section")
@@ -90,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&ho.Workers, "health-workers", 10_000, "workers the health checker probes")
 	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 2s)")
 	fs.StringVar(&co.RaftbenchBin, "raftbench", "bin/bench-raftbench", "bench raft tool binary")
+	fs.StringVar(&mo.Bin, "meshbench", "bin/bench-meshbench", "bench mesh tool binary")
+	fs.IntVar(&mo.Peers, "mesh-peers", 0, "mesh peers of the convergence runs (default 100; quick 30)")
 	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 10,000)")
 	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +116,11 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		co.AdminWrites = or(co.AdminWrites, 100)
 		co.ClusterWrites = 200
 		co.Starts = 1
+		mo.Peers = or(mo.Peers, 30)
+		mo.Runs = 1
+	}
+	if *mesh {
+		o.Mesh = &mo
 	}
 	if *control {
 		o.Control = &co
