@@ -67,3 +67,10 @@ func (n *Node) BootstrapWith(servers []raft.Server) error {
 	n.log.Info("bootstrapped a new raft cluster (--bootstrap-expect)", "voters", ids)
 	return nil
 }
+
+// Progress returns raft's commit index as this node knows it (on a follower, what the leader's
+// last message said, bounded by the follower's log) and the last index raft handed to the FSM.
+// Both count every log entry, configuration changes included, unlike AppliedIndex.
+func (n *Node) Progress() (commit, applied uint64) {
+	return n.raft.CommitIndex(), n.raft.AppliedIndex()
+}

@@ -164,7 +164,9 @@ func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
 	}()
 	cfg, index, err := r.node.configuration()
 	if err != nil {
-		r.log.Warn("reading the raft configuration failed", "err", err)
+		if !errors.Is(err, ErrShutdown) { // a pass racing the node's shutdown is not news
+			r.log.Warn("reading the raft configuration failed", "err", err)
+		}
 		return 0, err
 	}
 	opts := VoterOptions{Voters: r.cfg.Voters, DeadVoterGrace: r.cfg.DeadVoterGrace, Self: r.node.ID()}
