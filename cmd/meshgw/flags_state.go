@@ -14,13 +14,10 @@ import (
 // stateFlags are the durable state's: where raft keeps it, and the raft listener (DESIGN.md
 // section 3).
 type stateFlags struct {
-	stateDir        string
-	ephemeral       bool
-	raftPort        int
-	raftAdvertise   string
-	join            []string
-	bootstrapExpect int
-	raftVoters      int
+	stateDir      string
+	ephemeral     bool
+	raftPort      int
+	raftAdvertise string
 }
 
 func (f *stateFlags) register(fs *pflag.FlagSet) {
@@ -28,23 +25,11 @@ func (f *stateFlags) register(fs *pflag.FlagSet) {
 		", else $XDG_STATE_HOME/meshgw, else ~/.local/state/meshgw)")
 	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep raft in memory: worker records and flags are lost at exit (tests and demos only)")
 	fs.IntVar(&f.raftPort, "raft-port", consensus.DefaultRaftPort, "port of raft's TCP listener, on --host (0 picks a free one)")
-	fs.StringVar(&f.raftAdvertise, "raft-advertise", "", "host:port other gateways dial for raft (default: the raft listener's address)")
-	fs.StringSliceVar(&f.join, "join", nil, "addresses of gateways of the mesh to join (comes with the gateway cluster)")
-	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of gateways that bootstrap a new mesh together (comes with the gateway cluster)")
-	fs.IntVar(&f.raftVoters, "raft-voters", 3, "raft voters the leader keeps (used by the gateway cluster)")
+	fs.StringVar(&f.raftAdvertise, "raft-advertise", "", "host:port other gateways dial for raft (default: the advertised mesh host with the raft listener's port)")
 }
 
 func (f *stateFlags) validate() error {
-	if len(f.join) > 0 {
-		return usagef("--join is not supported until the cluster step; without it a gateway is a mesh of one")
-	}
-	if f.bootstrapExpect != 0 {
-		return usagef("--bootstrap-expect is not supported until the cluster step; without it a gateway is a mesh of one")
-	}
 	if err := checkPort("raft-port", f.raftPort, true); err != nil {
-		return err
-	}
-	if err := checkMin("raft-voters", f.raftVoters, 1); err != nil {
 		return err
 	}
 	if f.raftAdvertise != "" {
@@ -79,12 +64,14 @@ func (f *stateFlags) nodeDir(nodeID string, getenv func(string) string, home str
 	return dir.Path, nil
 }
 
-// consensus builds the raft node's config: nodeID and the listener host are resolved already.
-func (f *stateFlags) consensus(nodeID, host, dir string, log *slog.Logger) consensus.Config {
+// consensus builds the raft node's config: nodeID, the listener host and the advertised host
+// ("" for the default) are resolved already.
+func (f *stateFlags) consensus(nodeID, host, advertiseHost, dir string, log *slog.Logger) consensus.Config {
 	return consensus.Config{
 		NodeID:        nodeID,
 		BindAddr:      net.JoinHostPort(host, strconv.Itoa(f.raftPort)),
 		AdvertiseAddr: f.raftAdvertise,
+		AdvertiseHost: advertiseHost,
 		StateDir:      dir,
 		Ephemeral:     f.ephemeral,
 		Logger:        log,

@@ -23,7 +23,7 @@ func TestStateFlags(t *testing.T) {
 		check   func(t *testing.T, o *options)
 	}{
 		{"defaults", nil, nil, "", func(t *testing.T, o *options) {
-			if o.state.raftPort != 39528 || o.state.raftVoters != 3 || o.state.stateDir != "" || o.state.ephemeral {
+			if o.state.raftPort != 39528 || o.state.stateDir != "" || o.state.ephemeral {
 				t.Errorf("defaults %+v", o.state)
 			}
 		}},
@@ -37,10 +37,6 @@ func TestStateFlags(t *testing.T) {
 				t.Errorf("%+v", o.state)
 			}
 		}},
-		{"join", []string{"--join", "10.0.0.2:39527"}, nil, "--join is not supported until the cluster step", nil},
-		{"join from env", nil, map[string]string{"MESHGW_JOIN": "10.0.0.2"}, "--join is not supported until the cluster step", nil},
-		{"bootstrap expect", []string{"--bootstrap-expect", "3"}, nil, "--bootstrap-expect is not supported until the cluster step", nil},
-		{"voters", []string{"--raft-voters", "0"}, nil, "--raft-voters 0 is below the minimum 1", nil},
 		{"raft port", []string{"--raft-port", "70000"}, nil, "--raft-port 70000 is not a port", nil},
 		{"advertise without port", []string{"--raft-advertise", "10.0.0.5"}, nil, `--raft-advertise "10.0.0.5" is not host:port`, nil},
 		{"advertise unspecified", []string{"--raft-advertise", "0.0.0.0:39528"}, nil, "unspecified address", nil},
@@ -59,10 +55,6 @@ func TestStateFlags(t *testing.T) {
 				t.Errorf("error %v, want one line containing %q", err, tt.wantErr)
 			}
 		})
-	}
-	var stderr bytes.Buffer
-	if code := run([]string{"--join", "10.0.0.2:39527"}, env(nil), io.Discard, &stderr); code != 2 || strings.Count(stderr.String(), "\n") != 1 {
-		t.Errorf("--join: exit %d, stderr %q", code, stderr.String())
 	}
 }
 
@@ -86,7 +78,7 @@ func TestRunRefusesUnusableStateDir(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			args := append([]string{"--host", "127.0.0.1", "--port", "0", "--prometheus-port", "0", "--raft-port", "0"}, tt.args...)
+			args := append([]string{"--host", "127.0.0.1", "--port", "0", "--prometheus-port", "0", "--raft-port", "0", "--mesh-port", "0", "--rpc-port", "0"}, tt.args...)
 			code := run(args, env(tt.env), io.Discard, &stderr)
 			out := stderr.String()
 			if code != 1 || strings.Count(out, "\n") != 1 {
@@ -113,7 +105,7 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &daemon{logs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
-	args = append([]string{"--host", "127.0.0.1", "--port", "0", "--prometheus-port", "0", "--raft-port", "0",
+	args = append([]string{"--host", "127.0.0.1", "--port", "0", "--prometheus-port", "0", "--raft-port", "0", "--mesh-port", "0", "--rpc-port", "0",
 		"--shutdown-settle-secs", "0", "--disable-health-check"}, args...)
 	go func() { d.done <- runContext(ctx, args, env(nil), io.Discard, d.logs) }()
 	listen := regexp.MustCompile(`msg="meshgw started" listen=(\S+)`)

@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
-	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/gateway/fleet"
@@ -47,12 +45,14 @@ type options struct {
 	health  healthFlags
 	breaker breakerFlags
 	state   stateFlags
+	cluster clusterFlags
 	observe observeFlags
 	runtime runtimeFlags
 }
 
 func (o *options) groups() []flagGroup {
-	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.observe, &o.runtime}
+	o.cluster.gw = &o.gw
+	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
@@ -88,9 +88,10 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 	return 0
 }
 
-// serve wires and runs the gateway until ctx ends: the raft node first (the durable worker
-// records), then the data plane serving what raft has applied, while the command line's workers
-// are registered through raft in the background.
+// serve wires and runs the gateway until ctx ends: the cluster first (the raft node with the
+// durable worker records, the mesh, forwarding), then the data plane serving what raft has
+// applied, while the command line's workers are registered through raft in the background. On
+// the way out: the data plane drains, the gateway leaves the mesh, then everything stops.
 func serve(ctx context.Context, o *options, getenv func(string) string, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", o.gw.listenAddr())
 	if err != nil {
@@ -103,17 +104,19 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	node, caughtUp, err := startNode(o, nodeID, getenv, reg, log)
+	cl, err := startCluster(o, nodeID, ln.Addr(), getenv, reg, log)
 	if err != nil {
 		return err
 	}
-	defer stopNode(node, log)
-	writer := &fleet.Writer{Node: node, NodeID: nodeID, Logger: log}
+	defer cl.shutdown()
+	node := cl.node
+	// Writes go to the leader, from whichever gateway they reach.
+	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	var owner lateOwner
 	cfg.OnOutcome = owner.OnOutcome
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner}
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner, Peers: cl}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
@@ -126,9 +129,10 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	defer mgr.Close()
 	owner.m.Store(mgr)
-	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, CaughtUp: caughtUp, Logger: log})
+	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, CaughtUp: cl.caughtUp, Logger: log})
 	reconciler.Start()
 	defer reconciler.Stop()
+	cl.startPoolLoops(gw.Pool())
 	defer registerWorkers(writer, o.registrations(), log)()
 	errc := make(chan error, 3)
 	go func() { errc <- gw.Serve(ln) }()
@@ -143,7 +147,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		return err
 	}
 	log.Info("meshgw started", "listen", ln.Addr().String(), "probe_listen", probeAddr, "metrics_listen", metricsAddr,
-		"raft", node.Address(), "node_id", nodeID, "region", o.gw.region, "color", o.gw.color,
+		"raft", node.Address(), "mesh", cl.mesh.Addr(), "rpc", cl.rpcAddr, "node_id", nodeID, "region", o.gw.region, "color", o.gw.color,
 		"workers", len(o.gw.specs), "policy", o.gw.policy)
 	select {
 	case <-ctx.Done():
@@ -152,7 +156,10 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 			log.Error("listener failed; shutting down", "err", err)
 		}
 	}
-	return shutdown(gw, metricsSrv, time.Duration(o.gw.shutdownGrace)*time.Second, log)
+	err = shutdown(gw, metricsSrv, time.Duration(o.gw.shutdownGrace)*time.Second, log)
+	cl.leave() // then the deferred stops: registrations, reconciler, checks, and cl.shutdown
+	log.Info("stopped")
+	return err
 }
 
 // registrations are the workers of --worker-urls and --worker-config as this gateway registers
@@ -167,30 +174,6 @@ func (o *options) registrations() []worker.Spec {
 		out = append(out, s)
 	}
 	return out
-}
-
-// startNode prepares the state directory (unless --ephemeral) and starts this gateway's raft
-// node: a new state directory bootstraps a mesh of one, an existing one recovers its records.
-// caughtUp closes when the node first leads, after raft's Barrier: the applied state is then
-// current, no longer the log replaying its history.
-func startNode(o *options, nodeID string, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (node *consensus.Node, caughtUp <-chan struct{}, err error) {
-	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := o.state.consensus(nodeID, o.gw.host, dir, log)
-	cfg.Registerer = reg
-	current := make(chan struct{})
-	var once sync.Once
-	cfg.LeaderLoop = func(context.Context) { once.Do(func() { close(current) }) }
-	node, err = consensus.Start(cfg)
-	return node, current, err
-}
-
-func stopNode(node *consensus.Node, log *slog.Logger) {
-	if err := node.Shutdown(); err != nil {
-		log.Warn("raft did not stop cleanly", "err", err)
-	}
 }
 
 // registerWorkers registers the command line's workers through raft in the background, so the
@@ -222,7 +205,7 @@ func shutdown(gw *gateway.Gateway, metricsSrv *http.Server, grace time.Duration,
 	if err != nil {
 		log.Warn("in-flight requests did not drain within the grace period", "err", err)
 	}
-	log.Info("stopped")
+	log.Info("data plane stopped")
 	return nil
 }
 

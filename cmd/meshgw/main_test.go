@@ -144,7 +144,7 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	done := make(chan int, 1)
 	args := []string{"--host", "127.0.0.1", "--port", "0", "--prometheus-host", "127.0.0.1", "--prometheus-port", strconv.Itoa(metricsPort),
 		"--worker-urls", "http://127.0.0.1:1", "--shutdown-settle-secs", "0", "--admin-api-key", "sk-admin-secret", "--disable-health-check",
-		"--ephemeral", "--raft-port", "0"}
+		"--ephemeral", "--raft-port", "0", "--mesh-port", "0", "--rpc-port", "0"}
 	go func() { done <- runContext(ctx, args, env(nil), io.Discard, &logs) }()
 	listen := regexp.MustCompile(`msg="meshgw started" listen=(\S+)`)
 	deadline := time.Now().Add(10 * time.Second)

@@ -261,9 +261,12 @@ func StartGateway(t testing.TB, b Bins, name string, args ...string) *Gateway {
 		g.MetricsPort = FreePort(t)
 		args = append(args, "--prometheus-port", strconv.Itoa(g.MetricsPort))
 	}
-	// Never the default raft port or the user's state directory: tests run side by side.
-	if !hasFlag(args, "--raft-port") {
-		args = append(args, "--raft-port", "0")
+	// Never the default raft, mesh or gRPC port or the user's state directory: tests run side
+	// by side.
+	for _, port := range []string{"--raft-port", "--mesh-port", "--rpc-port"} {
+		if !hasFlag(args, port) {
+			args = append(args, port, "0")
+		}
 	}
 	if !hasFlag(args, "--state-dir") && !hasFlag(args, "--ephemeral") {
 		args = append(args, "--state-dir", t.TempDir())
@@ -280,6 +283,23 @@ func StartGateway(t testing.TB, b Bins, name string, args ...string) *Gateway {
 		return Get(g.URL+"/liveness") == http.StatusOK
 	})
 	return g
+}
+
+var meshLine = regexp.MustCompile(`msg="meshgw started" .*\bmesh=(\S+)`)
+
+// MeshAddr returns the host:port of the gateway's mesh listener, what another gateway's --join
+// takes, from its start line (with --log-format text, the default).
+func (g *Gateway) MeshAddr(t testing.TB) string {
+	t.Helper()
+	var addr string
+	WaitFor(t, 10*time.Second, g.Name+"'s start line", func() bool {
+		if m := meshLine.FindStringSubmatch(g.Output()); m != nil {
+			addr = m[1]
+			return true
+		}
+		return false
+	})
+	return addr
 }
 
 // WaitReady waits until the gateway's /readiness answers 200.

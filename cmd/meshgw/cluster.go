@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/mesh"
+)
+
+// Bounds of the cluster's background work and of its part of a shutdown.
+const (
+	// metaEvery is the most often the node's metadata (applied index, cluster id, owned
+	// workers) is gossiped again.
+	metaEvery = 250 * time.Millisecond
+	// meshUpdateTimeout bounds one metadata update and the leave at shutdown.
+	meshUpdateTimeout = 2 * time.Second
+	// rpcStopGrace bounds the wait for forwarded writes in flight at shutdown.
+	rpcStopGrace = 2 * time.Second
+	// joinBackoffMin and joinBackoffMax bound the wait between attempts to join --join.
+	joinBackoffMin = 500 * time.Millisecond
+	joinBackoffMax = 30 * time.Second
+	// clusterPoll backs up the signals the background loops follow.
+	clusterPoll = time.Second
+)
+
+// cluster is this gateway's part of the gateway cluster: the raft node, the mesh, the gRPC
+// listener serving writes forwarded to the leader, the forwarder of its own writes, and the
+// background loops joining the two (metadata, joining, bootstrap-expect, catching up).
+type cluster struct {
+	o      *options
+	nodeID string
+	log    *slog.Logger
+
+	node    *consensus.Node
+	mesh    *mesh.Mesh
+	fwd     *consensus.Forwarder
+	rpc     *grpc.Server
+	rpcAddr string // advertised
+
+	caughtUp     chan struct{}
+	caughtUpOnce sync.Once
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// startCluster starts raft, then the gRPC listener, then the mesh (whose metadata carries the
+// raft and gRPC addresses), then the loops that need no pool: joining --join in the background
+// and, with --bootstrap-expect, bootstrapping together. httpAddr is the data plane's listener.
+func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (*cluster, error) {
+	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), caughtUp: make(chan struct{}), stop: make(chan struct{})}
+	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
+	if err != nil {
+		return nil, err
+	}
+	members := &membership{}
+	voters, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{
+		Membership: members, Voters: o.cluster.raftVoters, DeadVoterGrace: o.cluster.deadVoterGraceDuration(),
+		ReconcileInterval: o.cluster.reconcileIntervalDuration(), Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.state.consensus(nodeID, o.gw.host, o.cluster.meshAdvertiseHost, dir, log)
+	cfg.Registerer, cfg.Join, cfg.BootstrapExpect = reg, o.cluster.join, o.cluster.bootstrapExpect
+	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
+	cfg.LeaderLoop = func(ctx context.Context) {
+		c.markCaughtUp("this node leads")
+		voters.Run(ctx)
+	}
+	if c.node, err = consensus.Start(cfg); err != nil {
+		return nil, err
+	}
+	rpcLn, err := c.listenRPC()
+	if err != nil {
+		return nil, errors.Join(err, c.node.Shutdown())
+	}
+	if c.mesh, err = c.startMesh(httpAddr, reg); err != nil {
+		_ = rpcLn.Close()
+		return nil, errors.Join(err, c.node.Shutdown())
+	}
+	members.m.Store(c.mesh)
+	voters.Attach(c.node)
+	c.rpc = grpc.NewServer()
+	c.node.RegisterForward(c.rpc)
+	go func() {
+		if err := c.rpc.Serve(rpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			c.log.Error("the gRPC listener failed", "err", err)
+		}
+	}()
+	if c.fwd, err = consensus.NewForwarder(c.node, consensus.ForwardOptions{ResolveRPC: c.resolveRPC}); err != nil {
+		c.shutdown()
+		return nil, err
+	}
+	if len(o.cluster.join) > 0 {
+		c.goLoop("join", func() { c.joinLoop(o.cluster.join) })
+	}
+	if n := o.cluster.bootstrapExpect; n > 0 && !c.node.HasState() {
+		c.goLoop("bootstrap-expect", func() { c.bootstrapLoop(n) })
+	}
+	c.goLoop("catch up", c.caughtUpLoop)
+	return c, nil
+}
+
+// listenRPC opens --rpc-host:--rpc-port and works out the address peers dial.
+func (c *cluster) listenRPC() (net.Listener, error) {
+	f := &c.o.cluster
+	bind := net.JoinHostPort(f.rpcBind(), strconv.Itoa(f.rpcPort))
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on --rpc-host/--rpc-port %s: %v", bind, err)
+	}
+	c.rpcAddr = net.JoinHostPort(f.advertiseHost(f.rpcBind()), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	return ln, nil
+}
+
+// startMesh starts memberlist with this node's metadata. It keeps departed peers listed longer
+// than a dead voter's grace plus a reconcile interval, so that the leader still sees a dead
+// voter when its grace runs out.
+func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh.Mesh, error) {
+	f := &c.o.cluster
+	if !f.clustered() && f.meshAdvertiseHost == "" && net.ParseIP(f.meshBind()).IsUnspecified() {
+		c.log.Warn("the mesh advertises 127.0.0.1 because it binds every interface; set --mesh-advertise-host before other gateways join this one",
+			"bind", f.meshBind())
+	}
+	httpPort := strconv.Itoa(httpAddr.(*net.TCPAddr).Port)
+	return mesh.Start(mesh.Config{
+		NodeID:        c.nodeID,
+		BindAddr:      f.meshBind(),
+		BindPort:      f.meshPort,
+		AdvertiseAddr: f.advertiseHost(f.meshBind()),
+		Profile:       f.meshProfile,
+		EncryptKey:    f.meshEncryptKey,
+		Meta: mesh.Meta{
+			NodeID:       c.nodeID,
+			Version:      buildVersion(),
+			Region:       c.o.gw.region,
+			Color:        c.o.gw.color,
+			HTTPAddr:     net.JoinHostPort(f.advertiseHost(ipOf(c.o.gw.host)), httpPort),
+			RPCAddr:      c.rpcAddr,
+			RaftAddr:     c.node.Address(),
+			ClusterID:    c.node.ClusterID(),
+			AppliedIndex: c.node.AppliedIndex(),
+		},
+		UpdateTimeout: meshUpdateTimeout,
+		Retention:     max(mesh.DefaultRetention, f.deadVoterGraceDuration()+f.reconcileIntervalDuration()+time.Minute),
+		Logger:        c.log,
+		Registerer:    reg,
+	})
+}
+
+// startPoolLoops starts the loops that need the data plane's pool: the metadata publisher
+// (owned-worker count) and the health of imported workers.
+func (c *cluster) startPoolLoops(p *pool.Pool) {
+	c.goLoop("mesh metadata", func() { c.metaLoop(p) })
+	c.goLoop("imported workers", func() { c.importLoop(p) })
+}
+
+// leave leaves the mesh gracefully, so that peers list this gateway as left and the leader
+// removes it from the raft configuration at once. It runs after the data plane drained.
+func (c *cluster) leave() {
+	if err := c.mesh.Leave(meshUpdateTimeout); err != nil {
+		c.log.Warn("leaving the mesh did not complete", "err", err)
+	}
+}
+
+// shutdown stops the background loops, the gRPC listener (forwarded writes in flight get
+// rpcStopGrace), the forwarder, raft and the mesh, in that order. Calling it again does nothing.
+func (c *cluster) shutdown() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.wg.Wait()
+		if c.rpc != nil {
+			stopped := make(chan struct{})
+			go func() { c.rpc.GracefulStop(); close(stopped) }()
+			t := time.NewTimer(rpcStopGrace)
+			select {
+			case <-stopped:
+			case <-t.C:
+				c.rpc.Stop()
+				<-stopped
+			}
+			t.Stop()
+		}
+		if c.fwd != nil {
+			_ = c.fwd.Shutdown()
+		}
+		if err := c.node.Shutdown(); err != nil {
+			c.log.Warn("raft did not stop cleanly", "err", err)
+		}
+		if err := c.mesh.Shutdown(); err != nil {
+			c.log.Warn("the mesh did not stop cleanly", "err", err)
+		}
+	})
+}
+
+// goLoop runs f in a goroutine that shutdown waits for, logging a panic with its stack.
+func (c *cluster) goLoop(what string, f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				c.log.Error("panic in background goroutine", "goroutine", what, "panic", r, "stack", string(debug.Stack()))
+			}
+		}()
+		f()
+	}()
+}
+
+// wait waits d or until shutdown, and reports whether d passed.
+func (c *cluster) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+// resolveRPC is the forwarder's address book: a peer's gRPC address from its mesh metadata.
+func (c *cluster) resolveRPC(id string) (string, bool) {
+	for _, m := range c.mesh.Members() {
+		if m.ID == id && m.Status != mesh.StatusForeign && m.Meta.RPCAddr != "" {
+			return m.Meta.RPCAddr, true
+		}
+	}
+	return "", false
+}
+
+func (c *cluster) markCaughtUp(why string) {
+	c.caughtUpOnce.Do(func() {
+		c.log.Info("raft state is current", "why", why, "applied_index", c.node.AppliedIndex())
+		close(c.caughtUp)
+	})
+}
+
+// buildVersion is the module version the binary was built from ("dev" for a local build).
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

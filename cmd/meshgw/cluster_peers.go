@@ -1,0 +1,85 @@
+package main
+
+import (
+	"sync/atomic"
+
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/gateway/admin"
+	"github.com/meshgw/meshgw/mesh"
+)
+
+// membership adapts the mesh's members to the voter reconciler's view of the peers. The mesh
+// starts after raft (its metadata carries raft's address), so it is set late; the reconciler
+// is attached to the node only once it is.
+type membership struct{ m atomic.Pointer[mesh.Mesh] }
+
+// Peers implements consensus.Membership: every member but foreign ones, this node included.
+func (a *membership) Peers() []consensus.Peer {
+	m := a.m.Load()
+	if m == nil {
+		return nil
+	}
+	members := m.Members()
+	out := make([]consensus.Peer, 0, len(members))
+	for _, mb := range members {
+		st, ok := peerStatus(mb.Status)
+		if !ok {
+			continue
+		}
+		out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: st, Since: mb.Since})
+	}
+	return out
+}
+
+// Watch implements consensus.Membership with the mesh's coalesced signal.
+func (a *membership) Watch() (<-chan struct{}, func()) {
+	if m := a.m.Load(); m != nil {
+		return m.Watch()
+	}
+	return nil, func() {} // a nil channel never fires; the reconciler's timer still runs
+}
+
+func peerStatus(s mesh.Status) (consensus.PeerStatus, bool) {
+	switch s {
+	case mesh.StatusAlive:
+		return consensus.PeerAlive, true
+	case mesh.StatusSuspect:
+		return consensus.PeerSuspect, true
+	case mesh.StatusDead:
+		return consensus.PeerDead, true
+	case mesh.StatusLeft:
+		return consensus.PeerLeft, true
+	}
+	return 0, false
+}
+
+// Peers implements admin.Peers for GET /mesh/peers and /status: the mesh's members with their
+// metadata and their place in the raft configuration as this node sees it.
+func (c *cluster) Peers() []admin.Peer {
+	roles := make(map[string]string)
+	if info, err := c.node.Info(); err == nil {
+		for _, s := range info.Servers {
+			roles[s.ID] = s.Suffrage
+		}
+		if info.Leader != "" {
+			roles[info.Leader] = "leader"
+		}
+	}
+	members := c.mesh.Members()
+	out := make([]admin.Peer, 0, len(members))
+	for _, m := range members {
+		out = append(out, admin.Peer{
+			ID:           m.ID,
+			Address:      m.Address,
+			Status:       m.Status.String(),
+			Raft:         roles[m.ID],
+			Region:       m.Meta.Region,
+			Color:        m.Meta.Color,
+			Version:      m.Meta.Version,
+			Owned:        int(m.Meta.OwnedWorkers),
+			AppliedIndex: m.Meta.AppliedIndex,
+			Self:         m.ID == c.nodeID,
+		})
+	}
+	return out
+}

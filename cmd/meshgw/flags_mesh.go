@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/base64"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/mesh"
+)
+
+// clusterFlags are the gateway cluster's (DESIGN.md sections 3, 4 and 11): the mesh listener and
+// its profile, joining, bootstrapping together, the forwarding listener and the voters.
+type clusterFlags struct {
+	meshPort          int
+	meshBindHost      string
+	meshAdvertiseHost string
+	meshProfile       string
+	meshEncryptKey    string // a secret: never logged, echoed or put in an error
+	join              []string
+	bootstrapExpect   int
+	rpcPort           int
+	rpcHost           string
+	raftVoters        int
+	deadVoterGrace    int
+	reconcileInterval int
+
+	gw *gatewayFlags // for --host, which the listeners default to
+}
+
+func (f *clusterFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.meshPort, "mesh-port", mesh.DefaultPort, "port of the mesh (memberlist), TCP and UDP (0 picks a free one)")
+	fs.StringVar(&f.meshBindHost, "mesh-bind-host", "", "address the mesh listens on (default: --host)")
+	fs.StringVar(&f.meshAdvertiseHost, "mesh-advertise-host", "", "address peers reach this gateway on, for the mesh, raft, gRPC and HTTP (required with --join or --bootstrap-expect when binding 0.0.0.0)")
+	fs.StringVar(&f.meshProfile, "mesh-profile", mesh.ProfileLAN, "mesh timings: lan, wan or local (one host: tests, demos)")
+	fs.StringVar(&f.meshEncryptKey, "mesh-encrypt-key", "", "base64 AES key (16, 24 or 32 bytes) encrypting the mesh's gossip; every peer needs the same")
+	fs.StringSliceVar(&f.join, "join", nil, "mesh addresses (host[:port], default port 39527) of gateways to join, repeatable and comma-separated")
+	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of new gateways that bootstrap a cluster together once they see each other (0 = off)")
+	fs.IntVar(&f.rpcPort, "rpc-port", consensus.DefaultRPCPort, "port of the gRPC listener serving writes forwarded to the raft leader (0 picks a free one)")
+	fs.StringVar(&f.rpcHost, "rpc-host", "", "address the gRPC listener binds (default: --host)")
+	fs.IntVar(&f.raftVoters, "raft-voters", consensus.DefaultRaftVoters, "raft voters the leader keeps; other gateways are non-voters")
+	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
+	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(consensus.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
+}
+
+func (f *clusterFlags) validate() error {
+	for _, e := range []error{
+		checkPort("mesh-port", f.meshPort, true),
+		checkPort("rpc-port", f.rpcPort, true),
+		checkOneOf("mesh-profile", f.meshProfile, []string{mesh.ProfileLAN, mesh.ProfileWAN, mesh.ProfileLocal}),
+		checkMin("bootstrap-expect", f.bootstrapExpect, 0),
+		checkMin("raft-voters", f.raftVoters, 1),
+		checkMin("dead-voter-grace-secs", f.deadVoterGrace, 1),
+		checkMin("reconcile-interval-secs", f.reconcileInterval, 1),
+		checkHost("mesh-bind-host", f.meshBindHost),
+		checkHost("rpc-host", f.rpcHost),
+		checkKey(f.meshEncryptKey),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if h := f.meshAdvertiseHost; h != "" {
+		if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+			return usagef("--mesh-advertise-host %q is an unspecified address; peers cannot reach it", h)
+		}
+		if strings.ContainsAny(h, ":/ ") && net.ParseIP(h) == nil {
+			return usagef("--mesh-advertise-host %q is not an IP address or a host name", h)
+		}
+	}
+	joins := make([]string, 0, len(f.join))
+	for _, j := range f.join {
+		if j = strings.TrimSpace(j); j == "" {
+			continue
+		}
+		addr, err := joinAddr(j)
+		if err != nil {
+			return err
+		}
+		joins = append(joins, addr)
+	}
+	f.join = joins
+	if f.clustered() && f.meshAdvertiseHost == "" {
+		for _, h := range []string{f.meshBind(), f.rpcBind(), f.gw.host} {
+			if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+				return usagef("--mesh-advertise-host is required with --join or --bootstrap-expect when a listener binds %s: peers need an address to reach this gateway", h)
+			}
+		}
+	}
+	return nil
+}
+
+// joinAddr checks one --join entry and adds the default mesh port when it has none.
+func joinAddr(j string) (string, error) {
+	host, port, err := net.SplitHostPort(j)
+	if err != nil {
+		host, port = j, strconv.Itoa(mesh.DefaultPort)
+		if strings.Contains(j, ":") && net.ParseIP(j) == nil {
+			return "", usagef("--join %q is not host[:port]", j)
+		}
+	}
+	n, perr := strconv.Atoi(port)
+	if host == "" || perr != nil || n < 1 || n > 65535 {
+		return "", usagef("--join %q is not host[:port]", j)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// checkHost accepts "" (the default), an IP address or localhost.
+func checkHost(name, v string) error {
+	if v == "" || v == "localhost" || net.ParseIP(v) != nil {
+		return nil
+	}
+	return usagef("--%s %q is not an IP address", name, v)
+}
+
+// checkKey validates --mesh-encrypt-key without ever quoting it.
+func checkKey(k string) error {
+	if k == "" {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(k)
+	if err != nil {
+		return usagef("--mesh-encrypt-key is not valid base64 (want the base64 of a 16, 24 or 32-byte AES key, e.g. from `openssl rand -base64 32`)")
+	}
+	if n := len(b); n != 16 && n != 24 && n != 32 {
+		return usagef("--mesh-encrypt-key decodes to %d bytes; want 16, 24 or 32 (AES-128, -192 or -256)", n)
+	}
+	return nil
+}
+
+// clustered reports whether this gateway expects peers from the start (--join or
+// --bootstrap-expect); without either it is a mesh of one that others may join.
+func (f *clusterFlags) clustered() bool { return len(f.join) > 0 || f.bootstrapExpect > 0 }
+
+// meshBind is the mesh's bind address, an IP (memberlist takes no host name).
+func (f *clusterFlags) meshBind() string { return ipOf(firstSet(f.meshBindHost, f.gw.host)) }
+
+// rpcBind is the gRPC listener's bind address.
+func (f *clusterFlags) rpcBind() string { return ipOf(firstSet(f.rpcHost, f.gw.host)) }
+
+// advertiseHost is the host peers reach a listener bound on bind at: --mesh-advertise-host,
+// else the bind address itself, else (an unspecified bind address, allowed only without --join
+// and --bootstrap-expect) 127.0.0.1, as raft advertises.
+func (f *clusterFlags) advertiseHost(bind string) string {
+	switch ip := net.ParseIP(ipOf(bind)); {
+	case f.meshAdvertiseHost != "":
+		return f.meshAdvertiseHost
+	case ip == nil || ip.IsUnspecified():
+		return "127.0.0.1"
+	}
+	return ipOf(bind)
+}
+
+func (f *clusterFlags) deadVoterGraceDuration() time.Duration {
+	return time.Duration(f.deadVoterGrace) * time.Second
+}
+
+func (f *clusterFlags) reconcileIntervalDuration() time.Duration {
+	return time.Duration(f.reconcileInterval) * time.Second
+}
+
+func firstSet(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// ipOf maps localhost to 127.0.0.1 and leaves anything else alone.
+func ipOf(h string) string {
+	if h == "localhost" {
+		return "127.0.0.1"
+	}
+	return h
+}
