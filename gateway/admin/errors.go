@@ -88,7 +88,7 @@ func mapWriteError(err error, conflictCode string) *apiError {
 	case errors.Is(err, consensus.ErrNoLeader):
 		return errorf(503, codeNoLeader, "the raft group has no leader right now; nothing was written")
 	case errors.As(err, &nl):
-		return errorf(503, codeNotLeader, "this gateway is not the raft leader ("+nl.Leader+" is) and does not forward writes yet; nothing was written")
+		return errorf(503, codeNotLeader, "the write was forwarded but did not reach the raft leader ("+nl.Leader+" was named last) within the forwarding bound; nothing was written")
 	case errors.Is(err, consensus.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return errorf(503, codeWriteTimeout, "the write could not be handed to raft in time; nothing was written")
 	case errors.Is(err, consensus.ErrShutdown):
