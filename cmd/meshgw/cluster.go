@@ -42,6 +42,7 @@ type cluster struct {
 	o      *options
 	nodeID string
 	log    *slog.Logger
+	base   *slog.Logger // without the component, for the mesh, which names its own
 
 	node    *consensus.Node
 	mesh    *mesh.Mesh
@@ -61,7 +62,7 @@ type cluster struct {
 // raft and gRPC addresses), then the loops that need no pool: joining --join in the background
 // and, with --bootstrap-expect, bootstrapping together. httpAddr is the data plane's listener.
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (*cluster, error) {
-	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), caughtUp: make(chan struct{}), stop: make(chan struct{})}
+	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, caughtUp: make(chan struct{}), stop: make(chan struct{})}
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
 		return nil, err
@@ -157,7 +158,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 		},
 		UpdateTimeout: meshUpdateTimeout,
 		Retention:     max(mesh.DefaultRetention, f.deadVoterGraceDuration()+f.reconcileIntervalDuration()+time.Minute),
-		Logger:        c.log,
+		Logger:        c.base,
 		Registerer:    reg,
 	})
 }
