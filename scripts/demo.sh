@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# make demo: one meshgw gateway and three fake engines on 127.0.0.1, then the lines to try.
-# Ports: gateway 30000, metrics 29000, raft 39528, engines 8001-8003 (override with DEMO_PORT,
-# DEMO_METRICS_PORT, DEMO_RAFT_PORT, ENGINE_BASE). State: .state/demo (DEMO_STATE_DIR).
-# Ctrl-C stops everything it started.
+# make demo: a mesh of three meshgw gateways and three fake engines on 127.0.0.1, then the lines
+# to try. Gateway i (0, 1, 2) uses port 30000+i, metrics 29000+i, and mesh, raft and gRPC ports
+# 39527+10i, 39528+10i, 39529+10i; engines 8001-8003 (override with DEMO_PORT,
+# DEMO_METRICS_PORT, DEMO_MESH_PORT, ENGINE_BASE). demo-2 and demo-3 join demo-1; the engines are
+# registered by demo-1, which owns them, and every gateway routes to them. State: .state/demo
+# (DEMO_STATE_DIR), one subfolder per gateway. Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 PORT=${DEMO_PORT:-30000}
 METRICS=${DEMO_METRICS_PORT:-29000}
 BASE=${ENGINE_BASE:-8001}
-RAFT=${DEMO_RAFT_PORT:-39528}
+MESH=${DEMO_MESH_PORT:-39527}
 STATE=${DEMO_STATE_DIR:-.state/demo}
 LOGS=${DEMO_LOG_DIR:-.state/demo-logs}
 mkdir -p "$LOGS"
@@ -25,9 +27,17 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$PORT" "$METRICS" "$RAFT" "$BASE" $((BASE + 1)) $((BASE + 2)); do
+for g in 0 1 2; do
+  for p in $((PORT + g)) $((METRICS + g)) $((MESH + 10 * g)) $((MESH + 10 * g + 1)) $((MESH + 10 * g + 2)); do
+    if port_busy "$p"; then
+      echo "demo: port $p on 127.0.0.1 is in use; stop what holds it or set DEMO_PORT/DEMO_METRICS_PORT/DEMO_MESH_PORT" >&2
+      exit 1
+    fi
+  done
+done
+for p in "$BASE" $((BASE + 1)) $((BASE + 2)); do
   if port_busy "$p"; then
-    echo "demo: port $p on 127.0.0.1 is in use; stop what holds it or set DEMO_PORT/ENGINE_BASE" >&2
+    echo "demo: port $p on 127.0.0.1 is in use; stop what holds it or set ENGINE_BASE" >&2
     exit 1
   fi
 done
@@ -42,27 +52,44 @@ for i in 0 1 2; do
 done
 
 worker_urls=$(IFS=,; echo "${urls[*]}")
-"$BIN/meshgw" --host 127.0.0.1 --port "$PORT" --prometheus-port "$METRICS" \
-  --worker-urls "$worker_urls" --node-id demo-1 \
-  --state-dir "$STATE" --raft-port "$RAFT" --health-check-interval-secs 2 \
-  >"$LOGS/meshgw.log" 2>&1 &
-pids+=($!)
-
-for _ in $(seq 1 100); do
-  if curl -fsS "http://127.0.0.1:$PORT/readiness" >/dev/null 2>&1; then break; fi
-  if ! kill -0 "${pids[-1]}" 2>/dev/null; then
-    echo "demo: meshgw exited; its log:" >&2
-    cat "$LOGS/meshgw.log" >&2
-    exit 1
-  fi
-  sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$PORT/readiness" >/dev/null || { echo "demo: meshgw is not ready; see $LOGS/meshgw.log" >&2; exit 1; }
+# gateway G [extra flags...]: start demo-(G+1) with its ports.
+gateway() {
+  local g=$1
+  shift
+  "$BIN/meshgw" --host 127.0.0.1 --port $((PORT + g)) --prometheus-port $((METRICS + g)) \
+    --node-id "demo-$((g + 1))" --state-dir "$STATE" --mesh-profile local \
+    --mesh-port $((MESH + 10 * g)) --raft-port $((MESH + 10 * g + 1)) --rpc-port $((MESH + 10 * g + 2)) \
+    --health-check-interval-secs 2 "$@" >"$LOGS/meshgw-$((g + 1)).log" 2>&1 &
+  pids+=($!)
+}
+# wait_ready G: until demo-(G+1) answers /readiness, or say why not.
+wait_ready() {
+  local g=$1 pid=${pids[-1]}
+  for _ in $(seq 1 150); do
+    if curl -fsS "http://127.0.0.1:$((PORT + g))/readiness" >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "demo: demo-$((g + 1)) exited; its log:" >&2
+      cat "$LOGS/meshgw-$((g + 1)).log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  echo "demo: demo-$((g + 1)) is not ready; see $LOGS/meshgw-$((g + 1)).log" >&2
+  exit 1
+}
+gateway 0 --worker-urls "$worker_urls"
+wait_ready 0
+gateway 1 --join "127.0.0.1:$MESH"
+gateway 2 --join "127.0.0.1:$MESH"
+wait_ready 1
+wait_ready 2
 
 G="http://127.0.0.1:$PORT"
 cat <<MSG
 
-meshgw is routing to three fake engines (logs in $LOGS, state in $STATE).
+Three meshgw gateways (demo-1 $G, demo-2 http://127.0.0.1:$((PORT + 1)), demo-3
+http://127.0.0.1:$((PORT + 2))) form one mesh and route to three fake engines (logs in $LOGS,
+state in $STATE).
 
 Try:
   curl -s $G/v1/chat/completions -H 'content-type: application/json' \\
@@ -85,6 +112,10 @@ Operate it with meshctl (or curl the admin API, docs/admin-api.md):
   $BIN/meshctl --gateway $G workers disable ${urls[0]} --reason maintenance   # kept in raft
   $BIN/meshctl --gateway $G workers enable ${urls[0]}
   $BIN/meshctl --gateway $G raft                    # the raft configuration, leader, term
+  $BIN/meshctl --gateway $G peers                   # the three gateways, their raft roles
+  curl -s http://127.0.0.1:$((PORT + 2))/v1/chat/completions -H 'content-type: application/json' \
+    -d '{"messages":[{"role":"user","content":"via demo-3"}]}'   # any gateway routes to any worker
+  $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 1)) workers disable ${urls[2]}   # written through the leader
 The disable survives a restart: stop this demo with Ctrl-C and run make demo again.
 
 Press Ctrl-C to stop.
