@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -84,15 +85,51 @@ func moduleRoot() string {
 // ModuleRoot returns the repository's root folder.
 func ModuleRoot() string { return moduleRoot() }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback port, free for TCP and UDP a moment ago, that no earlier call of
+// this process returned. It is drawn from below the kernel's ephemeral range (32768 and up on
+// Linux), so that a process binding port 0 in the meantime (raft, mesh and gRPC listeners given
+// 0) can never take it before the process it is meant for binds it.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	freePorts.mu.Lock()
+	defer freePorts.mu.Unlock()
+	for range 1000 {
+		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if freePorts.given[p] || !portFree(p) {
+			continue
+		}
+		freePorts.given[p] = true
+		return p
+	}
+	t.Fatalf("no free loopback port in [%d, %d) after 1000 tries", freePortLow, freePortHigh)
+	return 0
+}
+
+// The range FreePort draws from: below Linux's default ephemeral range.
+const (
+	freePortLow  = 20000
+	freePortHigh = 32000
+)
+
+var freePorts = struct {
+	mu    sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
+
+// portFree reports whether 127.0.0.1:p can be bound for TCP and for UDP (the mesh uses both).
+func portFree(p int) bool {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		return false
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	u.Close()
+	return true
 }
 
 // Proc is a process started by the harness.
