@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshgw/meshgw/bench/toolcmd"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -30,22 +31,22 @@ func runConverge(ctx context.Context, args []string, stderr io.Writer) (*Converg
 	runs := fs.Int("runs", 3, "runs, each with fresh nodes")
 	timeout := fs.Duration("timeout", 60*time.Second, "bound on the whole command")
 	logLevel := fs.String("log-level", "error", "level of the nodes' own log lines on stderr: debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := toolcmd.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return nil, badFlags{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)}
+		return nil, toolcmd.BadFlags{Msg: fmt.Sprintf("--log-level %q: want debug, info, warn or error", *logLevel)}
 	}
 	switch {
 	case *peers < 2 || *peers > 1000:
-		return nil, badFlags{"--peers must be 2..1000"}
+		return nil, toolcmd.BadFlags{Msg: "--peers must be 2..1000"}
 	case *runs < 1 || *runs > 100:
-		return nil, badFlags{"--runs must be 1..100"}
+		return nil, toolcmd.BadFlags{Msg: "--runs must be 1..100"}
 	case *timeout <= 0:
-		return nil, badFlags{"--timeout must be positive"}
+		return nil, toolcmd.BadFlags{Msg: "--timeout must be positive"}
 	case *profile != mesh.ProfileLAN && *profile != mesh.ProfileWAN && *profile != mesh.ProfileLocal:
-		return nil, badFlags{fmt.Sprintf("--profile %q: want lan, wan or local", *profile)}
+		return nil, toolcmd.BadFlags{Msg: fmt.Sprintf("--profile %q: want lan, wan or local", *profile)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/bench/toolcmd"
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
@@ -38,11 +39,11 @@ func runCluster(ctx context.Context, args []string, stderr io.Writer) (*ClusterR
 	nodes := fs.Int("nodes", 3, "voters, all in this process on 127.0.0.1")
 	writes := fs.Int("writes", 2000, "sequential writes measured (after 100 not measured)")
 	dir := fs.String("dir", "", "folder for the nodes' state directories (required; left behind for the caller to remove)")
-	if err := parse(fs, args); err != nil {
+	if err := toolcmd.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	if *nodes < 1 || *writes < 1 || *dir == "" {
-		return nil, badFlags{"cluster needs --nodes ≥ 1, --writes ≥ 1 and --dir"}
+		return nil, toolcmd.BadFlags{Msg: "cluster needs --nodes ≥ 1, --writes ≥ 1 and --dir"}
 	}
 	ns, err := startCluster(*nodes, *dir, stderr)
 	defer func() {

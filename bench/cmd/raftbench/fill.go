@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/bench/toolcmd"
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
@@ -39,11 +40,11 @@ func runFill(ctx context.Context, args []string, stderr io.Writer) (*FillResult,
 	nodeID := fs.String("node-id", "", "the gateway's --node-id (required)")
 	workers := fs.Int("workers", 100_000, "worker records to write")
 	owner := fs.String("owner", "elsewhere", "the node id that owns them; another gateway's, so that --node-id imports them")
-	if err := parse(fs, args); err != nil {
+	if err := toolcmd.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	if *stateDir == "" || *nodeID == "" || *workers < 0 || *owner == "" {
-		return nil, badFlags{"fill needs --state-dir, --node-id, --owner and --workers ≥ 0"}
+		return nil, toolcmd.BadFlags{Msg: "fill needs --state-dir, --node-id, --owner and --workers ≥ 0"}
 	}
 	nd, err := storage.PrepareNodeDir(*stateDir, *nodeID, quiet(stderr))
 	if err != nil {

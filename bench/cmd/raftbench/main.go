@@ -16,15 +16,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/meshgw/meshgw/bench/toolcmd"
 )
 
 func main() {
@@ -33,66 +31,15 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = "usage: raftbench cluster|fill [flags]; raftbench SUBCOMMAND -h lists the flags"
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return 2
-	}
-	var (
-		res any
-		err error
-	)
-	switch args[0] {
-	case "cluster":
-		res, err = runCluster(ctx, args[1:], stderr)
-	case "fill":
-		res, err = runFill(ctx, args[1:], stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "raftbench: unknown subcommand %q; %s\n", args[0], usage)
-		return 2
-	}
-	var bad badFlags
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &bad):
-		if bad.msg != "" {
-			fmt.Fprintln(stderr, "raftbench:", bad.msg)
-		}
-		return 2
-	case err != nil:
-		fmt.Fprintln(stderr, "raftbench:", err)
-		return 1
-	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
-		return 1
-	}
-	return 0
-}
-
-// badFlags is a command line that did not parse or validate; msg is "" when the flag package
-// has already said why.
-type badFlags struct{ msg string }
-
-func (b badFlags) Error() string { return b.msg }
-
-// parse parses args into fs, mapping its errors to badFlags (or flag.ErrHelp).
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return badFlags{}
-	}
-	if fs.NArg() > 0 {
-		return badFlags{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	return nil
+	return toolcmd.Run(ctx, "raftbench", map[string]toolcmd.Subcommand{
+		"cluster": func(ctx context.Context, args []string, stderr io.Writer) (any, error) {
+			return runCluster(ctx, args, stderr)
+		},
+		"fill": func(ctx context.Context, args []string, stderr io.Writer) (any, error) {
+			return runFill(ctx, args, stderr)
+		},
+	}, args, stdout, stderr)
 }
 
 // quiet is the nodes' logger: warnings and errors only, to stderr.
