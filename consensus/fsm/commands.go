@@ -14,7 +14,7 @@ import (
 // the command follows it. A type's number never changes once released.
 type CommandType uint8
 
-// The command types. Types 7 to 9 are reserved for later steps and have no handler yet: an
+// The command types. Types 7 and 8 are reserved for later steps and have no handler yet: an
 // entry of a reserved type panics like any unknown type, unless IgnoreUnknownFlag is set.
 const (
 	TypeInitCluster CommandType = 1
@@ -26,7 +26,7 @@ const (
 	// TypeJournalOpen and TypeJournalResolve are reserved for the weight-update journal (step 8).
 	TypeJournalOpen    CommandType = 7
 	TypeJournalResolve CommandType = 8
-	// TypeReassign is reserved for the batch ownership reassignment of failover (step 7).
+	// TypeReassign is the batch ownership reassignment of failover (Reassign).
 	TypeReassign CommandType = 9
 
 	// IgnoreUnknownFlag, set on a type byte, tells a node that does not know the type to skip

@@ -23,6 +23,7 @@ var handlers = [256]handler{
 	TypeSetFlags:    on(applySetFlags),
 	TypeRemove:      on(applyRemove),
 	TypeTransfer:    on(applyTransfer),
+	TypeReassign:    on(applyReassign),
 }
 
 // on wraps a typed handler with the decoding of its body. A body that does not decode panics:

@@ -51,6 +51,9 @@ type Result struct {
 	// Err is the business error of a Rejected command: *NotFoundError, *ConflictError or
 	// *InvalidError.
 	Err error
+	// Reassign is what a Reassign entry moved and skipped; nil for every other command and for
+	// a rejected Reassign.
+	Reassign *ReassignResult
 }
 
 // Sentinels for errors.Is. The admin API maps them to 404, 409 and 400.

@@ -1141,6 +1141,123 @@ func (x *TransferOwnershipCommand) GetExpectedEpoch() uint64 {
 	return 0
 }
 
+// ReassignItem moves one worker to a new owner, only while its record still has the expected
+// owner and epoch (the fence).
+type ReassignItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ExpectedOwner string                 `protobuf:"bytes,2,opt,name=expected_owner,json=expectedOwner,proto3" json:"expected_owner,omitempty"`
+	ExpectedEpoch uint64                 `protobuf:"varint,3,opt,name=expected_epoch,json=expectedEpoch,proto3" json:"expected_epoch,omitempty"`
+	To            string                 `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReassignItem) Reset() {
+	*x = ReassignItem{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReassignItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReassignItem) ProtoMessage() {}
+
+func (x *ReassignItem) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReassignItem.ProtoReflect.Descriptor instead.
+func (*ReassignItem) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReassignItem) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReassignItem) GetExpectedOwner() string {
+	if x != nil {
+		return x.ExpectedOwner
+	}
+	return ""
+}
+
+func (x *ReassignItem) GetExpectedEpoch() uint64 {
+	if x != nil {
+		return x.ExpectedEpoch
+	}
+	return 0
+}
+
+func (x *ReassignItem) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+// ReassignCommand is the batch ownership reassignment of failover: every item applies (or is
+// skipped, when its fence no longer holds) in one raft entry, and each moved record's epoch
+// becomes the entry's index.
+type ReassignCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ReassignItem        `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReassignCommand) Reset() {
+	*x = ReassignCommand{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReassignCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReassignCommand) ProtoMessage() {}
+
+func (x *ReassignCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReassignCommand.ProtoReflect.Descriptor instead.
+func (*ReassignCommand) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReassignCommand) GetItems() []*ReassignItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 var File_consensus_v1_consensus_proto protoreflect.FileDescriptor
 
 const file_consensus_v1_consensus_proto_rawDesc = "" +
@@ -1268,7 +1385,14 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\x18TransferOwnershipCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12%\n" +
-	"\x0eexpected_epoch\x18\x03 \x01(\x04R\rexpectedEpochB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
+	"\x0eexpected_epoch\x18\x03 \x01(\x04R\rexpectedEpoch\"|\n" +
+	"\fReassignItem\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12%\n" +
+	"\x0eexpected_owner\x18\x02 \x01(\tR\rexpectedOwner\x12%\n" +
+	"\x0eexpected_epoch\x18\x03 \x01(\x04R\rexpectedEpoch\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\"J\n" +
+	"\x0fReassignCommand\x127\n" +
+	"\x05items\x18\x01 \x03(\v2!.meshgw.consensus.v1.ReassignItemR\x05itemsB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
 
 var (
 	file_consensus_v1_consensus_proto_rawDescOnce sync.Once
@@ -1282,7 +1406,7 @@ func file_consensus_v1_consensus_proto_rawDescGZIP() []byte {
 	return file_consensus_v1_consensus_proto_rawDescData
 }
 
-var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: meshgw.consensus.v1.WorkerSpec
 	(*HealthOverrides)(nil),          // 1: meshgw.consensus.v1.HealthOverrides
@@ -1298,15 +1422,17 @@ var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*Fence)(nil),                    // 11: meshgw.consensus.v1.Fence
 	(*RemoveWorkerCommand)(nil),      // 12: meshgw.consensus.v1.RemoveWorkerCommand
 	(*TransferOwnershipCommand)(nil), // 13: meshgw.consensus.v1.TransferOwnershipCommand
-	nil,                              // 14: meshgw.consensus.v1.WorkerSpec.LabelsEntry
-	nil,                              // 15: meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	(*ReassignItem)(nil),             // 14: meshgw.consensus.v1.ReassignItem
+	(*ReassignCommand)(nil),          // 15: meshgw.consensus.v1.ReassignCommand
+	nil,                              // 16: meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	nil,                              // 17: meshgw.consensus.v1.JournalRecord.OutcomesEntry
 }
 var file_consensus_v1_consensus_proto_depIdxs = []int32{
-	14, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	16, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
 	1,  // 1: meshgw.consensus.v1.WorkerSpec.health:type_name -> meshgw.consensus.v1.HealthOverrides
 	2,  // 2: meshgw.consensus.v1.WorkerSpec.resilience:type_name -> meshgw.consensus.v1.ResilienceOverrides
 	0,  // 3: meshgw.consensus.v1.WorkerRecord.spec:type_name -> meshgw.consensus.v1.WorkerSpec
-	15, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	17, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
 	3,  // 5: meshgw.consensus.v1.Snapshot.workers:type_name -> meshgw.consensus.v1.WorkerRecord
 	4,  // 6: meshgw.consensus.v1.Snapshot.journal:type_name -> meshgw.consensus.v1.JournalRecord
 	0,  // 7: meshgw.consensus.v1.RegisterWorkerCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
@@ -1314,11 +1440,12 @@ var file_consensus_v1_consensus_proto_depIdxs = []int32{
 	8,  // 9: meshgw.consensus.v1.ReplaceSpecCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
 	8,  // 10: meshgw.consensus.v1.SetFlagsCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
 	11, // 11: meshgw.consensus.v1.RemoveWorkerCommand.fence:type_name -> meshgw.consensus.v1.Fence
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 12: meshgw.consensus.v1.ReassignCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_consensus_v1_consensus_proto_init() }
@@ -1336,7 +1463,7 @@ func file_consensus_v1_consensus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_consensus_v1_consensus_proto_rawDesc), len(file_consensus_v1_consensus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
