@@ -116,6 +116,8 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 		rt = route{get: h.raftInfo}
 	case path == "/mesh/peers":
 		rt = route{get: h.meshPeers}
+	case path == "/mesh/owners":
+		rt = route{get: h.meshOwners}
 	case strings.HasPrefix(path, "/workers/"):
 		rt = route{getW: h.getWorker, put: h.writingW(h.putWorker), patch: h.writingW(h.patchWorker), del: h.writingW(h.deleteWorker)}
 	default:
