@@ -60,7 +60,7 @@ func (a *app) rootCommand() *cobra.Command {
 	f.StringVar(&a.adminKey, "admin-key", "", "the admin API key (default $MESHCTL_ADMIN_KEY); never printed")
 	f.StringVarP(&a.output, "output", "o", outTable, "output format: table, wide or json (json prints the gateway's answer)")
 	f.DurationVar(&a.timeout, "timeout", 15*time.Second, "how long to wait for the gateway's answer")
-	root.AddCommand(a.peersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand())
+	root.AddCommand(a.peersCommand(), a.ownersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand())
 	return root
 }
 

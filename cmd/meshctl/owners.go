@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// ownersPath is the route meshctl owners reads.
+const ownersPath = "/mesh/owners"
+
+func (a *app) ownersCommand() *cobra.Command {
+	var owner string
+	cmd := &cobra.Command{
+		Use:   "owners [--owner NODE]",
+		Short: "List which gateway owns each worker, at which epoch (GET /mesh/owners)",
+		Long: "List every worker record with the gateway that owns it (GET /mesh/owners), as the\n" +
+			"answering gateway sees them, sorted by worker id. The owner alone probes a worker, runs\n" +
+			"its circuit breaker and may remove it; EPOCH is the raft index of its last ownership\n" +
+			"change (the fencing token).\n\n" +
+			"HEALTH is the health state the answering gateway shows. BREAKER is the circuit\n" +
+			"breaker's state (closed, open, half_open), or unknown for a worker the answering gateway\n" +
+			"does not own. FLAGS shows disabled and dead (quarantined), - when neither. STALE is true\n" +
+			"when the state imported from the owner is too old (always false until owners publish\n" +
+			"bulletins).\n\n" +
+			"--owner NODE keeps the rows of the workers NODE owns (also with -o json, which then\n" +
+			"prints the gateway's answer with only those rows). -o wide adds ORIGIN (local when the\n" +
+			"answering gateway owns the worker, mesh otherwise) and a column for each field the\n" +
+			"gateway answers beyond these.",
+		Example: "  meshctl owners\n  meshctl owners --owner gw-3\n  meshctl owners -o wide\n  meshctl owners -o json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("owner") && owner == "" {
+				return fmt.Errorf("owners: --owner: want a gateway's node id (see meshctl owners --help)")
+			}
+			return a.owners(cmd.Context(), owner)
+		},
+	}
+	cmd.Flags().StringVar(&owner, "owner", "", "only the workers the gateway with node id `NODE` owns")
+	return cmd
+}
+
+// owners runs meshctl owners: it reads the route and prints the rows of owner ("" for all).
+func (a *app) owners(ctx context.Context, owner string) error {
+	if a.output == outJSON && owner != "" {
+		ans, err := a.client().do(ctx, http.MethodGet, ownersPath, nil)
+		if err != nil {
+			return err
+		}
+		body, err := filterOwnersJSON(ans.Body, owner)
+		if err != nil {
+			return err
+		}
+		return printJSON(a.stdout, body)
+	}
+	ans, err := a.call(ctx, http.MethodGet, ownersPath, nil)
+	if err != nil || a.output == outJSON {
+		return err
+	}
+	var list struct {
+		Owners []json.RawMessage `json:"owners"`
+	}
+	if err := decode("GET "+ownersPath, ans.Body, &list); err != nil {
+		return err
+	}
+	rows := make([]ownerRow, 0, len(list.Owners))
+	for _, raw := range list.Owners {
+		var r ownerRow
+		if err := r.read(raw); err != nil {
+			return err
+		}
+		if owner == "" || r.Owner == owner {
+			rows = append(rows, r)
+		}
+	}
+	return printOwners(a.stdout, rows, a.output == outWide)
+}
+
+// filterOwnersJSON keeps, in the route's answer, only the rows owner owns; every row kept and
+// every other field of the answer stay as the gateway sent them.
+func filterOwnersJSON(body []byte, owner string) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := decode("GET "+ownersPath, body, &top); err != nil {
+		return nil, err
+	}
+	var rows []json.RawMessage
+	if raw, ok := top["owners"]; ok {
+		if err := decode("GET "+ownersPath, raw, &rows); err != nil {
+			return nil, err
+		}
+	}
+	kept := []json.RawMessage{}
+	for _, raw := range rows {
+		var r struct {
+			Owner string `json:"owner"`
+		}
+		if err := decode("GET "+ownersPath, raw, &r); err != nil {
+			return nil, err
+		}
+		if r.Owner == owner {
+			kept = append(kept, raw)
+		}
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return nil, &badAnswerError{What: "GET " + ownersPath, Err: err}
+	}
+	top["owners"] = out
+	b, err := json.Marshal(top)
+	if err != nil {
+		return nil, &badAnswerError{What: "GET " + ownersPath, Err: err}
+	}
+	return b, nil
+}
+
+// ownerRow is one row of GET /mesh/owners: the fields the table shows, and the others as the
+// gateway answered them, flattened (FIELD.SUB) for -o wide.
+type ownerRow struct {
+	Worker      string `json:"worker"`
+	URL         string `json:"url"`
+	Owner       string `json:"owner"`
+	Epoch       uint64 `json:"epoch"`
+	HealthState string `json:"health_state"`
+	Breaker     string `json:"breaker"`
+	Disabled    bool   `json:"disabled"`
+	IsDead      bool   `json:"is_dead"`
+	Stale       bool   `json:"stale"`
+	Origin      string `json:"origin"`
+
+	extra map[string]string
+}
+
+// ownerColumns are the fields ownerRow shows in its own columns.
+var ownerColumns = map[string]bool{
+	"worker": true, "url": true, "owner": true, "epoch": true, "health_state": true, "breaker": true,
+	"disabled": true, "is_dead": true, "stale": true, "origin": true,
+}
+
+// read decodes one row of the answer.
+func (r *ownerRow) read(raw json.RawMessage) error {
+	if err := decode("GET "+ownersPath, raw, r); err != nil {
+		return err
+	}
+	var all map[string]any
+	if err := decode("GET "+ownersPath, raw, &all); err != nil {
+		return err
+	}
+	r.extra = map[string]string{}
+	for k, v := range all {
+		if !ownerColumns[k] {
+			flatten(k, v, r.extra)
+		}
+	}
+	return nil
+}
+
+// flags names the operator's switches that are on: disabled, dead.
+func (r ownerRow) flags() string {
+	return record{Disabled: r.Disabled, IsDead: r.IsDead}.flags()
+}
+
+// printOwners prints the owners table; wide adds ORIGIN and the fields the table does not know,
+// one column each, in name order.
+func printOwners(w io.Writer, rows []ownerRow, wide bool) error {
+	header := []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE"}
+	var extra []string
+	if wide {
+		seen := map[string]bool{}
+		for _, r := range rows {
+			for k := range r.extra {
+				if !seen[k] {
+					seen[k] = true
+					extra = append(extra, k)
+				}
+			}
+		}
+		sort.Strings(extra)
+		header = append(header, "ORIGIN")
+		for _, k := range extra {
+			header = append(header, strings.ToUpper(k))
+		}
+	}
+	t := newTable(w, header...)
+	for _, r := range rows {
+		cells := []string{r.Worker, r.URL, r.Owner, strconv.FormatUint(r.Epoch, 10), r.HealthState, r.Breaker,
+			r.flags(), strconv.FormatBool(r.Stale)}
+		if wide {
+			cells = append(cells, r.Origin)
+			for _, k := range extra {
+				cells = append(cells, r.extra[k])
+			}
+		}
+		t.row(cells...)
+	}
+	return t.flush()
+}
