@@ -1,0 +1,21 @@
+// Package ownership decides who owns which worker: today, the failover of a dead or departed
+// owner's workers to live peers (DESIGN.md section 5, Failover).
+//
+// The contract of failover:
+//
+//  1. Only the raft leader writes. FailoverReconciler.Run is meant to run in the node's leader
+//     loop, and stops when the leadership ends.
+//  2. It passes when it starts, on each membership signal, every reconcile interval, and when the
+//     grace of a gone owner runs out: each pass reads the records and the mesh anew, so a
+//     dropped signal costs nothing.
+//  3. PlanFailover, a pure function, decides the moves: every worker of an owner that has been
+//     dead, left or unknown to the mesh for longer than the grace goes to the live peer of the
+//     highest rendezvous hash (worker id, peer id), among the peers of the worker's region when
+//     there are any, else among all live peers. Alive and suspect owners, and gone owners still
+//     within the grace, keep their workers. Host-local (ipc://) workers never move.
+//  4. A pass applies one fsm.Reassign entry of at most MaxMovesPerEntry moves, each fenced by the
+//     (owner, epoch) it read, so that a move planned on a stale view is skipped by the FSM, never
+//     applied twice. A pass that moved something is followed at once by another.
+//  5. Each moved record's epoch becomes the entry's raft index; the new owner's fleet reconciler
+//     sees the record name it and starts probing the worker.
+package ownership

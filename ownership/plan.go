@@ -1,0 +1,205 @@
+package ownership
+
+import (
+	"cmp"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// DefaultFailoverGrace is --owner-failover-grace: how long an owner may be dead, left or
+// unknown before its workers move.
+const DefaultFailoverGrace = 10 * time.Second
+
+// Status is what the mesh knows of a peer, as far as ownership cares.
+type Status uint8
+
+// The statuses of a Peer. The zero value is not a status: it is treated like StatusSuspect.
+const (
+	// StatusAlive: the peer answers the mesh's probes. Only alive peers receive workers.
+	StatusAlive Status = iota + 1
+	// StatusSuspect: a probe failed and the peer may still refute it; it keeps its workers.
+	StatusSuspect
+	// StatusDead: the mesh declared the peer failed.
+	StatusDead
+	// StatusLeft: the peer left the mesh gracefully.
+	StatusLeft
+	// StatusUnknown: the mesh does not list the peer (it never saw it, or forgot it); Since is
+	// when the caller first missed it, and a zero Since keeps its workers where they are.
+	StatusUnknown
+)
+
+// String returns the status as meshctl spells it.
+func (s Status) String() string {
+	switch s {
+	case StatusAlive:
+		return "alive"
+	case StatusSuspect:
+		return "suspect"
+	case StatusDead:
+		return "dead"
+	case StatusLeft:
+		return "left"
+	case StatusUnknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// gone reports whether the status lets the peer's workers move once the grace ran out.
+func (s Status) gone() bool { return s == StatusDead || s == StatusLeft || s == StatusUnknown }
+
+// Peer is one gateway as the mesh sees it. Foreign peers (another cluster id) must not be passed.
+type Peer struct {
+	// ID is the node id, the owner a record names.
+	ID string
+	// Region is the peer's --region; "" is a region like any other.
+	Region string
+	Status Status
+	// Since is when the peer entered Status.
+	Since time.Time
+}
+
+// Worker is one worker record as failover reads it.
+type Worker struct {
+	ID    worker.ID
+	Owner string
+	// Epoch is the record's fencing epoch; a move is valid only while it holds.
+	Epoch uint64
+	// Region is the spec's region; "" means the region of its owner.
+	Region string
+	// HostLocal marks a worker only its owner's host can reach (ZMQ over ipc://): never moved.
+	HostLocal bool
+}
+
+// Move gives a worker to another owner, fenced by the owner and epoch it was planned on.
+type Move struct {
+	ID    worker.ID
+	From  string
+	Epoch uint64
+	To    string
+}
+
+// PlanFailover returns the moves that give the workers of gone owners to live peers, at time
+// now. It is pure and deterministic: the order of workers and peers does not matter (of two
+// peers with one id, the later Since wins), and the moves come sorted by worker id.
+//
+// Rules:
+//
+//  1. An owner is gone when the peers list it dead, left or unknown (with a Since) for longer
+//     than grace; exactly the grace is not longer. An alive or suspect owner, an owner gone for
+//     less, and an owner that is neither listed nor given as unknown keep their workers.
+//  2. A worker of a gone owner goes to the live (alive) peer of the highest rendezvous hash of
+//     (worker id, peer id), ties to the lowest id, among the live peers of the worker's region
+//     (its spec's, else its owner's) when there is one, else among every live peer.
+//  3. With no live peer, nothing moves. Host-local workers never move.
+func PlanFailover(workers []Worker, peers []Peer, now time.Time, grace time.Duration) []Move {
+	byID := peersByID(peers)
+	var live []Peer
+	for _, p := range byID {
+		if p.Status == StatusAlive {
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	slices.SortFunc(live, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	var moves []Move
+	for _, w := range workers {
+		owner, ok := byID[w.Owner]
+		if w.HostLocal || !ok || !goneFor(owner, now, grace) {
+			continue
+		}
+		region := w.Region
+		if region == "" {
+			region = owner.Region
+		}
+		if to := pick(w.ID, live, region); to != "" && to != w.Owner {
+			moves = append(moves, Move{ID: w.ID, From: w.Owner, Epoch: w.Epoch, To: to})
+		}
+	}
+	slices.SortFunc(moves, func(a, b Move) int { return cmp.Compare(a.ID, b.ID) })
+	return moves
+}
+
+// NextFailover returns the earliest time after now at which an owner of one of workers, gone
+// but still within the grace, would be past it; ok is false when there is none. A runner wakes
+// then, so that a failover does not wait for the next periodic pass.
+func NextFailover(workers []Worker, peers []Peer, now time.Time, grace time.Duration) (at time.Time, ok bool) {
+	byID := peersByID(peers)
+	seen := make(map[string]bool)
+	for _, w := range workers {
+		if w.HostLocal || seen[w.Owner] {
+			continue
+		}
+		seen[w.Owner] = true
+		p, listed := byID[w.Owner]
+		if !listed || !p.Status.gone() || p.Since.IsZero() || goneFor(p, now, grace) {
+			continue
+		}
+		// The first instant that is longer than the grace.
+		if t := p.Since.Add(grace + time.Nanosecond); !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+// peersByID indexes peers by id; of two with one id, the later Since wins.
+func peersByID(peers []Peer) map[string]Peer {
+	byID := make(map[string]Peer, len(peers))
+	for _, p := range peers {
+		if cur, dup := byID[p.ID]; !dup || p.Since.After(cur.Since) {
+			byID[p.ID] = p
+		}
+	}
+	return byID
+}
+
+// goneFor reports whether p has been gone for longer than grace at now.
+func goneFor(p Peer, now time.Time, grace time.Duration) bool {
+	return p.Status.gone() && !p.Since.IsZero() && now.Sub(p.Since) > grace
+}
+
+// pick returns the live peer (sorted by id) of the highest rendezvous score for id, preferring
+// those of region.
+func pick(id worker.ID, live []Peer, region string) string {
+	best, bestScore, found := "", uint64(0), false
+	for _, p := range live {
+		if p.Region != region {
+			continue
+		}
+		if s := score(id, p.ID); !found || s > bestScore {
+			best, bestScore, found = p.ID, s, true
+		}
+	}
+	if found {
+		return best
+	}
+	for _, p := range live {
+		if s := score(id, p.ID); !found || s > bestScore {
+			best, bestScore, found = p.ID, s, true
+		}
+	}
+	return best
+}
+
+// score is the rendezvous hash of (worker id, peer id): FNV-1a over both, separated by a zero
+// byte, then a 64-bit finalizer (MurmurHash3's) so that ids that differ in a few characters
+// still spread evenly.
+func score(id worker.ID, peer string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(peer))
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
