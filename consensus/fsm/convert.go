@@ -117,6 +117,13 @@ func resilienceFromProto(p *consensusv1.ResilienceOverrides) *worker.Resilience 
 	}
 }
 
+// RecordToProto encodes a record as snapshots and raft entries carry it, API key included:
+// forwarding (package consensus) answers a leader's result in this form.
+func RecordToProto(r *Record) *consensusv1.WorkerRecord { return recordToProto(r) }
+
+// RecordFromProto decodes what RecordToProto encoded.
+func RecordFromProto(p *consensusv1.WorkerRecord) *Record { return recordFromProto(p) }
+
 func recordToProto(r *Record) *consensusv1.WorkerRecord {
 	return &consensusv1.WorkerRecord{
 		Id:                   string(r.ID),
