@@ -1,0 +1,311 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+)
+
+// Defaults of FailoverConfig.
+const (
+	// DefaultReconcileInterval is --reconcile-interval: the period of the full pass that backs
+	// up the membership signals (the same default as the voter reconciler's).
+	DefaultReconcileInterval = 30 * time.Second
+	// DefaultMaxMovesPerEntry bounds one Reassign entry, so that a raft entry stays small and
+	// the FSM's change log (4096 ids) can name every id it moved.
+	DefaultMaxMovesPerEntry = 2048
+	// maxPassesPerWake bounds the passes run back to back after one wake.
+	maxPassesPerWake = 64
+)
+
+// Membership is the mesh's view of the peers, as failover reads it. cmd/meshgw adapts the
+// mesh's members to it.
+type Membership interface {
+	// Peers returns every peer the mesh lists, this node included, foreign peers left out.
+	Peers() []Peer
+	// Watch returns a channel that receives after membership changes and a function that stops
+	// the watch. The sender never blocks on it (signals coalesce).
+	Watch() (<-chan struct{}, func())
+}
+
+// Store is what failover needs of the raft node; *consensus.Node implements it.
+type Store interface {
+	// WorkersShared returns every record; failover only reads them.
+	WorkersShared() []fsm.Record
+	// Apply proposes a command on the leader and returns its result.
+	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+}
+
+// FailoverConfig configures a FailoverReconciler. The zero value of every optional field is its
+// default.
+type FailoverConfig struct {
+	// Membership is the mesh's view of the peers. Required.
+	Membership Membership
+	// Grace is --owner-failover-grace. Zero means DefaultFailoverGrace.
+	Grace time.Duration
+	// ReconcileInterval is --reconcile-interval. Zero means DefaultReconcileInterval.
+	ReconcileInterval time.Duration
+	// MaxMovesPerEntry bounds the moves of one Reassign entry. Zero means
+	// DefaultMaxMovesPerEntry.
+	MaxMovesPerEntry int
+	// Registerer receives meshgw_ownership_failovers_total and
+	// meshgw_ownership_failover_workers_total. Nil means no metrics.
+	Registerer prometheus.Registerer
+	// Logger receives one line per failover. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// FailoverReconciler is the leader's duty of failing over the workers of gone owners
+// (DESIGN.md section 5, Failover), with PlanFailover. It lives here rather than in consensus
+// because it decides ownership, which consensus only stores; it reaches raft through Store.
+// Its Run is meant to be called from the node's Config.LeaderLoop:
+//
+//	f, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{Membership: m})
+//	cfg.LeaderLoop = f.Run
+//	node, err := consensus.Start(cfg)
+//	f.Attach(node)
+type FailoverReconciler struct {
+	cfg      FailoverConfig
+	log      *slog.Logger
+	attach   sync.Once
+	attached chan struct{}
+	store    Store // set once, before attached is closed
+
+	failovers, moved prometheus.Counter // nil without a Registerer
+
+	passes atomic.Uint64 // passes finished, for tests
+}
+
+// NewFailoverReconciler returns a reconciler that waits for Attach. It fails without a
+// Membership, or when the metrics cannot be registered.
+func NewFailoverReconciler(cfg FailoverConfig) (*FailoverReconciler, error) {
+	if cfg.Membership == nil {
+		return nil, errors.New("ownership: the failover reconciler needs a Membership")
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultFailoverGrace
+	}
+	if cfg.ReconcileInterval <= 0 {
+		cfg.ReconcileInterval = DefaultReconcileInterval
+	}
+	if cfg.MaxMovesPerEntry <= 0 {
+		cfg.MaxMovesPerEntry = DefaultMaxMovesPerEntry
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &FailoverReconciler{cfg: cfg, log: cfg.Logger.With("component", "failover"), attached: make(chan struct{})}
+	if reg := cfg.Registerer; reg != nil {
+		r.failovers = prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meshgw_ownership_failovers_total",
+			Help: "Failovers this node applied as raft leader: one per gone owner per reassign entry.",
+		})
+		r.moved = prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meshgw_ownership_failover_workers_total",
+			Help: "Workers this node moved off gone owners as raft leader.",
+		})
+		if err := reg.Register(r.failovers); err != nil {
+			return nil, fmt.Errorf("ownership: register metrics: %w", err)
+		}
+		if err := reg.Register(r.moved); err != nil {
+			reg.Unregister(r.failovers)
+			return nil, fmt.Errorf("ownership: register metrics: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Attach gives the reconciler the node it reads and writes through. Run waits for it, since
+// the node may gain leadership before Start returns. Only the first call counts.
+func (r *FailoverReconciler) Attach(s Store) {
+	r.attach.Do(func() {
+		r.store = s
+		close(r.attached)
+	})
+}
+
+// Run fails over until ctx ends (the leadership is lost or the node shuts down): at the start,
+// on each membership signal, every ReconcileInterval, and when the grace of a gone owner runs
+// out. Owners the mesh does not list are timed from when this run first missed them, so a new
+// leader gives them a full grace.
+func (r *FailoverReconciler) Run(ctx context.Context) {
+	select {
+	case <-r.attached:
+	case <-ctx.Done():
+		return
+	}
+	signals, stop := r.cfg.Membership.Watch()
+	defer stop()
+	tick := time.NewTicker(r.cfg.ReconcileInterval)
+	defer tick.Stop()
+	deadline := time.NewTimer(time.Hour)
+	deadline.Stop()
+	defer deadline.Stop()
+	missing := make(map[string]time.Time)
+	for {
+		if next, ok := r.reconcile(ctx, missing); ok {
+			deadline.Reset(time.Until(next))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-signals:
+		case <-tick.C:
+		case <-deadline.C:
+		}
+		deadline.Stop()
+	}
+}
+
+// reconcile runs passes back to back while they move something, at most maxPassesPerWake, and
+// returns the next grace deadline.
+func (r *FailoverReconciler) reconcile(ctx context.Context, missing map[string]time.Time) (next time.Time, ok bool) {
+	for range maxPassesPerWake {
+		if ctx.Err() != nil {
+			return time.Time{}, false
+		}
+		moved, n, nok, err := r.pass(ctx, missing)
+		next, ok = n, nok
+		if moved == 0 || err != nil {
+			return next, ok
+		}
+	}
+	return next, ok
+}
+
+// pass plans on the current records and membership and applies one Reassign entry of at most
+// MaxMovesPerEntry moves. It returns how many records moved and the next grace deadline.
+func (r *FailoverReconciler) pass(ctx context.Context, missing map[string]time.Time) (moved int, next time.Time, ok bool, err error) {
+	defer r.passes.Add(1)
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("panic in a failover pass", "panic", p, "stack", string(debug.Stack()))
+			err = errors.New("ownership: failover pass panicked")
+		}
+	}()
+	now := time.Now()
+	workers := workersOf(r.store.WorkersShared())
+	peers := withUnknown(r.cfg.Membership.Peers(), workers, missing, now)
+	next, ok = NextFailover(workers, peers, now, r.cfg.Grace)
+	moves := PlanFailover(workers, peers, now, r.cfg.Grace)
+	if len(moves) == 0 {
+		return 0, next, ok, nil
+	}
+	moves = moves[:min(len(moves), r.cfg.MaxMovesPerEntry)]
+	items := make([]fsm.ReassignItem, len(moves))
+	for i, m := range moves {
+		items[i] = fsm.ReassignItem{ID: m.ID, From: fsm.Fence{Owner: m.From, Epoch: m.Epoch}, To: m.To}
+	}
+	res, err := r.store.Apply(ctx, fsm.Reassign{Items: items})
+	if err != nil {
+		r.log.Warn("failing over workers did not apply; the next pass plans again", "workers", len(items), "err", err)
+		return 0, next, ok, err
+	}
+	return r.report(moves, peers, res.Reassign), next, ok, nil
+}
+
+// report logs one line per failed-over owner and counts the metrics; it returns how many
+// records moved.
+func (r *FailoverReconciler) report(moves []Move, peers []Peer, res *fsm.ReassignResult) int {
+	if res == nil {
+		return 0
+	}
+	status := make(map[string]Status, len(peers))
+	for _, p := range peers {
+		status[p.ID] = p.Status
+	}
+	movedIDs := make(map[string]bool, len(res.Moved))
+	for _, id := range res.Moved {
+		movedIDs[string(id)] = true
+	}
+	// owner -> new owner -> count, over the moves that applied.
+	tally := make(map[string]map[string]int)
+	for _, m := range moves {
+		if !movedIDs[string(m.ID)] {
+			continue
+		}
+		if tally[m.From] == nil {
+			tally[m.From] = make(map[string]int)
+		}
+		tally[m.From][m.To]++
+	}
+	owners := make([]string, 0, len(tally))
+	for o := range tally {
+		owners = append(owners, o)
+	}
+	slices.Sort(owners)
+	for _, o := range owners {
+		n, to := 0, make([]string, 0, len(tally[o]))
+		for p, c := range tally[o] {
+			n += c
+			to = append(to, fmt.Sprintf("%s:%d", p, c))
+		}
+		slices.Sort(to)
+		r.log.Info("failed over a gone owner's workers", "owner", o, "owner_status", status[o].String(),
+			"workers", n, "to", strings.Join(to, ","))
+		if r.failovers != nil {
+			r.failovers.Inc()
+			r.moved.Add(float64(n))
+		}
+	}
+	if len(res.Skipped) > 0 {
+		r.log.Info("some failover moves were fenced off; the next pass plans again",
+			"skipped", len(res.Skipped), "first", string(res.Skipped[0].ID), "reason", res.Skipped[0].Reason)
+	}
+	return len(res.Moved)
+}
+
+// workersOf reads the records as failover needs them.
+func workersOf(recs []fsm.Record) []Worker {
+	out := make([]Worker, len(recs))
+	for i, rec := range recs {
+		out[i] = Worker{
+			ID:        rec.ID,
+			Owner:     rec.Owner,
+			Epoch:     rec.Epoch,
+			Region:    rec.Spec.Region,
+			HostLocal: strings.HasPrefix(rec.Spec.URL, "ipc://"),
+		}
+	}
+	return out
+}
+
+// withUnknown adds to peers the owners of workers that the mesh does not list, as
+// StatusUnknown since the first time a pass missed them (noted in missing), and forgets the
+// owners that the mesh lists again or that own nothing any more.
+func withUnknown(peers []Peer, workers []Worker, missing map[string]time.Time, now time.Time) []Peer {
+	listed := make(map[string]bool, len(peers))
+	for _, p := range peers {
+		listed[p.ID] = true
+	}
+	out := slices.Clip(peers)
+	added := make(map[string]bool)
+	for _, w := range workers {
+		if listed[w.Owner] || added[w.Owner] {
+			continue
+		}
+		added[w.Owner] = true
+		since, ok := missing[w.Owner]
+		if !ok {
+			since, missing[w.Owner] = now, now
+		}
+		out = append(out, Peer{ID: w.Owner, Status: StatusUnknown, Since: since})
+	}
+	for id := range missing {
+		if !added[id] {
+			delete(missing, id)
+		}
+	}
+	return out
+}
