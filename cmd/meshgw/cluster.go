@@ -17,6 +17,7 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/ownership"
 )
 
 // Bounds of the cluster's background work and of its part of a shutdown.
@@ -75,12 +76,23 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
+	failover, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{
+		Membership: owners{members}, Grace: o.cluster.ownerFailoverGraceDuration(),
+		ReconcileInterval: o.cluster.reconcileIntervalDuration(), Registerer: reg, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
 	cfg := o.state.consensus(nodeID, o.gw.host, o.cluster.meshAdvertiseHost, dir, log)
 	cfg.Registerer, cfg.Join, cfg.BootstrapExpect = reg, o.cluster.join, o.cluster.bootstrapExpect
 	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
+	// The voter reconciler and failover run side by side for the term; both end with ctx.
 	cfg.LeaderLoop = func(ctx context.Context) {
 		c.markCaughtUp("this node leads")
+		var wg sync.WaitGroup
+		wg.Go(func() { failover.Run(ctx) })
 		voters.Run(ctx)
+		wg.Wait()
 	}
 	if c.node, err = consensus.Start(cfg); err != nil {
 		return nil, err
@@ -95,6 +107,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	}
 	members.m.Store(c.mesh)
 	voters.Attach(c.node)
+	failover.Attach(c.node)
 	c.rpc = grpc.NewServer()
 	c.node.RegisterForward(c.rpc)
 	go func() {
@@ -129,8 +142,8 @@ func (c *cluster) listenRPC() (net.Listener, error) {
 }
 
 // startMesh starts memberlist with this node's metadata. It keeps departed peers listed longer
-// than a dead voter's grace plus a reconcile interval, so that the leader still sees a dead
-// voter when its grace runs out.
+// than a dead voter's (or owner's) grace plus a reconcile interval, so that the leader still
+// sees a dead voter or owner when its grace runs out.
 func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh.Mesh, error) {
 	f := &c.o.cluster
 	if !f.clustered() && f.meshAdvertiseHost == "" && net.ParseIP(f.meshBind()).IsUnspecified() {
@@ -157,7 +170,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 			AppliedIndex: c.node.AppliedIndex(),
 		},
 		UpdateTimeout: meshUpdateTimeout,
-		Retention:     max(mesh.DefaultRetention, f.deadVoterGraceDuration()+f.reconcileIntervalDuration()+time.Minute),
+		Retention:     max(mesh.DefaultRetention, max(f.deadVoterGraceDuration(), f.ownerFailoverGraceDuration())+f.reconcileIntervalDuration()+time.Minute),
 		Logger:        c.base,
 		Registerer:    reg,
 	})

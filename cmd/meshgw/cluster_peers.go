@@ -6,6 +6,7 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/ownership"
 )
 
 // membership adapts the mesh's members to the voter reconciler's view of the peers. The mesh
@@ -37,6 +38,42 @@ func (a *membership) Watch() (<-chan struct{}, func()) {
 		return m.Watch()
 	}
 	return nil, func() {} // a nil channel never fires; the reconciler's timer still runs
+}
+
+// owners adapts the mesh's members to the failover reconciler's view of the peers, sharing the
+// late-set mesh of a membership.
+type owners struct{ *membership }
+
+// Peers implements ownership.Membership: every member but foreign ones, this node included.
+func (a owners) Peers() []ownership.Peer {
+	m := a.m.Load()
+	if m == nil {
+		return nil
+	}
+	members := m.Members()
+	out := make([]ownership.Peer, 0, len(members))
+	for _, mb := range members {
+		st, ok := ownerStatus(mb.Status)
+		if !ok {
+			continue
+		}
+		out = append(out, ownership.Peer{ID: mb.ID, Region: mb.Meta.Region, Status: st, Since: mb.Since})
+	}
+	return out
+}
+
+func ownerStatus(s mesh.Status) (ownership.Status, bool) {
+	switch s {
+	case mesh.StatusAlive:
+		return ownership.StatusAlive, true
+	case mesh.StatusSuspect:
+		return ownership.StatusSuspect, true
+	case mesh.StatusDead:
+		return ownership.StatusDead, true
+	case mesh.StatusLeft:
+		return ownership.StatusLeft, true
+	}
+	return 0, false
 }
 
 func peerStatus(s mesh.Status) (consensus.PeerStatus, bool) {

@@ -11,23 +11,26 @@ import (
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/ownership"
 )
 
 // clusterFlags are the gateway cluster's (DESIGN.md sections 3, 4 and 11): the mesh listener and
-// its profile, joining, bootstrapping together, the forwarding listener and the voters.
+// its profile, joining, bootstrapping together, the forwarding listener, the voters and the
+// failover of a gone owner's workers.
 type clusterFlags struct {
-	meshPort          int
-	meshBindHost      string
-	meshAdvertiseHost string
-	meshProfile       string
-	meshEncryptKey    string // a secret: never logged, echoed or put in an error
-	join              []string
-	bootstrapExpect   int
-	rpcPort           int
-	rpcHost           string
-	raftVoters        int
-	deadVoterGrace    int
-	reconcileInterval int
+	meshPort           int
+	meshBindHost       string
+	meshAdvertiseHost  string
+	meshProfile        string
+	meshEncryptKey     string // a secret: never logged, echoed or put in an error
+	join               []string
+	bootstrapExpect    int
+	rpcPort            int
+	rpcHost            string
+	raftVoters         int
+	deadVoterGrace     int
+	reconcileInterval  int
+	ownerFailoverGrace int
 
 	gw *gatewayFlags // for --host, which the listeners default to
 }
@@ -44,6 +47,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.rpcHost, "rpc-host", "", "address the gRPC listener binds (default: --host)")
 	fs.IntVar(&f.raftVoters, "raft-voters", consensus.DefaultRaftVoters, "raft voters the leader keeps; other gateways are non-voters")
 	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
+	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
 	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(consensus.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
 }
 
@@ -56,6 +60,7 @@ func (f *clusterFlags) validate() error {
 		checkMin("raft-voters", f.raftVoters, 1),
 		checkMin("dead-voter-grace-secs", f.deadVoterGrace, 1),
 		checkMin("reconcile-interval-secs", f.reconcileInterval, 1),
+		checkMin("owner-failover-grace-secs", f.ownerFailoverGrace, 1),
 		checkHost("mesh-bind-host", f.meshBindHost),
 		checkHost("rpc-host", f.rpcHost),
 		checkKey(f.meshEncryptKey),
@@ -158,6 +163,10 @@ func (f *clusterFlags) advertiseHost(bind string) string {
 
 func (f *clusterFlags) deadVoterGraceDuration() time.Duration {
 	return time.Duration(f.deadVoterGrace) * time.Second
+}
+
+func (f *clusterFlags) ownerFailoverGraceDuration() time.Duration {
+	return time.Duration(f.ownerFailoverGrace) * time.Second
 }
 
 func (f *clusterFlags) reconcileIntervalDuration() time.Duration {

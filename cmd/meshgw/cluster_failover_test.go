@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/fleet"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/ownership"
+	"github.com/meshgw/meshgw/worker"
+)
+
+func TestOwnerFailoverGraceFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    int
+		wantErr string
+	}{
+		{"default", nil, nil, 10, ""},
+		{"flag", []string{"--owner-failover-grace-secs", "2"}, nil, 2, ""},
+		{"env", nil, map[string]string{"MESHGW_OWNER_FAILOVER_GRACE_SECS": "7"}, 7, ""},
+		{"zero", []string{"--owner-failover-grace-secs", "0"}, nil, 0, "--owner-failover-grace-secs 0 is below the minimum 1"},
+		{"bad env", nil, map[string]string{"MESHGW_OWNER_FAILOVER_GRACE_SECS": "-3"}, 0, "--owner-failover-grace-secs -3 is below the minimum 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(tt.args, tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.cluster.ownerFailoverGrace != tt.want || o.cluster.ownerFailoverGraceDuration().Seconds() != float64(tt.want) {
+				t.Errorf("grace %d, want %d", o.cluster.ownerFailoverGrace, tt.want)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"--owner-failover-grace-secs", "ten"}, env(nil), io.Discard, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "owner-failover-grace-secs") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestOwnerStatus(t *testing.T) {
+	for s, want := range map[mesh.Status]ownership.Status{
+		mesh.StatusAlive: ownership.StatusAlive, mesh.StatusSuspect: ownership.StatusSuspect,
+		mesh.StatusDead: ownership.StatusDead, mesh.StatusLeft: ownership.StatusLeft,
+	} {
+		if got, ok := ownerStatus(s); !ok || got != want {
+			t.Errorf("%v: %v, %v", s, got, ok)
+		}
+	}
+	if _, ok := ownerStatus(mesh.StatusForeign); ok {
+		t.Error("a foreign peer is a failover peer")
+	}
+	if got := (owners{&membership{}}).Peers(); got != nil {
+		t.Errorf("peers before the mesh started: %v", got)
+	}
+}
+
+// recordingOwner records the fleet reconciler's Own and Disown calls.
+type recordingOwner struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *recordingOwner) Own(s worker.Spec, epoch uint64, _ bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, "own "+string(s.ID())+" epoch "+itoa(epoch))
+}
+
+func (o *recordingOwner) Disown(id worker.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, "disown "+string(id))
+}
+
+func (o *recordingOwner) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.calls
+	o.calls = nil
+	return c
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// TestFailoverStartsHealthChecksOnTheNewOwner: once a Reassign entry names this gateway, its
+// fleet reconciler Owns the worker (health checks start) with the new epoch, and the old
+// owner's Disowns it.
+func TestFailoverStartsHealthChecksOnTheNewOwner(t *testing.T) {
+	f := fsm.New(slog.New(slog.DiscardHandler))
+	apply := func(index uint64, c fsm.Command) fsm.Result {
+		t.Helper()
+		data, err := fsm.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Apply(&raft.Log{Index: index, Data: data}).(fsm.Result)
+	}
+	spec := worker.Spec{URL: "http://127.0.0.1:8100"}
+	if err := spec.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	id := spec.ID()
+	apply(1, fsm.Register{Spec: spec, Owner: "g2"})
+	reconcilers := map[string]*fleet.Reconciler{}
+	calls := map[string]*recordingOwner{}
+	for _, n := range []string{"g1", "g2"} {
+		calls[n] = &recordingOwner{}
+		reconcilers[n] = fleet.New(fleet.Config{NodeID: n, Records: f, Pool: pool.New(pool.Config{}),
+			Owner: calls[n], Logger: slog.New(slog.DiscardHandler)})
+		reconcilers[n].Reconcile()
+	}
+	if got := calls["g2"].take(); len(got) != 1 || got[0] != "own "+string(id)+" epoch 1" {
+		t.Fatalf("g2 at registration: %v", got)
+	}
+	if got := calls["g1"].take(); len(got) != 0 {
+		t.Fatalf("g1 at registration: %v", got)
+	}
+	res := apply(7, fsm.Reassign{Items: []fsm.ReassignItem{{ID: id, From: fsm.Fence{Owner: "g2", Epoch: 1}, To: "g1"}}})
+	if res.Reassign == nil || len(res.Reassign.Moved) != 1 {
+		t.Fatalf("reassign: %+v", res)
+	}
+	for _, r := range reconcilers {
+		r.Reconcile()
+	}
+	if got := calls["g1"].take(); len(got) != 1 || got[0] != "own "+string(id)+" epoch 7" {
+		t.Errorf("new owner g1: %v; want one Own at epoch 7", got)
+	}
+	if got := calls["g2"].take(); len(got) != 1 || got[0] != "disown "+string(id) {
+		t.Errorf("old owner g2: %v; want one Disown", got)
+	}
+}
