@@ -67,7 +67,9 @@ func startControlGateway(ps *procs, o *Options, name, stateDir string) (*control
 	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--node-id", "bench",
 		"--state-dir", stateDir, "--raft-port", strconv.Itoa(ports[1]), "--log-level", "warn",
 		"--prometheus-port", strconv.Itoa(ports[2]), "--prometheus-host", "127.0.0.1", "--enable-pprof",
-		"--mesh-port", "0", "--rpc-port", "0"} // a mesh of one: its mesh and gRPC ports are not measured
+		// A mesh of one: its mesh and gRPC ports are not measured. The records' owner is no
+		// member, so failover would move them here after its grace: keep them imported.
+		"--mesh-port", "0", "--rpc-port", "0", "--owner-failover-grace-secs", "86400"}
 	t0 := time.Now()
 	p, err := ps.start(name, nil, o.MeshgwBin, args...)
 	if err != nil {
