@@ -17,6 +17,11 @@ const (
 	goalStartWorkers   = 100_000
 	goalConvergeS      = 2.0 // s, membership of goalConvergePeers peers on loopback
 	goalConvergePeers  = 100
+	// Failover after kill -9 of an owner, local mesh profile, 3 s grace: median at most
+	// goalFailoverS with at least goalFailoverWorkers workers.
+	goalFailoverS       = 10.0
+	goalFailoverWorkers = 100
+	goalFailoverGraceS  = 3.0
 	// One gateway probing goalHealthWorkers every second.
 	goalHealthWorkers    = 10_000
 	goalHealthCPUPercent = 50.0
@@ -104,6 +109,9 @@ func controlGoals(r *Report) []Goal {
 			}
 			gs = append(gs, g)
 		}
+		if f, ok := v.Failover.(FailoverResult); ok {
+			gs = append(gs, failoverGoal(f))
+		}
 	}
 	if v, ok := r.Raft.(RaftResult); ok {
 		if l := v.Admin; l != nil {
@@ -127,6 +135,18 @@ func controlGoals(r *Report) []Goal {
 		gs = append(gs, g)
 	}
 	return gs
+}
+
+// failoverGoal compares the failover runs with the goal; runs set up otherwise than the goal
+// (fewer workers, as in a quick run, another profile or grace) get no verdict.
+func failoverGoal(f FailoverResult) Goal {
+	g := Goal{fmt.Sprintf("failover after kill -9, %s profile, %g s grace", f.Profile, f.GraceS),
+		fmt.Sprintf("%.2f s median, %.2f s max (%d workers, %d runs)", f.MedianS, f.MaxS, f.Workers, len(f.RunsS)),
+		fmt.Sprintf("≤ %.0f s with %d workers", goalFailoverS, goalFailoverWorkers), nil}
+	if f.Workers >= goalFailoverWorkers && f.Profile == "local" && f.GraceS == goalFailoverGraceS && len(f.RunsS) > 0 {
+		g.Met = met(f.MedianS <= goalFailoverS)
+	}
+	return g
 }
 
 func streamGoals(s *StreamSection) []Goal {

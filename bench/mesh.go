@@ -16,6 +16,13 @@ type MeshOptions struct {
 	Bin   string // default "bin/bench-meshbench"
 	Peers int    // mesh nodes per run; default 100
 	Runs  int    // runs per profile, each with fresh nodes; default 3
+	// FailoverWorkers is the number of workers the killed owner holds in the failover runs;
+	// default 100.
+	FailoverWorkers int
+	// FailoverRuns is the number of failover runs, each with fresh gateways; default 3.
+	FailoverRuns int
+	// FailoverGrace is the gateways' --owner-failover-grace-secs; default 3 s.
+	FailoverGrace time.Duration
 }
 
 func (m *MeshOptions) setDefaults() {
@@ -24,6 +31,11 @@ func (m *MeshOptions) setDefaults() {
 	}
 	m.Peers = cmp0(m.Peers, 100)
 	m.Runs = cmp0(m.Runs, 3)
+	m.FailoverWorkers = cmp0(m.FailoverWorkers, 100)
+	m.FailoverRuns = cmp0(m.FailoverRuns, 3)
+	if m.FailoverGrace <= 0 {
+		m.FailoverGrace = 3 * time.Second
+	}
 }
 
 // MeshResult is the mesh section.
@@ -33,8 +45,8 @@ type MeshResult struct {
 	// the local one (peers on one host).
 	LAN   *MeshConvergence `json:"converge_lan"`
 	Local *MeshConvergence `json:"converge_local"`
-	// Failover needs ownership (step 7).
-	Failover NotMeasured `json:"failover"`
+	// Failover is a FailoverResult, or NotMeasured with the reason its runs failed.
+	Failover any `json:"failover"`
 }
 
 // MeshConvergence is what `meshbench converge` prints, and what it measured.
@@ -51,11 +63,11 @@ type MeshConvergence struct {
 const meshbenchWithin = 90 * time.Second
 
 // runMesh measures the mesh section: membership convergence with the lan and the local
-// profile. A failure leaves the section not measured, with the reason.
+// profile, then ownership failover. A failed convergence leaves the section not measured, a
+// failed failover only its part, with the reason.
 func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
 	m.setDefaults()
-	res := MeshResult{Status: "measured",
-		Failover: notMeasured("failover moves a dead peer's workers (roadmap step 7: ownership), not built yet")}
+	res := MeshResult{Status: "measured"}
 	for _, p := range []struct {
 		profile string
 		into    **MeshConvergence
@@ -69,6 +81,11 @@ func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
 		c.What = fmt.Sprintf("%d mesh nodes in one process on 127.0.0.1, all joining one seed at once; "+
 			"from the first join until every node sees all %d alive", m.Peers, m.Peers)
 		*p.into = &c
+	}
+	if f, err := runFailover(ctx, ps, o, m.FailoverWorkers, m.FailoverRuns, m.FailoverGrace); err != nil {
+		res.Failover = notMeasured(fmt.Sprintf("failover: %v", err))
+	} else {
+		res.Failover = *f
 	}
 	return res
 }

@@ -329,7 +329,14 @@ func (r *Report) printSections(w io.Writer) {
 				fmt.Fprintf(w, "%s: %d peers, %s profile: membership converged in %.2f s median, %.2f s max over %d runs %v (%s)\n",
 					sec.name, c.Peers, c.Profile, c.MedianS, c.MaxS, len(c.RunsS), c.RunsS, c.What)
 			}
-			fmt.Fprintf(w, "%s: failover: %s (%s)\n", sec.name, v.Failover.Status, v.Failover.Reason)
+			switch f := v.Failover.(type) {
+			case FailoverResult:
+				fmt.Fprintf(w, "%s: failover, %d workers, %s profile, %g s grace: all owned again %.2f s median, %.2f s max "+
+					"after kill -9 over %d runs %v (killed owner was the raft leader: %v) (%s)\n",
+					sec.name, f.Workers, f.Profile, f.GraceS, f.MedianS, f.MaxS, len(f.RunsS), f.RunsS, f.KilledLeader, f.What)
+			case NotMeasured:
+				fmt.Fprintf(w, "%s: failover: %s (%s)\n", sec.name, f.Status, f.Reason)
+			}
 		case RaftResult:
 			for _, l := range []*WriteLatency{v.Admin, v.Cluster} {
 				fmt.Fprintf(w, "%s: %d sequential writes, %d node(s): p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f writes/s (%s)\n",

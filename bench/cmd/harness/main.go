@@ -67,7 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	health := fs.Bool("health", true, "measure the health checker at 10,000 workers")
 	control := fs.Bool("control", true, "measure raft write latency and a gateway restoring many workers (memory, start time)")
 	var co bench.ControlOptions
-	mesh := fs.Bool("mesh", true, "measure membership convergence of 100 mesh peers (lan and local profiles)")
+	mesh := fs.Bool("mesh", true, "measure membership convergence of 100 mesh peers (lan and local profiles) and ownership failover after kill -9")
 	var mo bench.MeshOptions
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
@@ -94,6 +94,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.StringVar(&co.RaftbenchBin, "raftbench", "bin/bench-raftbench", "bench raft tool binary")
 	fs.StringVar(&mo.Bin, "meshbench", "bin/bench-meshbench", "bench mesh tool binary")
 	fs.IntVar(&mo.Peers, "mesh-peers", 0, "mesh peers of the convergence runs (default 100; quick 30)")
+	fs.IntVar(&mo.FailoverWorkers, "failover-workers", 0, "workers the killed owner holds in the failover runs (default 100; quick 20)")
+	fs.IntVar(&mo.FailoverRuns, "failover-runs", 0, "failover runs, each with 3 fresh gateways (default 3; quick 1)")
 	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 10,000)")
 	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
 	if err := fs.Parse(args); err != nil {
@@ -118,6 +120,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		co.Starts = 1
 		mo.Peers = or(mo.Peers, 30)
 		mo.Runs = 1
+		mo.FailoverWorkers = or(mo.FailoverWorkers, 20)
+		mo.FailoverRuns = or(mo.FailoverRuns, 1)
 	}
 	if *mesh {
 		o.Mesh = &mo
