@@ -168,13 +168,11 @@ func TestFailoverAfterGrace(t *testing.T) {
 			t.Fatalf("moved with every owner alive: %v", s.owners())
 		}
 		m.set(peer("g2", "", StatusDead, time.Now()))
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
+		advance(2 * time.Second)
 		if s.reassigns() != 0 || s.owners()["g2"] != 3 {
 			t.Fatalf("moved at exactly the grace: %v", s.owners())
 		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
+		advance(time.Millisecond)
 		if got := s.owners(); got["g2"] != 0 || got["g1"]+got["g3"] != 5 || s.reassigns() != 1 {
 			t.Fatalf("after the grace: owners %v, %d entries", got, s.reassigns())
 		}
@@ -194,8 +192,7 @@ func TestFailoverAfterGrace(t *testing.T) {
 			t.Errorf("failover_workers_total = %v", got)
 		}
 		// Idempotent: further passes move nothing.
-		time.Sleep(DefaultReconcileInterval)
-		synctest.Wait()
+		advance(DefaultReconcileInterval)
 		if s.reassigns() != 1 {
 			t.Errorf("%d entries after a periodic pass; want 1", s.reassigns())
 		}
@@ -214,8 +211,7 @@ func TestFailoverMeshOfOne(t *testing.T) {
 		r.Attach(s)
 		stop := start(r)
 		defer stop()
-		time.Sleep(10 * DefaultReconcileInterval)
-		synctest.Wait()
+		advance(10 * DefaultReconcileInterval)
 		if s.reassigns() != 0 || r.passes.Load() < 10 {
 			t.Fatalf("%d entries in %d passes", s.reassigns(), r.passes.Load())
 		}
@@ -255,10 +251,9 @@ func TestFailoverUnknownOwner(t *testing.T) {
 		r.Attach(s)
 		stop := start(r)
 		defer stop()
-		time.Sleep(DefaultFailoverGrace / 2)
+		<-time.After(DefaultFailoverGrace / 2) // the bubble's fake clock
 		m.set(peer("late", "", StatusAlive, time.Now()))
-		time.Sleep(DefaultFailoverGrace)
-		synctest.Wait()
+		advance(DefaultFailoverGrace)
 		if got := s.owners(); got["ghost"] != 0 || got["late"]+got["g1"] != 3 || s.reassigns() != 1 {
 			t.Fatalf("owners %v in %d entries; want ghost's worker on a live peer", got, s.reassigns())
 		}
@@ -298,8 +293,7 @@ func TestFailoverApplyError(t *testing.T) {
 		if s.owners()["g2"] != 2 {
 			t.Fatalf("moved despite the error: %v", s.owners())
 		}
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
+		advance(5 * time.Second)
 		if got := s.owners(); got["g1"] != 2 {
 			t.Fatalf("after the next pass: %v", got)
 		}
@@ -318,4 +312,12 @@ func TestNewFailoverReconciler(t *testing.T) {
 	if _, err := NewFailoverReconciler(cfg); err == nil {
 		t.Error("registering the metrics twice did not fail")
 	}
+}
+
+// advance moves the synctest bubble's fake clock d forward and lets every goroutine settle:
+// inside a bubble time passes only when all its goroutines are blocked, so this takes no real
+// time.
+func advance(d time.Duration) {
+	<-time.After(d)
+	synctest.Wait()
 }
