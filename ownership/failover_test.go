@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -121,18 +121,8 @@ func (s *fsmStore) owners() map[string]int {
 
 func (s *fsmStore) reassigns() int { s.mu.Lock(); defer s.mu.Unlock(); return s.entries }
 
-// logBuffer collects log lines safely.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+// logBuffer collects log lines safely (the shared test sink).
+type logBuffer = logbuf.Buffer
 
 // start runs r in the bubble until the returned stop is called.
 func start(r *FailoverReconciler) (stop func()) {
