@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -277,13 +276,18 @@ func registerWorkers(ctx context.Context, c *http.Client, g *failoverGW, n int) 
 		seen[port] = true
 		body := fmt.Sprintf(`{"url":"http://127.0.0.1:%d"}`, port)
 		for {
-			id, code, err := postWorker(ctx, c, g.base, body)
-			if err == nil && (code == http.StatusCreated || code == http.StatusOK) {
-				ids = append(ids, id)
+			var rec struct {
+				ID string `json:"id"`
+			}
+			err := send(ctx, c, http.MethodPost, g.base+"/workers", body, &rec)
+			if err == nil && rec.ID != "" {
+				ids = append(ids, rec.ID)
 				break
 			}
-			if err == nil && code != http.StatusServiceUnavailable {
-				return nil, fmt.Errorf("POST /workers %s on %s: status %d", body, g.id, code)
+			// A 503 (raft busy or electing) or no answer at all is retried; another refusal is not.
+			var se *statusError
+			if err == nil || (errors.As(err, &se) && se.Code != http.StatusServiceUnavailable) {
+				return nil, fmt.Errorf("POST /workers %s on %s: %v (answer id %q)", body, g.id, err, rec.ID)
 			}
 			if err := waitTick(ctx, []*failoverGW{g}, 50*time.Millisecond); err != nil {
 				return nil, fmt.Errorf("registering worker %d of %d on %s: %w", len(ids)+1, n, g.id, err)
@@ -291,32 +295,6 @@ func registerWorkers(ctx context.Context, c *http.Client, g *failoverGW, n int) 
 		}
 	}
 	return ids, nil
-}
-
-func postWorker(ctx context.Context, c *http.Client, base, body string) (id string, code int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/workers", bytes.NewBufferString(body))
-	if err != nil {
-		return "", 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", resp.StatusCode, err
-	}
-	var rec struct {
-		ID string `json:"id"`
-	}
-	if resp.StatusCode/100 == 2 {
-		if err := json.Unmarshal(b, &rec); err != nil || rec.ID == "" {
-			return "", resp.StatusCode, fmt.Errorf("POST /workers answered %.200q", b)
-		}
-	}
-	return rec.ID, resp.StatusCode, nil
 }
 
 // pollOwners reads g's GET /mesh/owners every interval until done accepts the rows, ctx ends,

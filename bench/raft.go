@@ -107,7 +107,16 @@ func adminWrites(ctx context.Context, ps *procs, o *Options) (*WriteLatency, err
 		What: "PUT /workers/{id} {\"disabled\": …} on one meshgw with --state-dir, from request to answer"}, nil
 }
 
-// send makes one admin request and decodes a 2xx answer into v (nil: discarded).
+// statusError is an answer other than 2xx, with its status code.
+type statusError struct {
+	Code int
+	Msg  string
+}
+
+func (e *statusError) Error() string { return e.Msg }
+
+// send makes one admin request and decodes a 2xx answer into v (nil: discarded); another
+// status is a *statusError.
 func send(ctx context.Context, c *http.Client, method, url, body string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
@@ -124,7 +133,7 @@ func send(ctx context.Context, c *http.Client, method, url, body string, v any) 
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s %s", method, url, resp.Status, strings.TrimSpace(string(data)))
+		return &statusError{Code: resp.StatusCode, Msg: fmt.Sprintf("%s %s: %s %s", method, url, resp.Status, strings.TrimSpace(string(data)))}
 	}
 	if v == nil {
 		return nil
