@@ -142,7 +142,11 @@ func TestRetryOnRetryableStatus(t *testing.T) {
 		bad.Add(1)
 		rw.WriteHeader(503)
 	})
-	e.upstream(func(rw http.ResponseWriter, r *http.Request) { good.Add(1); okHandler("good")(rw, r) })
+	_, goodW := e.upstream(func(rw http.ResponseWriter, r *http.Request) { good.Add(1); okHandler("good")(rw, r) })
+	// A worker's retries series is made at its first retry, not when the worker is added.
+	if n := counterValue(t, e, "meshgw_worker_retries_total", map[string]string{"worker": badW.URL}); n != -1 {
+		t.Fatalf("retries series of a worker that never retried: %v, want none", n)
+	}
 	for i := 0; i < 4; i++ {
 		if status, _, _ := e.post("/v1/completions", `{"prompt":"x"}`); status != 200 {
 			t.Fatalf("status %d, want 200 after a retry", status)
@@ -158,6 +162,12 @@ func TestRetryOnRetryableStatus(t *testing.T) {
 	}
 	if len(e.sleeps) == 0 || e.sleeps[0] < 40*time.Millisecond || e.sleeps[0] > 60*time.Millisecond {
 		t.Errorf("backoff sleeps %v, want the first near 50ms", e.sleeps)
+	}
+	if n := counterValue(t, e, "meshgw_worker_retries_total", map[string]string{"worker": badW.URL}); n != float64(bad.Load()) {
+		t.Errorf("retries of the failing worker = %v, want %d", n, bad.Load())
+	}
+	if n := counterValue(t, e, "meshgw_worker_retries_total", map[string]string{"worker": goodW.URL}); n != -1 {
+		t.Errorf("retries series of a worker that never failed: %v, want none", n)
 	}
 }
 
