@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -73,7 +72,7 @@ func (a *app) owners(ctx context.Context, owner string) error {
 	rows := make([]ownerRow, 0, len(list.Owners))
 	for _, raw := range list.Owners {
 		var r ownerRow
-		if err := r.read(raw); err != nil {
+		if r.extra, err = readRow("GET "+ownersPath, raw, &r, ownerColumns); err != nil {
 			return err
 		}
 		if owner == "" || r.Owner == owner {
@@ -143,24 +142,6 @@ var ownerColumns = map[string]bool{
 	"disabled": true, "is_dead": true, "stale": true, "origin": true,
 }
 
-// read decodes one row of the answer.
-func (r *ownerRow) read(raw json.RawMessage) error {
-	if err := decode("GET "+ownersPath, raw, r); err != nil {
-		return err
-	}
-	var all map[string]any
-	if err := decode("GET "+ownersPath, raw, &all); err != nil {
-		return err
-	}
-	r.extra = map[string]string{}
-	for k, v := range all {
-		if !ownerColumns[k] {
-			flatten(k, v, r.extra)
-		}
-	}
-	return nil
-}
-
 // flags names the operator's switches that are on: disabled, dead.
 func (r ownerRow) flags() string {
 	return record{Disabled: r.Disabled, IsDead: r.IsDead}.flags()
@@ -172,16 +153,7 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool) error {
 	header := []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE"}
 	var extra []string
 	if wide {
-		seen := map[string]bool{}
-		for _, r := range rows {
-			for k := range r.extra {
-				if !seen[k] {
-					seen[k] = true
-					extra = append(extra, k)
-				}
-			}
-		}
-		sort.Strings(extra)
+		extra = extraColumns(rows, func(r ownerRow) map[string]string { return r.extra })
 		header = append(header, "ORIGIN")
 		for _, k := range extra {
 			header = append(header, strings.ToUpper(k))

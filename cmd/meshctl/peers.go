@@ -3,8 +3,9 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,7 @@ func (a *app) peersCommand() *cobra.Command {
 			}
 			peers := make([]peer, len(list.Peers))
 			for i, raw := range list.Peers {
-				if err := peers[i].read(raw); err != nil {
+				if peers[i].extra, err = readRow("GET /mesh/peers", raw, &peers[i], peerColumns); err != nil {
 					return err
 				}
 			}
@@ -70,22 +71,35 @@ var peerColumns = map[string]bool{
 	"version": true, "owned": true, "applied_index": true, "self": true,
 }
 
-// read decodes one peer of the answer.
-func (p *peer) read(raw json.RawMessage) error {
-	if err := decode("GET /mesh/peers", raw, p); err != nil {
-		return err
+// readRow decodes one row of what's answer into v and returns the row's other fields (those
+// not in known), flattened (FIELD.SUB), for the columns -o wide adds.
+func readRow(what string, raw json.RawMessage, v any, known map[string]bool) (map[string]string, error) {
+	if err := decode(what, raw, v); err != nil {
+		return nil, err
 	}
 	var all map[string]any
-	if err := decode("GET /mesh/peers", raw, &all); err != nil {
-		return err
+	if err := decode(what, raw, &all); err != nil {
+		return nil, err
 	}
-	p.extra = map[string]string{}
-	for k, v := range all {
-		if !peerColumns[k] {
-			flatten(k, v, p.extra)
+	extra := map[string]string{}
+	for k, val := range all {
+		if !known[k] {
+			flatten(k, val, extra)
 		}
 	}
-	return nil
+	return extra, nil
+}
+
+// extraColumns returns the names of the other fields of every row, sorted: one -o wide column
+// each.
+func extraColumns[R any](rows []R, extra func(R) map[string]string) []string {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for k := range extra(r) {
+			seen[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // printPeers prints the peers table; wide adds LAG and the fields the table does not know,
@@ -97,19 +111,12 @@ func printPeers(w io.Writer, peers []peer, wide bool) error {
 		top   uint64
 	)
 	if wide {
-		seen := map[string]bool{}
 		for _, p := range peers {
 			if p.Status != "foreign" { // another cluster's raft indexes do not compare
 				top = max(top, p.AppliedIndex)
 			}
-			for k := range p.extra {
-				if !seen[k] {
-					seen[k] = true
-					extra = append(extra, k)
-				}
-			}
 		}
-		sort.Strings(extra)
+		extra = extraColumns(peers, func(p peer) map[string]string { return p.extra })
 		header = append(header, "LAG")
 		for _, k := range extra {
 			header = append(header, strings.ToUpper(k))
