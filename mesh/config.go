@@ -140,9 +140,9 @@ func (c *Config) memberlistConfig() (*memberlist.Config, error) {
 	}
 
 	if c.EncryptKey != "" {
-		key, err := parseKey(c.EncryptKey)
+		key, err := ParseEncryptKey(c.EncryptKey)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("mesh: %w", err)
 		}
 		if mc.Keyring, err = memberlist.NewKeyring(nil, key); err != nil {
 			return nil, errFlag("--mesh-encrypt-key", "not a usable AES key")
@@ -154,17 +154,18 @@ func (c *Config) memberlistConfig() (*memberlist.Config, error) {
 	return mc, nil
 }
 
-// parseKey decodes --mesh-encrypt-key. Its errors never include the key.
-func parseKey(s string) ([]byte, error) {
+// ParseEncryptKey decodes --mesh-encrypt-key: the base64 of a 16, 24 or 32-byte AES key. Its
+// errors name the flag and never include the key; cmd/meshgw checks the flag with it.
+func ParseEncryptKey(s string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return nil, errFlag("--mesh-encrypt-key", "not valid base64 (want the base64 of a 16, 24 or 32-byte AES key, e.g. from `openssl rand -base64 32`)")
+		return nil, errors.New("--mesh-encrypt-key is not valid base64 (want the base64 of a 16, 24 or 32-byte AES key, e.g. from `openssl rand -base64 32`)")
 	}
 	switch len(key) {
 	case 16, 24, 32:
 		return key, nil
 	}
-	return nil, errFlag("--mesh-encrypt-key", "the key must decode to 16, 24 or 32 bytes (AES-128, -192 or -256)")
+	return nil, fmt.Errorf("--mesh-encrypt-key decodes to %d bytes; want 16, 24 or 32 (AES-128, -192 or -256)", len(key))
 }
 
 // resolveAdvertise returns adv as an IP string, resolving a host name (memberlist accepts

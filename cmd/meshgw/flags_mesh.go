@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"net"
 	"strconv"
 	"strings"
@@ -123,17 +122,13 @@ func checkHost(name, v string) error {
 	return usagef("--%s %q is not an IP address", name, v)
 }
 
-// checkKey validates --mesh-encrypt-key without ever quoting it.
+// checkKey validates --mesh-encrypt-key as the mesh will, without ever quoting it.
 func checkKey(k string) error {
 	if k == "" {
 		return nil
 	}
-	b, err := base64.StdEncoding.DecodeString(k)
-	if err != nil {
-		return usagef("--mesh-encrypt-key is not valid base64 (want the base64 of a 16, 24 or 32-byte AES key, e.g. from `openssl rand -base64 32`)")
-	}
-	if n := len(b); n != 16 && n != 24 && n != 32 {
-		return usagef("--mesh-encrypt-key decodes to %d bytes; want 16, 24 or 32 (AES-128, -192 or -256)", n)
+	if _, err := mesh.ParseEncryptKey(k); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }
