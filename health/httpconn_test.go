@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -333,15 +332,7 @@ func TestHTTPProberCancel(t *testing.T) {
 func TestCheckerCloseAbortsHTTPProbe(t *testing.T) {
 	got := make(chan struct{}, 1)
 	e := hungEngine(t, got)
-	c, err := New(Options{
-		Config: DefaultConfig(), NodeID: "gw-1",
-		Modes:  map[string]Mode{worker.ModeHTTP: {Prober: privateProber(t)}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newChecker(t, DefaultConfig(), privateProber(t), nil)
 	if err := c.Add(worker.Spec{URL: e.URL, Health: &worker.Health{TimeoutSecs: ptr(60)}}, Pending); err != nil {
 		t.Fatal(err)
 	}
