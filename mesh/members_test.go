@@ -88,3 +88,27 @@ func TestStatusString(t *testing.T) {
 		t.Error(Status(99).String())
 	}
 }
+
+// TestCountFollowsMembers: Count forgets a gone peer after the retention, as Members does.
+func TestCountFollowsMembers(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	now := t0
+	m := &Mesh{now: func() time.Time { return now }, retention: time.Minute,
+		table: map[string]*entry{
+			"a": {Member: Member{ID: "a", Status: StatusAlive}, seen: t0},
+			"d": {Member: Member{ID: "d", Status: StatusDead}, seen: t0},
+		},
+		foreign: map[string]*entry{"f": {Member: Member{ID: "f", Status: StatusForeign}, seen: t0}},
+	}
+	m.local.Store(&localMeta{})
+	if a, d, f := m.Count(StatusAlive), m.Count(StatusDead), m.Count(StatusForeign); a != 1 || d != 1 || f != 1 {
+		t.Fatalf("within the retention: %d alive, %d dead, %d foreign; want 1 each", a, d, f)
+	}
+	now = t0.Add(time.Minute + 1)
+	if a, d, f := m.Count(StatusAlive), m.Count(StatusDead), m.Count(StatusForeign); a != 1 || d != 0 || f != 0 {
+		t.Errorf("after the retention: %d alive, %d dead, %d foreign; want 1, 0, 0", a, d, f)
+	}
+	if m.Count(Status(99)) != 0 {
+		t.Error("an unknown status counts members")
+	}
+}

@@ -167,25 +167,13 @@ func (m *Mesh) Members() []Member {
 	return memberList(m.table, m.foreign, cid)
 }
 
-// Count returns how many members Members would list with status s, without building the list.
+// Count returns how many members Members lists with status s.
 func (m *Mesh) Count(s Status) int {
-	cid := m.local.Load().meta.ClusterID
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for id, e := range m.table {
-		if statusOf(e, m.foreign[id], cid) == s {
-			n++
-		}
+	n := counts(m.Members())
+	if s < 0 || int(s) >= len(n) {
+		return 0
 	}
-	if s == StatusForeign {
-		for id := range m.foreign {
-			if m.table[id] == nil {
-				n++
-			}
-		}
-	}
-	return n
+	return n[s]
 }
 
 // SetMeta changes this node's metadata with f and gossips it: it returns once memberlist has
