@@ -254,6 +254,8 @@ func TestHTTPProberLargeAnswers(t *testing.T) {
 			"\r\nContent-Length: 2\r\n\r\nno", 503, false},
 		{"interim answer", "HTTP/1.1 100 Continue\r\n\r\n" + okAnswer, 0, true},
 		{"no content", "HTTP/1.1 204 No Content\r\n\r\n", 0, true},
+		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 0, false},
+		{"HTTP/1.0 without keep-alive", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
