@@ -249,12 +249,11 @@ func (c *cluster) wait(d time.Duration) bool {
 
 // resolveRPC is the forwarder's address book: a peer's gRPC address from its mesh metadata.
 func (c *cluster) resolveRPC(id string) (string, bool) {
-	for _, m := range c.mesh.Members() {
-		if m.ID == id && m.Status != mesh.StatusForeign && m.Meta.RPCAddr != "" {
-			return m.Meta.RPCAddr, true
-		}
+	m, ok := c.member(id)
+	if !ok || m.Status == mesh.StatusForeign || m.Meta.RPCAddr == "" {
+		return "", false
 	}
-	return "", false
+	return m.Meta.RPCAddr, true
 }
 
 func (c *cluster) markCaughtUp(why string) {

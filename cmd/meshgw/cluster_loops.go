@@ -124,6 +124,7 @@ func (c *cluster) caughtUpLoop() {
 	}
 }
 
+// member is the mesh's member id, if it lists one.
 func (c *cluster) member(id string) (mesh.Member, bool) {
 	for _, m := range c.mesh.Members() {
 		if m.ID == id {
