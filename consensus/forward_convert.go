@@ -9,9 +9,10 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// The wire form of an fsm.Result in a forwarding answer. The record conversion mirrors package
-// fsm's own (convert.go, unexported there); TestForwardRecordMatchesSnapshot fails when the two
-// disagree, and TestForwardResultRoundTrip when a field of Record or Spec does not survive.
+// The wire form of an fsm.Result in a forwarding answer. The record goes as the snapshot
+// encodes it (fsm.RecordToProto and fsm.RecordFromProto); TestForwardResultRoundTrip fails when
+// a field of Record or Spec does not survive. Result.Reassign has no wire form: failover
+// applies Reassign on the leader, never through a forwarder.
 
 var outcomeToWire = map[fsm.Outcome]consensusv1.ApplyOutcome{
 	fsm.Rejected:  consensusv1.ApplyOutcome_APPLY_OUTCOME_REJECTED,
