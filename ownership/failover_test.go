@@ -311,3 +311,52 @@ func advance(d time.Duration) {
 	<-time.After(d)
 	synctest.Wait()
 }
+
+// TestFailoverReport: one line and one failover per gone owner, counting only the moves that
+// applied, and a line when items were fenced off (a plan on a stale view).
+func TestFailoverReport(t *testing.T) {
+	var logs logBuffer
+	reg := prometheus.NewRegistry()
+	r, err := NewFailoverReconciler(FailoverConfig{Membership: newMembership(), Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves := []Move{
+		{ID: "w-a", From: "g2", Epoch: 1, To: "g1"},
+		{ID: "w-b", From: "g2", Epoch: 2, To: "g3"},
+		{ID: "w-c", From: "g4", Epoch: 3, To: "g1"},
+		{ID: "w-d", From: "g5", Epoch: 4, To: "g1"}, // fenced off: g5 logs nothing
+	}
+	peers := []Peer{peer("g2", "", StatusDead, t0), peer("g4", "", StatusLeft, t0), peer("g5", "", StatusDead, t0)}
+	res := &fsm.ReassignResult{
+		Moved:   []worker.ID{"w-a", "w-b", "w-c"},
+		Skipped: []fsm.ReassignSkip{{ID: "w-d", Reason: "fenced: owner \"g1\" at epoch 9, not \"g5\" at epoch 4"}},
+	}
+	if got := r.report(moves, peers, res); got != 3 {
+		t.Errorf("report = %d moved, want 3", got)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		"owner=g2 owner_status=dead workers=2 to=g1:1,g3:1",
+		"owner=g4 owner_status=left workers=1 to=g1:1",
+		"some failover moves were fenced off",
+		"skipped=1 first=w-d",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the log:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "failed over a gone owner's workers"); n != 2 {
+		t.Errorf("%d failover lines, want 2 (g2, g4):\n%s", n, out)
+	}
+	if got := testutil.ToFloat64(r.failovers); got != 2 {
+		t.Errorf("failovers_total = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(r.moved); got != 3 {
+		t.Errorf("failover_workers_total = %v, want 3", got)
+	}
+	if got := r.report(moves, peers, nil); got != 0 {
+		t.Errorf("report of a rejected entry = %d, want 0", got)
+	}
+}
