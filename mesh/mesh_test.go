@@ -234,6 +234,10 @@ func TestForeignClusterRefused(t *testing.T) {
 			t.Errorf("a1 lists f1 with cluster id %q, want the one it announced", m.Meta.ClusterID)
 		}
 	}
+	// f1 keeps announcing itself to a1, which logs its refusal once.
+	if got := buf.Lines("mesh peer refused", "peer=f1"); len(got) != 1 {
+		t.Errorf("%d lines on refusing f1, want 1: %q", len(got), got)
+	}
 }
 
 func TestMetricsCountMembers(t *testing.T) {
