@@ -22,7 +22,7 @@ func TestDeferRebuildsOnceAtFlush(t *testing.T) {
 		}
 		ids = append(ids, w.ID)
 	}
-	if err := p.SetOwner(ids[0], "n2"); err != nil {
+	if err := p.SetOwner(ids[0], "n2", 7); err != nil {
 		t.Fatalf("SetOwner inside a Defer: %v", err)
 	}
 	if got := p.Get(ids[1]); got == nil {

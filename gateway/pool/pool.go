@@ -242,13 +242,13 @@ func (p *Pool) SetDiscoveredModels(id worker.ID, models []string) error {
 	return nil
 }
 
-// SetOwner records the node id that owns the worker.
-func (p *Pool) SetOwner(id worker.ID, owner string) error {
+// SetOwner records the node id that owns the worker and the epoch of its record.
+func (p *Pool) SetOwner(id worker.ID, owner string, epoch uint64) error {
 	w := p.Get(id)
 	if w == nil {
 		return ErrNotFound
 	}
-	w.owner.Store(&owner)
+	w.owner.Store(&ownership{owner: owner, epoch: epoch})
 	return nil
 }
 

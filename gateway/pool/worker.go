@@ -57,7 +57,7 @@ type Worker struct {
 	gates    atomic.Uint32
 	health   atomic.Uint32 // Health
 	breaker  atomic.Pointer[breakerBox]
-	owner    atomic.Pointer[string]
+	owner    atomic.Pointer[ownership]
 	// discovered are the models the worker said it serves when its owner asked (runtime state:
 	// GET /v1/models lists them for a worker that declares none; routing ignores them).
 	discovered atomic.Pointer[[]string]
@@ -112,12 +112,27 @@ func (w *Worker) Gates() Gate { return Gate(w.gates.Load()) }
 // Health returns the worker's health state.
 func (w *Worker) Health() Health { return Health(w.health.Load()) }
 
+// ownership is who owns the worker and since which epoch, swapped as one.
+type ownership struct {
+	owner string
+	epoch uint64
+}
+
 // Owner returns the node id of the worker's owner ("" until one is set).
 func (w *Worker) Owner() string {
 	if p := w.owner.Load(); p != nil {
-		return *p
+		return p.owner
 	}
 	return ""
+}
+
+// OwnerEpoch returns the worker's owner and the epoch of its record (the fencing token that
+// bulletins and outcome reports carry); "" and 0 until one is set.
+func (w *Worker) OwnerEpoch() (string, uint64) {
+	if p := w.owner.Load(); p != nil {
+		return p.owner, p.epoch
+	}
+	return "", 0
 }
 
 // Allow asks the worker's breaker whether it takes traffic; true without a breaker.
