@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
 )
 
@@ -80,8 +81,8 @@ func TestBootstrapExpect(t *testing.T) {
 // alone, and has state once a leader adds it.
 func TestJoinWaitsForLeader(t *testing.T) {
 	m := newFakeMembership(
-		Peer{ID: "n1", RaftAddress: "mem-n1", Status: PeerAlive},
-		Peer{ID: "n2", RaftAddress: "mem-n2", Status: PeerAlive},
+		Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive},
+		Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive},
 	)
 	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/mesh"
 )
 
 // Defaults of VoterOptions and VoterReconcilerConfig (DESIGN.md sections 3 and 11).
@@ -18,37 +20,6 @@ const (
 	DefaultDeadVoterGrace = 60 * time.Second
 )
 
-// PeerStatus is what the mesh knows of a peer, as far as the raft configuration cares.
-type PeerStatus uint8
-
-// The statuses of a Peer. The zero value is not a status: a Peer without one is treated like a
-// suspect one (never added, promoted or removed for it).
-const (
-	// PeerAlive: the peer answers the mesh's probes.
-	PeerAlive PeerStatus = iota + 1
-	// PeerSuspect: a probe failed; the peer may still refute it. Nothing is done about it.
-	PeerSuspect
-	// PeerDead: the mesh declared the peer failed without a graceful leave.
-	PeerDead
-	// PeerLeft: the peer left the mesh gracefully.
-	PeerLeft
-)
-
-// String returns the status as meshctl spells it.
-func (s PeerStatus) String() string {
-	switch s {
-	case PeerAlive:
-		return "alive"
-	case PeerSuspect:
-		return "suspect"
-	case PeerDead:
-		return "dead"
-	case PeerLeft:
-		return "left"
-	}
-	return "unknown"
-}
-
 // Peer is one gateway as the mesh sees it: the input of PlanMembership. Foreign peers (another
 // cluster id) must not be passed.
 type Peer struct {
@@ -58,7 +29,9 @@ type Peer struct {
 	RaftAddress string
 	// Region is the peer's --region; "" is a region like any other.
 	Region string
-	Status PeerStatus
+	// Status is the peer's mesh status. Only alive, dead and left count: any other (suspect, or
+	// the zero value) is never added, promoted or removed for.
+	Status mesh.Status
 	// Since is when the peer entered Status.
 	Since time.Time
 }
@@ -191,7 +164,7 @@ type seat struct {
 }
 
 // live reports whether the seat counts towards the quorum guard.
-func (s seat) live() bool { return s.self || (s.known && s.peer.Status == PeerAlive) }
+func (s seat) live() bool { return s.self || (s.known && s.peer.Status == mesh.StatusAlive) }
 
 type planner struct {
 	o     VoterOptions
@@ -228,16 +201,16 @@ func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOpti
 
 // deadTooLong reports whether s is known dead for longer than the grace.
 func (p *planner) deadTooLong(s seat) bool {
-	return s.known && s.peer.Status == PeerDead && p.now.Sub(s.peer.Since) > p.o.DeadVoterGrace
+	return s.known && s.peer.Status == mesh.StatusDead && p.now.Sub(s.peer.Since) > p.o.DeadVoterGrace
 }
 
-func (s seat) left() bool { return s.known && s.peer.Status == PeerLeft }
+func (s seat) left() bool { return s.known && s.peer.Status == mesh.StatusLeft }
 
 // addressUpdates is rule 2.
 func (p *planner) addressUpdates() []Change {
 	var out []Change
 	for _, s := range p.seats {
-		if s.self || !s.known || s.peer.Status != PeerAlive || s.peer.RaftAddress == "" || s.peer.RaftAddress == s.address {
+		if s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.RaftAddress == s.address {
 			continue
 		}
 		out = append(out, Change{Kind: ChangeUpdateAddress, ID: s.id, Address: s.peer.RaftAddress, Voter: s.voter,
@@ -265,7 +238,7 @@ func (p *planner) nonvoterRemovals() []Change {
 func (p *planner) newcomers() []Change {
 	var out []Change
 	for _, peer := range p.peers {
-		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != PeerAlive || peer.RaftAddress == "" {
+		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != mesh.StatusAlive || peer.RaftAddress == "" {
 			continue
 		}
 		out = append(out, Change{Kind: ChangeAddNonvoter, ID: peer.ID, Address: peer.RaftAddress,
@@ -363,7 +336,7 @@ func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
-		if s.voter || s.self || !s.known || s.peer.Status != PeerAlive || s.peer.RaftAddress == "" {
+		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" {
 			continue
 		}
 		if !found || regions[s.peer.Region] < regions[best.peer.Region] {

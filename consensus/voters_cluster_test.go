@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
 )
 
@@ -97,7 +98,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	m := newFakeMembership()
 	for i, region := range regions {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: PeerAlive, Since: time.Now()})
+		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
 	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
@@ -135,19 +136,19 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	if err := c.nodes[2].Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: PeerDead, Since: time.Now()})
+	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
 	before = r.passes.Load()
 	waitFor(t, "a pass after n3 died", func() bool { return r.passes.Load() > before })
 	if got := serversOf(t, leader); !slices.Contains(got, "n3:voter") {
 		t.Fatalf("n3 lost its seat within the grace: %v", got)
 	}
-	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: PeerDead, Since: time.Now().Add(-DefaultDeadVoterGrace - time.Second)})
+	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now().Add(-DefaultDeadVoterGrace - time.Second)})
 	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n4:voter", "n5:voter")
 
 	// n2 (non-voter) and then n5 (voter) leave: each is removed at once.
-	m.set(Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: PeerLeft, Since: time.Now()})
+	m.set(Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter", "n5:voter")
-	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: PeerLeft, Since: time.Now()})
+	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter")
 
 	// The two voters left still commit.

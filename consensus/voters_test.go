@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/mesh"
 )
 
 var planNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -25,11 +27,11 @@ func nonvoter(id string) raft.Server {
 func conf(servers ...raft.Server) raft.Configuration { return raft.Configuration{Servers: servers} }
 
 // peer is id in region with status since ago before planNow, at address "a-"+id.
-func peer(id, region string, status PeerStatus, ago time.Duration) Peer {
+func peer(id, region string, status mesh.Status, ago time.Duration) Peer {
 	return Peer{ID: id, RaftAddress: "a-" + id, Region: region, Status: status, Since: planNow.Add(-ago)}
 }
 
-func alive(id, region string) Peer { return peer(id, region, PeerAlive, time.Minute) }
+func alive(id, region string) Peer { return peer(id, region, mesh.StatusAlive, time.Minute) }
 
 func moved(p Peer, addr string) Peer { p.RaftAddress = addr; return p }
 
@@ -58,7 +60,7 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n3", "b"), alive("n1", "a"), alive("n2", "a")},
 			want:  []Change{add("n2"), add("n3")}},
 		{name: "only alive peers join", cfg: conf(voter("n1")),
-			peers: []Peer{peer("n2", "a", PeerSuspect, 0), peer("n3", "a", PeerDead, 0), peer("n4", "a", PeerLeft, 0), {ID: "n5", RaftAddress: "a-n5"}}},
+			peers: []Peer{peer("n2", "a", mesh.StatusSuspect, 0), peer("n3", "a", mesh.StatusDead, 0), peer("n4", "a", mesh.StatusLeft, 0), {ID: "n5", RaftAddress: "a-n5"}}},
 		{name: "a peer without a raft address waits", cfg: conf(voter("n1")),
 			peers: []Peer{moved(alive("n2", "a"), "")}},
 		{name: "a peer without an id is ignored", cfg: conf(voter("n1")),
@@ -74,68 +76,68 @@ func TestPlanMembership(t *testing.T) {
 		{name: "self's address is the node's own business", cfg: conf(voter("n1")),
 			peers: []Peer{moved(alive("n1", "a"), "new-n1")}},
 		{name: "only an alive peer's address counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), moved(peer("n2", "a", PeerSuspect, 0), "new-n2"), alive("n3", "a")}},
+			peers: []Peer{alive("n1", "a"), moved(peer("n2", "a", mesh.StatusSuspect, 0), "new-n2"), alive("n3", "a")}},
 
 		// Rule 3: left peers go at once.
 		{name: "a left non-voter", cfg: conf(voter("n1"), nonvoter("n2")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0)},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0)},
 			want:  []Change{remove("n2")}},
 		{name: "a left voter", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), alive("n3", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a")},
 			want:  []Change{remove("n2")}},
 		{name: "two left voters: one per pass, lowest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n5", "a"), peer("n4", "a", PeerLeft, 0), peer("n3", "a", PeerLeft, 0)},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n5", "a"), peer("n4", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0)},
 			want:  []Change{remove("n3")}},
 		{name: "self never leaves by plan", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{peer("n1", "a", PeerLeft, 0), alive("n2", "a"), alive("n3", "a")}},
+			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a"), alive("n3", "a")}},
 		{name: "a left voter with no quorum left stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n3", "a", PeerDead, 0)}},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusDead, 0)}},
 
 		// Rule 4: dead voters past the grace, and dead non-voters.
 		{name: "a voter dead exactly the grace stays", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, grace), alive("n3", "a"), alive("n4", "a")}},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace), alive("n3", "a"), alive("n4", "a")}},
 		{name: "a voter dead longer than the grace goes", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
 			want:  []Change{remove("n2")}},
 		{name: "a shorter grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: VoterOptions{DeadVoterGrace: 10 * time.Second},
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 11*time.Second), alive("n3", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 11*time.Second), alive("n3", "a")},
 			want:  []Change{remove("n2")}},
 		{name: "the longest dead voter goes first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerDead, 3*grace), alive("n4", "a"), alive("n5", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusDead, 3*grace), alive("n4", "a"), alive("n5", "a")},
 			want:  []Change{remove("n3")}},
 		{name: "a left voter goes before a dead one", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerLeft, 0), alive("n4", "a"), alive("n5", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusLeft, 0), alive("n4", "a"), alive("n5", "a")},
 			want:  []Change{remove("n3")}},
 		{name: "a suspect voter stays however long", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerSuspect, time.Hour), alive("n3", "a"), alive("n4", "a")}},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusSuspect, time.Hour), alive("n3", "a"), alive("n4", "a")}},
 		{name: "a dead non-voter past the grace goes", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, grace+time.Second), peer("n3", "a", PeerDead, grace)},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Second), peer("n3", "a", mesh.StatusDead, grace)},
 			want:  []Change{remove("n2")}},
 		{name: "self dead by the mesh's view stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{peer("n1", "a", PeerDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
+			peers: []Peer{peer("n1", "a", mesh.StatusDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
 
 		// Rule 8: the quorum guard at 1, 2, 3 and 5 voters.
 		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: VoterOptions{Voters: 1},
-			peers: []Peer{peer("n1", "a", PeerLeft, 0), alive("n2", "a")}},
+			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a")}},
 		{name: "2 voters: the dead one goes (1 of 1 left)", cfg: conf(voter("n1"), voter("n2")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace)},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)},
 			want:  []Change{remove("n2")}},
 		{name: "3 voters, 1 dead: it goes (2 of 2 left)", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), alive("n3", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), alive("n3", "a")},
 			want:  []Change{remove("n2")}},
 		{name: "3 voters, 2 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerDead, 2*grace), alive("n4", "b")}},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusDead, 2*grace), alive("n4", "b")}},
 		{name: "3 voters, 1 dead and 1 suspect: suspects do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace), peer("n3", "a", PeerSuspect, 0)}},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusSuspect, 0)}},
 		{name: "3 voters, 1 unknown, 1 dead: unknown ones do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", PeerDead, 2*grace)}},
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)}},
 		{name: "5 voters, 2 dead: one goes (3 of 4)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", PeerDead, 2*grace), peer("n5", "a", PeerDead, 3*grace)},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 3*grace)},
 			want:  []Change{remove("n5")}},
 		{name: "5 voters, 3 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", PeerDead, 2*grace), peer("n4", "a", PeerDead, 2*grace), peer("n5", "a", PeerDead, 2*grace)}},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, 2*grace), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
 		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", PeerSuspect, 0), peer("n4", "a", PeerDead, 2*grace), peer("n5", "a", PeerDead, 2*grace)}},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
 
 		// Rule 5: promotion, spread over regions.
 		{name: "a new region first", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
@@ -148,7 +150,7 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")},
 			want:  []Change{promote("n2")}},
 		{name: "only alive non-voters are promoted", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "b", PeerSuspect, 0), peer("n3", "b", PeerDead, 0), alive("n4", "a")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusSuspect, 0), peer("n3", "b", mesh.StatusDead, 0), alive("n4", "a")},
 			want:  []Change{promote("n4")}},
 		{name: "a non-voter promoted with its new address", cfg: conf(voter("n1"), nonvoter("n2")),
 			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2")},
@@ -157,7 +159,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "enough voters: no promotion", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "b")}},
 		{name: "a voter dead within the grace keeps its seat", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", PeerDead, time.Second), alive("n4", "b")}},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), alive("n4", "b")}},
 		{name: "an unknown non-voter is not promoted", cfg: conf(voter("n1"), nonvoter("n2")),
 			peers: []Peer{alive("n1", "a")}},
 
@@ -166,7 +168,7 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "b"), alive("n4", "c")},
 			want:  []Change{demote("n3")}},
 		{name: "a dead extra voter first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "b", PeerDead, time.Second), alive("n3", "b"), alive("n4", "b")},
+			peers: []Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusDead, time.Second), alive("n3", "b"), alive("n4", "b")},
 			want:  []Change{demote("n2")}},
 		{name: "self is not demoted", cfg: conf(voter("n1"), voter("n2")), opts: VoterOptions{Voters: 1},
 			peers: []Peer{alive("n1", "a"), alive("n2", "a")},
@@ -178,8 +180,8 @@ func TestPlanMembership(t *testing.T) {
 
 		// Rule 9: the order of a plan.
 		{name: "everything at once", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4"), nonvoter("n5")),
-			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), peer("n3", "b", PeerLeft, 0),
-				peer("n4", "a", PeerDead, 2*grace), alive("n5", "b"), alive("n6", "c")},
+			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), peer("n3", "b", mesh.StatusLeft, 0),
+				peer("n4", "a", mesh.StatusDead, 2*grace), alive("n5", "b"), alive("n6", "c")},
 			want: []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true},
 				remove("n3"), remove("n4"), add("n6")}},
 	}
@@ -214,7 +216,7 @@ func TestPlanMembership(t *testing.T) {
 
 func TestPlanMembershipDuplicatePeers(t *testing.T) {
 	// Two entries for n2: the later Since is the mesh's newer word.
-	peers := []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n2", "a", PeerAlive, time.Hour)}
+	peers := []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n2", "a", mesh.StatusAlive, time.Hour)}
 	for _, ps := range [][]Peer{peers, {peers[0], peers[2], peers[1]}} {
 		got := PlanMembership(conf(voter("n1"), nonvoter("n2")), ps, planNow, VoterOptions{Self: "n1"})
 		if diff := cmp.Diff([]Change{remove("n2")}, got, ignoreReason); diff != "" {
@@ -303,7 +305,7 @@ func TestPlanMembershipConverges(t *testing.T) {
 			wantPasses: 3},
 		{name: "a dead voter is replaced from its region's neighbours",
 			cfg:   conf(voter("n1"), nonvoter("n2"), voter("n3"), nonvoter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "b", PeerDead, 2*grace), alive("n4", "b"), alive("n5", "c")},
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "b", mesh.StatusDead, 2*grace), alive("n4", "b"), alive("n5", "c")},
 			want:  []string{"n1:voter", "n2:nonvoter", "n4:voter", "n5:voter"},
 			// remove n3; promote n4.
 			wantPasses: 2},
@@ -314,17 +316,17 @@ func TestPlanMembershipConverges(t *testing.T) {
 			wantPasses: 2},
 		{name: "everybody else left, the voters one after the other",
 			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers:      []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), alive("n3", "a"), peer("n4", "a", PeerLeft, 0)},
+			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a"), peer("n4", "a", mesh.StatusLeft, 0)},
 			want:       []string{"n1:voter", "n3:voter"},
 			wantPasses: 1},
 		{name: "then the last one left",
 			cfg:        conf(voter("n1"), voter("n3")),
-			peers:      []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n3", "a", PeerLeft, 0), peer("n4", "a", PeerLeft, 0)},
+			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0), peer("n4", "a", mesh.StatusLeft, 0)},
 			want:       []string{"n1:voter"},
 			wantPasses: 1},
 		{name: "both other voters left at once: quorum is lost, only the non-voter goes",
 			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers:      []Peer{alive("n1", "a"), peer("n2", "a", PeerLeft, 0), peer("n3", "a", PeerLeft, 0), peer("n4", "a", PeerLeft, 0)},
+			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0), peer("n4", "a", mesh.StatusLeft, 0)},
 			want:       []string{"n1:voter", "n2:voter", "n3:voter"},
 			wantPasses: 1},
 	}

@@ -6,13 +6,15 @@ import (
 	"time"
 )
 
-// Status is what this node knows of a peer.
+// Status is what this node knows of a peer. It is the one peer status of meshgw: consensus
+// (the voter reconciler) and ownership (failover) read it too.
 type Status int
 
-// The statuses of a member, as `meshctl peers` shows them.
+// The statuses of a member, as `meshctl peers` shows them. The zero value is not a status: a
+// consumer treats it like StatusSuspect (nothing is decided on it).
 const (
 	// StatusAlive: the peer answers memberlist's probes (directly or through others).
-	StatusAlive Status = iota
+	StatusAlive Status = iota + 1
 	// StatusSuspect: a probe failed and the peer has a suspicion timeout to refute it.
 	// memberlist v0.7.0 reports no suspect transition to its delegates, so Members does not
 	// produce it yet: a suspect peer is listed as alive until memberlist declares it dead.
@@ -25,9 +27,13 @@ const (
 	// StatusForeign: the peer carries another raft cluster id than this node. It is never merged;
 	// it is listed only if it was seen at all.
 	StatusForeign
+	// StatusUnknown: the mesh does not list the peer (it never saw it, or forgot it after
+	// Config.Retention). Members never returns it; a consumer that looks for a peer and misses
+	// it does (ownership's failover, with the time it first missed it).
+	StatusUnknown
 )
 
-// statuses lists every Status, in the order of their values.
+// statuses lists every Status that Members returns, in the order of their values.
 var statuses = [...]Status{StatusAlive, StatusSuspect, StatusDead, StatusLeft, StatusForeign}
 
 // String returns the status as the admin API and meshctl spell it.
@@ -43,8 +49,10 @@ func (s Status) String() string {
 		return "left"
 	case StatusForeign:
 		return "foreign"
+	case StatusUnknown:
+		return "unknown"
 	}
-	return "unknown"
+	return "invalid"
 }
 
 // Member is one node of the mesh as this node sees it (itself included).
@@ -121,11 +129,11 @@ func prune(table map[string]*entry, now time.Time, retention time.Duration) bool
 	return dropped
 }
 
-// counts returns how many members have each status.
-func counts(ms []Member) [len(statuses)]int {
-	var n [len(statuses)]int
+// counts returns how many members have each status, indexed by the status.
+func counts(ms []Member) [StatusUnknown + 1]int {
+	var n [StatusUnknown + 1]int
 	for _, m := range ms {
-		if int(m.Status) < len(n) {
+		if m.Status > 0 && int(m.Status) < len(n) {
 			n[m.Status]++
 		}
 	}

@@ -35,11 +35,11 @@ func TestMemberListStatuses(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if n := counts(got); n != [5]int{2, 0, 0, 1, 3} {
+	if n := counts(got); n != [StatusUnknown + 1]int{0, 2, 0, 0, 1, 3} {
 		t.Errorf("counts %v", n)
 	}
 	// A node without a cluster id yet sees nobody as foreign, except those already refused.
-	if n := counts(memberList(table, foreign, "")); n != [5]int{2, 0, 1, 1, 2} {
+	if n := counts(memberList(table, foreign, "")); n != [StatusUnknown + 1]int{0, 2, 0, 1, 1, 2} {
 		t.Errorf("counts without a cluster id %v", n)
 	}
 }
@@ -77,15 +77,26 @@ func TestPrune(t *testing.T) {
 }
 
 func TestStatusString(t *testing.T) {
-	var got []string
+	tests := []struct {
+		s    Status
+		want string
+	}{
+		{StatusAlive, "alive"}, {StatusSuspect, "suspect"}, {StatusDead, "dead"}, {StatusLeft, "left"},
+		{StatusForeign, "foreign"}, {StatusUnknown, "unknown"}, {0, "invalid"}, {99, "invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := tt.s.String(); got != tt.want {
+				t.Errorf("Status(%d).String() = %q, want %q", int(tt.s), got, tt.want)
+			}
+		})
+	}
+	var listed []string
 	for _, s := range statuses {
-		got = append(got, s.String())
+		listed = append(listed, s.String())
 	}
-	if diff := cmp.Diff([]string{"alive", "suspect", "dead", "left", "foreign"}, got); diff != "" {
-		t.Error(diff)
-	}
-	if Status(99).String() != "unknown" {
-		t.Error(Status(99).String())
+	if diff := cmp.Diff([]string{"alive", "suspect", "dead", "left", "foreign"}, listed); diff != "" {
+		t.Errorf("the statuses Members returns (-want +got):\n%s", diff)
 	}
 }
 
@@ -108,7 +119,9 @@ func TestCountFollowsMembers(t *testing.T) {
 	if a, d, f := m.Count(StatusAlive), m.Count(StatusDead), m.Count(StatusForeign); a != 1 || d != 0 || f != 0 {
 		t.Errorf("after the retention: %d alive, %d dead, %d foreign; want 1, 0, 0", a, d, f)
 	}
-	if m.Count(Status(99)) != 0 {
-		t.Error("an unknown status counts members")
+	for _, s := range []Status{0, StatusUnknown, 99} {
+		if m.Count(s) != 0 {
+			t.Errorf("status %v counts members", s)
+		}
 	}
 }

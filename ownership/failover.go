@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/mesh"
 )
 
 // Defaults of FailoverConfig.
@@ -221,7 +222,7 @@ func (r *FailoverReconciler) report(moves []Move, peers []Peer, res *fsm.Reassig
 	if res == nil {
 		return 0
 	}
-	status := make(map[string]Status, len(peers))
+	status := make(map[string]mesh.Status, len(peers))
 	for _, p := range peers {
 		status[p.ID] = p.Status
 	}
@@ -282,7 +283,7 @@ func workersOf(recs []fsm.Record) []Worker {
 }
 
 // withUnknown adds to peers the owners of workers that the mesh does not list, as
-// StatusUnknown since the first time a pass missed them (noted in missing), and forgets the
+// mesh.StatusUnknown since the first time a pass missed them (noted in missing), and forgets the
 // owners that the mesh lists again or that own nothing any more.
 func withUnknown(peers []Peer, workers []Worker, missing map[string]time.Time, now time.Time) []Peer {
 	listed := make(map[string]bool, len(peers))
@@ -300,7 +301,7 @@ func withUnknown(peers []Peer, workers []Worker, missing map[string]time.Time, n
 		if !ok {
 			since, missing[w.Owner] = now, now
 		}
-		out = append(out, Peer{ID: w.Owner, Status: StatusUnknown, Since: since})
+		out = append(out, Peer{ID: w.Owner, Status: mesh.StatusUnknown, Since: since})
 	}
 	for id := range missing {
 		if !added[id] {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -137,7 +138,7 @@ func start(r *FailoverReconciler) (stop func()) {
 func TestFailoverAfterGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
-		m := newMembership(peer("g1", "", StatusAlive, now), peer("g2", "", StatusAlive, now), peer("g3", "", StatusAlive, now))
+		m := newMembership(peer("g1", "", mesh.StatusAlive, now), peer("g2", "", mesh.StatusAlive, now), peer("g3", "", mesh.StatusAlive, now))
 		s := newStore(t, "g1", "g2", "g2", "g2", "g3")
 		var logs logBuffer
 		reg := prometheus.NewRegistry()
@@ -157,7 +158,7 @@ func TestFailoverAfterGrace(t *testing.T) {
 		if s.reassigns() != 0 {
 			t.Fatalf("moved with every owner alive: %v", s.owners())
 		}
-		m.set(peer("g2", "", StatusDead, time.Now()))
+		m.set(peer("g2", "", mesh.StatusDead, time.Now()))
 		advance(2 * time.Second)
 		if s.reassigns() != 0 || s.owners()["g2"] != 3 {
 			t.Fatalf("moved at exactly the grace: %v", s.owners())
@@ -192,7 +193,7 @@ func TestFailoverAfterGrace(t *testing.T) {
 // TestFailoverMeshOfOne: a gateway alone owns all its workers and never writes.
 func TestFailoverMeshOfOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMembership(peer("g1", "", StatusAlive, time.Now()))
+		m := newMembership(peer("g1", "", mesh.StatusAlive, time.Now()))
 		s := newStore(t, "g1", "g1", "g1")
 		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -212,7 +213,7 @@ func TestFailoverMeshOfOne(t *testing.T) {
 func TestFailoverBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
-		m := newMembership(peer("g1", "", StatusAlive, now), peer("g2", "", StatusLeft, now.Add(-time.Hour)))
+		m := newMembership(peer("g1", "", mesh.StatusAlive, now), peer("g2", "", mesh.StatusLeft, now.Add(-time.Hour)))
 		s := newStore(t, "g2", "g2", "g2", "g2", "g2", "g2", "g2", "g2", "g2", "g2")
 		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, MaxMovesPerEntry: 4, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -232,7 +233,7 @@ func TestFailoverBatches(t *testing.T) {
 // missed it; one that shows up again keeps its workers.
 func TestFailoverUnknownOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMembership(peer("g1", "", StatusAlive, time.Now()))
+		m := newMembership(peer("g1", "", mesh.StatusAlive, time.Now()))
 		s := newStore(t, "g1", "ghost", "late")
 		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -242,7 +243,7 @@ func TestFailoverUnknownOwner(t *testing.T) {
 		stop := start(r)
 		defer stop()
 		<-time.After(DefaultFailoverGrace / 2) // the bubble's fake clock
-		m.set(peer("late", "", StatusAlive, time.Now()))
+		m.set(peer("late", "", mesh.StatusAlive, time.Now()))
 		advance(DefaultFailoverGrace)
 		if got := s.owners(); got["ghost"] != 0 || got["late"]+got["g1"] != 3 || s.reassigns() != 1 {
 			t.Fatalf("owners %v in %d entries; want ghost's worker on a live peer", got, s.reassigns())
@@ -268,7 +269,7 @@ func TestFailoverUnknownOwner(t *testing.T) {
 func TestFailoverApplyError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
-		m := newMembership(peer("g1", "", StatusAlive, now), peer("g2", "", StatusDead, now.Add(-time.Hour)))
+		m := newMembership(peer("g1", "", mesh.StatusAlive, now), peer("g2", "", mesh.StatusDead, now.Add(-time.Hour)))
 		s := newStore(t, "g2", "g2")
 		s.fail = errors.New("no leader")
 		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, ReconcileInterval: 5 * time.Second,
@@ -328,7 +329,7 @@ func TestFailoverReport(t *testing.T) {
 		{ID: "w-c", From: "g4", Epoch: 3, To: "g1"},
 		{ID: "w-d", From: "g5", Epoch: 4, To: "g1"}, // fenced off: g5 logs nothing
 	}
-	peers := []Peer{peer("g2", "", StatusDead, t0), peer("g4", "", StatusLeft, t0), peer("g5", "", StatusDead, t0)}
+	peers := []Peer{peer("g2", "", mesh.StatusDead, t0), peer("g4", "", mesh.StatusLeft, t0), peer("g5", "", mesh.StatusDead, t0)}
 	res := &fsm.ReassignResult{
 		Moved:   []worker.ID{"w-a", "w-b", "w-c"},
 		Skipped: []fsm.ReassignSkip{{ID: "w-d", Reason: "fenced: owner \"g1\" at epoch 9, not \"g5\" at epoch 4"}},

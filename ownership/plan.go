@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -13,43 +14,11 @@ import (
 // unknown before its workers move.
 const DefaultFailoverGrace = 10 * time.Second
 
-// Status is what the mesh knows of a peer, as far as ownership cares.
-type Status uint8
-
-// The statuses of a Peer. The zero value is not a status: it is treated like StatusSuspect.
-const (
-	// StatusAlive: the peer answers the mesh's probes. Only alive peers receive workers.
-	StatusAlive Status = iota + 1
-	// StatusSuspect: a probe failed and the peer may still refute it; it keeps its workers.
-	StatusSuspect
-	// StatusDead: the mesh declared the peer failed.
-	StatusDead
-	// StatusLeft: the peer left the mesh gracefully.
-	StatusLeft
-	// StatusUnknown: the mesh does not list the peer (it never saw it, or forgot it); Since is
-	// when the caller first missed it, and a zero Since keeps its workers where they are.
-	StatusUnknown
-)
-
-// String returns the status as meshctl spells it.
-func (s Status) String() string {
-	switch s {
-	case StatusAlive:
-		return "alive"
-	case StatusSuspect:
-		return "suspect"
-	case StatusDead:
-		return "dead"
-	case StatusLeft:
-		return "left"
-	case StatusUnknown:
-		return "unknown"
-	}
-	return "invalid"
+// gone reports whether a peer's status lets its workers move once the grace ran out: dead,
+// left, or unknown to the mesh. Alive and suspect peers, and the zero status, keep them.
+func gone(s mesh.Status) bool {
+	return s == mesh.StatusDead || s == mesh.StatusLeft || s == mesh.StatusUnknown
 }
-
-// gone reports whether the status lets the peer's workers move once the grace ran out.
-func (s Status) gone() bool { return s == StatusDead || s == StatusLeft || s == StatusUnknown }
 
 // Peer is one gateway as the mesh sees it. Foreign peers (another cluster id) must not be passed.
 type Peer struct {
@@ -57,7 +26,10 @@ type Peer struct {
 	ID string
 	// Region is the peer's --region; "" is a region like any other.
 	Region string
-	Status Status
+	// Status is the peer's mesh status. Only alive peers receive workers. mesh.StatusUnknown
+	// means the mesh does not list the peer; Since is then when the caller first missed it, and
+	// a zero Since keeps its workers where they are.
+	Status mesh.Status
 	// Since is when the peer entered Status.
 	Since time.Time
 }
@@ -99,7 +71,7 @@ func PlanFailover(workers []Worker, peers []Peer, now time.Time, grace time.Dura
 	byID := peersByID(peers)
 	var live []Peer
 	for _, p := range byID {
-		if p.Status == StatusAlive {
+		if p.Status == mesh.StatusAlive {
 			live = append(live, p)
 		}
 	}
@@ -137,7 +109,7 @@ func NextFailover(workers []Worker, peers []Peer, now time.Time, grace time.Dura
 		}
 		seen[w.Owner] = true
 		p, listed := byID[w.Owner]
-		if !listed || !p.Status.gone() || p.Since.IsZero() || goneFor(p, now, grace) {
+		if !listed || !gone(p.Status) || p.Since.IsZero() || goneFor(p, now, grace) {
 			continue
 		}
 		// The first instant that is longer than the grace.
@@ -161,7 +133,7 @@ func peersByID(peers []Peer) map[string]Peer {
 
 // goneFor reports whether p has been gone for longer than grace at now.
 func goneFor(p Peer, now time.Time, grace time.Duration) bool {
-	return p.Status.gone() && !p.Since.IsZero() && now.Sub(p.Since) > grace
+	return gone(p.Status) && !p.Since.IsZero() && now.Sub(p.Since) > grace
 }
 
 // pick returns the live peer (sorted by id) of the highest rendezvous score for id, preferring

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -19,7 +20,7 @@ func w(id, owner string, epoch uint64, region string) Worker {
 	return Worker{ID: worker.ID(id), Owner: owner, Epoch: epoch, Region: region}
 }
 
-func peer(id, region string, s Status, since time.Time) Peer {
+func peer(id, region string, s mesh.Status, since time.Time) Peer {
 	return Peer{ID: id, Region: region, Status: s, Since: since}
 }
 
@@ -27,14 +28,16 @@ func peer(id, region string, s Status, since time.Time) Peer {
 func target(id string, ids ...string) string {
 	var live []Peer
 	for _, p := range ids {
-		live = append(live, peer(p, "", StatusAlive, t0))
+		live = append(live, peer(p, "", mesh.StatusAlive, t0))
 	}
 	return pick(worker.ID(id), live, "")
 }
 
 func TestPlanFailover(t *testing.T) {
-	alive := func(id, region string) Peer { return peer(id, region, StatusAlive, t0.Add(-time.Hour)) }
-	gone := func(id, region string, s Status, ago time.Duration) Peer { return peer(id, region, s, t0.Add(-ago)) }
+	alive := func(id, region string) Peer { return peer(id, region, mesh.StatusAlive, t0.Add(-time.Hour)) }
+	gone := func(id, region string, s mesh.Status, ago time.Duration) Peer {
+		return peer(id, region, s, t0.Add(-ago))
+	}
 	two := []Worker{w("w-a", "g2", 5, ""), w("w-b", "g2", 6, "")}
 	to := func(id string, epoch uint64, peers ...string) Move {
 		return Move{ID: worker.ID(id), From: "g2", Epoch: epoch, To: target(id, peers...)}
@@ -46,44 +49,44 @@ func TestPlanFailover(t *testing.T) {
 		want    []Move
 	}{
 		{"alive owner keeps", two, []Peer{alive("g1", ""), alive("g2", ""), alive("g3", "")}, nil},
-		{"suspect owner keeps", two, []Peer{alive("g1", ""), gone("g2", "", StatusSuspect, time.Hour)}, nil},
+		{"suspect owner keeps", two, []Peer{alive("g1", ""), gone("g2", "", mesh.StatusSuspect, time.Hour)}, nil},
 		{"status zero keeps", two, []Peer{alive("g1", ""), gone("g2", "", 0, time.Hour)}, nil},
-		{"dead within grace keeps", two, []Peer{alive("g1", ""), gone("g2", "", StatusDead, grace-time.Second)}, nil},
-		{"dead exactly the grace keeps", two, []Peer{alive("g1", ""), gone("g2", "", StatusDead, grace)}, nil},
+		{"dead within grace keeps", two, []Peer{alive("g1", ""), gone("g2", "", mesh.StatusDead, grace-time.Second)}, nil},
+		{"dead exactly the grace keeps", two, []Peer{alive("g1", ""), gone("g2", "", mesh.StatusDead, grace)}, nil},
 		{"dead past the grace moves", two,
-			[]Peer{alive("g1", ""), gone("g2", "", StatusDead, grace+time.Nanosecond), alive("g3", "")},
+			[]Peer{alive("g1", ""), gone("g2", "", mesh.StatusDead, grace+time.Nanosecond), alive("g3", "")},
 			[]Move{to("w-a", 5, "g1", "g3"), to("w-b", 6, "g1", "g3")}},
 		{"left past the grace moves", two,
-			[]Peer{alive("g1", ""), gone("g2", "", StatusLeft, time.Minute)},
+			[]Peer{alive("g1", ""), gone("g2", "", mesh.StatusLeft, time.Minute)},
 			[]Move{to("w-a", 5, "g1"), to("w-b", 6, "g1")}},
-		{"unknown recent keeps", two, []Peer{alive("g1", ""), gone("g2", "", StatusUnknown, time.Second)}, nil},
-		{"unknown without since keeps", two, []Peer{alive("g1", ""), {ID: "g2", Status: StatusUnknown}}, nil},
+		{"unknown recent keeps", two, []Peer{alive("g1", ""), gone("g2", "", mesh.StatusUnknown, time.Second)}, nil},
+		{"unknown without since keeps", two, []Peer{alive("g1", ""), {ID: "g2", Status: mesh.StatusUnknown}}, nil},
 		{"unknown past the grace moves", two,
-			[]Peer{alive("g1", ""), gone("g2", "", StatusUnknown, time.Minute)},
+			[]Peer{alive("g1", ""), gone("g2", "", mesh.StatusUnknown, time.Minute)},
 			[]Move{to("w-a", 5, "g1"), to("w-b", 6, "g1")}},
 		{"unlisted owner keeps", two, []Peer{alive("g1", "")}, nil},
 		{"no live peer moves nothing", two,
-			[]Peer{gone("g1", "", StatusSuspect, time.Hour), gone("g2", "", StatusDead, time.Hour),
-				gone("g3", "", StatusLeft, time.Hour)}, nil},
+			[]Peer{gone("g1", "", mesh.StatusSuspect, time.Hour), gone("g2", "", mesh.StatusDead, time.Hour),
+				gone("g3", "", mesh.StatusLeft, time.Hour)}, nil},
 		{"never to a dead or left peer", two,
-			[]Peer{gone("g1", "", StatusDead, time.Hour), gone("g2", "", StatusDead, time.Hour),
-				gone("g3", "", StatusLeft, time.Hour), alive("g4", "")},
+			[]Peer{gone("g1", "", mesh.StatusDead, time.Hour), gone("g2", "", mesh.StatusDead, time.Hour),
+				gone("g3", "", mesh.StatusLeft, time.Hour), alive("g4", "")},
 			[]Move{to("w-a", 5, "g4"), to("w-b", 6, "g4")}},
 		{"the worker's region first", []Worker{w("w-a", "g2", 5, "eu"), w("w-b", "g2", 6, "us")},
-			[]Peer{alive("g1", "us"), gone("g2", "us", StatusDead, time.Hour), alive("g3", "eu"), alive("g4", "eu")},
+			[]Peer{alive("g1", "us"), gone("g2", "us", mesh.StatusDead, time.Hour), alive("g3", "eu"), alive("g4", "eu")},
 			[]Move{to("w-a", 5, "g3", "g4"), to("w-b", 6, "g1")}},
 		{"no spec region: the owner's region", two,
-			[]Peer{alive("g1", "us"), gone("g2", "eu", StatusDead, time.Hour), alive("g3", "eu")},
+			[]Peer{alive("g1", "us"), gone("g2", "eu", mesh.StatusDead, time.Hour), alive("g3", "eu")},
 			[]Move{to("w-a", 5, "g3"), to("w-b", 6, "g3")}},
 		{"region without a live peer: any live peer", []Worker{w("w-a", "g2", 5, "ap")},
-			[]Peer{alive("g1", "us"), gone("g2", "ap", StatusDead, time.Hour), alive("g3", "eu")},
+			[]Peer{alive("g1", "us"), gone("g2", "ap", mesh.StatusDead, time.Hour), alive("g3", "eu")},
 			[]Move{to("w-a", 5, "g1", "g3")}},
 		{"host-local never moves", []Worker{{ID: "w-ipc", Owner: "g2", Epoch: 1, HostLocal: true}},
-			[]Peer{alive("g1", ""), gone("g2", "", StatusDead, time.Hour)}, nil},
+			[]Peer{alive("g1", ""), gone("g2", "", mesh.StatusDead, time.Hour)}, nil},
 		{"a duplicate peer: the later since wins", two,
-			[]Peer{alive("g1", ""), peer("g2", "", StatusAlive, t0), gone("g2", "", StatusDead, time.Hour)}, nil},
+			[]Peer{alive("g1", ""), peer("g2", "", mesh.StatusAlive, t0), gone("g2", "", mesh.StatusDead, time.Hour)}, nil},
 		{"only the gone owner's workers", []Worker{w("w-a", "g2", 5, ""), w("w-c", "g1", 7, "")},
-			[]Peer{alive("g1", ""), gone("g2", "", StatusDead, time.Hour)},
+			[]Peer{alive("g1", ""), gone("g2", "", mesh.StatusDead, time.Hour)},
 			[]Move{to("w-a", 5, "g1")}},
 	}
 	for _, tt := range tests {
@@ -103,9 +106,9 @@ func TestPlanFailoverDeterministic(t *testing.T) {
 		workers = append(workers, w(fmt.Sprintf("w-%04d", i), fmt.Sprintf("g%d", i%4), uint64(i+1), []string{"", "eu", "us"}[i%3]))
 	}
 	peers := []Peer{
-		peer("g0", "eu", StatusDead, t0.Add(-time.Hour)), peer("g1", "eu", StatusAlive, t0),
-		peer("g2", "us", StatusAlive, t0), peer("g3", "", StatusLeft, t0.Add(-time.Minute)),
-		peer("g4", "us", StatusAlive, t0), peer("g5", "", StatusAlive, t0),
+		peer("g0", "eu", mesh.StatusDead, t0.Add(-time.Hour)), peer("g1", "eu", mesh.StatusAlive, t0),
+		peer("g2", "us", mesh.StatusAlive, t0), peer("g3", "", mesh.StatusLeft, t0.Add(-time.Minute)),
+		peer("g4", "us", mesh.StatusAlive, t0), peer("g5", "", mesh.StatusAlive, t0),
 	}
 	want := PlanFailover(workers, peers, t0, grace)
 	if len(want) != 100 { // the workers of g0 and g3
@@ -134,8 +137,8 @@ func TestPlanFailoverSpread(t *testing.T) {
 		}
 		workers = append(workers, Worker{ID: s.ID(), Owner: "dead", Epoch: 1})
 	}
-	peers := []Peer{peer("dead", "", StatusDead, t0.Add(-time.Hour)),
-		peer("g1", "", StatusAlive, t0), peer("g2", "", StatusAlive, t0), peer("g3", "", StatusAlive, t0)}
+	peers := []Peer{peer("dead", "", mesh.StatusDead, t0.Add(-time.Hour)),
+		peer("g1", "", mesh.StatusAlive, t0), peer("g2", "", mesh.StatusAlive, t0), peer("g3", "", mesh.StatusAlive, t0)}
 	three := PlanFailover(workers, peers, t0, grace)
 	counts := make(map[string]int)
 	for _, m := range three {
@@ -149,7 +152,7 @@ func TestPlanFailoverSpread(t *testing.T) {
 			t.Errorf("%s got %d of 300 workers: %v", p, n, counts)
 		}
 	}
-	four := PlanFailover(workers, append(peers, peer("g4", "", StatusAlive, t0)), t0, grace)
+	four := PlanFailover(workers, append(peers, peer("g4", "", mesh.StatusAlive, t0)), t0, grace)
 	for i, m := range four {
 		if m.To != "g4" && m.To != three[i].To {
 			t.Errorf("%s went to %s with 3 peers and to %s with 4", m.ID, three[i].To, m.To)
@@ -166,15 +169,15 @@ func TestNextFailover(t *testing.T) {
 		want   time.Time
 		wantOK bool
 	}{
-		{"nobody gone", []Peer{peer("g1", "", StatusAlive, t0), peer("g2", "", StatusAlive, t0)}, time.Time{}, false},
-		{"the earliest deadline", []Peer{peer("g1", "", StatusAlive, t0),
-			peer("g2", "", StatusDead, t0.Add(-3*time.Second)), peer("g3", "", StatusLeft, t0.Add(-5*time.Second))},
+		{"nobody gone", []Peer{peer("g1", "", mesh.StatusAlive, t0), peer("g2", "", mesh.StatusAlive, t0)}, time.Time{}, false},
+		{"the earliest deadline", []Peer{peer("g1", "", mesh.StatusAlive, t0),
+			peer("g2", "", mesh.StatusDead, t0.Add(-3*time.Second)), peer("g3", "", mesh.StatusLeft, t0.Add(-5*time.Second))},
 			t0.Add(5*time.Second + time.Nanosecond), true},
-		{"past the grace is for the plan, not the timer", []Peer{peer("g1", "", StatusAlive, t0),
-			peer("g2", "", StatusDead, t0.Add(-time.Hour))}, time.Time{}, false},
-		{"suspect waits for the mesh", []Peer{peer("g2", "", StatusSuspect, t0)}, time.Time{}, false},
-		{"host-local owners do not count", []Peer{peer("g4", "", StatusDead, t0)}, time.Time{}, false},
-		{"unknown with since", []Peer{peer("g1", "", StatusAlive, t0), peer("g3", "", StatusUnknown, t0)}, t0.Add(grace + time.Nanosecond), true},
+		{"past the grace is for the plan, not the timer", []Peer{peer("g1", "", mesh.StatusAlive, t0),
+			peer("g2", "", mesh.StatusDead, t0.Add(-time.Hour))}, time.Time{}, false},
+		{"suspect waits for the mesh", []Peer{peer("g2", "", mesh.StatusSuspect, t0)}, time.Time{}, false},
+		{"host-local owners do not count", []Peer{peer("g4", "", mesh.StatusDead, t0)}, time.Time{}, false},
+		{"unknown with since", []Peer{peer("g1", "", mesh.StatusAlive, t0), peer("g3", "", mesh.StatusUnknown, t0)}, t0.Add(grace + time.Nanosecond), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,11 +192,19 @@ func TestNextFailover(t *testing.T) {
 	}
 }
 
-func TestStatusString(t *testing.T) {
-	for s, want := range map[Status]string{StatusAlive: "alive", StatusSuspect: "suspect", StatusDead: "dead",
-		StatusLeft: "left", StatusUnknown: "unknown", 0: "invalid"} {
-		if s.String() != want {
-			t.Errorf("%d: %q, want %q", s, s.String(), want)
-		}
+func TestGone(t *testing.T) {
+	tests := []struct {
+		s    mesh.Status
+		want bool
+	}{
+		{mesh.StatusAlive, false}, {mesh.StatusSuspect, false}, {mesh.StatusDead, true}, {mesh.StatusLeft, true},
+		{mesh.StatusForeign, false}, {mesh.StatusUnknown, true}, {0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.s.String(), func(t *testing.T) {
+			if got := gone(tt.s); got != tt.want {
+				t.Errorf("gone(%v) = %v, want %v", tt.s, got, tt.want)
+			}
+		})
 	}
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/pool"
-	"github.com/meshgw/meshgw/mesh"
-	"github.com/meshgw/meshgw/ownership"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -54,23 +52,6 @@ func TestOwnerFailoverGraceFlag(t *testing.T) {
 	if code := run([]string{"--owner-failover-grace-secs", "ten"}, env(nil), io.Discard, &stderr); code != 2 ||
 		!strings.Contains(stderr.String(), "owner-failover-grace-secs") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
-	}
-}
-
-func TestOwnerStatus(t *testing.T) {
-	for s, want := range map[mesh.Status]ownership.Status{
-		mesh.StatusAlive: ownership.StatusAlive, mesh.StatusSuspect: ownership.StatusSuspect,
-		mesh.StatusDead: ownership.StatusDead, mesh.StatusLeft: ownership.StatusLeft,
-	} {
-		if got, ok := ownerStatus(s); !ok || got != want {
-			t.Errorf("%v: %v, %v", s, got, ok)
-		}
-	}
-	if _, ok := ownerStatus(mesh.StatusForeign); ok {
-		t.Error("a foreign peer is a failover peer")
-	}
-	if got := (owners{&membership{}}).Peers(); got != nil {
-		t.Errorf("peers before the mesh started: %v", got)
 	}
 }
 

@@ -16,18 +16,19 @@ type membership struct{ m atomic.Pointer[mesh.Mesh] }
 
 // Peers implements consensus.Membership: every member but foreign ones, this node included.
 func (a *membership) Peers() []consensus.Peer {
-	m := a.m.Load()
-	if m == nil {
-		return nil
+	if m := a.m.Load(); m != nil {
+		return raftPeers(m.Members())
 	}
-	members := m.Members()
+	return nil
+}
+
+// raftPeers are members as the voter reconciler reads them, foreign ones left out.
+func raftPeers(members []mesh.Member) []consensus.Peer {
 	out := make([]consensus.Peer, 0, len(members))
 	for _, mb := range members {
-		st, ok := peerStatus(mb.Status)
-		if !ok {
-			continue
+		if mb.Status != mesh.StatusForeign {
+			out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since})
 		}
-		out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: st, Since: mb.Since})
 	}
 	return out
 }
@@ -46,48 +47,21 @@ type owners struct{ *membership }
 
 // Peers implements ownership.Membership: every member but foreign ones, this node included.
 func (a owners) Peers() []ownership.Peer {
-	m := a.m.Load()
-	if m == nil {
-		return nil
+	if m := a.m.Load(); m != nil {
+		return ownerPeers(m.Members())
 	}
-	members := m.Members()
+	return nil
+}
+
+// ownerPeers are members as failover reads them, foreign ones left out.
+func ownerPeers(members []mesh.Member) []ownership.Peer {
 	out := make([]ownership.Peer, 0, len(members))
 	for _, mb := range members {
-		st, ok := ownerStatus(mb.Status)
-		if !ok {
-			continue
+		if mb.Status != mesh.StatusForeign {
+			out = append(out, ownership.Peer{ID: mb.ID, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since})
 		}
-		out = append(out, ownership.Peer{ID: mb.ID, Region: mb.Meta.Region, Status: st, Since: mb.Since})
 	}
 	return out
-}
-
-func ownerStatus(s mesh.Status) (ownership.Status, bool) {
-	switch s {
-	case mesh.StatusAlive:
-		return ownership.StatusAlive, true
-	case mesh.StatusSuspect:
-		return ownership.StatusSuspect, true
-	case mesh.StatusDead:
-		return ownership.StatusDead, true
-	case mesh.StatusLeft:
-		return ownership.StatusLeft, true
-	}
-	return 0, false
-}
-
-func peerStatus(s mesh.Status) (consensus.PeerStatus, bool) {
-	switch s {
-	case mesh.StatusAlive:
-		return consensus.PeerAlive, true
-	case mesh.StatusSuspect:
-		return consensus.PeerSuspect, true
-	case mesh.StatusDead:
-		return consensus.PeerDead, true
-	case mesh.StatusLeft:
-		return consensus.PeerLeft, true
-	}
-	return 0, false
 }
 
 // Peers implements admin.Peers for GET /mesh/peers and /status: the mesh's members with their

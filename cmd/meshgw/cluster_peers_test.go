@@ -2,24 +2,51 @@ package main
 
 import (
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/ownership"
 )
 
-func TestPeerStatus(t *testing.T) {
-	for s, want := range map[mesh.Status]consensus.PeerStatus{
-		mesh.StatusAlive: consensus.PeerAlive, mesh.StatusSuspect: consensus.PeerSuspect,
-		mesh.StatusDead: consensus.PeerDead, mesh.StatusLeft: consensus.PeerLeft,
-	} {
-		if got, ok := peerStatus(s); !ok || got != want {
-			t.Errorf("%v: %v, %v", s, got, ok)
-		}
+// TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
+// with the mesh's status as it is, and nothing before the mesh started.
+func TestPeersOfMembers(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	member := func(id string, s mesh.Status) mesh.Member {
+		return mesh.Member{ID: id, Status: s, Since: t0, Meta: mesh.Meta{NodeID: id, RaftAddr: "raft-" + id, Region: "r-" + id}}
 	}
-	if _, ok := peerStatus(mesh.StatusForeign); ok {
-		t.Error("a foreign peer is a raft peer")
+	members := []mesh.Member{
+		member("a", mesh.StatusAlive), member("s", mesh.StatusSuspect), member("d", mesh.StatusDead),
+		member("l", mesh.StatusLeft), member("f", mesh.StatusForeign),
 	}
-	if got := (&membership{}).Peers(); got != nil {
-		t.Errorf("peers before the mesh started: %v", got)
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"raft", raftPeers(members), []consensus.Peer{
+			{ID: "a", RaftAddress: "raft-a", Region: "r-a", Status: mesh.StatusAlive, Since: t0},
+			{ID: "s", RaftAddress: "raft-s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0},
+			{ID: "d", RaftAddress: "raft-d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
+			{ID: "l", RaftAddress: "raft-l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
+		}},
+		{"owners", ownerPeers(members), []ownership.Peer{
+			{ID: "a", Region: "r-a", Status: mesh.StatusAlive, Since: t0},
+			{ID: "s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0},
+			{ID: "d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
+			{ID: "l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
+		}},
+		{"raft before the mesh", (&membership{}).Peers(), []consensus.Peer(nil)},
+		{"owners before the mesh", owners{&membership{}}.Peers(), []ownership.Peer(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
