@@ -79,6 +79,13 @@ type Config struct {
 	// Registerer receives the meshgw_mesh_* metrics. Nil means they are not registered.
 	Registerer prometheus.Registerer
 
+	// BulletinCoalesce is the least time between two bulletins of one worker. Default
+	// DefaultCoalesce (100 ms).
+	BulletinCoalesce time.Duration
+	// BulletinBeat is how often an owner of published workers gossips its Beat. Default
+	// DefaultBeat (1 s).
+	BulletinBeat time.Duration
+
 	// Tune, if set, adjusts memberlist's configuration after the profile and this Config have
 	// been applied (tests shorten timers with it). Name, the delegates and Logger are the
 	// mesh's and must be left alone.

@@ -39,11 +39,25 @@ func (d delegate) NodeMeta(limit int) []byte {
 	return raw
 }
 
-// NotifyMsg, GetBroadcasts, LocalState and MergeRemoteState carry the bulletins of step 7.
-func (delegate) NotifyMsg([]byte)                       {}
-func (delegate) GetBroadcasts(_, _ int) [][]byte        { return nil }
-func (delegate) LocalState(bool) []byte                 { return nil }
-func (delegate) MergeRemoteState(_ []byte, _ bool)      {}
+// NotifyMsg, GetBroadcasts, LocalState and MergeRemoteState carry the bulletins (bulletins.go).
+func (d delegate) NotifyMsg(b []byte) { d.m.bul.handle(b) }
+
+func (d delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	msgs := d.m.queue.GetBroadcasts(overhead, limit)
+	for _, b := range msgs {
+		d.m.metrics.bulletins.sentBytes(len(b))
+	}
+	return msgs
+}
+
+func (d delegate) LocalState(join bool) []byte {
+	st := d.m.bul.localState(join)
+	d.m.metrics.bulletins.sentBytes(len(st))
+	return st
+}
+
+func (d delegate) MergeRemoteState(buf []byte, _ bool) { d.m.bul.mergeRemote(buf) }
+
 func (d delegate) NotifyJoin(n *memberlist.Node)        { d.m.observe(n, eventJoin) }
 func (d delegate) NotifyUpdate(n *memberlist.Node)      { d.m.observe(n, eventUpdate) }
 func (d delegate) NotifyLeave(n *memberlist.Node)       { d.m.observe(n, eventLeave) }

@@ -33,6 +33,8 @@ type Mesh struct {
 	retention time.Duration
 	now       func() time.Time
 	metrics   *metrics
+	bul       *bulletins
+	queue     *memberlist.TransmitLimitedQueue
 
 	// metaMu serializes SetMeta and Leave, so that metadata updates are gossiped in order.
 	metaMu sync.Mutex
@@ -98,12 +100,16 @@ func Start(cfg Config) (*Mesh, error) {
 	if m.metrics, err = newMetrics(cfg.Registerer, m); err != nil {
 		return nil, err
 	}
+	m.queue = &memberlist.TransmitLimitedQueue{NumNodes: m.numNodes, RetransmitMult: mc.RetransmitMult}
+	m.bul = newBulletins(bulletinConfig{self: cfg.NodeID, coalesce: cfg.BulletinCoalesce, beat: cfg.BulletinBeat,
+		log: m.log}, mlTransport{m}, m.metrics.bulletins)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		m.metrics.unregister()
 		return nil, fmt.Errorf("mesh: start memberlist on %s:%d: %s", mc.BindAddr, mc.BindPort, oneLine(err))
 	}
 	m.ml = ml
+	m.bul.start()
 	m.log.Info("mesh started", "node", m.name, "address", ml.LocalNode().Address(),
 		"profile", cmpZero(cfg.Profile, ProfileLAN), "encrypted", mc.EncryptionEnabled())
 	return m, nil
@@ -121,6 +127,34 @@ func cmpZero[T comparable](v, def T) T {
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
+
+// numNodes is the member count the gossip queue scales its retransmissions by.
+func (m *Mesh) numNodes() int {
+	if m.closed.Load() || m.ml == nil {
+		return 1
+	}
+	return m.ml.NumMembers()
+}
+
+// Publish gossips the runtime state of a worker this node owns (DESIGN.md section 4). A
+// bulletin that says what the last one said is not sent; otherwise it goes out at once, or at
+// the end of the worker's coalesce window (Config.BulletinCoalesce) with whatever changed
+// meanwhile. Owner and Seq are set here. It never blocks on the network.
+func (m *Mesh) Publish(b Bulletin) { m.bul.publish(b) }
+
+// Withdraw stops publishing a worker this node no longer owns (removed, or moved away).
+func (m *Mesh) Withdraw(worker string) { m.bul.withdraw(worker) }
+
+// SetBulletinReceiver installs the importer of other owners' bulletins.
+func (m *Mesh) SetBulletinReceiver(r BulletinReceiver) { m.bul.setReceiver(r) }
+
+// Heard returns when this node last heard from owner (a bulletin, a beat or its whole state):
+// imported state older than three probe intervals is stale. Zero if never; now for itself.
+func (m *Mesh) Heard(owner string) time.Time { return m.bul.heard(owner) }
+
+// DroppedEpoch counts n bulletins the importer dropped because their owner or epoch differ
+// from its applied raft record (meshgw_mesh_bulletins_total{direction="dropped_epoch"}).
+func (m *Mesh) DroppedEpoch(n int) { m.metrics.bulletins.count(dirDroppedEpoch, n) }
 
 // Addr returns the host:port peers reach this node on, for their Join.
 func (m *Mesh) Addr() string { return m.ml.LocalNode().Address() }
@@ -282,6 +316,7 @@ func (m *Mesh) Shutdown() error {
 	var err error
 	m.once.Do(func() {
 		m.closed.Store(true)
+		m.bul.close()
 		if e := m.ml.Shutdown(); e != nil {
 			err = fmt.Errorf("mesh: shutdown: %s", oneLine(e))
 		}

@@ -1,0 +1,195 @@
+package mesh
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+)
+
+// Bulletin is one worker's runtime state as its owner publishes it (DESIGN.md section 4). The
+// owner fills everything but Owner and Seq, which Publish sets. Health and Breaker use the names
+// of the admin API ("ready", "not_ready", ...; "closed", "open", "half_open"); "" is unknown.
+type Bulletin struct {
+	Worker string // worker id
+	Owner  string // node id of the owner
+	Epoch  uint64 // the record's ownership epoch (fencing token)
+	Seq    uint64 // the owner's clock when it sent the bulletin
+
+	Health           string
+	HealthFailures   int
+	HealthSuccesses  int
+	Breaker          string
+	BreakerFailures  int
+	BreakerSuccesses int
+	// BreakerReopenIn is, while the breaker is open, how long until its timeout passes, from
+	// when the owner sent the bulletin.
+	BreakerReopenIn time.Duration
+	LastError       string
+	LastStatusCode  int
+	LastProbe       time.Time
+	Models          []string
+	ActiveRequests  int64
+	// ProbeInterval is the worker's probe interval at its owner; its imported state is stale
+	// after three of them without news from the owner.
+	ProbeInterval time.Duration
+}
+
+// Same reports whether b and o describe the same state, ignoring what changes without news:
+// the sequence, the probe time, the requests in flight and the remaining open time. The owner
+// publishes a bulletin only when this state changed.
+func (b *Bulletin) Same(o *Bulletin) bool {
+	if b.Worker != o.Worker || b.Epoch != o.Epoch || b.Health != o.Health || b.HealthFailures != o.HealthFailures ||
+		b.HealthSuccesses != o.HealthSuccesses || b.Breaker != o.Breaker || b.BreakerFailures != o.BreakerFailures ||
+		b.BreakerSuccesses != o.BreakerSuccesses || b.LastError != o.LastError || b.LastStatusCode != o.LastStatusCode ||
+		b.ProbeInterval != o.ProbeInterval || len(b.Models) != len(o.Models) {
+		return false
+	}
+	for i := range b.Models {
+		if b.Models[i] != o.Models[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Wire types: each message on the wire is one of these bytes, then the protobuf encoding.
+const (
+	msgBulletin byte = 'b' // meshv1.Bulletin
+	msgBeat     byte = 'h' // meshv1.Beat
+	msgResync   byte = 'r' // meshv1.Resync
+	msgState    byte = 's' // meshv1.OwnedState
+)
+
+// maxWireMessage bounds a decoded message: 10,000 bulletins of a generous size.
+const maxWireMessage = 64 << 20
+
+var errMessage = errors.New("mesh: malformed bulletin message")
+
+var healthNames = map[string]meshv1.HealthState{
+	"pending": meshv1.HealthState_HEALTH_STATE_PENDING, "ready": meshv1.HealthState_HEALTH_STATE_READY,
+	"not_ready": meshv1.HealthState_HEALTH_STATE_NOT_READY, "failed": meshv1.HealthState_HEALTH_STATE_FAILED,
+	"draining": meshv1.HealthState_HEALTH_STATE_DRAINING,
+}
+
+var breakerNames = map[string]meshv1.BreakerState{
+	"closed": meshv1.BreakerState_BREAKER_STATE_CLOSED, "open": meshv1.BreakerState_BREAKER_STATE_OPEN,
+	"half_open": meshv1.BreakerState_BREAKER_STATE_HALF_OPEN,
+}
+
+func healthName(s meshv1.HealthState) string {
+	for n, v := range healthNames {
+		if v == s {
+			return n
+		}
+	}
+	return ""
+}
+
+func breakerName(s meshv1.BreakerState) string {
+	for n, v := range breakerNames {
+		if v == s {
+			return n
+		}
+	}
+	return ""
+}
+
+func toWire(b *Bulletin) *meshv1.Bulletin {
+	w := &meshv1.Bulletin{
+		WorkerId: b.Worker, Owner: b.Owner, Epoch: b.Epoch, Seq: b.Seq,
+		Health: healthNames[b.Health], Breaker: breakerNames[b.Breaker],
+		BreakerFailures: clampU32(b.BreakerFailures), BreakerSuccesses: clampU32(b.BreakerSuccesses),
+		BreakerReopenMs: clampU32(int(b.BreakerReopenIn / time.Millisecond)),
+		HealthFailures:  clampU32(b.HealthFailures), HealthSuccesses: clampU32(b.HealthSuccesses),
+		LastError: b.LastError, LastStatusCode: int32(b.LastStatusCode), Models: b.Models,
+		ActiveRequests: b.ActiveRequests, ProbeIntervalMs: clampU32(int(b.ProbeInterval / time.Millisecond)),
+	}
+	if !b.LastProbe.IsZero() {
+		w.LastProbeUnixMs = b.LastProbe.UnixMilli()
+	}
+	return w
+}
+
+func fromWire(w *meshv1.Bulletin) Bulletin {
+	b := Bulletin{
+		Worker: w.GetWorkerId(), Owner: w.GetOwner(), Epoch: w.GetEpoch(), Seq: w.GetSeq(),
+		Health: healthName(w.GetHealth()), Breaker: breakerName(w.GetBreaker()),
+		BreakerFailures: int(w.GetBreakerFailures()), BreakerSuccesses: int(w.GetBreakerSuccesses()),
+		BreakerReopenIn: time.Duration(w.GetBreakerReopenMs()) * time.Millisecond,
+		HealthFailures:  int(w.GetHealthFailures()), HealthSuccesses: int(w.GetHealthSuccesses()),
+		LastError: w.GetLastError(), LastStatusCode: int(w.GetLastStatusCode()), Models: w.GetModels(),
+		ActiveRequests: w.GetActiveRequests(), ProbeInterval: time.Duration(w.GetProbeIntervalMs()) * time.Millisecond,
+	}
+	if ms := w.GetLastProbeUnixMs(); ms != 0 {
+		b.LastProbe = time.UnixMilli(ms)
+	}
+	return b
+}
+
+func clampU32(n int) uint32 {
+	switch {
+	case n < 0:
+		return 0
+	case int64(n) > int64(^uint32(0)):
+		return ^uint32(0)
+	}
+	return uint32(n)
+}
+
+// encode frames m with its type byte.
+func encode(kind byte, m proto.Message) []byte {
+	raw, err := proto.MarshalOptions{}.MarshalAppend([]byte{kind}, m)
+	if err != nil { // only for invalid UTF-8 in a string field, which meshgw never puts there
+		panic(fmt.Sprintf("mesh: encode bulletin message: %v", err))
+	}
+	return raw
+}
+
+// decode reads a framed message: its type and the decoded body.
+func decode(raw []byte) (byte, proto.Message, error) {
+	if len(raw) < 1 || len(raw) > maxWireMessage {
+		return 0, nil, errMessage
+	}
+	var m proto.Message
+	switch raw[0] {
+	case msgBulletin:
+		m = &meshv1.Bulletin{}
+	case msgBeat:
+		m = &meshv1.Beat{}
+	case msgResync:
+		m = &meshv1.Resync{}
+	case msgState:
+		m = &meshv1.OwnedState{}
+	default:
+		return 0, nil, fmt.Errorf("%w: type %q", errMessage, raw[0])
+	}
+	if err := proto.Unmarshal(raw[1:], m); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", errMessage, err)
+	}
+	return raw[0], m, nil
+}
+
+// digestOf is one bulletin's share of an owner's digest: the XOR of these over everything an
+// owner published, so adding or replacing one bulletin is two XORs. It must be the same on every
+// gateway, so it is FNV-1a 64 mixed with the murmur3 finalizer (no per-process seed).
+func digestOf(worker string, seq uint64) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(worker); i++ {
+		h ^= uint64(worker[i])
+		h *= 1099511628211
+	}
+	for i := 0; i < 8; i++ {
+		h ^= seq >> (8 * i) & 0xff
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
