@@ -42,6 +42,9 @@ type Snapshot struct {
 	ConsecutiveFailures  int       `json:"consecutive_failures"`
 	ConsecutiveSuccesses int       `json:"consecutive_successes"`
 	OpenedAt             time.Time `json:"opened_at,omitzero"` // when the circuit last opened; zero if never
+	// ReopensAt is, while the circuit is open, when its timeout passes (it then admits a trial
+	// as half-open); zero otherwise.
+	ReopensAt time.Time `json:"reopens_at,omitzero"`
 }
 
 // Breaker is one worker's circuit breaker. Allow is the request hot path: on a closed or
@@ -186,12 +189,36 @@ func (b *Breaker) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.expireLocked()
-	return Snapshot{
+	s := Snapshot{
 		State:                State(b.state.Load()),
 		ConsecutiveFailures:  b.failures,
 		ConsecutiveSuccesses: b.successes,
 		OpenedAt:             b.openedAt,
 	}
+	if s.State == Open {
+		s.ReopensAt = b.base.Add(time.Duration(b.reopenAt.Load()))
+	}
+	return s
+}
+
+// Seed sets the state and counts a new owner takes over from the last bulletin of the worker's
+// previous owner (ownership failover, DESIGN.md section 5): an open circuit stays open for the
+// reopenIn that was left of its timeout, so one breaker keeps deciding across the move. Hooks
+// fire as for a real change.
+func (b *Breaker) Seed(st State, failures, successes int, reopenIn time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f, s := b.failures, b.successes
+	if st == Open {
+		// transitionLocked starts a full timeout; the seeded deadline replaces it below.
+		b.transitionLocked(Open)
+		now := b.clock.Now()
+		b.reopenAt.Store(int64(now.Sub(b.base) + max(reopenIn, 0)))
+	} else {
+		b.transitionLocked(st)
+	}
+	b.failures, b.successes = max(failures, 0), max(successes, 0)
+	b.countsChangedLocked(f, s)
 }
 
 // timedOut reports whether an open circuit's timeout has passed at now.

@@ -488,3 +488,43 @@ func TestReconfigureKeepsState(t *testing.T) {
 	}()
 	f.b.Reconfigure(Config{})
 }
+
+// A new owner seeds the breaker from the previous owner's last bulletin: an open circuit keeps
+// the time that was left of its timeout, and the hooks report the change.
+func TestSeed(t *testing.T) {
+	tests := []struct {
+		name                string
+		state               State
+		failures, successes int
+		reopenIn            time.Duration
+		wantHooks           []string
+	}{
+		{"open with 4 s left", Open, 3, 0, 4 * time.Second, []string{"transition closed->open", "counts 3 0"}},
+		{"half-open with a success", HalfOpen, 0, 1, 0, []string{"transition closed->half_open", "counts 0 1"}},
+		{"closed with failures", Closed, 2, 0, 0, []string{"counts 2 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, testConfig())
+			f.b.Seed(tt.state, tt.failures, tt.successes, tt.reopenIn)
+			if diff := cmp.Diff(tt.wantHooks, f.rec.take()); diff != "" {
+				t.Errorf("hooks (-want +got):\n%s", diff)
+			}
+			f.wantSnap(t, tt.state, tt.failures, tt.successes)
+			if tt.state != Open {
+				return
+			}
+			if got, want := f.b.Snapshot().ReopensAt, f.clk.Now().Add(tt.reopenIn); !got.Equal(want) {
+				t.Fatalf("reopens_at = %v, want %v", got, want)
+			}
+			f.clk.Advance(tt.reopenIn - time.Nanosecond)
+			if f.b.Allow() {
+				t.Fatal("a seeded open circuit allowed before the time left")
+			}
+			f.clk.Advance(time.Nanosecond)
+			if !f.b.Allow() || f.b.State() != HalfOpen {
+				t.Fatal("a seeded open circuit is not half-open when the time left has passed")
+			}
+		})
+	}
+}

@@ -71,6 +71,11 @@ type Options struct {
 	// OnRemove is called after the Checker has dropped a worker on its own: failed with
 	// RemoveUnhealthyWorkers, or drained. The owner then removes the record (raft CAS).
 	OnRemove func(id worker.ID, reason RemoveReason)
+	// OnProbeChange is called, in order with OnTransition and outside the lock, when a probe
+	// changed the worker's last error or last status code without a state change (a first
+	// failure below the threshold, another error, a pass that clears them). The owner's
+	// bulletins carry those fields; a probe that changes nothing calls nothing.
+	OnProbeChange func(id worker.ID)
 }
 
 // Status is a worker's runtime health, as GET /workers reports it.
@@ -89,6 +94,8 @@ type Status struct {
 	Probed bool
 	// BackoffSweeps is how many sweeps the next probe skips after 429 answers.
 	BackoffSweeps int
+	// Interval is the time between two probes of the worker (its override, else the flag).
+	Interval time.Duration
 }
 
 // ErrClosed is returned by a Checker after Close.
@@ -316,7 +323,7 @@ func (c *Checker) status(e *entry) Status {
 		ID: e.id, URL: e.target.URL, State: e.m.State(),
 		ConsecutiveFailures: e.m.ConsecutiveFailures(), ConsecutiveSuccesses: e.m.ConsecutiveSuccesses(),
 		LastError: e.lastErr, LastStatusCode: e.lastCode, LastProbe: e.lastProbe,
-		Probed: c.probed(e), BackoffSweeps: backoffSweeps(e.throttled),
+		Probed: c.probed(e), BackoffSweeps: backoffSweeps(e.throttled), Interval: e.set.Interval,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -196,6 +197,46 @@ func TestStatusesSorted(t *testing.T) {
 			if all[i-1].ID >= all[i].ID {
 				t.Errorf("not sorted: %s before %s", all[i-1].ID, all[i].ID)
 			}
+		}
+	})
+}
+
+// OnProbeChange fires when a probe changes the last error or status without a state change,
+// and never for a probe that changes nothing; a state change reports through OnTransition.
+func TestOnProbeChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFake()
+		var mu sync.Mutex
+		var changes []time.Duration
+		start := time.Now()
+		rec := newRecorder()
+		c := newChecker(t, DefaultConfig(), p, rec, func(o *Options) {
+			o.OnProbeChange = func(worker.ID) {
+				mu.Lock()
+				defer mu.Unlock()
+				changes = append(changes, time.Since(start))
+			}
+		})
+		s := engine(8001, &worker.Health{CheckIntervalSecs: ptr(1)})
+		id := idOf(t, s)
+		other := &ProbeError{StatusCode: 500, Reason: "status 500"}
+		// 0 ok, 1 503, 2 503 (the same), 3 ok, 4 500, 5 ok, 6 503, 7 503, 8 503 -> not_ready (F=3)
+		p.set(id, nil, errDown, errDown, nil, other, nil, errDown, errDown, errDown)
+		if err := c.Add(s, Ready); err != nil {
+			t.Fatal(err)
+		}
+		advance(8500 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		got := append([]time.Duration(nil), changes...)
+		mu.Unlock()
+		// The second 503 (2 s) and the pass at 0 s change nothing; the third failure in a row
+		// (8 s) is a state change, reported as a transition only.
+		if diff := cmp.Diff(secsList(1, 3, 4, 5, 6), got); diff != "" {
+			t.Errorf("OnProbeChange times (-want +got):\n%s", diff)
+		}
+		if tr := rec.transitions(); len(tr) != 1 || tr[0].To != NotReady {
+			t.Errorf("transitions = %+v, want one to not_ready", tr)
 		}
 	})
 }

@@ -172,11 +172,12 @@ func (c *Checker) record(e *entry, err error) {
 	throttled := errors.Is(err, ErrThrottled)
 	ok := err == nil || throttled
 	c.met.checked(e.target.Mode, ok)
+	prevErr, prevCode := e.lastErr, e.lastCode
 	if !ok {
 		e.throttled = 0
 		e.lastErr, e.lastCode = describe(err, e.target.APIKey)
 		c.log.Debug("health probe failed", "worker", e.label, "error", e.lastErr, "status", e.lastCode)
-		c.apply(e, Failure, e.lastErr)
+		c.applyProbe(e, Failure, e.lastErr, prevErr != e.lastErr || prevCode != e.lastCode)
 		return
 	}
 	e.lastErr, e.lastCode = "", 0
@@ -187,7 +188,21 @@ func (c *Checker) record(e *entry, err error) {
 		e.throttled = 0
 	}
 	c.log.Debug("health probe passed", "worker", e.label, "throttled", throttled)
-	c.apply(e, Success, "probe passed")
+	c.applyProbe(e, Success, "probe passed", prevErr != "" || prevCode != 0)
+}
+
+// applyProbe applies a probe's event and, when the probe changed the last error or status
+// without a state change, queues OnProbeChange (a state change's OnTransition covers it).
+func (c *Checker) applyProbe(e *entry, ev Event, reason string, described bool) {
+	tr := e.m.Apply(ev)
+	if tr.Changed() {
+		c.changed(e, tr, reason)
+		return
+	}
+	if f := c.opts.OnProbeChange; described && f != nil {
+		id := e.id
+		c.pending = append(c.pending, func() { f(id) })
+	}
 }
 
 // backOff pushes e's next turn back by 1, 2, 4, then 8 sweeps after consecutive 429s.
