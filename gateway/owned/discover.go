@@ -107,6 +107,7 @@ func (m *Manager) listModels(ow *ownedWorker, spec worker.Spec, l ModelLister) {
 	ow.listed.Store(true)
 	if changed {
 		m.log.Info("worker models discovered", "worker", ow.label, "id", string(ow.id), "models", models)
+		m.changed(ow.id)
 	}
 }
 

@@ -39,6 +39,7 @@ func (m *Manager) onTransition(id worker.ID, _, to health.State, promotion bool)
 		ow.c.b.Promote()
 	}
 	m.syncHealth(ow)
+	m.changed(id)
 	if promotion {
 		m.discover(ow)
 	}

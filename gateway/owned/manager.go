@@ -49,6 +49,21 @@ type Options struct {
 	// Default: health.HTTPProber, health.GRPCProber, health.ExternalProber, and the local check
 	// of a ZMQ worker's link.
 	Probers map[string]health.Prober
+	// OnChange is told each change of an owned worker's runtime state that its bulletin carries:
+	// a health transition, a probe that changed the last error or status, a breaker
+	// transition, a change of its consecutive failures (or of its successes while half-open:
+	// steady successes on a closed circuit change nothing), discovered models, and Own. It may
+	// be called with a breaker's lock held and on the request path: it must only take note
+	// (gateway/fleet.Publisher marks the worker and returns). Nil: nothing is told.
+	OnChange func(id worker.ID)
+	// OnForget is told that the manager stopped managing a worker (Disown, a removal, Close
+	// aside): its bulletins end. Nil: nothing is told.
+	OnForget func(id worker.ID)
+	// Seed returns, for a worker this gateway starts to own, the state to start from: the last
+	// bulletin it imported from the previous owner (ownership failover). The worker then starts
+	// in that health state (probed at once) with its breaker as it was. Nil, or ok false: a new
+	// worker starts pending with a closed breaker.
+	Seed func(id worker.ID) (Seed, bool)
 	// Listers replaces the model lister of a connection mode, for tests. Default: GET
 	// {url}/v1/models for HTTP, meshgw.engine.v1.Engine/Models for gRPC, the WELCOME of the
 	// worker's link for ZMQ. External providers are never asked.
@@ -68,12 +83,23 @@ type Status struct {
 	LastProbe time.Time
 	// Probed is false when health checks are off for the worker (or it is quarantined).
 	Probed bool
+	// Interval is the worker's probe interval (its override, else the flag); zero while not
+	// checked.
+	Interval time.Duration
 	// Breaker is the circuit breaker's state and counts.
 	Breaker breaker.Snapshot
 	// Epoch is the ownership epoch given to Own.
 	Epoch uint64
 	// Dead is the is_dead quarantine given to Own.
 	Dead bool
+}
+
+// Seed is the runtime state a newly owned worker starts from (Options.Seed).
+type Seed struct {
+	Health                            health.State
+	Breaker                           breaker.State
+	BreakerFailures, BreakerSuccesses int
+	BreakerReopenIn                   time.Duration
 }
 
 // Manager runs the health checks and circuit breakers of the workers this gateway owns.
@@ -143,7 +169,7 @@ func New(o Options) (*Manager, error) {
 	m.checker, err = health.New(health.Options{
 		Config: o.Health, NodeID: o.NodeID, GRPCService: o.GRPCService, Modes: m.modes(),
 		Clock: o.Clock, Logger: o.Logger, Registerer: o.Registerer,
-		OnTransition: m.onTransition, OnRemove: m.onRemove,
+		OnTransition: m.onTransition, OnRemove: m.onRemove, OnProbeChange: m.changed,
 	})
 	if err != nil {
 		m.grpc.Close()
@@ -196,6 +222,7 @@ func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 	}
 	m.attach(ow)
 	m.syncHealth(ow)
+	m.changed(id)
 	if st, ok := m.checker.Status(id); changed && ok && st.State == health.Ready {
 		m.discover(ow) // a PATCH dropped the declared models, or changed the key, of a ready worker
 	}
@@ -206,17 +233,57 @@ func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead bool) *ownedWorker 
 	id := spec.ID()
 	label := metricLabel(id, spec.URL)
 	cfg, cls := breaker.Resolve(m.opts.Breaker, spec.Resilience)
-	b := breaker.New(cfg, breaker.Options{Clock: m.bclock, Hooks: m.bmet.Hooks(label),
+	b := breaker.New(cfg, breaker.Options{Clock: m.bclock, Hooks: m.breakerHooks(id, label),
 		Logger: m.log.With("worker", label, "id", string(id))})
 	ow := &ownedWorker{id: id, label: label, spec: spec, epoch: epoch, dead: dead, c: newCircuit(b, cls)}
+	initial := health.Pending
+	if m.opts.Seed != nil {
+		if seed, ok := m.opts.Seed(id); ok {
+			b.Seed(seed.Breaker, seed.BreakerFailures, seed.BreakerSuccesses, seed.BreakerReopenIn)
+			if seed.Health != health.Draining {
+				initial = seed.Health
+			}
+			m.log.Info("worker owned from its previous owner's last bulletin", "worker", label, "id", string(id),
+				"health", initial.String(), "breaker", seed.Breaker.String())
+		}
+	}
 	m.mu.Lock()
 	m.owned[id] = ow
 	m.mu.Unlock()
 	m.log.Info("worker owned", "worker", label, "id", string(id), "epoch", epoch, "dead", dead)
 	if !dead {
-		m.startChecks(ow, spec)
+		m.startChecks(ow, spec, initial)
 	}
 	return ow
+}
+
+// breakerHooks are the metrics' hooks, which also tell OnChange of a transition and of a count
+// a bulletin carries (the failures; the successes only while half-open). Hooks run under the
+// breaker's lock, so cur and lastF need no other.
+func (m *Manager) breakerHooks(id worker.ID, label string) breaker.Hooks {
+	h := m.bmet.Hooks(label)
+	if m.opts.OnChange == nil {
+		return h
+	}
+	onTransition, onCounts := h.OnTransition, h.OnCounts
+	cur, lastF := breaker.Closed, 0
+	h.OnTransition = func(from, to breaker.State) {
+		if onTransition != nil {
+			onTransition(from, to)
+		}
+		cur = to
+		m.changed(id)
+	}
+	h.OnCounts = func(f, s int) {
+		if onCounts != nil {
+			onCounts(f, s)
+		}
+		if f != lastF || cur == breaker.HalfOpen {
+			lastF = f
+			m.changed(id)
+		}
+	}
+	return h
 }
 
 // update applies Own to a worker already managed: a changed spec in place, the epoch, and the
@@ -243,16 +310,16 @@ func (m *Manager) update(ow *ownedWorker, spec worker.Spec, epoch uint64, dead b
 		m.log.Info("worker quarantined: health checks stopped", "worker", ow.label, "id", string(ow.id))
 	case !dead && wasDead:
 		m.log.Info("worker quarantine released: verifying it again", "worker", ow.label, "id", string(ow.id))
-		m.startChecks(ow, spec)
+		m.startChecks(ow, spec, health.Pending)
 	}
 	return changed
 }
 
-// startChecks adds the worker to the Checker, pending, its next passing probe counting as
-// registration reaching it.
-func (m *Manager) startChecks(ow *ownedWorker, spec worker.Spec) {
-	ow.fresh.Store(true)
-	if err := m.checker.Add(spec, health.Pending); err != nil {
+// startChecks adds the worker to the Checker in state initial (pending, unless seeded), its
+// next passing probe counting as registration reaching it while pending.
+func (m *Manager) startChecks(ow *ownedWorker, spec worker.Spec, initial health.State) {
+	ow.fresh.Store(initial == health.Pending)
+	if err := m.checker.Add(spec, initial); err != nil {
 		m.log.Warn("cannot start the health checks of a worker", "worker", ow.label, "err", err)
 	}
 }
@@ -296,9 +363,17 @@ func (m *Manager) Status(id worker.ID) (Status, bool) {
 	if hs, ok := m.checker.Status(id); ok {
 		st.Health, st.ConsecutiveFailures, st.ConsecutiveSuccesses = hs.State, hs.ConsecutiveFailures, hs.ConsecutiveSuccesses
 		st.LastError, st.LastStatusCode, st.LastProbe, st.Probed = hs.LastError, hs.LastStatusCode, hs.LastProbe, hs.Probed
+		st.Interval = hs.Interval
 	}
 	st.Breaker = ow.c.b.Snapshot()
 	return st, true
+}
+
+// changed tells Options.OnChange.
+func (m *Manager) changed(id worker.ID) {
+	if f := m.opts.OnChange; f != nil {
+		f(id)
+	}
 }
 
 // OnOutcome records a request's outcome on worker w: status is what w answered, connErr that it
@@ -335,6 +410,9 @@ func (m *Manager) forget(id worker.ID) *ownedWorker {
 		_ = m.pool.SetBreaker(id, nil)
 	}
 	m.bmet.Removed(ow.label)
+	if f := m.opts.OnForget; f != nil {
+		f(id)
+	}
 	return ow
 }
 
