@@ -23,6 +23,8 @@
 //     worker (Classifier.Classify; NoResponse when no answer came) and records it. The gateway
 //     reports one outcome per worker per request, so a request's retries on one worker count
 //     once. Workers not owned here have no breaker attached and are not recorded.
+//     RecordRemote records, in order, the outcomes other gateways report for an owned worker
+//     (package mesh/outcome), only at the epoch given to Own.
 //  6. When health removes a worker on its own (failed with --remove-unhealthy-workers, or the end
 //     of a Drain), the manager forgets it and calls Options.OnRemove with the epoch given to Own,
 //     so that the caller removes the record fenced by (owner, epoch); without OnRemove it removes
