@@ -283,3 +283,10 @@ func (s *Spec) Redacted() Spec {
 
 // HasAPIKey reports whether an API key is set, without revealing it.
 func (s *Spec) HasAPIKey() bool { return s.APIKey != "" }
+
+// HostLocal reports whether the worker is reachable only from its own host: a ZMQ engine on an
+// ipc:// socket. Such a worker is never published, imported or failed over (DESIGN.md section 4).
+func (s *Spec) HostLocal() bool { return IsHostLocalURL(s.URL) }
+
+// IsHostLocalURL is HostLocal for a canonical URL.
+func IsHostLocalURL(url string) bool { return strings.HasPrefix(url, "ipc://") }

@@ -58,6 +58,10 @@ type Config struct {
 	// will close it once they have applied the leader's commit index. Nil means every applied
 	// state is current.
 	CaughtUp <-chan struct{}
+	// Imports is the importer of other owners' bulletins: bulletins held for records not yet
+	// applied are judged again after each pass, and what was imported of a worker whose record
+	// is gone is forgotten. Nil: no bulletins are imported.
+	Imports *Importer
 	// Logger receives one line per change applied to the pool. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -192,6 +196,9 @@ func (r *Reconciler) reconcile(full bool) {
 	}
 	// Only a pass that finished gets here (a panic skips it), so version is what was applied.
 	r.version, r.needFull = ch.Now, false
+	if r.cfg.Imports != nil {
+		r.cfg.Imports.Recheck()
+	}
 }
 
 // incrementalPass applies the records ch names, and drops the workers whose record ch says is
@@ -250,12 +257,19 @@ func (r *Reconciler) fullPass() {
 	}
 }
 
-// apply brings the pool and the owned checks in line with one record.
+// apply brings the pool and the owned checks in line with one record. A host-local (ipc://)
+// worker that another gateway owns is not imported: only its own host can reach it.
 func (r *Reconciler) apply(rec *fsm.Record, quiet bool) {
 	prev, known := r.seen[rec.ID]
 	cur := r.cfg.Pool.Get(rec.ID)
 	inPool := cur != nil
 	mine := rec.Owner == r.cfg.NodeID
+	if !mine && rec.Spec.HostLocal() {
+		if known || inPool {
+			r.drop(rec.ID, prev)
+		}
+		return
+	}
 	if known && inPool && prev.revision == rec.Revision && prev.owner == rec.Owner && prev.epoch == rec.Epoch &&
 		prev.owned == (mine && r.cfg.Owner != nil) {
 		return
@@ -309,6 +323,9 @@ func (r *Reconciler) drop(id worker.ID, a applied) {
 		r.cfg.Owner.Disown(id)
 	}
 	delete(r.seen, id)
+	if r.cfg.Imports != nil {
+		r.cfg.Imports.Forget(id)
+	}
 	if r.cfg.Pool.Remove(id) == nil {
 		r.log.Info("worker removed", "id", id)
 	}

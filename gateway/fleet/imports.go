@@ -1,0 +1,319 @@
+package fleet
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/gateway/owned"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Verdict is what an importer does with a bulletin.
+type Verdict uint8
+
+// The verdicts of Judge.
+const (
+	// Apply: the bulletin is the record owner's, at the record's epoch, and newer than the
+	// last one applied.
+	Apply Verdict = iota
+	// DropStale: not newer than the last bulletin applied for the worker at that epoch.
+	DropStale
+	// DropEpoch: its owner or epoch differ from the applied record (an old owner still
+	// talking after a failover), or this gateway owns the worker.
+	DropEpoch
+	// Hold: the bulletin is ahead of this gateway's applied record (no record yet, or a newer
+	// epoch): it is kept and judged again when the record arrives.
+	Hold
+)
+
+var verdictNames = [...]string{"apply", "drop_stale", "drop_epoch", "hold"}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return "unknown"
+}
+
+// Ref is what the importer compares a bulletin with: the applied record's owner and epoch
+// (Known false when there is no record), and the last applied bulletin's epoch and seq (Seq 0
+// when none was).
+type Ref struct {
+	Known bool
+	Owner string
+	Epoch uint64
+	Seq   uint64
+}
+
+// Judge is the acceptance rule of bulletins (DESIGN.md section 2), a pure function: a bulletin
+// applies only when it comes from the owner the applied record names, at the record's epoch,
+// with a seq newer than the last applied one (Serf's Lamport check). self is this gateway's
+// node id: it never imports a worker it owns.
+func Judge(rec, last Ref, self string, b *mesh.Bulletin) Verdict {
+	switch {
+	case !rec.Known:
+		return Hold
+	case rec.Owner == self:
+		return DropEpoch
+	case b.Epoch > rec.Epoch:
+		return Hold
+	case b.Owner != rec.Owner || b.Epoch != rec.Epoch:
+		return DropEpoch
+	case last.Known && last.Epoch == b.Epoch && b.Seq <= last.Seq:
+		return DropStale
+	}
+	return Apply
+}
+
+// maxHeld bounds the bulletins held for records not applied yet.
+const maxHeld = 65536
+
+// ImporterConfig configures an Importer.
+type ImporterConfig struct {
+	// NodeID is this gateway's node id. Required.
+	NodeID string
+	// Pool is the data plane's pool, whose imported workers take the bulletins' state.
+	// Required.
+	Pool *pool.Pool
+	// Heard returns when this gateway last heard from an owner (*mesh.Mesh.Heard): imported
+	// state older than three of its probe intervals is stale. Nil: never stale.
+	Heard func(owner string) time.Time
+	// DroppedEpoch counts bulletins dropped for their owner or epoch (*mesh.Mesh.DroppedEpoch).
+	// Nil: not counted.
+	DroppedEpoch func(n int)
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+	// Logger receives one line per imported health or breaker change. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Importer applies other owners' bulletins to the pool's imported workers: their health state,
+// a read-only view of the owner's breaker, and their discovered models. It implements
+// mesh.BulletinReceiver. State that stops being refreshed keeps its last value (fail-static)
+// and is reported stale.
+type Importer struct {
+	cfg ImporterConfig
+	log *slog.Logger
+
+	mu    sync.Mutex
+	state map[worker.ID]*imported
+	held  map[worker.ID]mesh.Bulletin
+}
+
+// imported is the last bulletin applied for a worker, when it arrived, and the breaker view the
+// pool's worker carries.
+type imported struct {
+	b  mesh.Bulletin
+	at time.Time
+	rb *remoteBreaker
+}
+
+// NewImporter returns an Importer.
+func NewImporter(cfg ImporterConfig) *Importer {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Importer{cfg: cfg, log: cfg.Logger.With("component", "fleet"),
+		state: make(map[worker.ID]*imported), held: make(map[worker.ID]mesh.Bulletin)}
+}
+
+// Bulletins implements mesh.BulletinReceiver.
+func (im *Importer) Bulletins(bs []mesh.Bulletin) {
+	flush := im.cfg.Pool.Defer()
+	defer flush()
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	dropped := 0
+	for i := range bs {
+		if im.takeLocked(&bs[i]) == DropEpoch {
+			dropped++
+		}
+	}
+	if dropped > 0 && im.cfg.DroppedEpoch != nil {
+		im.cfg.DroppedEpoch(dropped)
+	}
+}
+
+// Recheck judges the held bulletins again; the reconciler calls it after each pass, when the
+// records they waited for may have arrived.
+func (im *Importer) Recheck() {
+	im.mu.Lock()
+	if len(im.held) == 0 {
+		im.mu.Unlock()
+		return
+	}
+	held := im.held
+	im.held = make(map[worker.ID]mesh.Bulletin)
+	im.mu.Unlock()
+	bs := make([]mesh.Bulletin, 0, len(held))
+	for _, b := range held {
+		bs = append(bs, b)
+	}
+	im.Bulletins(bs)
+}
+
+// Forget drops what was imported of a worker (its record is gone, or this gateway owns it
+// now).
+func (im *Importer) Forget(id worker.ID) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	delete(im.state, id)
+	delete(im.held, id)
+}
+
+// takeLocked judges one bulletin and applies or holds it.
+func (im *Importer) takeLocked(b *mesh.Bulletin) Verdict {
+	id := worker.ID(b.Worker)
+	w := im.cfg.Pool.Get(id)
+	var rec, last Ref
+	if w != nil {
+		rec.Known = true
+		rec.Owner, rec.Epoch = w.OwnerEpoch()
+	}
+	cur := im.state[id]
+	if cur != nil {
+		last = Ref{Known: true, Owner: cur.b.Owner, Epoch: cur.b.Epoch, Seq: cur.b.Seq}
+	}
+	v := Judge(rec, last, im.cfg.NodeID, b)
+	switch v {
+	case Hold:
+		if h, ok := im.held[id]; !ok && len(im.held) < maxHeld || ok && (b.Epoch > h.Epoch || b.Epoch == h.Epoch && b.Seq > h.Seq) {
+			im.held[id] = *b
+		}
+	case Apply:
+		if w.Origin != pool.OriginMesh || worker.IsHostLocalURL(w.URL) {
+			return DropEpoch // the reconciler has not caught up with an ownership change yet
+		}
+		im.applyLocked(w, cur, b)
+	}
+	return v
+}
+
+// applyLocked gives the pool's worker the bulletin's state.
+func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin) {
+	now := im.cfg.Now()
+	if cur == nil {
+		cur = &imported{rb: &remoteBreaker{now: im.cfg.Now}}
+		im.state[w.ID] = cur
+	}
+	prev := cur.b
+	cur.b, cur.at = *b, now
+	cur.rb.set(parseBreaker(b.Breaker), now.Add(b.BreakerReopenIn))
+	if w.Breaker() != pool.Breaker(cur.rb) {
+		_ = im.cfg.Pool.SetBreaker(w.ID, cur.rb)
+	}
+	if h, ok := pool.ParseHealth(b.Health); ok && w.Health() != h {
+		_, _ = im.cfg.Pool.SetHealth(w.ID, h)
+	}
+	if !slices.Equal(w.DiscoveredModels(), b.Models) && (len(b.Models) > 0 || w.DiscoveredModels() != nil) {
+		_ = im.cfg.Pool.SetDiscoveredModels(w.ID, b.Models)
+	}
+	if prev.Health != b.Health || prev.Breaker != b.Breaker {
+		im.log.Info("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
+			"health", b.Health, "breaker", b.Breaker)
+	}
+}
+
+// ImportedStatus is an imported worker's runtime state as GET /workers shows it.
+type ImportedStatus struct {
+	// Bulletin is the last bulletin applied.
+	Bulletin mesh.Bulletin
+	// Received is when it arrived.
+	Received time.Time
+	// Stale: nothing was heard from the owner for three of the worker's probe intervals (at
+	// least three seconds). The state keeps its last value.
+	Stale bool
+}
+
+// Imported returns what was imported of a worker; ok is false before its first bulletin.
+func (im *Importer) Imported(id worker.ID) (ImportedStatus, bool) {
+	im.mu.Lock()
+	cur := im.state[id]
+	var st ImportedStatus
+	if cur != nil {
+		st = ImportedStatus{Bulletin: cur.b, Received: cur.at}
+	}
+	im.mu.Unlock()
+	if cur == nil {
+		return ImportedStatus{}, false
+	}
+	st.Stale = im.stale(&st)
+	return st, true
+}
+
+// staleAfter is the age of imported state that makes it stale: three probe intervals, and at
+// least three owner beats.
+func staleAfter(interval time.Duration) time.Duration {
+	return 3 * max(interval, mesh.DefaultBeat)
+}
+
+func (im *Importer) stale(st *ImportedStatus) bool {
+	last := st.Received
+	if im.cfg.Heard != nil {
+		if h := im.cfg.Heard(st.Bulletin.Owner); h.After(last) {
+			last = h
+		}
+	}
+	return im.cfg.Now().Sub(last) > staleAfter(st.Bulletin.ProbeInterval)
+}
+
+// Seed is owned.Options.Seed: the state a worker this gateway starts to own takes over from
+// the last bulletin imported from its previous owner. It forgets that bulletin.
+func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
+	im.mu.Lock()
+	cur := im.state[id]
+	delete(im.state, id)
+	delete(im.held, id)
+	im.mu.Unlock()
+	if cur == nil {
+		return owned.Seed{}, false
+	}
+	b := &cur.b
+	h, err := health.ParseState(b.Health)
+	if err != nil {
+		return owned.Seed{}, false
+	}
+	reopen := time.Duration(0)
+	if b.Breaker == breaker.Open.String() {
+		reopen = max(0, cur.at.Add(b.BreakerReopenIn).Sub(im.cfg.Now()))
+	}
+	return owned.Seed{Health: h, Breaker: parseBreaker(b.Breaker), BreakerFailures: b.BreakerFailures,
+		BreakerSuccesses: b.BreakerSuccesses, BreakerReopenIn: reopen}, true
+}
+
+// remoteBreaker is an imported worker's view of its owner's breaker: selection skips the worker
+// while the owner's circuit is open and its timeout has not passed here (the owner then admits
+// trials, half-open, and says so in its next bulletin).
+type remoteBreaker struct {
+	state    atomic.Int32 // breaker.State
+	reopenAt atomic.Int64 // unix nanoseconds; while open
+	now      func() time.Time
+}
+
+func (r *remoteBreaker) set(s breaker.State, reopenAt time.Time) {
+	r.reopenAt.Store(reopenAt.UnixNano())
+	r.state.Store(int32(s))
+}
+
+// Allow implements pool.Breaker.
+func (r *remoteBreaker) Allow() bool {
+	return breaker.State(r.state.Load()) != breaker.Open || r.now().UnixNano() >= r.reopenAt.Load()
+}
+
+func parseBreaker(s string) breaker.State {
+	var st breaker.State
+	if err := st.UnmarshalText([]byte(s)); err != nil {
+		return breaker.Closed
+	}
+	return st
+}
