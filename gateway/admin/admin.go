@@ -69,6 +69,9 @@ type Config struct {
 	// Runtime supplies the health and breaker state of owned workers for GET /workers. Nil:
 	// records show only the pool's view.
 	Runtime Runtime
+	// Imports supplies the state imported from the owners' bulletins for the workers other
+	// gateways own. Nil: those show health and breaker "unknown".
+	Imports Imports
 
 	// Logger receives one line per admin write. Nil means slog.Default().
 	Logger *slog.Logger

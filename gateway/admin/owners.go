@@ -9,10 +9,9 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 )
 
-// BreakerUnknown is the breaker state GET /mesh/owners shows for a worker whose breaker this
-// gateway does not run: one another gateway owns (until bulletins carry the owner's state, in
-// roadmap step 7), one it owns but has not started running yet, or any on a gateway without a
-// Config.Runtime.
+// BreakerUnknown is the breaker state GET /mesh/owners shows for a worker whose breaker state
+// this gateway does not know: one another gateway owns before its owner's first bulletin, one
+// it owns but has not started running yet, or any on a gateway without a Config.Runtime.
 const BreakerUnknown = "unknown"
 
 // Owner is one worker as GET /mesh/owners answers it (DESIGN.md section 9): who owns it, at which
@@ -28,13 +27,12 @@ type Owner struct {
 	Epoch       uint64 `json:"epoch"`
 	HealthState string `json:"health_state"`
 	// Breaker is the circuit breaker's state (closed, open, half_open) as GET /workers shows
-	// it, or BreakerUnknown for a worker whose breaker this gateway does not run.
+	// it (the owner's, from its bulletins, for an imported worker), or BreakerUnknown.
 	Breaker  string `json:"breaker"`
 	Disabled bool   `json:"disabled"`
 	IsDead   bool   `json:"is_dead"`
-	// Stale is always false for now: it will mark state imported from the owner's bulletins
-	// that is older than 3 × the owner's probe interval (DESIGN.md section 4), and bulletins
-	// come with roadmap step 7.
+	// Stale marks state imported from the owner's bulletins that was not refreshed for 3 × the
+	// worker's probe interval (DESIGN.md section 4); it keeps its last value meanwhile.
 	Stale bool `json:"stale"`
 	// Origin is "local" when this gateway owns the worker, "mesh" when another one does.
 	Origin string `json:"origin"`

@@ -5,6 +5,7 @@ import (
 
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
@@ -73,6 +74,16 @@ type Runtime interface {
 	Status(id worker.ID) (st owned.Status, ok bool)
 }
 
+// Imports supplies the runtime state imported from the bulletins of the workers' owners;
+// gateway/fleet.Importer implements it. ok is false before a worker's first bulletin.
+type Imports interface {
+	Imported(id worker.ID) (st fleet.ImportedStatus, ok bool)
+}
+
+// HealthUnknown is the health state shown for a worker owned elsewhere before its owner's
+// first bulletin arrived.
+const HealthUnknown = "unknown"
+
 // record renders rec with the runtime state of w, this gateway's pool worker (nil while the
 // pool has not caught up with the record).
 func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
@@ -115,12 +126,12 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 	}
 	if w != nil {
 		r.HealthState = w.Health().String()
-		r.Routable = w.Gates() == 0 && !rec.Disabled && !rec.IsDead
+		r.Routable = w.Gates() == 0 && w.Allow() && !rec.Disabled && !rec.IsDead
 		r.ActiveRequests = w.Inflight()
 		r.HasAPIKey = r.HasAPIKey || w.APIKey() != ""
 		r.DiscoveredModels = w.DiscoveredModels()
 	}
-	if h.cfg.Runtime != nil {
+	if origin == pool.OriginLocal && h.cfg.Runtime != nil {
 		if st, ok := h.cfg.Runtime.Status(rec.ID); ok {
 			r.ConsecutiveFailures, r.ConsecutiveSuccesses = st.ConsecutiveFailures, st.ConsecutiveSuccesses
 			r.LastError, r.LastStatusCode = st.LastError, st.LastStatusCode
@@ -128,7 +139,40 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 			r.Breaker = &st.Breaker
 		}
 	}
+	if origin == pool.OriginMesh {
+		h.imported(&r, rec.ID)
+	}
 	return r
+}
+
+// imported fills r from the last bulletin of the worker's owner, or marks its health unknown
+// before the first one.
+func (h *Handler) imported(r *Record, id worker.ID) {
+	var st fleet.ImportedStatus
+	ok := false
+	if h.cfg.Imports != nil {
+		st, ok = h.cfg.Imports.Imported(id)
+	}
+	if !ok {
+		r.HealthState = HealthUnknown
+		return
+	}
+	b := &st.Bulletin
+	if b.Health != "" {
+		r.HealthState = b.Health
+	}
+	r.Stale = st.Stale
+	r.ConsecutiveFailures, r.ConsecutiveSuccesses = b.HealthFailures, b.HealthSuccesses
+	r.LastError, r.LastStatusCode = b.LastError, b.LastStatusCode
+	r.LastHealthCheck = timePtr(b.LastProbe)
+	var state breaker.State
+	if err := state.UnmarshalText([]byte(b.Breaker)); err == nil {
+		snap := breaker.Snapshot{State: state, ConsecutiveFailures: b.BreakerFailures, ConsecutiveSuccesses: b.BreakerSuccesses}
+		if state == breaker.Open {
+			snap.ReopensAt = st.Received.Add(b.BreakerReopenIn).UTC()
+		}
+		r.Breaker = &snap
+	}
 }
 
 func timePtr(t time.Time) *time.Time {

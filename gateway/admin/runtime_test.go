@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
+	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -43,5 +46,47 @@ func TestRecordShowsRuntime(t *testing.T) {
 	a = do(h, req{method: "GET", uri: "/workers/" + string(w.ID)})
 	if r := a.record(t); r.Breaker != nil || r.LastHealthCheck != nil || !strings.Contains(a.body, `"last_error":""`) {
 		t.Errorf("a worker not owned shows runtime state: %s", a.body)
+	}
+}
+
+// fakeImports knows one imported worker.
+type fakeImports struct {
+	id worker.ID
+	st fleet.ImportedStatus
+}
+
+func (f fakeImports) Imported(id worker.ID) (fleet.ImportedStatus, bool) { return f.st, id == f.id }
+
+// A worker another gateway owns shows its owner's state from the last bulletin, stale when it
+// was not refreshed; before the first bulletin, health and breaker are unknown.
+func TestRecordShowsImportedState(t *testing.T) {
+	p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+	w, _, err := p.Upsert(worker.Spec{URL: "http://127.0.0.1:8001"}, pool.OriginMesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.SetOwner(w.ID, "n2", 7)
+	received := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	im := fakeImports{id: w.ID, st: fleet.ImportedStatus{Received: received, Stale: true, Bulletin: mesh.Bulletin{
+		Worker: string(w.ID), Owner: "n2", Epoch: 7, Health: "not_ready", HealthFailures: 3, LastError: "status 503",
+		LastStatusCode: 503, Breaker: "open", BreakerFailures: 10, BreakerReopenIn: time.Minute}}}
+	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet(), Imports: im})
+	a := do(h, req{method: "GET", uri: "/workers/" + string(w.ID)})
+	r := a.record(t)
+	if r.Origin != "mesh" || r.HealthState != "not_ready" || !r.Stale || r.ConsecutiveFailures != 3 || r.LastStatusCode != 503 ||
+		r.Breaker == nil || r.Breaker.State != breaker.Open || !r.Breaker.ReopensAt.Equal(received.Add(time.Minute)) || r.Routable {
+		t.Errorf("record %s", a.body)
+	}
+	owners := do(h, req{method: "GET", uri: "/mesh/owners"})
+	if !strings.Contains(owners.body, `"health_state":"not_ready","breaker":"open"`) || !strings.Contains(owners.body, `"stale":true`) {
+		t.Errorf("GET /mesh/owners: %s", owners.body)
+	}
+
+	h = New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet(), Imports: fakeImports{id: "w-other"}})
+	if r := do(h, req{method: "GET", uri: "/workers/" + string(w.ID)}).record(t); r.HealthState != HealthUnknown || r.Breaker != nil {
+		t.Errorf("before the first bulletin: health %q breaker %+v; want unknown and none", r.HealthState, r.Breaker)
+	}
+	if o := do(h, req{method: "GET", uri: "/mesh/owners"}).body; !strings.Contains(o, `"health_state":"unknown","breaker":"unknown"`) {
+		t.Errorf("GET /mesh/owners before the first bulletin: %s", o)
 	}
 }
