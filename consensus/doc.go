@@ -45,8 +45,9 @@
 // single-voter cluster at once: one gateway is a mesh of one. With --join it starts raft with
 // no configuration and waits: the leader's VoterReconciler adds it as a non-voter once the mesh
 // shows it alive, then promotes it while voters are wanted. With --bootstrap-expect N it waits
-// too, and the gateway calls BootstrapWith on the peer of lowest id once N peers without state
-// see each other; the others grant it their votes and receive the configuration from it. A node
+// too, and ExpectBootstrap calls BootstrapWith on the peer of lowest id once N peers without
+// state see each other; the others grant it their votes and receive the configuration from it.
+// A follower's state is current once CatchUp says it applied what its leader had. A node
 // with state just starts (both flags are ignored, with an INFO line); raft restores the latest
 // snapshot and replays the log.
 package consensus
