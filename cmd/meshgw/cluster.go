@@ -22,9 +22,6 @@ import (
 
 // Bounds of the cluster's background work and of its part of a shutdown.
 const (
-	// metaEvery is the most often the node's metadata (applied index, cluster id, owned
-	// workers) is gossiped again.
-	metaEvery = 250 * time.Millisecond
 	// meshUpdateTimeout bounds one metadata update and the leave at shutdown.
 	meshUpdateTimeout = 2 * time.Second
 	// rpcStopGrace bounds the wait for forwarded writes in flight at shutdown.
@@ -54,7 +51,9 @@ type cluster struct {
 	caughtUp     chan struct{}
 	caughtUpOnce sync.Once
 
-	stop     chan struct{}
+	ctx      context.Context // ends at shutdown
+	cancel   context.CancelFunc
+	stop     <-chan struct{} // ctx.Done()
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 }
@@ -63,7 +62,9 @@ type cluster struct {
 // raft and gRPC addresses), then the loops that need no pool: joining --join in the background
 // and, with --bootstrap-expect, bootstrapping together. httpAddr is the data plane's listener.
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (*cluster, error) {
-	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, caughtUp: make(chan struct{}), stop: make(chan struct{})}
+	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, caughtUp: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.stop = c.ctx.Done()
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
 		return nil, err
@@ -123,10 +124,29 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 		c.goLoop("join", func() { c.joinLoop(o.cluster.join) })
 	}
 	if n := o.cluster.bootstrapExpect; n > 0 && !c.node.HasState() {
-		c.goLoop("bootstrap-expect", func() { c.bootstrapLoop(n) })
+		b := consensus.ExpectBootstrap{Expect: n, Self: nodeID, Node: c.node, Members: c.mesh, Logger: c.log}
+		c.goLoop("bootstrap-expect", func() { b.Run(c.ctx) })
 	}
-	c.goLoop("catch up", c.caughtUpLoop)
+	c.goLoop("catch up", c.catchUp)
 	return c, nil
+}
+
+// catchUp marks raft state current on a follower once it caught up with its leader
+// (consensus.CatchUp). It ends early when this node leads, whose leader loop marks it.
+func (c *cluster) catchUp() {
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.caughtUp:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	cu := consensus.CatchUp{Self: c.nodeID, Node: c.node, Members: c.mesh, Logger: c.log}
+	if leader, ok := cu.Wait(ctx); ok {
+		c.markCaughtUp("applied what the leader " + leader + " had committed")
+	}
 }
 
 // listenRPC opens --rpc-host:--rpc-port and works out the address peers dial.
@@ -195,7 +215,7 @@ func (c *cluster) leave() {
 // rpcStopGrace), the forwarder, raft and the mesh, in that order. Calling it again does nothing.
 func (c *cluster) shutdown() {
 	c.stopOnce.Do(func() {
-		close(c.stop)
+		c.cancel()
 		c.wg.Wait()
 		if c.rpc != nil {
 			stopped := make(chan struct{})
