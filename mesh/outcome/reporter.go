@@ -25,7 +25,7 @@ type Config struct {
 	// FlushInterval is how often an owner's pending runs are sent (default 100 ms).
 	FlushInterval time.Duration
 	// MaxBatch is the most runs in one message; an owner whose pending runs reach it is flushed
-	// at once (default 1024).
+	// at once (default 1024). Above MaxPending, only the FlushInterval flushes.
 	MaxBatch int
 	// MaxPending is the most runs waiting for one owner; a report that would add a run beyond it
 	// is dropped (default 16384).
@@ -68,7 +68,6 @@ func (c *Config) setDefaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
 	}
-	c.MaxBatch = min(c.MaxBatch, c.MaxPending)
 	if c.DialOptions == nil {
 		c.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}

@@ -90,7 +90,7 @@ func TestReportDropsBeyondMaxPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n, owner := newNetwork(), startOwner(t)
 		n.set("a", owner.lis)
-		r := newTestReporter(t, n, Config{MaxPending: 3})
+		r := newTestReporter(t, n, Config{MaxPending: 3, MaxBatch: 100}) // no early flush
 		for i := range 10 {
 			r.Report("a", "w1", uint64(i+1), Success) // distinct epochs: no run merges
 		}
