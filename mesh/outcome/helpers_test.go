@@ -111,7 +111,7 @@ func (n *network) dial(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // newTestReporter returns a Reporter reaching the network's owners, closed at cleanup.
-func newTestReporter(t *testing.T, n *network, cfg Config) *Reporter {
+func newTestReporter(t testing.TB, n *network, cfg Config) *Reporter {
 	t.Helper()
 	cfg.From = "self"
 	cfg.Resolve = func(owner string) (string, bool) { return "passthrough:///" + owner, owner != "unknown" }
