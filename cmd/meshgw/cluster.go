@@ -29,8 +29,6 @@ const (
 	// joinBackoffMin and joinBackoffMax bound the wait between attempts to join --join.
 	joinBackoffMin = 500 * time.Millisecond
 	joinBackoffMax = 30 * time.Second
-	// clusterPoll backs up the signals the background loops follow.
-	clusterPoll = time.Second
 )
 
 // cluster is this gateway's part of the gateway cluster: the raft node, the mesh, the gRPC
@@ -196,11 +194,11 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 	})
 }
 
-// startPoolLoops starts the loops that need the data plane's pool: the metadata publisher
-// (owned-worker count) and the health of imported workers.
+// startPoolLoops starts the loop that needs the data plane's pool: the metadata publisher
+// (owned-worker count). Imported workers take their state from their owners' bulletins
+// (fleet.Importer), not from the mesh's view of the owner.
 func (c *cluster) startPoolLoops(p *pool.Pool) {
 	c.goLoop("mesh metadata", func() { c.metaLoop(p) })
-	c.goLoop("imported workers", func() { c.importLoop(p) })
 }
 
 // leave leaves the mesh gracefully, so that peers list this gateway as left and the leader

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
@@ -63,55 +62,4 @@ func ownedCount(p *pool.Pool) uint32 {
 		}
 	}
 	return n
-}
-
-// importLoop gives imported workers (owned by another gateway) their health until the owner's
-// bulletins carry it (step 7): ready while the owner is alive in the mesh; kept as it is while
-// the owner is dead (fail-static: the worker may well still serve); pending while the owner is
-// unknown to the mesh or left it. See docs/choices.md.
-func (c *cluster) importLoop(p *pool.Pool) {
-	signals, stopWatch := c.mesh.Watch()
-	defer stopWatch()
-	records, stopRecords := c.node.Watch()
-	defer stopRecords()
-	tick := time.NewTicker(clusterPoll) // the pool follows raft's signal a little later
-	defer tick.Stop()
-	for {
-		status := make(map[string]mesh.Status)
-		for _, m := range c.mesh.Members() {
-			status[m.ID] = m.Status
-		}
-		for _, w := range p.Snapshot().All {
-			if w.Origin != pool.OriginMesh {
-				continue
-			}
-			h, ok := importedHealth(status, w.Owner())
-			if !ok || w.Health() == h {
-				continue
-			}
-			if changed, _ := p.SetHealth(w.ID, h); changed {
-				c.log.Info("imported worker health follows its owner", "worker", w.URL, "owner", w.Owner(), "health", h)
-			}
-		}
-		select {
-		case <-c.stop:
-			return
-		case <-signals:
-		case <-records:
-		case <-tick.C:
-		}
-	}
-}
-
-// importedHealth is the health an imported worker takes from its owner's mesh status, and false
-// when it keeps the one it has.
-func importedHealth(status map[string]mesh.Status, owner string) (pool.Health, bool) {
-	s, known := status[owner]
-	switch {
-	case !known, s == mesh.StatusLeft, s == mesh.StatusForeign:
-		return pool.HealthPending, true
-	case s == mesh.StatusAlive:
-		return pool.HealthReady, true
-	}
-	return 0, false // dead or suspect: fail-static
 }

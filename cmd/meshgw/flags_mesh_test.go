@@ -5,9 +5,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/meshgw/meshgw/gateway/pool"
-	"github.com/meshgw/meshgw/mesh"
 )
 
 func TestClusterFlags(t *testing.T) {
@@ -86,29 +83,5 @@ func TestBadKeyNeverEchoed(t *testing.T) {
 	if code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--mesh-encrypt-key") ||
 		strings.Contains(stderr.String(), "zzsecretzz") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
-	}
-}
-
-func TestImportedHealth(t *testing.T) {
-	status := map[string]mesh.Status{"a": mesh.StatusAlive, "d": mesh.StatusDead, "s": mesh.StatusSuspect, "l": mesh.StatusLeft, "f": mesh.StatusForeign}
-	tests := []struct {
-		owner string
-		want  pool.Health
-		set   bool
-	}{
-		{"a", pool.HealthReady, true},
-		{"d", 0, false},
-		{"s", 0, false},
-		{"l", pool.HealthPending, true},
-		{"f", pool.HealthPending, true},
-		{"unknown", pool.HealthPending, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.owner, func(t *testing.T) {
-			h, set := importedHealth(status, tt.owner)
-			if set != tt.set || (set && h != tt.want) {
-				t.Errorf("importedHealth(%s) = %v, %v; want %v, %v", tt.owner, h, set, tt.want, tt.set)
-			}
-		})
 	}
 }

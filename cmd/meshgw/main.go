@@ -115,21 +115,32 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	var owner lateOwner
+	var imports lateImports
 	cfg.OnOutcome = owner.OnOutcome
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner, Peers: cl}
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
 	}
+	// Bulletins: the importer applies other owners' state to the pool; the publisher gossips the
+	// state of the workers this gateway owns, as the manager tells it what changed.
+	importer := fleet.NewImporter(fleet.ImporterConfig{NodeID: nodeID, Pool: gw.Pool(), Heard: cl.mesh.Heard,
+		DroppedEpoch: cl.mesh.DroppedEpoch, Logger: log})
+	imports.i.Store(importer)
+	cl.mesh.SetBulletinReceiver(importer)
+	publisher := fleet.NewPublisher(cl.mesh, &owner, gw.Pool(), nil, log)
+	defer publisher.Close()
 	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
-		Breaker: o.breaker.config(), Registerer: reg, Logger: log, OnRemove: writer.OnRemove})
+		Breaker: o.breaker.config(), Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
+		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed})
 	if err != nil {
 		gw.Close()
 		return err
 	}
 	defer mgr.Close()
 	owner.m.Store(mgr)
-	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, CaughtUp: cl.caughtUp, Logger: log})
+	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Imports: importer,
+		CaughtUp: cl.caughtUp, Logger: log})
 	reconciler.Start()
 	defer reconciler.Stop()
 	cl.startPoolLoops(gw.Pool())
@@ -268,6 +279,19 @@ func (l *lateOwner) Drain(id worker.ID) (time.Duration, bool) {
 		return m.Drain(id)
 	}
 	return 0, false
+}
+
+// lateImports hands GET /workers the bulletin importer, which is built after the gateway
+// because it drives the gateway's pool.
+type lateImports struct {
+	i atomic.Pointer[fleet.Importer]
+}
+
+func (l *lateImports) Imported(id worker.ID) (fleet.ImportedStatus, bool) {
+	if i := l.i.Load(); i != nil {
+		return i.Imported(id)
+	}
+	return fleet.ImportedStatus{}, false
 }
 
 // nodeIDOf is the default node id: the listener's host_port.
