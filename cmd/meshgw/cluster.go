@@ -58,8 +58,10 @@ type cluster struct {
 
 // startCluster starts raft, then the gRPC listener, then the mesh (whose metadata carries the
 // raft and gRPC addresses), then the loops that need no pool: joining --join in the background
-// and, with --bootstrap-expect, bootstrapping together. httpAddr is the data plane's listener.
-func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer, log *slog.Logger) (*cluster, error) {
+// and, with --bootstrap-expect, bootstrapping together. httpAddr is the data plane's listener;
+// services registers more gRPC services (outcome reports) before the listener serves.
+func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
+	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
 	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, caughtUp: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.stop = c.ctx.Done()
@@ -109,6 +111,9 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	failover.Attach(c.node)
 	c.rpc = grpc.NewServer()
 	c.node.RegisterForward(c.rpc)
+	for _, register := range services {
+		register(c.rpc)
+	}
 	go func() {
 		if err := c.rpc.Serve(rpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			c.log.Error("the gRPC listener failed", "err", err)

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/gateway/fleet"
@@ -104,19 +105,35 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cl, err := startCluster(o, nodeID, ln.Addr(), getenv, reg, log)
+	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns
+	// (its gRPC service must exist before the listener serves); the reporter sends the outcomes
+	// of workers owned elsewhere to their owners, at the gRPC address the mesh publishes.
+	var owner lateOwner
+	var cl *cluster
+	outcomes, err := newOutcomeReports(nodeID, func(id string) (string, bool) { return cl.resolveRPC(id) }, &owner, reg, log)
 	if err != nil {
 		return err
 	}
+	cl, err = startCluster(o, nodeID, ln.Addr(), getenv, reg, log, outcomes.service.Register)
+	if err != nil {
+		outcomes.close()
+		return err
+	}
 	defer cl.shutdown()
+	defer outcomes.close() // before the gRPC listener's graceful stop, which waits for open streams
 	node := cl.node
 	// Writes go to the leader, from whichever gateway they reach.
 	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
-	var owner lateOwner
 	var imports lateImports
-	cfg.OnOutcome = owner.OnOutcome
+	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
+		if w.Origin == pool.OriginMesh {
+			outcomes.router.OnOutcome(w, status, connErr)
+			return
+		}
+		owner.OnOutcome(w, status, connErr)
+	}
 	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl}
 	gw, err := gateway.New(cfg)
 	if err != nil {
@@ -263,6 +280,15 @@ func (l *lateOwner) OnOutcome(w *pool.Worker, status int, connErr bool) {
 	if m := l.m.Load(); m != nil {
 		m.OnOutcome(w, status, connErr)
 	}
+}
+
+// RecordRemote feeds outcomes other gateways reported to an owned worker's breaker (refused
+// until the manager exists).
+func (l *lateOwner) RecordRemote(id worker.ID, epoch uint64, o breaker.Outcome, n int) bool {
+	if m := l.m.Load(); m != nil {
+		return m.RecordRemote(id, epoch, o, n)
+	}
+	return false
 }
 
 // Status is GET /workers' runtime state of an owned worker (none until the manager exists).

@@ -90,3 +90,25 @@ func TestRecordShowsImportedState(t *testing.T) {
 		t.Errorf("GET /mesh/owners before the first bulletin: %s", o)
 	}
 }
+
+// GET /workers on a gateway that does not own an ipc:// worker does not list it (it cannot
+// reach it); its record is still there by id and in /mesh/owners.
+func TestHostLocalWorkerListedOnlyByItsOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.register(t, `{"url":"ipc:///tmp/engine.sock","owner":"n2"}`)
+	e.register(t, `{"url":"http://127.0.0.1:8001","owner":"n2"}`)
+	list := do(e.h, req{method: "GET", uri: "/workers"})
+	if strings.Contains(list.body, "ipc://") || !strings.Contains(list.body, `"total":1`) {
+		t.Errorf("GET /workers on a gateway that does not own the ipc:// worker: %s", list.body)
+	}
+	if a := do(e.h, req{method: "GET", uri: "/workers/" + r.ID}); a.status != 200 {
+		t.Errorf("GET /workers/{id}: %d %s", a.status, a.body)
+	}
+	if o := do(e.h, req{method: "GET", uri: "/mesh/owners"}).body; !strings.Contains(o, "ipc://") {
+		t.Errorf("GET /mesh/owners lost the ipc:// record: %s", o)
+	}
+	mine := e.handler(func(c *Config) { c.NodeID = "n2" })
+	if l := do(mine, req{method: "GET", uri: "/workers"}).body; !strings.Contains(l, "ipc://") {
+		t.Errorf("GET /workers on the owner does not list its ipc:// worker: %s", l)
+	}
+}

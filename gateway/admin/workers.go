@@ -12,7 +12,10 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// listWorkers is GET /workers[?model=]: every record with its runtime state, sorted by id.
+// listWorkers is GET /workers[?model=]: every record with its runtime state, sorted by id. A
+// host-local (ipc://) worker another gateway owns is not listed: this gateway cannot reach it
+// and does not import it (DESIGN.md section 4); GET /workers/{id} and /mesh/owners still show
+// its record.
 func (h *Handler) listWorkers(ctx *fasthttp.RequestCtx) {
 	model := string(ctx.QueryArgs().Peek("model"))
 	snap := h.cfg.Pool.Snapshot()
@@ -21,6 +24,9 @@ func (h *Handler) listWorkers(ctx *fasthttp.RequestCtx) {
 	for i := range recs {
 		rec := &recs[i]
 		if models := rec.Spec.ModelList(); model != "" && len(models) > 0 && !slices.Contains(models, model) {
+			continue
+		}
+		if rec.Owner != h.cfg.NodeID && rec.Spec.HostLocal() {
 			continue
 		}
 		out.Workers = append(out.Workers, h.record(rec, snap.Get(rec.ID)))
