@@ -276,7 +276,7 @@ func workersOf(recs []fsm.Record) []Worker {
 			Owner:     rec.Owner,
 			Epoch:     rec.Epoch,
 			Region:    rec.Spec.Region,
-			HostLocal: strings.HasPrefix(rec.Spec.URL, "ipc://"),
+			HostLocal: rec.Spec.HostLocal(),
 		}
 	}
 	return out
