@@ -101,9 +101,11 @@ Try:
   curl -s $G/readiness; curl -s $G/status
   curl -s http://127.0.0.1:$METRICS/metrics | grep ^meshgw_
 
-Break an engine and watch the gateway route around it:
-  curl -s ${urls[1]}/_fault -d '{"health_status":503}'   # fails its probes: leaves routing
-  curl -s ${urls[1]}/_fault -d '{"error_status":500,"error_rate":1}'  # its breaker opens
+Break an engine and watch every gateway route around it (demo-1 owns the engines: it alone
+probes them and runs their breakers; demo-2 and demo-3 follow its bulletins):
+  curl -s ${urls[1]}/_fault -d '{"health_status":503}'   # fails its probes: leaves routing everywhere
+  $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 2)) owners   # demo-3 shows demo-1's view of it
+  curl -s ${urls[1]}/_fault -d '{"error_status":500,"error_rate":1}'  # its breaker opens, fed by all three
   curl -s ${urls[1]}/_fault -d '{}'                       # healthy again
   curl -s ${urls[1]}/_stats                               # what it saw, per gateway
 
