@@ -112,6 +112,7 @@ func controlGoals(r *Report) []Goal {
 		if f, ok := v.Failover.(FailoverResult); ok {
 			gs = append(gs, failoverGoal(f))
 		}
+		gs = append(gs, bulletinGoals(v)...)
 	}
 	if v, ok := r.Raft.(RaftResult); ok {
 		if l := v.Admin; l != nil {

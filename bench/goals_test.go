@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -59,6 +61,87 @@ func TestComputeGoals(t *testing.T) {
 			for _, name := range tt.absent {
 				if g, ok := got[name]; ok {
 					t.Errorf("goal %q present without its figures: %+v", name, g)
+				}
+			}
+		})
+	}
+}
+
+func TestBulletinGoals(t *testing.T) {
+	prop := func(peers int, profile string, p99 float64) BulletinPropagation {
+		return BulletinPropagation{Peers: peers, Profile: profile, P99Ms: p99, Pairs: 10 * (peers - 1)}
+	}
+	const name = "bulletin propagation p99 (lan, 3 and 100 peers)"
+	tests := []struct {
+		name string
+		mesh MeshResult
+		met  *bool // of the propagation goal
+		has  bool  // the propagation goal is listed
+	}{
+		{name: "met below 1 s at 3 and 100", mesh: MeshResult{BulletinPropagation: []BulletinPropagation{prop(3, "lan", 50), prop(100, "lan", 999)}},
+			met: met(true), has: true},
+		{name: "missed at 100", mesh: MeshResult{BulletinPropagation: []BulletinPropagation{prop(3, "lan", 50), prop(100, "lan", 1000)}},
+			met: met(false), has: true},
+		{name: "missed at 3", mesh: MeshResult{BulletinPropagation: []BulletinPropagation{prop(3, "lan", 5000), prop(100, "lan", 300)}},
+			met: met(false), has: true},
+		{name: "quick run: 3 peers only, no verdict", mesh: MeshResult{BulletinPropagation: []BulletinPropagation{prop(3, "lan", 50)}},
+			has: true},
+		{name: "another profile, no verdict", mesh: MeshResult{BulletinPropagation: []BulletinPropagation{prop(3, "local", 50), prop(100, "local", 50)}},
+			has: true},
+		{name: "not measured", mesh: MeshResult{BulletinPropagation: notMeasured("boom")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *Goal
+			for _, g := range computeGoals(&Report{Mesh: tt.mesh}) {
+				if g.Name == name {
+					got = &g
+				}
+			}
+			switch {
+			case got == nil && tt.has:
+				t.Fatal("goal missing")
+			case got != nil && !tt.has:
+				t.Fatalf("goal present without its figures: %+v", got)
+			case got == nil:
+				return
+			}
+			if (got.Met == nil) != (tt.met == nil) || got.Met != nil && *got.Met != *tt.met {
+				t.Errorf("goal %+v, want met %v", got, tt.met)
+			}
+		})
+	}
+	gs := computeGoals(&Report{Mesh: MeshResult{BulletinBytes: BulletinBytes{Peers: 3, Workers: 10000, ChurnPerS: 100,
+		Steady: BytesRate{OwnerBytesPerS: 61000, PeerBytesPerS: 130}, Churn: BytesRate{OwnerBytesPerS: 78000, PeerBytesPerS: 16800}}}})
+	if len(gs) != 1 || gs[0].Met != nil || gs[0].Goal != "" || gs[0].Value != "owner 61000 steady, 78000 at 100 changes/s; a peer 130 and 16800" {
+		t.Errorf("bulletin bytes goals %+v, want one line for scale", gs)
+	}
+}
+
+func TestPrintBulletins(t *testing.T) {
+	tests := []struct {
+		name string
+		mesh MeshResult
+		want []string
+	}{
+		{name: "measured", mesh: MeshResult{
+			BulletinPropagation: []BulletinPropagation{{Peers: 3, Profile: "lan", P50Ms: 30.5, P99Ms: 50.25, MaxMs: 51, Pairs: 100, BoundMs: 5000}},
+			BulletinBytes: BulletinBytes{Peers: 3, Workers: 10000, ChurnPerS: 100, SpreadS: 4, ChurnHeldS: 0.02,
+				Steady: BytesRate{OwnerBytesPerS: 61000, PeerBytesPerS: 130}, Churn: BytesRate{OwnerBytesPerS: 78000, PeerBytesPerS: 16800}}},
+			want: []string{"mesh: bulletin propagation, 3 peers, lan profile: p50 30.5 ms, p99 50.2 ms, max 51.0 ms, 0 of 100 lost",
+				"mesh: bulletin bytes, 10000 workers, 3 peers: steady owner 61000 B/s, peer 130 B/s; 100 changes/s owner 78000 B/s, peer 16800 B/s"}},
+		{name: "not measured", mesh: MeshResult{BulletinPropagation: notMeasured("bulletin propagation at 100 peers: boom"),
+			BulletinBytes: notMeasured("bulletin bytes: boom")},
+			want: []string{"mesh: bulletin propagation: not yet measured (bulletin propagation at 100 peers: boom)",
+				"mesh: bulletin bytes: not yet measured (bulletin bytes: boom)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printBulletins(&b, "mesh", tt.mesh)
+			for _, want := range tt.want {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("printed %q, want %q in it", b.String(), want)
 				}
 			}
 		})

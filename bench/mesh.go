@@ -23,6 +23,16 @@ type MeshOptions struct {
 	FailoverRuns int
 	// FailoverGrace is the gateways' --owner-failover-grace-secs; default 3 s.
 	FailoverGrace time.Duration
+	// BulletinPeers are the mesh sizes of the bulletin propagation runs; default 3 and 100.
+	BulletinPeers []int
+	// BulletinTrials is the number of health changes timed per propagation run; default 50.
+	BulletinTrials int
+	// BulletinWorkers is the number of workers the owner publishes in the traffic run;
+	// default 10,000.
+	BulletinWorkers int
+	// BulletinWindow is each measured window of the traffic run (steady, then churn); default
+	// 30 s. BulletinSettle is the pause before them; default 15 s.
+	BulletinWindow, BulletinSettle time.Duration
 }
 
 func (m *MeshOptions) setDefaults() {
@@ -36,6 +46,17 @@ func (m *MeshOptions) setDefaults() {
 	if m.FailoverGrace <= 0 {
 		m.FailoverGrace = 3 * time.Second
 	}
+	if len(m.BulletinPeers) == 0 {
+		m.BulletinPeers = []int{3, 100}
+	}
+	m.BulletinTrials = cmp0(m.BulletinTrials, 50)
+	m.BulletinWorkers = cmp0(m.BulletinWorkers, 10_000)
+	if m.BulletinWindow <= 0 {
+		m.BulletinWindow = 30 * time.Second
+	}
+	if m.BulletinSettle <= 0 {
+		m.BulletinSettle = 15 * time.Second
+	}
 }
 
 // MeshResult is the mesh section.
@@ -47,6 +68,11 @@ type MeshResult struct {
 	Local *MeshConvergence `json:"converge_local"`
 	// Failover is a FailoverResult, or NotMeasured with the reason its runs failed.
 	Failover any `json:"failover"`
+	// BulletinPropagation is `meshbench bulletins` at each of MeshOptions.BulletinPeers, a
+	// []BulletinPropagation, or NotMeasured with the reason a run failed.
+	BulletinPropagation any `json:"bulletin_propagation"`
+	// BulletinBytes is `meshbench bulletin-bytes`, a BulletinBytes, or NotMeasured.
+	BulletinBytes any `json:"bulletin_bytes"`
 }
 
 // MeshConvergence is what `meshbench converge` prints, and what it measured.
@@ -63,8 +89,8 @@ type MeshConvergence struct {
 const meshbenchWithin = 90 * time.Second
 
 // runMesh measures the mesh section: membership convergence with the lan and the local
-// profile, then ownership failover. A failed convergence leaves the section not measured, a
-// failed failover only its part, with the reason.
+// profile, bulletin propagation and traffic, then ownership failover. A failed convergence
+// leaves the section not measured, another failure only its part, with the reason.
 func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
 	m.setDefaults()
 	res := MeshResult{Status: "measured"}
@@ -74,7 +100,7 @@ func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
 	}{{"lan", &res.LAN}, {"local", &res.Local}} {
 		o.Log.Info("mesh: membership convergence", "peers", m.Peers, "profile", p.profile, "runs", m.Runs)
 		var c MeshConvergence
-		if err := runMeshbench(ctx, ps, m, "meshbench-"+p.profile, &c, "converge", "--peers", strconv.Itoa(m.Peers),
+		if err := runMeshbench(ctx, ps, m, "meshbench-"+p.profile, meshbenchWithin, &c, "converge", "--peers", strconv.Itoa(m.Peers),
 			"--profile", p.profile, "--runs", strconv.Itoa(m.Runs), "--timeout", (meshbenchWithin - 10*time.Second).String()); err != nil {
 			return notMeasured(fmt.Sprintf("convergence with the %s profile: %v", p.profile, err))
 		}
@@ -82,6 +108,8 @@ func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
 			"from the first join until every node sees all %d alive", m.Peers, m.Peers)
 		*p.into = &c
 	}
+	res.BulletinPropagation = runBulletins(ctx, ps, o, m)
+	res.BulletinBytes = runBulletinBytes(ctx, ps, o, m)
 	if f, err := runFailover(ctx, ps, o, m.FailoverWorkers, m.FailoverRuns, m.FailoverGrace); err != nil {
 		res.Failover = notMeasured(fmt.Sprintf("failover: %v", err))
 	} else {
@@ -90,21 +118,22 @@ func runMesh(ctx context.Context, ps *procs, o *Options, m *MeshOptions) any {
 	return res
 }
 
-// runMeshbench runs bench-meshbench with args and decodes the JSON it prints into v.
-func runMeshbench(ctx context.Context, ps *procs, m *MeshOptions, name string, v any, args ...string) error {
+// runMeshbench runs bench-meshbench with args, killing it after within, and decodes the JSON it
+// prints into v.
+func runMeshbench(ctx context.Context, ps *procs, m *MeshOptions, name string, within time.Duration, v any, args ...string) error {
 	var out bytes.Buffer
 	p, err := ps.start(name, &out, m.Bin, args...)
 	if err != nil {
 		return err
 	}
-	timer := time.NewTimer(meshbenchWithin)
+	timer := time.NewTimer(within)
 	defer timer.Stop()
 	select {
 	case <-p.done:
 	case <-timer.C:
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		<-p.done
-		return fmt.Errorf("%s did not finish within %s", name, meshbenchWithin)
+		return fmt.Errorf("%s did not finish within %s", name, within)
 	case <-ctx.Done():
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		<-p.done

@@ -329,6 +329,7 @@ func (r *Report) printSections(w io.Writer) {
 				fmt.Fprintf(w, "%s: %d peers, %s profile: membership converged in %.2f s median, %.2f s max over %d runs %v (%s)\n",
 					sec.name, c.Peers, c.Profile, c.MedianS, c.MaxS, len(c.RunsS), c.RunsS, c.What)
 			}
+			printBulletins(w, sec.name, v)
 			switch f := v.Failover.(type) {
 			case FailoverResult:
 				fmt.Fprintf(w, "%s: failover, %d workers, %s profile, %g s grace: all owned again %.2f s median, %.2f s max "+
@@ -349,6 +350,29 @@ func (r *Report) printSections(w io.Writer) {
 				sec.name, v.Workers, v.StartS, v.StartRunsS, v.LeaderS, v.HeapMiB, v.BaselineHeapMiB, v.BytesPerWorker,
 				v.RSSMiB, v.BaselineRSSMiB, v.RSSBytesPerWorker)
 		}
+	}
+}
+
+// printBulletins writes the bulletin lines of the mesh section.
+func printBulletins(w io.Writer, name string, v MeshResult) {
+	switch p := v.BulletinPropagation.(type) {
+	case []BulletinPropagation:
+		for _, r := range p {
+			fmt.Fprintf(w, "%s: bulletin propagation, %d peers, %s profile: p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d of %d lost "+
+				"(bound %.0f ms), %d over 1 s; until the last peer p50 %.1f ms, p99 %.1f ms (%s)\n", name, r.Peers, r.Profile,
+				r.P50Ms, r.P99Ms, r.MaxMs, r.Lost, r.Pairs, r.BoundMs, r.Over1s, r.AllP50Ms, r.AllP99Ms, r.What)
+		}
+	case NotMeasured:
+		fmt.Fprintf(w, "%s: bulletin propagation: %s (%s)\n", name, p.Status, p.Reason)
+	}
+	switch b := v.BulletinBytes.(type) {
+	case BulletinBytes:
+		fmt.Fprintf(w, "%s: bulletin bytes, %d workers, %d peers: steady owner %.0f B/s, peer %.0f B/s; %g changes/s owner %.0f B/s, "+
+			"peer %.0f B/s (held by every peer %.1f s after publishing, %.2f s after the churn) (%s)\n", name, b.Workers, b.Peers,
+			b.Steady.OwnerBytesPerS, b.Steady.PeerBytesPerS, b.ChurnPerS, b.Churn.OwnerBytesPerS, b.Churn.PeerBytesPerS,
+			b.SpreadS, b.ChurnHeldS, b.What)
+	case NotMeasured:
+		fmt.Fprintf(w, "%s: bulletin bytes: %s (%s)\n", name, b.Status, b.Reason)
 	}
 }
 

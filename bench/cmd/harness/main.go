@@ -67,7 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	health := fs.Bool("health", true, "measure the health checker at 10,000 workers")
 	control := fs.Bool("control", true, "measure raft write latency and a gateway restoring many workers (memory, start time)")
 	var co bench.ControlOptions
-	mesh := fs.Bool("mesh", true, "measure membership convergence of 100 mesh peers (lan and local profiles) and ownership failover after kill -9")
+	mesh := fs.Bool("mesh", true, "measure membership convergence of 100 mesh peers (lan and local profiles), bulletin propagation and traffic, and ownership failover after kill -9")
 	var mo bench.MeshOptions
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
@@ -96,6 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&mo.Peers, "mesh-peers", 0, "mesh peers of the convergence runs (default 100; quick 30)")
 	fs.IntVar(&mo.FailoverWorkers, "failover-workers", 0, "workers the killed owner holds in the failover runs (default 100; quick 20)")
 	fs.IntVar(&mo.FailoverRuns, "failover-runs", 0, "failover runs, each with 3 fresh gateways (default 3; quick 1)")
+	fs.IntVar(&mo.BulletinTrials, "bulletin-trials", 0, "health changes timed per bulletin propagation run (default 50; quick 20)")
+	fs.IntVar(&mo.BulletinWorkers, "bulletin-workers", 0, "workers the owner publishes in the bulletin traffic run (default 10,000; quick 1,000)")
+	fs.DurationVar(&mo.BulletinWindow, "bulletin-window", 0, "each window of the bulletin traffic run, steady then churn (default 30s; quick 3s)")
 	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 10,000)")
 	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
 	if err := fs.Parse(args); err != nil {
@@ -122,6 +125,11 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		mo.Runs = 1
 		mo.FailoverWorkers = or(mo.FailoverWorkers, 20)
 		mo.FailoverRuns = or(mo.FailoverRuns, 1)
+		mo.BulletinPeers = []int{3} // 100 peers take about 25 s
+		mo.BulletinTrials = or(mo.BulletinTrials, 20)
+		mo.BulletinWorkers = or(mo.BulletinWorkers, 1_000)
+		mo.BulletinWindow = orDur(mo.BulletinWindow, 3*time.Second)
+		mo.BulletinSettle = 3 * time.Second
 	}
 	if *mesh {
 		o.Mesh = &mo

@@ -35,6 +35,14 @@ func TestParseFlagsQuick(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("BENCH_QUICK", "")
+	o, _, err := parseFlags([]string{"-quick"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := o.Mesh; m == nil || len(m.BulletinPeers) != 1 || m.BulletinPeers[0] != 3 || m.BulletinTrials != 20 || m.BulletinWorkers != 1_000 {
+		t.Errorf("quick mesh options %+v: want bulletins at 3 peers only, 20 trials, 1,000 workers", o.Mesh)
+	}
 	if _, _, err := parseFlags([]string{"-nope"}, io.Discard); err == nil {
 		t.Error("unknown flag accepted")
 	}

@@ -23,6 +23,15 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"converge", "--log-level", "loud"},
 		{"converge", "--nope"},
 		{"converge", "extra"},
+		{"bulletins", "--peers", "1"},
+		{"bulletins", "--trials", "0"},
+		{"bulletins", "--workers", "0"},
+		{"bulletins", "--bound", "0s"},
+		{"bulletins", "--profile", "fast"},
+		{"bulletin-bytes", "--workers", "0"},
+		{"bulletin-bytes", "--window", "0s"},
+		{"bulletin-bytes", "--settle", "-1s"},
+		{"bulletin-bytes", "--churn", "0"},
 	} {
 		if code := run(context.Background(), args, io.Discard, io.Discard); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
