@@ -72,12 +72,15 @@ type bulletins struct {
 
 	clock atomic.Uint64 // the owner's Lamport clock (seq)
 
-	mu        sync.Mutex
-	owned     map[string]*published // what this node published, per worker
-	digest    uint64                // XOR of digestOf over owned
-	pending   map[string]*Bulletin  // changes waiting for their coalesce window
-	pushPulls int                   // periodic LocalState calls, for the state budget
-	stateSize int                   // bytes of the last encoded owned state
+	mu     sync.Mutex
+	owned  map[string]*published // what this node published, per worker
+	digest uint64                // XOR of digestOf over owned
+	// owner is set once this node published anything: from then on it beats and answers
+	// resyncs even with nothing left to publish, so that its peers forget what it withdrew.
+	owner     bool
+	pending   map[string]*Bulletin // changes waiting for their coalesce window
+	pushPulls int                  // periodic LocalState calls, for the state budget
+	stateSize int                  // bytes of the last encoded owned state
 	seen      map[string]seenBulletin
 	owners    map[string]*ownerView
 	answered  map[string]time.Time // last resync answer per requester
@@ -194,6 +197,7 @@ func (e *bulletins) flush(now time.Time) time.Time {
 			continue
 		}
 		delete(e.pending, w)
+		e.owner = true
 		b.Seq = e.nextSeq()
 		if p == nil {
 			p = &published{}
@@ -213,12 +217,12 @@ func (e *bulletins) flush(now time.Time) time.Time {
 	return next
 }
 
-// beat gossips this owner's Beat, if it published anything.
+// beat gossips this owner's Beat, once it has published anything.
 func (e *bulletins) beat() {
 	e.mu.Lock()
-	n, digest := len(e.owned), e.digest
+	n, digest, owner := len(e.owned), e.digest, e.owner
 	e.mu.Unlock()
-	if n == 0 {
+	if !owner {
 		return
 	}
 	e.t.broadcast("beat", encode(msgBeat, &meshv1.Beat{Owner: e.cfg.self, Seq: e.nextSeq(), Digest: digest, Workers: uint32(n)}))
@@ -462,9 +466,9 @@ func (e *bulletins) localState(join bool) []byte {
 }
 
 // stateLocked encodes this node's whole published state, each open breaker's remaining time
-// counted down to now.
+// counted down to now; nil if it never published anything (an empty state once it did).
 func (e *bulletins) stateLocked(now time.Time) []byte {
-	if len(e.owned) == 0 {
+	if !e.owner {
 		return nil
 	}
 	st := &meshv1.OwnedState{Owner: e.cfg.self, Bulletins: make([]*meshv1.Bulletin, 0, len(e.owned))}

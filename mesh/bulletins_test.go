@@ -271,6 +271,27 @@ func TestBeatMismatchAsksForTheWholeState(t *testing.T) {
 	if still || ov.count != 1 || ov.digest != a.digest {
 		t.Fatalf("after the state b holds w2=%v count=%d digest=%x; want w2 forgotten, 1 worker, digest %x", still, ov.count, ov.digest, a.digest)
 	}
+
+	// a withdraws its last worker: it keeps beating, so b learns that too.
+	a.withdraw("w1")
+	for range 3 { // beats, and the resyncs they ask for, until b agrees
+		n.advance(3 * time.Second)
+		a.beat()
+		n.gossip()
+		n.mu.Lock()
+		pending := len(n.direct)
+		n.mu.Unlock()
+		if pending > 0 {
+			n.deliverDirect(t, pending)
+			n.deliverDirect(t, pending)
+		}
+	}
+	b.mu.Lock()
+	left := len(b.seen)
+	b.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("b still holds %d of a's workers after a withdrew them all", left)
+	}
 }
 
 func TestLocalStateBudget(t *testing.T) {
