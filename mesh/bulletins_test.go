@@ -1,6 +1,8 @@
 package mesh
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -370,3 +372,43 @@ func FuzzHandleBulletinMessage(f *testing.F) {
 		n.engines["b"].handle(raw) // must not panic
 	})
 }
+
+// BenchmarkMergeState takes an owner's whole state of 100,000 workers, as a gateway does on a
+// join or a resync, and reports the time per bulletin and the heap the relay's bookkeeping keeps
+// per worker.
+func BenchmarkMergeState(b *testing.B) {
+	const n = 100_000
+	st := &meshv1.OwnedState{Owner: "a", Bulletins: make([]*meshv1.Bulletin, n)}
+	for i := range st.Bulletins {
+		st.Bulletins[i] = toWire(&Bulletin{Worker: fmt.Sprintf("w-%012x", i), Owner: "a", Epoch: 1, Seq: 7, Health: "ready",
+			Breaker: "closed", ProbeInterval: time.Second})
+	}
+	raw := encode(msgState, st)
+	var before, after runtime.MemStats
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		net, _ := newFakeNet("b")
+		e := net.engines["b"]
+		e.setReceiver(discard{})
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		e.handle(raw)
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if got := len(e.seen); got != n {
+			b.Fatalf("seen %d", got)
+		}
+		runtime.KeepAlive(e)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/bulletin")
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/worker")
+}
+
+type discard struct{}
+
+func (discard) Bulletins([]Bulletin) {}

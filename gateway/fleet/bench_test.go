@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -121,4 +123,44 @@ func BenchmarkReconcileOneChange(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkImportBulletins applies one bulletin to each of 100,000 imported workers, as a
+// gateway does with an owner's whole state (a join or a resync), and reports the time per
+// bulletin and the heap the imported state keeps per worker (on top of the pool's).
+func BenchmarkImportBulletins(b *testing.B) {
+	const n = 100_000
+	recs := importedRecords(b, n)
+	bs := make([]mesh.Bulletin, n)
+	for i, rec := range recs {
+		bs[i] = mesh.Bulletin{Worker: string(rec.ID), Owner: "n2", Epoch: rec.Epoch, Health: "ready", Breaker: "closed",
+			HealthSuccesses: 2, ProbeInterval: 10 * time.Second}
+	}
+	var before, after runtime.MemStats
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		for j := range bs {
+			bs[j].Seq = uint64(i + 1)
+			bs[j].Owner = fmt.Sprint("n", 2) // a decoded bulletin's own copy, as from the wire
+		}
+		p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+		New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: quiet()}).Reconcile()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		im := NewImporter(ImporterConfig{NodeID: "n1", Pool: p, Logger: quiet()})
+		b.StartTimer()
+		im.Bulletins(bs)
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if st, ok := im.Imported(recs[n-1].ID); !ok || st.Bulletin.Health != "ready" {
+			b.Fatalf("the last worker's bulletin was not applied: %+v", st)
+		}
+		runtime.KeepAlive(im)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/bulletin")
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/worker")
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"sync"
@@ -108,12 +109,72 @@ type Importer struct {
 }
 
 // imported is the last bulletin applied for a worker, when it arrived, and the breaker view the
-// pool's worker carries.
+// pool's worker carries. It is kept compact (about 150 bytes; a gateway may import 100,000
+// workers): the id is the map's key, the owner the record's string, the models the pool's
+// discovered ones, and the states small codes.
 type imported struct {
-	b  mesh.Bulletin
-	at time.Time
-	rb *remoteBreaker
+	owner         string
+	lastError     string
+	epoch, seq    uint64
+	at, lastProbe int64 // unix nanoseconds; lastProbe 0 when never probed
+	reopenIn      time.Duration
+	probeInterval time.Duration
+	active        int64
+	healthF       uint32
+	healthS       uint32
+	breakerF      uint32
+	breakerS      uint32
+	lastStatus    int32
+	health        uint8 // index in stateNames.health
+	breaker       uint8 // index in stateNames.breaker
+	rb            remoteBreaker
 }
+
+// The health and breaker states a bulletin names, coded as their index ("" is 0, unknown).
+var (
+	healthNames  = []string{"", "pending", "ready", "not_ready", "failed", "draining"}
+	breakerNames = []string{"", "closed", "open", "half_open"}
+)
+
+func code(names []string, s string) uint8 {
+	for i, n := range names {
+		if n == s {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+func clampU32(n int) uint32 { return uint32(min(max(n, 0), int(^uint32(0)>>1))) }
+
+// set records b, received at now; owner is the record's owner string (equal to b.Owner).
+func (c *imported) set(b *mesh.Bulletin, owner string, now time.Time) {
+	c.owner, c.lastError, c.epoch, c.seq = owner, b.LastError, b.Epoch, b.Seq
+	c.at, c.lastProbe = now.UnixNano(), 0
+	if !b.LastProbe.IsZero() {
+		c.lastProbe = b.LastProbe.UnixNano()
+	}
+	c.reopenIn, c.probeInterval, c.active = b.BreakerReopenIn, b.ProbeInterval, b.ActiveRequests
+	c.healthF, c.healthS = clampU32(b.HealthFailures), clampU32(b.HealthSuccesses)
+	c.breakerF, c.breakerS = clampU32(b.BreakerFailures), clampU32(b.BreakerSuccesses)
+	c.lastStatus = int32(b.LastStatusCode)
+	c.health, c.breaker = code(healthNames, b.Health), code(breakerNames, b.Breaker)
+}
+
+// bulletin is the recorded bulletin of worker id, without its models.
+func (c *imported) bulletin(id worker.ID) mesh.Bulletin {
+	b := mesh.Bulletin{Worker: string(id), Owner: c.owner, Epoch: c.epoch, Seq: c.seq,
+		Health: healthNames[c.health], HealthFailures: int(c.healthF), HealthSuccesses: int(c.healthS),
+		Breaker: breakerNames[c.breaker], BreakerFailures: int(c.breakerF), BreakerSuccesses: int(c.breakerS),
+		BreakerReopenIn: c.reopenIn, LastError: c.lastError, LastStatusCode: int(c.lastStatus),
+		ActiveRequests: c.active, ProbeInterval: c.probeInterval}
+	if c.lastProbe != 0 {
+		b.LastProbe = time.Unix(0, c.lastProbe)
+	}
+	return b
+}
+
+func (c *imported) received() time.Time { return time.Unix(0, c.at) }
 
 // NewImporter returns an Importer.
 func NewImporter(cfg ImporterConfig) *Importer {
@@ -182,7 +243,7 @@ func (im *Importer) takeLocked(b *mesh.Bulletin) Verdict {
 	}
 	cur := im.state[id]
 	if cur != nil {
-		last = Ref{Known: true, Owner: cur.b.Owner, Epoch: cur.b.Epoch, Seq: cur.b.Seq}
+		last = Ref{Known: true, Owner: cur.owner, Epoch: cur.epoch, Seq: cur.seq}
 	}
 	v := Judge(rec, last, im.cfg.NodeID, b)
 	switch v {
@@ -203,14 +264,15 @@ func (im *Importer) takeLocked(b *mesh.Bulletin) Verdict {
 func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin) {
 	now := im.cfg.Now()
 	if cur == nil {
-		cur = &imported{rb: &remoteBreaker{now: im.cfg.Now}}
+		cur = &imported{rb: remoteBreaker{now: im.cfg.Now}}
 		im.state[w.ID] = cur
 	}
-	prev := cur.b
-	cur.b, cur.at = *b, now
+	prevHealth, prevBreaker := healthNames[cur.health], breakerNames[cur.breaker]
+	owner, _ := w.OwnerEpoch() // Judge checked it is b.Owner; the pool's string is kept, not the copy
+	cur.set(b, owner, now)
 	cur.rb.set(parseBreaker(b.Breaker), now.Add(b.BreakerReopenIn))
-	if w.Breaker() != pool.Breaker(cur.rb) {
-		_ = im.cfg.Pool.SetBreaker(w.ID, cur.rb)
+	if w.Breaker() != pool.Breaker(&cur.rb) {
+		_ = im.cfg.Pool.SetBreaker(w.ID, &cur.rb)
 	}
 	if h, ok := pool.ParseHealth(b.Health); ok && w.Health() != h {
 		_, _ = im.cfg.Pool.SetHealth(w.ID, h)
@@ -218,9 +280,18 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin)
 	if !slices.Equal(w.DiscoveredModels(), b.Models) && (len(b.Models) > 0 || w.DiscoveredModels() != nil) {
 		_ = im.cfg.Pool.SetDiscoveredModels(w.ID, b.Models)
 	}
-	if prev.Health != b.Health || prev.Breaker != b.Breaker {
-		im.log.Info("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
+	// One line per change of an imported worker's health or breaker; the first bulletin (a
+	// gateway that joins imports every worker at once) only at debug level.
+	switch {
+	case prevHealth == "":
+		if !im.log.Enabled(context.Background(), slog.LevelDebug) {
+			break
+		}
+		im.log.Debug("imported worker state", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
 			"health", b.Health, "breaker", b.Breaker)
+	case prevHealth != b.Health || prevBreaker != b.Breaker:
+		im.log.Info("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
+			"health", b.Health, "breaker", b.Breaker, "from_health", prevHealth, "from_breaker", prevBreaker)
 	}
 }
 
@@ -241,11 +312,14 @@ func (im *Importer) Imported(id worker.ID) (ImportedStatus, bool) {
 	cur := im.state[id]
 	var st ImportedStatus
 	if cur != nil {
-		st = ImportedStatus{Bulletin: cur.b, Received: cur.at}
+		st = ImportedStatus{Bulletin: cur.bulletin(id), Received: cur.received()}
 	}
 	im.mu.Unlock()
 	if cur == nil {
 		return ImportedStatus{}, false
+	}
+	if w := im.cfg.Pool.Get(id); w != nil {
+		st.Bulletin.Models = w.DiscoveredModels()
 	}
 	st.Stale = im.stale(&st)
 	return st, true
@@ -278,14 +352,14 @@ func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 	if cur == nil {
 		return owned.Seed{}, false
 	}
-	b := &cur.b
+	b := cur.bulletin(id)
 	h, err := health.ParseState(b.Health)
 	if err != nil {
 		return owned.Seed{}, false
 	}
 	reopen := time.Duration(0)
 	if b.Breaker == breaker.Open.String() {
-		reopen = max(0, cur.at.Add(b.BreakerReopenIn).Sub(im.cfg.Now()))
+		reopen = max(0, cur.received().Add(b.BreakerReopenIn).Sub(im.cfg.Now()))
 	}
 	return owned.Seed{Health: h, Breaker: parseBreaker(b.Breaker), BreakerFailures: b.BreakerFailures,
 		BreakerSuccesses: b.BreakerSuccesses, BreakerReopenIn: reopen}, true
@@ -310,10 +384,13 @@ func (r *remoteBreaker) Allow() bool {
 	return breaker.State(r.state.Load()) != breaker.Open || r.now().UnixNano() >= r.reopenAt.Load()
 }
 
+// parseBreaker reads a bulletin's breaker state; closed for "" (unknown).
 func parseBreaker(s string) breaker.State {
-	var st breaker.State
-	if err := st.UnmarshalText([]byte(s)); err != nil {
-		return breaker.Closed
+	switch s {
+	case "open":
+		return breaker.Open
+	case "half_open":
+		return breaker.HalfOpen
 	}
-	return st
+	return breaker.Closed
 }
