@@ -1,6 +1,7 @@
 // Package fleet keeps this gateway's worker pool, and the health checks of the workers it owns,
-// in step with the worker records raft has applied, and writes to those records for the admin
-// API, the command line and health's removals.
+// in step with the worker records raft has applied and with the bulletins of the workers' owners
+// (Importer, Publisher), and writes to those records for the admin API, the command line and
+// health's removals.
 package fleet
 
 import (
