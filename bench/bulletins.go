@@ -117,8 +117,8 @@ func bulletinGoals(v MeshResult) []Goal {
 			large = large || r.Peers >= goalBulletinPeers && r.Profile == "lan"
 			under = under && r.P99Ms < goalBulletinP99Ms
 		}
-		g := Goal{"bulletin propagation p99 (lan, 3 and 100 peers)", strings.Join(parts, "; "),
-			fmt.Sprintf("< %.0f s at 3 and %d peers", goalBulletinP99Ms/1000, goalBulletinPeers), nil}
+		g := Goal{"bulletin propagation p99 < 1 s (lan, 3 and 100 peers)", strings.Join(parts, "; "),
+			fmt.Sprintf("< %.0f s", goalBulletinP99Ms/1000), nil}
 		if small && large { // a quick run's 3 peers alone say nothing of 100
 			g.Met = met(under)
 		}

@@ -71,7 +71,7 @@ func TestBulletinGoals(t *testing.T) {
 	prop := func(peers int, profile string, p99 float64) BulletinPropagation {
 		return BulletinPropagation{Peers: peers, Profile: profile, P99Ms: p99, Pairs: 10 * (peers - 1)}
 	}
-	const name = "bulletin propagation p99 (lan, 3 and 100 peers)"
+	const name = "bulletin propagation p99 < 1 s (lan, 3 and 100 peers)"
 	tests := []struct {
 		name string
 		mesh MeshResult

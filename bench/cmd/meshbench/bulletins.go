@@ -124,7 +124,7 @@ type owner struct {
 func newOwner(m *mesh.Mesh, n int) *owner {
 	o := &owner{m: m, health: make(map[string]string, n), changed: make(map[string]time.Time, n)}
 	for i := range n {
-		o.ids = append(o.ids, fmt.Sprintf("worker-%05d", i))
+		o.ids = append(o.ids, fmt.Sprintf("w-%012x", i)) // the length of a real id (worker.NewID)
 	}
 	return o
 }
