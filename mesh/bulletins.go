@@ -19,6 +19,9 @@ const (
 	// DefaultResyncEvery is the least time between two resync requests to one owner, and
 	// between two answers to one requester.
 	DefaultResyncEvery = 2 * time.Second
+	// maxAnswersPerSecond bounds the whole states an owner sends in answer to resyncs, whoever
+	// asks: a requester refused now asks again later.
+	maxAnswersPerSecond = 4
 	// DefaultStateBudget is what a periodic push/pull carries of an owner's state, on average,
 	// at most: a larger state rides on one push/pull in size/DefaultStateBudget (joins always
 	// carry it). Beats and resyncs repair what gossip missed in between.
@@ -78,12 +81,14 @@ type bulletins struct {
 	// owner is set once this node published anything: from then on it beats and answers
 	// resyncs even with nothing left to publish, so that its peers forget what it withdrew.
 	owner     bool
+	lastSeq   uint64               // seq of the newest bulletin published
 	pending   map[string]*Bulletin // changes waiting for their coalesce window
 	pushPulls int                  // periodic LocalState calls, for the state budget
 	stateSize int                  // bytes of the last encoded owned state
 	seen      map[string]seenBulletin
 	owners    map[string]*ownerView
 	answered  map[string]time.Time // last resync answer per requester
+	answers   []time.Time          // the answers of the last second, for maxAnswersPerSecond
 
 	wake chan struct{}
 	stop chan struct{}
@@ -109,8 +114,10 @@ type seenBulletin struct {
 type ownerView struct {
 	digest     uint64
 	count      int
+	maxSeq     uint64 // the newest seq seen from this owner
 	heard      time.Time
 	beatSeq    uint64
+	lastSeq    uint64 // the previous beat's last_seq
 	mismatches int
 	resyncAt   time.Time
 }
@@ -199,6 +206,7 @@ func (e *bulletins) flush(now time.Time) time.Time {
 		delete(e.pending, w)
 		e.owner = true
 		b.Seq = e.nextSeq()
+		e.lastSeq = b.Seq
 		if p == nil {
 			p = &published{}
 			e.owned[w] = p
@@ -220,12 +228,13 @@ func (e *bulletins) flush(now time.Time) time.Time {
 // beat gossips this owner's Beat, once it has published anything.
 func (e *bulletins) beat() {
 	e.mu.Lock()
-	n, digest, owner := len(e.owned), e.digest, e.owner
+	n, digest, owner, last := len(e.owned), e.digest, e.owner, e.lastSeq
 	e.mu.Unlock()
 	if !owner {
 		return
 	}
-	e.t.broadcast("beat", encode(msgBeat, &meshv1.Beat{Owner: e.cfg.self, Seq: e.nextSeq(), Digest: digest, Workers: uint32(n)}))
+	e.t.broadcast("beat", encode(msgBeat, &meshv1.Beat{Owner: e.cfg.self, Seq: e.nextSeq(), Digest: digest,
+		Workers: uint32(n), LastSeq: last}))
 }
 
 // run sends bulletins as their windows end and beats every cfg.beat, until close.
@@ -336,6 +345,7 @@ func (e *bulletins) takeLocked(b *Bulletin, now time.Time) bool {
 	ov := e.ownerLocked(b.Owner)
 	ov.digest ^= digestOf(b.Worker, b.Seq)
 	ov.count++
+	ov.maxSeq = max(ov.maxSeq, b.Seq)
 	ov.heard = now
 	e.seen[b.Worker] = seenBulletin{owner: b.Owner, epoch: b.Epoch, seq: b.Seq}
 	return true
@@ -351,8 +361,8 @@ func (e *bulletins) ownerLocked(owner string) *ownerView {
 }
 
 // onBeat notes that the beat's owner is alive, relays a new beat, and asks the owner for its
-// whole state when the digest differed from what this node holds at two beats in a row (one
-// may cross bulletins still in flight).
+// whole state when what this node holds differs from what the owner published at two judged
+// beats in a row (judgeBeat).
 func (e *bulletins) onBeat(b *meshv1.Beat, raw []byte, now time.Time) {
 	owner := b.GetOwner()
 	if owner == e.cfg.self || owner == "" {
@@ -366,19 +376,53 @@ func (e *bulletins) onBeat(b *meshv1.Beat, raw []byte, now time.Time) {
 	}
 	ov.beatSeq, ov.heard = b.GetSeq(), now
 	resync := false
-	if ov.digest == b.GetDigest() && ov.count == int(b.GetWorkers()) {
+	switch judgeBeat(ov, b) {
+	case beatAgrees:
 		ov.mismatches = 0
-	} else if ov.mismatches++; ov.mismatches >= 2 && now.Sub(ov.resyncAt) >= e.cfg.resyncEvery {
-		ov.resyncAt, resync = now, true
+	case beatDiffers:
+		if ov.mismatches++; ov.mismatches >= 2 && now.Sub(ov.resyncAt) >= e.cfg.resyncEvery {
+			ov.resyncAt, resync = now, true
+		}
 	}
+	ov.lastSeq = b.GetLastSeq()
 	e.mu.Unlock()
 	e.t.broadcast("beat/"+owner, append([]byte(nil), raw...))
 	if resync {
+		e.met.resync(resyncAsked)
 		e.send(owner, encode(msgResync, &meshv1.Resync{From: e.cfg.self}))
 	}
 }
 
-// answer sends this node's whole state to a peer that asked, at most once per resyncEvery/2.
+// beatVerdict is what a beat says of the bulletins this node holds from its owner.
+type beatVerdict uint8
+
+const (
+	beatAgrees   beatVerdict = iota // the digest and count match
+	beatDiffers                     // they differ with nothing newer on the way: something was lost
+	beatInFlight                    // newer bulletins are on their way: not judged
+)
+
+// judgeBeat compares a beat with what this node holds of its owner. The digest is judged only
+// once this node has seen the owner's newest bulletin (gossip is not ordered, so one beat may
+// still cross an older one: two differing beats in a row make a resync). While the newest is
+// missing and the owner keeps publishing, bulletins are in flight, and under steady changes
+// that is always so: judging then would ask for the whole state at every beat. A newest
+// bulletin that stays missing while the owner publishes nothing newer was lost: that differs.
+func judgeBeat(ov *ownerView, b *meshv1.Beat) beatVerdict {
+	switch {
+	case ov.maxSeq >= b.GetLastSeq():
+		if ov.digest == b.GetDigest() && ov.count == int(b.GetWorkers()) {
+			return beatAgrees
+		}
+		return beatDiffers
+	case b.GetLastSeq() == ov.lastSeq:
+		return beatDiffers
+	}
+	return beatInFlight
+}
+
+// answer sends this node's whole state to a peer that asked, at most once per resyncEvery/2
+// per requester and maxAnswersPerSecond in all.
 func (e *bulletins) answer(from string, now time.Time) {
 	if from == "" || from == e.cfg.self {
 		return
@@ -388,6 +432,19 @@ func (e *bulletins) answer(from string, now time.Time) {
 		e.mu.Unlock()
 		return
 	}
+	recent := e.answers[:0]
+	for _, at := range e.answers {
+		if now.Sub(at) < time.Second {
+			recent = append(recent, at)
+		}
+	}
+	e.answers = recent
+	if len(e.answers) >= maxAnswersPerSecond {
+		e.mu.Unlock()
+		e.met.resync(resyncRefused)
+		return
+	}
+	e.answers = append(e.answers, now)
 	e.answered[from] = now
 	for n, at := range e.answered { // forget old requesters
 		if now.Sub(at) > 10*e.cfg.resyncEvery {
@@ -397,6 +454,7 @@ func (e *bulletins) answer(from string, now time.Time) {
 	msg := e.stateLocked(now)
 	e.mu.Unlock()
 	if msg != nil {
+		e.met.resync(resyncAnswered)
 		e.send(from, msg)
 	}
 }

@@ -233,8 +233,14 @@ func TestBeatMismatchAsksForTheWholeState(t *testing.T) {
 	if h := b.heard("a"); !h.Equal(n.now()) {
 		t.Fatalf("b heard a at %v, want %v (the beat)", h, n.now())
 	}
+	// The first beat may cross the newest bulletin in flight; the next two say it was lost
+	// (a published nothing newer), and the second of them asks for a resync.
 	n.advance(time.Second)
-	a.beat() // the second mismatching beat asks for a resync
+	a.beat()
+	n.gossip()
+	n.deliverDirect(t, 0)
+	n.advance(time.Second)
+	a.beat()
 	n.gossip()
 	req := n.deliverDirect(t, 1)
 	if req[0].from != "b" || req[0].to != "a" {
@@ -293,6 +299,70 @@ func TestBeatMismatchAsksForTheWholeState(t *testing.T) {
 	b.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("b still holds %d of a's workers after a withdrew them all", left)
+	}
+}
+
+// Under steady changes some bulletin is always in flight when a beat arrives: that asks for
+// nothing. Once the changes stop, a bulletin lost among them is repaired by a resync.
+func TestBeatsDuringChangesAskForNothing(t *testing.T) {
+	n, recs := newFakeNet("a", "b")
+	a, b := n.engines["a"], n.engines["b"]
+	for i := range 20 {
+		w := ready(fmt.Sprintf("w%d", i), 1)
+		if i%2 == 1 {
+			w.Health = "not_ready"
+		}
+		a.publish(w)
+		a.flush(n.now())
+		if i == 5 { // this one is lost
+			n.mu.Lock()
+			n.queued = map[string][]fakeMsg{}
+			n.mu.Unlock()
+		}
+		a.publish(ready(fmt.Sprintf("w%d", 100+i), 1)) // the newest, still in flight at the beat
+		a.flush(n.now())
+		n.mu.Lock()
+		inFlight := n.queued["a"][len(n.queued["a"])-1]
+		n.queued["a"] = n.queued["a"][:len(n.queued["a"])-1]
+		n.mu.Unlock()
+		a.beat()
+		n.gossip()
+		b.handle(inFlight.raw) // arrives after the beat
+		n.advance(time.Second)
+	}
+	if got := testutil.ToFloat64(b.met.resyncs.WithLabelValues(resyncAsked)); got != 0 {
+		t.Fatalf("b asked for %v resyncs during steady changes, want 0", got)
+	}
+	for range 3 { // quiet: b has the newest, the digest differs (w5 lost): a resync
+		a.beat()
+		n.gossip()
+		n.advance(time.Second)
+	}
+	n.deliverDirect(t, 1)
+	n.deliverDirect(t, 1)
+	recs["b"].take()
+	b.mu.Lock()
+	ov := *b.owners["a"]
+	b.mu.Unlock()
+	if ov.digest != a.digest || ov.count != 40 {
+		t.Fatalf("after the resync b holds %d workers, digest %x; want 40 and %x", ov.count, ov.digest, a.digest)
+	}
+}
+
+// An owner answers at most maxAnswersPerSecond resyncs a second, whoever asks.
+func TestResyncAnswersBounded(t *testing.T) {
+	n, _ := newFakeNet("a")
+	a := n.engines["a"]
+	a.publish(ready("w1", 1))
+	a.flush(n.now())
+	for i := range 10 {
+		a.handle(encode(msgResync, &meshv1.Resync{From: fmt.Sprintf("peer-%d", i)}))
+	}
+	if got := len(n.direct); got != maxAnswersPerSecond {
+		t.Fatalf("answered %d resyncs in one second, want %d", got, maxAnswersPerSecond)
+	}
+	if got := testutil.ToFloat64(a.met.resyncs.WithLabelValues(resyncRefused)); got != 10-maxAnswersPerSecond {
+		t.Fatalf("refused = %v, want %d", got, 10-maxAnswersPerSecond)
 	}
 }
 

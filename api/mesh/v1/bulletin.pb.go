@@ -382,13 +382,16 @@ func (x *OwnedState) GetBulletins() []*Bulletin {
 
 // Beat tells every gateway, about once a second, that an owner is alive and what it has
 // published: digest is the XOR of a hash of (worker id, seq) over its published bulletins, so a
-// receiver that holds something else asks the owner for its whole state.
+// receiver that holds something else asks the owner for its whole state. last_seq is the seq of
+// the newest bulletin published: a receiver that has not seen it yet has bulletins in flight,
+// and does not judge the digest while newer ones keep coming.
 type Beat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Owner         string                 `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
 	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	Digest        uint64                 `protobuf:"varint,3,opt,name=digest,proto3" json:"digest,omitempty"`
 	Workers       uint32                 `protobuf:"varint,4,opt,name=workers,proto3" json:"workers,omitempty"`
+	LastSeq       uint64                 `protobuf:"varint,5,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -447,6 +450,13 @@ func (x *Beat) GetDigest() uint64 {
 func (x *Beat) GetWorkers() uint32 {
 	if x != nil {
 		return x.Workers
+	}
+	return 0
+}
+
+func (x *Beat) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
 	}
 	return 0
 }
@@ -524,12 +534,13 @@ const file_mesh_v1_bulletin_proto_rawDesc = "" +
 	"\n" +
 	"OwnedState\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x126\n" +
-	"\tbulletins\x18\x02 \x03(\v2\x18.meshgw.mesh.v1.BulletinR\tbulletins\"`\n" +
+	"\tbulletins\x18\x02 \x03(\v2\x18.meshgw.mesh.v1.BulletinR\tbulletins\"{\n" +
 	"\x04Beat\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x16\n" +
 	"\x06digest\x18\x03 \x01(\x04R\x06digest\x12\x18\n" +
-	"\aworkers\x18\x04 \x01(\rR\aworkers\"\x1c\n" +
+	"\aworkers\x18\x04 \x01(\rR\aworkers\x12\x19\n" +
+	"\blast_seq\x18\x05 \x01(\x04R\alastSeq\"\x1c\n" +
 	"\x06Resync\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from*\xad\x01\n" +
 	"\vHealthState\x12\x1c\n" +
