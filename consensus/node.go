@@ -25,6 +25,10 @@ type Node struct {
 	trans  raft.Transport
 	stores stores
 	met    *metrics
+	// saver keeps the applied state on disk; nil when ephemeral.
+	saver *saver
+	// loaded is the applied index of the state loaded from disk at start, 0 when none was.
+	loaded uint64
 
 	// bootstrapped is true when Start bootstrapped a new cluster (no local raft state).
 	bootstrapped bool
@@ -64,6 +68,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.stores, err = openStores(cfg, bridge); err != nil {
 		return nil, err
 	}
+	n.loadSaved()
 	if err := n.startRaft(bridge); err != nil {
 		return nil, errors.Join(err, n.stores.close())
 	}
@@ -71,11 +76,61 @@ func Start(cfg Config) (*Node, error) {
 		_ = n.raft.Shutdown().Error()
 		return nil, errors.Join(err, n.stores.close())
 	}
+	if n.stores.db != nil {
+		version := uint64(0)
+		if n.loaded > 0 && n.fsm.AppliedIndex() == n.loaded {
+			version = n.fsm.Version() // what is on disk; a newer snapshot raft restored is saved whole
+		}
+		n.saver = newSaver(n.fsm, n.stores.db, version, n.fsm.AppliedIndex(), logger)
+		n.saver.start()
+	}
 	n.wg.Add(1)
 	go n.watchLeadership()
 	logger.Info("raft started", "address", n.trans.LocalAddr(), "bootstrapped", n.bootstrapped,
-		"state_dir", cfg.StateDir, "ephemeral", cfg.Ephemeral)
+		"state_dir", cfg.StateDir, "ephemeral", cfg.Ephemeral, "applied_index", n.fsm.AppliedIndex(),
+		"workers", n.fsm.Len())
 	return n, nil
+}
+
+// loadSaved loads the applied state saved before a restart into the FSM, so that the gateway
+// serves its last applied records at once, whatever raft's state (fail-static). A saved state
+// that cannot be read is logged and left: raft then restores its snapshot and replays its log,
+// as before the state was saved.
+func (n *Node) loadSaved() {
+	if n.stores.db == nil {
+		return
+	}
+	applied, ok, err := n.fsm.Load(n.stores.db)
+	switch {
+	case err != nil:
+		n.log.Error("cannot read the applied state saved before the restart; serving what raft restores instead", "err", err)
+	case ok:
+		n.loaded = applied
+	}
+}
+
+// skipSnapshotRestore reports whether raft should leave the FSM as loaded instead of restoring
+// its latest snapshot: when the loaded state is at or past that snapshot (raft then replays the
+// log from the snapshot's index, and the FSM skips what it already applied). An older loaded
+// state (one a crash left behind a newer snapshot) gives way to the snapshot.
+func (n *Node) skipSnapshotRestore() bool {
+	if n.loaded == 0 {
+		return false
+	}
+	snaps, err := n.stores.snaps.List()
+	if err != nil {
+		return false
+	}
+	return len(snaps) == 0 || snaps[0].Index <= n.loaded
+}
+
+// SavedIndex is the applied index of the state saved on disk, which a restart serves at once;
+// with --ephemeral, the applied index (nothing is saved).
+func (n *Node) SavedIndex() uint64 {
+	if n.saver == nil {
+		return n.fsm.AppliedIndex()
+	}
+	return n.saver.SavedIndex()
 }
 
 // startRaft makes the transport and the raft instance, and bootstraps when there is no state.
@@ -96,6 +151,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = bridge
 	rc.NotifyCh = n.notifyCh
+	rc.NoSnapshotRestoreOnStart = n.skipSnapshotRestore()
 	existing, err := raft.HasExistingState(n.stores.log, n.stores.stable, n.stores.snaps)
 	if err != nil {
 		return errors.Join(fmt.Errorf("consensus: read raft state: %w", err), closeTransport(n.trans))
@@ -149,6 +205,9 @@ func (n *Node) Shutdown() error {
 		err := n.raft.Shutdown().Error() // also closes the transport
 		close(n.stop)
 		n.wg.Wait()
+		if n.saver != nil {
+			n.saver.close() // the last applies, before the store closes
+		}
 		n.met.unregister()
 		n.shutErr = errors.Join(err, n.stores.close())
 		n.log.Info("raft stopped")

@@ -20,7 +20,9 @@ type stores struct {
 	log    raft.LogStore
 	stable raft.StableStore
 	snaps  raft.SnapshotStore
-	close  func() error
+	// db also keeps the FSM's applied state (fail-static restarts); nil when ephemeral.
+	db    *storage.Store
+	close func() error
 }
 
 // openStores opens the bbolt store and the file snapshot store in the node's folder, or
@@ -45,5 +47,5 @@ func openStores(c Config, b *hclogBridge) (stores, error) {
 	if err != nil {
 		return stores{}, errors.Join(fmt.Errorf("consensus: log cache: %w", err), db.Close())
 	}
-	return stores{log: cached, stable: db, snaps: snaps, close: db.Close}, nil
+	return stores{log: cached, stable: db, snaps: snaps, db: db, close: db.Close}, nil
 }

@@ -71,6 +71,12 @@ func New(logger *slog.Logger) *FSM {
 // Apply implements raft.FSM. It returns a Result, never an error: raft errors mean the entry
 // did not apply, and every entry that reaches the FSM applies (possibly as a rejection).
 func (f *FSM) Apply(l *raft.Log) any {
+	if f.replayed(l.Index) {
+		// Applied before a restart and loaded from the saved state (Load): raft replays the log
+		// from its last snapshot, and applying an entry twice is not idempotent for every
+		// command (a CAS would now fail, and its Result differ).
+		return Result{Outcome: Ignored, Index: l.Index}
+	}
 	if len(l.Data) == 0 {
 		panic(fmt.Sprintf("consensus/fsm: entry %d is empty", l.Index))
 	}
@@ -117,6 +123,13 @@ func (f *FSM) apply(h handler, index uint64, body []byte) (res Result, changed b
 		f.changes.add(f.version.Add(1), f.st.touched)
 	}
 	return res, changed
+}
+
+// replayed reports whether the entry at index is already in the state.
+func (f *FSM) replayed(index uint64) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return index <= f.st.applied
 }
 
 // ClusterID returns the cluster id, "" before the first leader set it.
