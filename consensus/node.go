@@ -221,6 +221,13 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // Address returns the raft address this node advertises.
 func (n *Node) Address() string { return string(n.trans.LocalAddr()) }
 
+// HasLeader reports whether this node knows a raft leader (itself or another): whether the
+// control plane has a quorum as far as this node can tell.
+func (n *Node) HasLeader() bool {
+	addr, _ := n.raft.LeaderWithID()
+	return addr != ""
+}
+
 // IsLeader reports whether this node is the raft leader right now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +184,37 @@ func TestProbeListener(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("probe serve: %v", err)
+	}
+}
+
+// Without a raft leader a gateway is ready when it has routable workers (fail-static), and
+// /status says there is no quorum; --readiness-requires-quorum makes it 503 "no quorum" instead.
+func TestReadinessAndQuorum(t *testing.T) {
+	var quorum atomic.Bool
+	for _, requires := range []bool{false, true} {
+		t.Run(fmt.Sprintf("requires quorum %v", requires), func(t *testing.T) {
+			e := newEnv(t, Config{Quorum: quorum.Load, ReadinessRequiresQuorum: requires})
+			e.upstream(okHandler("a"))
+			quorum.Store(false)
+			e.gw.refreshReadiness()
+			status, _, body := e.get("/readiness")
+			switch {
+			case requires && (status != 503 || !strings.Contains(body, `"reason":"no quorum"`)):
+				t.Errorf("no leader, quorum required: %d %s", status, body)
+			case !requires && status != 200:
+				t.Errorf("no leader, fail-static: %d %s", status, body)
+			}
+			if _, _, st := e.get("/status"); !strings.Contains(st, `"quorum":false`) {
+				t.Errorf("/status without a leader: %s", st)
+			}
+			quorum.Store(true)
+			e.gw.refreshReadiness()
+			if status, _, body := e.get("/readiness"); status != 200 {
+				t.Errorf("with a leader: %d %s", status, body)
+			}
+			if _, _, st := e.get("/status"); !strings.Contains(st, `"quorum":true`) {
+				t.Errorf("/status with a leader: %s", st)
+			}
+		})
 	}
 }

@@ -62,6 +62,13 @@ type Config struct {
 	// value) when nothing checks health, pool.HealthPending while the owner's health checks run
 	// (they then move it).
 	InitialHealth pool.Health
+	// Quorum reports whether the control plane has a quorum (raft has a leader); GET /status
+	// shows it. Nil: no control plane, no quorum field.
+	Quorum func() bool
+	// ReadinessRequiresQuorum (--readiness-requires-quorum) makes /readiness answer 503 "no
+	// quorum" while Quorum reports false. Default false: a gateway serves its last applied state
+	// without a leader (fail-static) and is ready when it has routable workers.
+	ReadinessRequiresQuorum bool
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome: the
 	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
 	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.

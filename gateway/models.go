@@ -78,6 +78,10 @@ type Status struct {
 	Draining  bool            `json:"draining"`
 	Workers   WorkersSummary  `json:"workers"`
 	Admission AdmissionStatus `json:"admission"`
+	// Quorum says whether raft has a leader: without one, admin writes answer 503 no_leader
+	// and the data plane serves the last applied state (fail-static). Omitted on a gateway
+	// without a control plane.
+	Quorum *bool `json:"quorum,omitempty"`
 	// Raft summarizes the raft node: leader, term, applied index, servers; omitted on a gateway
 	// without one.
 	Raft *RaftSummary `json:"raft,omitempty"`
@@ -155,6 +159,10 @@ func (g *Gateway) Status() any {
 	}
 	if p := g.cfg.Admin.Peers; p != nil {
 		st.Mesh = summarizeMesh(p.Peers())
+	}
+	if q := g.cfg.Quorum; q != nil {
+		has := q()
+		st.Quorum = &has
 	}
 	return st
 }

@@ -12,6 +12,7 @@ import (
 const (
 	reasonNoWorkers = "insufficient healthy workers"
 	reasonDraining  = "draining"
+	reasonNoQuorum  = "no quorum"
 )
 
 // readiness is the answer of /readiness, rendered from events (pool changes, shutdown) and at
@@ -37,6 +38,8 @@ func (g *Gateway) refreshReadiness() {
 	switch {
 	case g.draining.Load():
 		b.Status, b.Reason, status = "not_ready", reasonDraining, fasthttp.StatusServiceUnavailable
+	case g.cfg.ReadinessRequiresQuorum && g.cfg.Quorum != nil && !g.cfg.Quorum():
+		b.Status, b.Reason, status = "not_ready", reasonNoQuorum, fasthttp.StatusServiceUnavailable
 	case b.HealthyWorkers == 0:
 		b.Status, b.Reason, status = "not_ready", reasonNoWorkers, fasthttp.StatusServiceUnavailable
 	}

@@ -35,6 +35,8 @@ type gatewayFlags struct {
 	adminAPIKey      string
 	shutdownGrace    int
 	shutdownSettle   int
+	// readinessRequiresQuorum: /readiness answers 503 "no quorum" while raft has no leader.
+	readinessRequiresQuorum bool
 
 	specs []worker.Spec // filled by validate
 }
@@ -57,6 +59,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.adminAPIKey, "admin-api-key", "", "bearer key of the admin routes (empty: admin routes answer loopback clients only)")
 	fs.IntVar(&f.shutdownGrace, "shutdown-grace-period-secs", 180, "on SIGTERM, how long in-flight requests may take to drain")
 	fs.IntVar(&f.shutdownSettle, "shutdown-settle-secs", 2, "on SIGTERM, how long the listener stays open after readiness turns draining")
+	fs.BoolVar(&f.readinessRequiresQuorum, "readiness-requires-quorum", false, "answer /readiness 503 \"no quorum\" while raft has no leader (by default a gateway serves its last applied state without one, and is ready when it has routable workers)")
 }
 
 func (f *gatewayFlags) validate() error {
@@ -142,6 +145,8 @@ func (f *gatewayFlags) config(nodeID string, r *retryFlags) gateway.Config {
 		RequestTimeout:   time.Duration(f.requestTimeout) * time.Second,
 		ShutdownSettle:   settle(f.shutdownSettle),
 		AdminAPIKey:      f.adminAPIKey,
+
+		ReadinessRequiresQuorum: f.readinessRequiresQuorum,
 	}
 }
 

@@ -126,6 +126,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
+	cfg.Quorum = node.HasLeader
 	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {
