@@ -105,6 +105,30 @@ func FreePort(t testing.TB) int {
 	return 0
 }
 
+// FreePorts returns the first of n consecutive loopback ports, each free for TCP and UDP a
+// moment ago and none returned by an earlier call of this process (a script that numbers its
+// ports from a base, such as scripts/demo.sh, takes it).
+func FreePorts(t testing.TB, n int) int {
+	t.Helper()
+	freePorts.mu.Lock()
+	defer freePorts.mu.Unlock()
+next:
+	for range 1000 {
+		base := freePortLow + rand.IntN(freePortHigh-freePortLow-n)
+		for p := base; p < base+n; p++ {
+			if freePorts.given[p] || !portFree(p) {
+				continue next
+			}
+		}
+		for p := base; p < base+n; p++ {
+			freePorts.given[p] = true
+		}
+		return base
+	}
+	t.Fatalf("no %d free consecutive loopback ports in [%d, %d) after 1000 tries", n, freePortLow, freePortHigh)
+	return 0
+}
+
 // The range FreePort draws from: below Linux's default ephemeral range.
 const (
 	freePortLow  = 20000
