@@ -3,18 +3,20 @@ package fleet
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/worker"
 )
 
-// Bounds of RegisterAll's retries: about two and a half minutes of waiting for a leader per
-// worker before it gives up.
+// RegisterAll's pace: the backoff between attempts of one worker while nothing could be
+// written (no leader yet), and how many registrations run at once.
 const (
-	registerAttempts   = 30
-	registerBackoff    = 200 * time.Millisecond
-	registerMaxBackoff = 5 * time.Second
+	registerBackoff     = 200 * time.Millisecond
+	registerMaxBackoff  = 5 * time.Second
+	registerConcurrency = 16
 )
 
 // RegisterOutcome is what registering one command-line worker came to.
@@ -29,38 +31,50 @@ type RegisterOutcome struct {
 // RegisterAll registers each spec (normalized) through raft, owned by NodeID: the workers of
 // --worker-urls and --worker-config. It is idempotent across restarts: an identical record is
 // Unchanged, and a record that differs (an operator changed it through the admin API since) is
-// a conflict that is logged and kept. A registration never touches a record's flags. Writes that
-// found no leader are retried with a backoff, a bounded number of times, so RegisterAll is meant
-// to run in the background while the data plane serves what raft has applied. It returns when
-// every spec is settled or ctx ends.
+// a conflict that is logged and kept. A registration never touches a record's flags. Up to
+// registerConcurrency registrations run at once (raft batches them into its appends), and a
+// write that found no leader (a gateway that joins late, a fleet that lost its quorum) is
+// retried with a backoff until it commits or ctx ends: the command line's workers are never
+// given up on. It is meant to run in the background while the data plane serves what raft has
+// applied, and returns when every spec is settled or ctx ends; outcomes are in specs' order.
 func (w *Writer) RegisterAll(ctx context.Context, specs []worker.Spec) []RegisterOutcome {
-	out := make([]RegisterOutcome, 0, len(specs))
-	waiting := false
-	for _, s := range specs {
-		res, err := w.registerOne(ctx, s, &waiting)
-		o := RegisterOutcome{ID: s.ID(), Outcome: res.Outcome, Err: err}
-		w.logRegistration(ctx, s, res, err)
-		out = append(out, o)
+	out := make([]RegisterOutcome, len(specs))
+	var waiting atomic.Bool
+	sem := make(chan struct{}, registerConcurrency)
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
 		if ctx.Err() != nil {
+			out = out[:i]
 			break
 		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, err := w.registerOne(ctx, s, &waiting)
+			out[i] = RegisterOutcome{ID: s.ID(), Outcome: res.Outcome, Err: err}
+			w.logRegistration(ctx, s, res, err)
+		})
+	}
+	wg.Wait()
+	if waiting.Load() && ctx.Err() == nil {
+		w.logger().Info("raft accepted the command line's workers", "workers", len(specs))
 	}
 	return out
 }
 
-// registerOne registers s, retrying while nothing could be written.
-func (w *Writer) registerOne(ctx context.Context, s worker.Spec, waiting *bool) (fsm.Result, error) {
+// registerOne registers s, retrying while nothing could be written, until ctx ends.
+func (w *Writer) registerOne(ctx context.Context, s worker.Spec, waiting *atomic.Bool) (fsm.Result, error) {
 	backoff := registerBackoff
-	var err error
 	for attempt := 1; ; attempt++ {
-		var res fsm.Result
-		res, err = w.Apply(ctx, fsm.Register{Spec: s, Owner: w.NodeID, At: w.now()})
-		if err == nil || !Retryable(err) || attempt == registerAttempts || ctx.Err() != nil {
+		res, err := w.Apply(ctx, fsm.Register{Spec: s, Owner: w.NodeID, At: w.now()})
+		if err == nil || !Retryable(err) || ctx.Err() != nil {
 			return res, err
 		}
-		if !*waiting {
-			*waiting = true
-			w.logger().Info("waiting for raft to accept the command line's workers", "err", err)
+		if !waiting.Swap(true) {
+			w.logger().Info("waiting for raft to accept the command line's workers; retrying until it does", "err", err)
 		} else {
 			w.logger().Debug("registration attempt failed; retrying", "id", s.ID(), "attempt", attempt, "err", err)
 		}
@@ -83,8 +97,8 @@ func (w *Writer) logRegistration(ctx context.Context, s worker.Spec, res fsm.Res
 		log.Info("kept the registered worker: its record differs from the command line's (changed through the admin API since)",
 			"id", id, "url", url)
 	case ctx.Err() != nil:
-		log.Info("stopped registering worker", "id", id, "url", url, "err", err)
+		log.Info("stopped registering worker: the gateway is stopping", "id", id, "url", url, "err", err)
 	default:
-		log.Warn("gave up registering worker", "id", id, "url", url, "err", err)
+		log.Warn("cannot register worker", "id", id, "url", url, "err", err)
 	}
 }

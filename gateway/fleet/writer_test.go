@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,41 +78,95 @@ func TestRegisterAllWaitsForLeaderAndIsIdempotent(t *testing.T) {
 	}
 }
 
-// stuck is an Applier with no leader, ever.
-type stuck struct{ calls atomic.Int32 }
+// stuck is an Applier with no leader, ever; it cancels its context at the limit-th call.
+type stuck struct {
+	calls  atomic.Int32
+	limit  int32
+	cancel context.CancelFunc
+}
 
 func (s *stuck) Apply(context.Context, fsm.Command) (fsm.Result, error) {
-	s.calls.Add(1)
+	if s.calls.Add(1) == s.limit {
+		s.cancel()
+	}
 	return fsm.Result{}, consensus.ErrNoLeader
 }
 
-// TestRegisterAllGivesUp: with no leader, the retries are bounded and back off exponentially up
-// to a cap, and giving up is logged.
-func TestRegisterAllGivesUp(t *testing.T) {
-	node := &stuck{}
+// TestRegisterAllRetriesUntilShutdown: with no leader, registration keeps trying, backing off
+// exponentially up to a cap, until the gateway stops; it never gives up on its own.
+func TestRegisterAllRetriesUntilShutdown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	node := &stuck{limit: 200, cancel: cancel}
 	var logs logBuffer
 	var sl noSleep
 	w := &Writer{Node: node, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug), Sleep: sl.sleep}
-	got := w.RegisterAll(context.Background(), []worker.Spec{spec(t, 8001)})
-	if !errors.Is(got[0].Err, consensus.ErrNoLeader) || node.calls.Load() != registerAttempts {
-		t.Fatalf("outcome %+v after %d attempts", got, node.calls.Load())
+	got := w.RegisterAll(ctx, []worker.Spec{spec(t, 8001)})
+	if !errors.Is(got[0].Err, context.Canceled) && !errors.Is(got[0].Err, consensus.ErrNoLeader) || node.calls.Load() != node.limit {
+		t.Fatalf("outcome %+v after %d attempts; want attempts until shutdown (%d)", got, node.calls.Load(), node.limit)
 	}
-	if len(sl.slept) != registerAttempts-1 || sl.slept[0] != registerBackoff || sl.slept[1] != 2*registerBackoff ||
-		sl.slept[len(sl.slept)-1] != registerMaxBackoff {
+	if sl.slept[0] != registerBackoff || sl.slept[1] != 2*registerBackoff || sl.slept[len(sl.slept)-1] != registerMaxBackoff {
 		t.Errorf("backoffs %v", sl.slept)
 	}
-	for _, line := range []string{"waiting for raft to accept", "level=WARN msg=\"gave up registering worker\""} {
+	for _, line := range []string{"waiting for raft to accept", "stopped registering worker: the gateway is stopping"} {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("no %q line:\n%s", line, logs.String())
 		}
 	}
 	// A cancelled context stops at once.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
 	node.calls.Store(0)
 	w.RegisterAll(ctx, []worker.Spec{spec(t, 8001), spec(t, 8002)})
 	if node.calls.Load() > 1 {
 		t.Errorf("%d attempts after cancel", node.calls.Load())
+	}
+}
+
+// parallel is an Applier that records how many applies run at once.
+type parallel struct {
+	mu         sync.Mutex
+	cur, peak  int
+	registered map[worker.ID]bool
+	release    chan struct{}
+}
+
+func (p *parallel) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
+	p.mu.Lock()
+	p.cur++
+	p.peak = max(p.peak, p.cur)
+	p.mu.Unlock()
+	<-p.release
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur--
+	s := cmd.(fsm.Register).Spec
+	p.registered[s.ID()] = true
+	return fsm.Result{Outcome: fsm.Created}, nil
+}
+
+// TestRegisterAllRunsInParallel: the command line's workers are registered side by side, up to
+// registerConcurrency at once, and every one of them is.
+func TestRegisterAllRunsInParallel(t *testing.T) {
+	node := &parallel{registered: map[worker.ID]bool{}, release: make(chan struct{})}
+	w := &Writer{Node: node, NodeID: "n1", Logger: quiet()}
+	var specs []worker.Spec
+	for i := range 50 {
+		specs = append(specs, spec(t, 9000+i))
+	}
+	done := make(chan []RegisterOutcome)
+	go func() { done <- w.RegisterAll(context.Background(), specs) }()
+	waitFor(t, "registerConcurrency registrations at once", func() bool {
+		node.mu.Lock()
+		defer node.mu.Unlock()
+		return node.cur == registerConcurrency
+	})
+	close(node.release)
+	got := <-done
+	if node.peak != registerConcurrency || len(node.registered) != len(specs) {
+		t.Fatalf("peak %d at once (want %d), %d of %d registered", node.peak, registerConcurrency, len(node.registered), len(specs))
+	}
+	for i, o := range got {
+		if o.ID != specs[i].ID() || o.Outcome != fsm.Created {
+			t.Errorf("outcome %d: %+v", i, o)
+		}
 	}
 }
 
