@@ -14,22 +14,29 @@ type Snapshot struct {
 	Version  uint64
 	All      []*Worker // every worker, sorted by id
 	Routable []*Worker // workers with every gate open, sorted by id
-	byID     map[worker.ID]*Worker
+	pool     *Pool
 }
 
-// Get returns the worker with id, or nil.
-func (s *Snapshot) Get(id worker.ID) *Worker { return s.byID[id] }
+// Get returns the worker with id, or nil. It asks the pool (Pool.Get): a snapshot keeps no index
+// of its own, which would cost a copy of every worker at each registration, so a worker added or
+// removed after the snapshot was taken is found, or not, as the pool has it now.
+func (s *Snapshot) Get(id worker.ID) *Worker {
+	if s.pool == nil {
+		return nil
+	}
+	return s.pool.Get(id)
+}
 
 // Lookup finds a worker by id or by URL (percent-encoded or not, canonicalized first), as the
 // admin routes accept either.
 func (s *Snapshot) Lookup(ref string) *Worker {
-	if w := s.byID[worker.ID(ref)]; w != nil {
+	if w := s.Get(worker.ID(ref)); w != nil {
 		return w
 	}
 	if dec, err := url.PathUnescape(ref); err == nil {
 		ref = dec
 	}
-	if w := s.byID[worker.ID(ref)]; w != nil {
+	if w := s.Get(worker.ID(ref)); w != nil {
 		return w
 	}
 	if !strings.Contains(ref, "://") {
