@@ -124,6 +124,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	node := cl.node
 	// Writes go to the leader, from whichever gateway they reach.
 	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
+	defer writer.Close() // removals still waiting for raft end before raft stops
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	cfg.Quorum = node.HasLeader

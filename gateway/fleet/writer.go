@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/meshgw/meshgw/consensus"
@@ -37,6 +38,27 @@ type Writer struct {
 	// Sleep waits between registration attempts, returning early with ctx's error. Nil means a
 	// real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+
+	rm removals
+}
+
+// removals are the fenced removals in flight (OnRemove), retried until they are settled; Close
+// ends them.
+type removals struct {
+	once    sync.Once
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	pending map[worker.ID]bool
+}
+
+func (r *removals) init() *removals {
+	r.once.Do(func() {
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+		r.pending = make(map[worker.ID]bool)
+	})
+	return r
 }
 
 // Apply proposes cmd, bounded by Timeout when ctx has no deadline. Its errors are the node's
@@ -59,24 +81,74 @@ func (w *Writer) RemoveFenced(ctx context.Context, id worker.ID, owner string, e
 
 // OnRemove is health's removal hook (gateway/owned.Options.OnRemove): it removes the record of
 // id fenced by this node and epoch, in the background so that the caller's loop never waits on
-// raft. A record already gone or owned elsewhere is logged and left alone.
+// raft. A removal that finds no leader is retried, backing off to 5 s, until it commits, the
+// record is gone, this node no longer owns it at epoch (the fence fails), or Close. A removal
+// of the same worker already in flight is not started twice.
 func (w *Writer) OnRemove(id worker.ID, epoch uint64, reason string) {
+	r := w.rm.init()
+	r.mu.Lock()
+	if r.pending[id] || r.ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	r.pending[id] = true
+	r.wg.Add(1)
+	r.mu.Unlock()
 	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.pending, id)
+			r.mu.Unlock()
+		}()
 		defer w.recoverLog("fenced removal")
-		res, err := w.RemoveFenced(context.Background(), id, w.NodeID, epoch)
-		log := w.logger()
+		w.removeUntilSettled(r.ctx, id, epoch, reason)
+	}()
+}
+
+// removeUntilSettled runs one fenced removal to its end: committed, or refused for good.
+func (w *Writer) removeUntilSettled(ctx context.Context, id worker.ID, epoch uint64, reason string) {
+	log := w.logger()
+	backoff := registerBackoff
+	for attempt := 1; ; attempt++ {
+		res, err := w.RemoveFenced(ctx, id, w.NodeID, epoch)
 		switch {
 		case err == nil:
-			log.Info("worker record removed", "record", res.Record, "reason", reason)
+			log.Info("worker record removed", "record", res.Record, "reason", reason, "attempts", attempt)
+			return
 		case errors.Is(err, fsm.ErrNotFound):
 			log.Debug("worker record already removed", "id", id, "reason", reason)
+			return
 		case errors.Is(err, fsm.ErrConflict):
 			log.Info("worker record not removed: this gateway no longer owns it at that epoch",
 				"id", id, "epoch", epoch, "reason", reason, "err", err)
-		default:
+			return
+		case ctx.Err() != nil:
+			log.Warn("worker record not removed: the gateway is stopping; its health checks remove it again after the restart",
+				"id", id, "epoch", epoch, "reason", reason)
+			return
+		case !Retryable(err):
 			log.Warn("removing a worker record failed", "id", id, "epoch", epoch, "reason", reason, "err", err)
+			return
+		case attempt == 1:
+			log.Warn("removing a worker record waits for raft; retrying until it commits", "id", id, "epoch", epoch,
+				"reason", reason, "err", err)
 		}
-	}()
+		if w.sleep(ctx, backoff) != nil {
+			log.Warn("worker record not removed: the gateway is stopping; its health checks remove it again after the restart",
+				"id", id, "epoch", epoch, "reason", reason)
+			return
+		}
+		backoff = min(backoff*2, registerMaxBackoff)
+	}
+}
+
+// Close ends the removals in flight and waits for them. Their records stay; the owner's health
+// checks remove such a worker again after a restart.
+func (w *Writer) Close() {
+	r := w.rm.init()
+	r.cancel()
+	r.wg.Wait()
 }
 
 func (w *Writer) timeout() time.Duration {

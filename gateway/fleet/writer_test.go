@@ -191,3 +191,61 @@ func TestOnRemoveIsFenced(t *testing.T) {
 	waitFor(t, "the record to go", func() bool { _, ok := n.Worker(a.ID()); return !ok })
 	waitFor(t, "the removal to be logged", func() bool { return strings.Contains(logs.String(), "worker record removed") })
 }
+
+// flaky is an Applier without a leader for its first calls, then one that applies.
+type flaky struct {
+	Applier
+	fails atomic.Int32
+	calls atomic.Int32
+}
+
+func (f *flaky) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if f.calls.Add(1) <= f.fails.Load() {
+		return fsm.Result{}, consensus.ErrNoLeader
+	}
+	return f.Applier.Apply(ctx, cmd)
+}
+
+// TestOnRemoveRetriesUntilALeader: health's removal that finds no leader is retried until one
+// commits it, not dropped; Close ends a removal that is still waiting.
+func TestOnRemoveRetriesUntilALeader(t *testing.T) {
+	n := startNode(t, "n1", true)
+	node := &flaky{Applier: n}
+	node.fails.Store(5)
+	var logs logBuffer
+	var sl noSleep
+	w := &Writer{Node: node, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug), Timeout: 5 * time.Second, Sleep: func(ctx context.Context, d time.Duration) error {
+		_ = sl.sleep(ctx, d)
+		return ctx.Err()
+	}}
+	a := spec(t, 8001)
+	res, err := n.Apply(context.Background(), fsm.Register{Spec: a, Owner: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.OnRemove(a.ID(), res.Record.Epoch, "failed")
+	waitFor(t, "the record to go after the retries", func() bool { _, ok := n.Worker(a.ID()); return !ok })
+	if got := node.calls.Load(); got != 6 {
+		t.Errorf("%d attempts, want 6 (5 without a leader, then the one that commits)", got)
+	}
+	if !strings.Contains(logs.String(), "removing a worker record waits for raft") {
+		t.Errorf("no waiting line:\n%s", logs.String())
+	}
+	w.Close()
+
+	// A removal still waiting when the gateway stops ends with a line saying so.
+	b := spec(t, 8002)
+	res, err = n.Apply(context.Background(), fsm.Register{Spec: b, Owner: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuckW := &Writer{Node: &stuck{limit: -1}, NodeID: "n1", Logger: logs.Logger(slog.LevelDebug)}
+	stuckW.OnRemove(b.ID(), res.Record.Epoch, "failed")
+	stuckW.Close()
+	if !strings.Contains(logs.String(), "the gateway is stopping") {
+		t.Errorf("no stopping line:\n%s", logs.String())
+	}
+	if _, ok := n.Worker(b.ID()); !ok {
+		t.Error("a removal that never found a leader removed the record")
+	}
+}
