@@ -11,7 +11,9 @@
 //  2. Forward. Only the leader appends. A follower's Apply returns *NotLeaderError naming the
 //     leader (ErrNoLeader when there is none); a Forwarder sends the entry over gRPC to the
 //     leader's Forward service (RegisterForward), following NotLeader a bounded number of
-//     times. Nothing has been written at this point.
+//     times. Nothing has been written at this point. A leader that gives no answer within
+//     ForwardOptions.AttemptTimeout is given up as soon as this node knows another leader,
+//     and the write is re-sent there (see "Unknown outcomes").
 //  3. Append. The leader encodes the command (one type byte, then protobuf) and appends it to
 //     its log. raft's Apply timeout bounds only this hand-over (ErrTimeout: nothing written).
 //  4. Commit. The entry commits once a quorum of voters has stored it (bbolt fsyncs each append).
@@ -31,6 +33,24 @@
 // ErrOutcomeUnknown: the admin API must say so rather than report a failure, and a checker must
 // treat the write as maybe-applied. Register and SetFlags are idempotent and the CAS commands
 // fail cleanly on a second attempt, so a retry after reading the state is safe.
+//
+// A Forwarder makes that retry itself when the outcome is unknown for want of an answer: the
+// leader lost leadership, the connection broke, or the leader stayed silent past AttemptTimeout
+// (paused, cut off) while this node learnt of a newer one. It re-sends the same entry to the
+// leader it knows next, bounded by the write's deadline and MaxResends, and the re-send's
+// answer is the write's, by command:
+//
+//  1. Register, SetFlags and ReplaceSpec without a revision, Transfer without an epoch:
+//     idempotent. A second copy is Unchanged; the answer stands.
+//  2. SetFlags and ReplaceSpec with a revision, Transfer with an epoch, Remove (fenced or
+//     not): compare-and-sets. A second copy is rejected when the first applied, so a conflict
+//     or not-found answer is returned as ErrOutcomeUnknown wrapping the rejection; a success
+//     stands (a first copy left in a deposed leader's log can no longer commit, and one that
+//     committed earlier would have made the re-send fail).
+//  3. An invalid rejection depends on the entry alone, and stands for every command.
+//
+// Only a write whose earlier copy may be in a log and that no re-send settles answers
+// ErrOutcomeUnknown; a write sent to a paused leader succeeds on the next one.
 //
 // # Leadership
 //

@@ -14,7 +14,9 @@ var (
 	// down or ran out of time before the entry was known to commit. It may or may not be
 	// applied; a reader finds out from the state. Retrying is safe for commands that are
 	// idempotent (register, set flags) and for compare-and-set commands (the retry then fails
-	// with a conflict if the first attempt won).
+	// with a conflict if the first attempt won). A Forwarder already retries once a newer
+	// leader is known (doc.go, "Unknown outcomes"); when its re-send of a compare-and-set was
+	// rejected, the error wraps that rejection too.
 	ErrOutcomeUnknown = errors.New("raft write outcome unknown: it may or may not have been committed")
 
 	// ErrTimeout: the write could not be handed to raft before the deadline. Nothing was written.

@@ -31,6 +31,12 @@ const (
 	DefaultLeaderPoll = 50 * time.Millisecond
 	// DefaultDialTimeout bounds the connection to a leader's RPC listener.
 	DefaultDialTimeout = time.Second
+	// DefaultAttemptTimeout is how long a forwarded attempt waits for the leader's answer before
+	// the forwarder looks for a newer leader: raft's default HeartbeatTimeout and
+	// ElectionTimeout, after which a follower starts to suspect a silent leader.
+	DefaultAttemptTimeout = time.Second
+	// DefaultMaxResends bounds the re-sends of one write whose attempts ended without an answer.
+	DefaultMaxResends = 3
 )
 
 // ForwardOptions configures a Forwarder. The zero value of every optional field is a working
@@ -57,6 +63,16 @@ type ForwardOptions struct {
 	LeaderPoll time.Duration
 	// DialTimeout bounds connecting to a leader. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
+	// AttemptTimeout is how long one forwarded attempt waits for the leader's answer before the
+	// forwarder watches leadership: from then on, as soon as this node knows another leader (or
+	// leads itself), the attempt is given up and the write re-sent there. A leader that is
+	// paused or cut off never answers, and would otherwise hold the write until its deadline.
+	// Zero means DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// MaxResends bounds how many times one write is re-sent after attempts that ended without
+	// the leader's answer (see forward_resend.go for why a re-send is safe). Zero means
+	// DefaultMaxResends.
+	MaxResends int
 }
 
 // LeaderUnreachableError says this node knows a leader but could not hand it the write: no RPC
@@ -123,6 +139,12 @@ func NewForwarder(node *Node, o ForwardOptions) (*Forwarder, error) {
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = DefaultDialTimeout
 	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if o.MaxResends <= 0 {
+		o.MaxResends = DefaultMaxResends
+	}
 	creds := o.Credentials
 	if creds == nil {
 		creds = insecure.NewCredentials()
@@ -150,9 +172,13 @@ func NewForwarder(node *Node, o ForwardOptions) (*Forwarder, error) {
 //     no leader could be reached within NoLeaderWait), ErrTimeout, ErrShutdown (this node or
 //     forwarder), ctx.Err(), *fsm.InvalidError (the command does not encode): nothing was
 //     written;
-//   - ErrOutcomeUnknown (wrapping the cause): the entry may or may not commit. Besides the
-//     leader's own unknown outcomes, this is any failure of the RPC once it was sent (the
-//     connection broke, the deadline passed), since the leader may have received it.
+//   - ErrOutcomeUnknown (wrapping the cause): the entry may or may not commit. An attempt that
+//     ends without the leader's answer once the entry may be in its log (the leader lost
+//     leadership, the connection broke, or the leader stayed silent for AttemptTimeout while
+//     this node learnt of a newer one) is re-sent to the leader this node knows next, bounded
+//     by ctx and MaxResends; the write answers ErrOutcomeUnknown only when no re-send settles
+//     it: ctx ends first, no re-send reached a leader, or the re-send was rejected with a
+//     conflict or not-found that the first copy may have caused (the rejection is wrapped too).
 func (f *Forwarder) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -166,34 +192,40 @@ func (f *Forwarder) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	return f.forward(ctx, cmd.Type(), data)
 }
 
-// forward asks this node first, follows NotLeader answers up to MaxHops gateways in a row, and
+// forward asks this node first, follows NotLeader answers up to MaxHops gateways in a row,
 // waits for a reachable leader (bounded by NoLeaderWait) after an answer that wrote nothing and
-// names no one to follow.
+// names no one to follow, and re-sends (up to MaxResends times) an attempt that ended without
+// the leader's answer, once a leader is known again.
 func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
 	var (
 		target    *NotLeaderError // nil: ask this node
 		hops      int
-		waitUntil time.Time // set by the first wait
+		waitUntil time.Time   // set by the first wait
+		pending   *unanswered // the first attempt that may be in a leader's log
+		resends   int
 	)
 	for {
 		if f.isClosed() {
-			return fsm.Result{}, ErrShutdown
+			return pending.settle(fsm.Result{}, ErrShutdown)
 		}
 		var (
 			res fsm.Result
 			err error
 		)
 		if target == nil {
-			res, err = f.node.apply(ctx, typ, data)
+			res, err = f.local(ctx, typ, data)
 		} else {
 			hops++
 			res, err = f.send(ctx, target, data)
 		}
-		var nl *NotLeaderError
+		var (
+			nl *NotLeaderError
+			un *unanswered
+		)
 		switch {
 		case errors.As(err, &nl):
 			if hops >= f.o.MaxHops {
-				return fsm.Result{}, err
+				return pending.settle(fsm.Result{}, err)
 			}
 			target = nl
 			if nl.Leader == f.node.ID() { // a stale peer names this node: look again here
@@ -201,13 +233,36 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 			}
 		case errors.Is(err, ErrNoLeader) && !errors.Is(err, ErrOutcomeUnknown):
 			if werr := f.waitLeader(ctx, &waitUntil, err); werr != nil {
-				return fsm.Result{}, werr
+				return pending.settle(fsm.Result{}, werr)
 			}
 			target, hops = nil, 0
+		case errors.As(err, &un):
+			if pending == nil {
+				pending = un
+			}
+			if resends >= f.o.MaxResends {
+				return fsm.Result{}, fmt.Errorf("%w (sent %d times)", un.err, resends+1)
+			}
+			if werr := f.waitMoved(ctx, un.leader); werr != nil {
+				return pending.settle(fsm.Result{}, werr)
+			}
+			resends++
+			target, hops = nil, 0
+			f.node.log.Info("re-sending a write that a raft leader did not answer", "command", typ, "asked", un.leader, "resend", resends, "err", un.err)
 		default:
-			return res, err
+			return pending.settle(res, err)
 		}
 	}
+}
+
+// local applies on this node. An entry that reached this node's log while it led and whose
+// outcome is unknown (leadership lost) may be re-sent.
+func (f *Forwarder) local(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
+	res, err := f.node.apply(ctx, typ, data)
+	if errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrShutdown) && ctx.Err() == nil {
+		return res, &unanswered{leader: f.node.ID(), err: err}
+	}
+	return res, err
 }
 
 // waitLeader waits until this node leads or knows another leader, for at least one poll, and
@@ -240,14 +295,8 @@ func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause erro
 
 // leaderKnown reports whether this node leads or names another node as the leader.
 func (f *Forwarder) leaderKnown() bool {
-	if f.node.closed.Load() {
-		return true // the next apply says ErrShutdown
-	}
-	if f.node.IsLeader() {
-		return true
-	}
-	_, id := f.node.raft.LeaderWithID()
-	return id != "" && string(id) != f.node.ID()
+	_, ok := f.leaderID()
+	return ok
 }
 
 // send hands the entry to the leader to over gRPC and reads its answer in Apply's terms.
@@ -271,14 +320,69 @@ func (f *Forwarder) send(ctx context.Context, to *NotLeaderError, data []byte) (
 		return fsm.Result{}, err // not sent
 	}
 	// From here the leader may receive the entry: a failure without its answer is unknown.
-	a, err := lc.client.Apply(ctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
+	a, err := f.call(ctx, lc, to.Leader, addr, data)
 	if err != nil {
-		return fsm.Result{}, rpcError(ctx, to.Leader, addr, err)
+		return fsm.Result{}, err
 	}
 	return f.read(ctx, to.Leader, addr, a)
 }
 
-// rpcError is an RPC that ended without the leader's answer.
+// call sends the entry to the leader's Forward service and waits for the answer. After
+// AttemptTimeout without one it watches leadership, and gives the call up (cancelling it) as
+// soon as this node knows another leader than the one asked: the entry may be in the asked
+// leader's log, and forward re-sends the write to the new one.
+func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr string, data []byte) (*consensusv1.ApplyResponse, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type reply struct {
+		a   *consensusv1.ApplyResponse
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		r := reply{err: errors.New("the forwarding call panicked")}
+		defer func() { done <- r }()
+		defer f.node.recoverLog("forward call")
+		r.a, r.err = lc.client.Apply(cctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
+	}()
+	patience := time.NewTimer(f.o.AttemptTimeout)
+	defer patience.Stop()
+	var (
+		watch *time.Ticker
+		poll  <-chan time.Time // nil until patience runs out
+	)
+	defer func() {
+		if watch != nil {
+			watch.Stop()
+		}
+	}()
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, rpcError(ctx, leader, addr, r.err)
+			}
+			return r.a, nil
+		case <-patience.C:
+			watch = time.NewTicker(f.o.LeaderPoll)
+			poll = watch.C
+		case <-poll:
+			now, ok := f.leaderID()
+			if !ok || now == leader {
+				continue
+			}
+			cancel()
+			if r := <-done; r.err == nil {
+				return r.a, nil // answered as it was given up
+			}
+			return nil, &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s, which gave no answer within %v; %s leads now",
+				ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
+		}
+	}
+}
+
+// rpcError is an RPC that ended without the leader's answer. Unless ctx ended, the write may be
+// re-sent.
 func rpcError(ctx context.Context, leader, addr string, err error) error {
 	if status.Code(err) == codes.Unimplemented { // no Forward service there: the entry was not looked at
 		return &LeaderUnreachableError{Leader: leader, Address: addr, Err: err}
@@ -286,7 +390,7 @@ func rpcError(ctx context.Context, leader, addr string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("%w: forwarded to %s at %s: %w (%v)", ErrOutcomeUnknown, leader, addr, cerr, err)
 	}
-	return fmt.Errorf("%w: forwarded to %s at %s: %w", ErrOutcomeUnknown, leader, addr, err)
+	return &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s: %w", ErrOutcomeUnknown, leader, addr, err)}
 }
 
 // read turns the leader's answer into Apply's result and error.
@@ -319,7 +423,11 @@ func (f *Forwarder) read(ctx context.Context, leader, addr string, a *consensusv
 	case consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY:
 		return fsm.Result{}, &fsm.InvalidError{Msg: said(a.Message)}
 	case consensusv1.ApplyStatus_APPLY_STATUS_OUTCOME_UNKNOWN:
-		return fsm.Result{}, fmt.Errorf("%w: %s", ErrOutcomeUnknown, said(a.Message))
+		err := fmt.Errorf("%w: %s", ErrOutcomeUnknown, said(a.Message))
+		if ctx.Err() != nil {
+			return fsm.Result{}, err
+		}
+		return fsm.Result{}, &unanswered{leader: leader, err: err} // it lost leadership, or shut down: re-send
 	}
 	return fsm.Result{}, fmt.Errorf("%w: %s", ErrOutcomeUnknown, said(fmt.Sprintf("an answer this version does not know (%d)", a.Status)))
 }

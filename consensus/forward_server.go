@@ -19,7 +19,9 @@ import (
 // (--rpc-port) and its credentials (TLS goes in the grpc.ServerOptions it makes s with), and
 // stops s before it shuts the node down.
 //
-// Each request is proposed with the request's context, so its deadline is the caller's. A
+// Each request is proposed with the request's context, so its deadline is the caller's; a
+// caller that gives up on a silent leader cancels it, and an entry proposed by then may still
+// commit, which the caller's re-send accounts for (doc.go, "Unknown outcomes"). A
 // follower answers NOT_LEADER (or NO_LEADER) and never forwards further: a write cannot loop.
 // Every outcome of the apply is answered in the response with status OK (see forward.proto).
 func (n *Node) RegisterForward(s grpc.ServiceRegistrar) {

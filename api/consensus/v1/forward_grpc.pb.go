@@ -41,7 +41,9 @@ const (
 // answers NOT_LEADER and never forwards further, so a write cannot loop between gateways.
 type ForwardClient interface {
 	// Apply proposes one log entry and waits until the leader has applied it, or the RPC's
-	// deadline (the caller's) passes.
+	// deadline (the caller's) passes. A caller that gets no answer may cancel the call once it
+	// knows a newer leader and send the same entry there: the entry may then be proposed twice,
+	// which package consensus reads by command (see its doc, "Unknown outcomes").
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 }
 
@@ -71,7 +73,9 @@ func (c *forwardClient) Apply(ctx context.Context, in *ApplyRequest, opts ...grp
 // answers NOT_LEADER and never forwards further, so a write cannot loop between gateways.
 type ForwardServer interface {
 	// Apply proposes one log entry and waits until the leader has applied it, or the RPC's
-	// deadline (the caller's) passes.
+	// deadline (the caller's) passes. A caller that gets no answer may cancel the call once it
+	// knows a newer leader and send the same entry there: the entry may then be proposed twice,
+	// which package consensus reads by command (see its doc, "Unknown outcomes").
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	mustEmbedUnimplementedForwardServer()
 }
