@@ -332,53 +332,18 @@ func (f *Forwarder) send(ctx context.Context, to *NotLeaderError, data []byte) (
 // soon as this node knows another leader than the one asked: the entry may be in the asked
 // leader's log, and forward re-sends the write to the new one.
 func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr string, data []byte) (*consensusv1.ApplyResponse, error) {
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type reply struct {
-		a   *consensusv1.ApplyResponse
-		err error
+	a, now, err := untilLeaderMoves(ctx, f.node, leader, f.o.AttemptTimeout, f.o.LeaderPoll,
+		func(ctx context.Context) (*consensusv1.ApplyResponse, error) {
+			return lc.client.Apply(ctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
+		})
+	switch {
+	case now != "":
+		return nil, &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s, which gave no answer within %v; %s leads now",
+			ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
+	case err != nil:
+		return nil, rpcError(ctx, leader, addr, err)
 	}
-	done := make(chan reply, 1)
-	go func() {
-		r := reply{err: errors.New("the forwarding call panicked")}
-		defer func() { done <- r }()
-		defer f.node.recoverLog("forward call")
-		r.a, r.err = lc.client.Apply(cctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
-	}()
-	patience := time.NewTimer(f.o.AttemptTimeout)
-	defer patience.Stop()
-	var (
-		watch *time.Ticker
-		poll  <-chan time.Time // nil until patience runs out
-	)
-	defer func() {
-		if watch != nil {
-			watch.Stop()
-		}
-	}()
-	for {
-		select {
-		case r := <-done:
-			if r.err != nil {
-				return nil, rpcError(ctx, leader, addr, r.err)
-			}
-			return r.a, nil
-		case <-patience.C:
-			watch = time.NewTicker(f.o.LeaderPoll)
-			poll = watch.C
-		case <-poll:
-			now, ok := f.leaderID()
-			if !ok || now == leader {
-				continue
-			}
-			cancel()
-			if r := <-done; r.err == nil {
-				return r.a, nil // answered as it was given up
-			}
-			return nil, &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s, which gave no answer within %v; %s leads now",
-				ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
-		}
-	}
+	return a, nil
 }
 
 // rpcError is an RPC that ended without the leader's answer. Unless ctx ended, the write may be

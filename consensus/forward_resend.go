@@ -66,20 +66,80 @@ func (u *unanswered) settle(res fsm.Result, err error) (fsm.Result, error) {
 	return fsm.Result{}, fmt.Errorf("%w; re-sending it wrote nothing: %v", u.err, err)
 }
 
-// leaderID returns the leader this node knows, itself when it leads; ok is false when it knows
-// none. A shut-down node counts as knowing one: the next attempt says ErrShutdown.
-func (f *Forwarder) leaderID() (id string, ok bool) {
-	if f.node.closed.Load() {
+// leaderID returns the leader this node knows (see knownLeader).
+func (f *Forwarder) leaderID() (id string, ok bool) { return knownLeader(f.node) }
+
+// knownLeader returns the leader n knows, itself when it leads; ok is false when it knows none.
+// A shut-down node counts as knowing one, "": the next attempt says ErrShutdown.
+func knownLeader(n *Node) (id string, ok bool) {
+	if n.closed.Load() {
 		return "", true
 	}
-	if f.node.IsLeader() {
-		return f.node.ID(), true
+	if n.IsLeader() {
+		return n.ID(), true
 	}
-	_, lid := f.node.raft.LeaderWithID()
-	if lid == "" || string(lid) == f.node.ID() {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" || string(lid) == n.ID() {
 		return "", false
 	}
 	return string(lid), true
+}
+
+// untilLeaderMoves runs call, a request to the leader asked, and waits for its answer. After
+// patience without one it looks at n's leadership every poll, and gives the call up
+// (cancelling its context) as soon as n knows a leader other than asked: a paused or cut-off
+// leader keeps its connection open and never answers. movedTo is then that leader (or "" with
+// call's result, when call answered as it was given up). Anything asked of a leader over gRPC
+// can use it; the caller decides whether asking the new leader again is safe.
+func untilLeaderMoves[T any](ctx context.Context, n *Node, asked string, patience, poll time.Duration,
+	call func(context.Context) (T, error)) (res T, movedTo string, err error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type reply struct {
+		res T
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		r := reply{err: errors.New("the call to the leader panicked")}
+		defer func() { done <- r }()
+		defer n.recoverLog("call to the leader")
+		r.res, r.err = call(cctx)
+	}()
+	wait := time.NewTimer(patience)
+	defer wait.Stop()
+	var (
+		watch *time.Ticker
+		tick  <-chan time.Time // nil until patience runs out
+	)
+	defer func() {
+		if watch != nil {
+			watch.Stop()
+		}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.res, "", r.err
+		case <-wait.C:
+			watch = time.NewTicker(poll)
+			tick = watch.C
+		case <-tick:
+			now, ok := knownLeader(n)
+			if !ok || now == asked {
+				continue
+			}
+			cancel()
+			if r := <-done; r.err == nil {
+				return r.res, "", nil // answered as it was given up
+			}
+			if now == "" {
+				now = "no one (this node is shut down)"
+			}
+			var zero T
+			return zero, now, nil
+		}
+	}
 }
 
 // waitMoved waits, after an attempt to asked ended without its answer, until this node knows a
