@@ -1,0 +1,198 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+
+	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+)
+
+// Bounds of a read barrier.
+const (
+	// readIndexHops bounds the leaders one barrier asks in a row, following NOT_LEADER.
+	readIndexHops = 3
+	// readIndexLeaderWait bounds the wait for a leader to ask.
+	readIndexLeaderWait = DefaultNoLeaderWait
+	// appliedPoll is how often a barrier looks at the applied index again without a signal (an
+	// entry that changes nothing applies without one).
+	appliedPoll = time.Millisecond
+)
+
+// Register serves the FleetAck service of api/consensus/v1 on s: WaitApplied for writers'
+// acknowledgements, and ReadIndex when this node leads.
+func (a *FleetAck) Register(s grpc.ServiceRegistrar) {
+	consensusv1.RegisterFleetAckServer(s, &fleetAckServer{a: a})
+}
+
+// fleetAckServer is the peer's side of FleetAck.
+type fleetAckServer struct {
+	consensusv1.UnimplementedFleetAckServer
+	a *FleetAck
+}
+
+// WaitApplied implements consensusv1.FleetAckServer. It answers a little before the caller's
+// deadline when the index was not reached, so that the caller reads the applied index.
+func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitAppliedRequest) (*consensusv1.WaitAppliedResponse, error) {
+	s.a.nudge()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.a.stop: // Close ends the waits it serves
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if d, ok := ctx.Deadline(); ok {
+		margin := min(50*time.Millisecond, time.Until(d)/10)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-margin))
+		defer cancel()
+	}
+	got := s.a.o.Local.WaitApplied(ctx, req.Index)
+	return &consensusv1.WaitAppliedResponse{Applied: got, Reached: got >= req.Index}, nil
+}
+
+// ReadIndex implements consensusv1.FleetAckServer. Every outcome is answered with status OK.
+func (s *fleetAckServer) ReadIndex(ctx context.Context, req *consensusv1.ReadIndexRequest) (*consensusv1.ReadIndexResponse, error) {
+	idx, err := s.a.leaderReadIndex(ctx)
+	var nl *NotLeaderError
+	switch {
+	case err == nil:
+		// The asker applies up to idx once it learns idx committed: tell it now, not at the
+		// next CommitTimeout.
+		s.a.nudge()
+		return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK, Index: idx}, nil
+	case errors.As(err, &nl):
+		return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER, LeaderId: nl.Leader}, nil
+	}
+	return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NO_LEADER}, nil
+}
+
+// leaderReadIndex is the read index of this node, which must lead: once it committed an entry
+// of its term (a Barrier, at most once a term) its FSM holds every entry of earlier terms; and
+// once a quorum confirmed its leadership (VerifyLeader), no other leader can have acknowledged
+// a write it does not hold. A write is acknowledged only after the leader applied it, so the
+// FSM's applied index then covers every write acknowledged before the call.
+func (a *FleetAck) leaderReadIndex(ctx context.Context) (uint64, error) {
+	n := a.node
+	if n.closed.Load() {
+		return 0, ErrShutdown
+	}
+	if !n.IsLeader() {
+		return 0, n.notLeader()
+	}
+	term := n.raft.CurrentTerm()
+	if a.readyTerm.Load() != term {
+		timeout := nudgeTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		if timeout <= 0 {
+			return 0, ErrTimeout
+		}
+		if err := n.raft.Barrier(timeout).Error(); err != nil {
+			return 0, fmt.Errorf("%w: the leader's barrier failed: %v", ErrNoLeader, err)
+		}
+		a.readyTerm.Store(term)
+	} else if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, fmt.Errorf("%w: leadership not confirmed: %v", ErrNoLeader, err)
+	}
+	return n.AppliedIndex(), nil
+}
+
+// Barrier is a read barrier: it returns once this node's FSM has applied every write
+// acknowledged before the call, by asking the leader's read index (itself, when it leads) and
+// waiting until the FSM applied it. A state read after it is as current as the leader's was.
+// Its errors are ErrNoLeader (no leader could be asked within a bound), ErrShutdown, ErrTimeout
+// and ctx's; nothing is ever written.
+func (a *FleetAck) Barrier(ctx context.Context) error {
+	idx, err := a.readIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return a.waitFSM(ctx, idx)
+}
+
+// readIndex asks the leader for its read index, following NOT_LEADER a bounded number of times
+// and waiting a bounded time for a leader to be known.
+func (a *FleetAck) readIndex(ctx context.Context) (uint64, error) {
+	n := a.node
+	waitUntil := time.Now().Add(readIndexLeaderWait)
+	for hop := 0; hop < readIndexHops; {
+		if n.closed.Load() {
+			return 0, ErrShutdown
+		}
+		if n.IsLeader() {
+			return a.leaderReadIndex(ctx)
+		}
+		_, id := n.raft.LeaderWithID()
+		if id == "" {
+			if time.Now().After(waitUntil) {
+				return 0, ErrNoLeader
+			}
+			if !sleepCtx(ctx, DefaultLeaderPoll) {
+				return 0, ctx.Err()
+			}
+			continue
+		}
+		hop++
+		idx, next, err := a.askReadIndex(ctx, string(id))
+		if err == nil {
+			return idx, nil
+		}
+		if next == "" || next == n.ID() {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("%w: the read index was not answered after %d leaders", ErrNoLeader, readIndexHops)
+}
+
+// askReadIndex asks one node, believed to lead, for its read index; next is the leader it
+// names when it does not lead.
+func (a *FleetAck) askReadIndex(ctx context.Context, leader string) (idx uint64, next string, err error) {
+	cc, err := a.conn(leader)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	resp, err := consensusv1.NewFleetAckClient(cc).ReadIndex(ctx, &consensusv1.ReadIndexRequest{From: a.node.ID()})
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, "", cerr
+		}
+		return 0, "", &LeaderUnreachableError{Leader: leader, Err: err}
+	}
+	switch resp.Status {
+	case consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK:
+		return resp.Index, "", nil
+	case consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER:
+		return 0, resp.LeaderId, &NotLeaderError{Leader: resp.LeaderId}
+	}
+	return 0, "", fmt.Errorf("%w: %s could not confirm its leadership", ErrNoLeader, leader)
+}
+
+// waitFSM waits until the FSM applied index, or ctx ends.
+func (a *FleetAck) waitFSM(ctx context.Context, index uint64) error {
+	if a.node.AppliedIndex() >= index {
+		return nil
+	}
+	signals, stop := a.node.Watch()
+	defer stop()
+	tick := time.NewTicker(appliedPoll)
+	defer tick.Stop()
+	for a.node.AppliedIndex() < index {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: this node applied %d of the leader's %d", ctx.Err(), a.node.AppliedIndex(), index)
+		case <-a.stop:
+			return ErrShutdown
+		case <-signals:
+		case <-tick.C:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package consensus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/mesh"
+)
+
+// DefaultFleetAckTimeout is --fleet-ack-timeout-secs: how long a write waits for the fleet to
+// apply it before it answers naming the peers that lag.
+const DefaultFleetAckTimeout = 5 * time.Second
+
+// nudgeTimeout bounds the leader's Barrier that tells followers an index committed.
+const nudgeTimeout = 2 * time.Second
+
+// Applied is a gateway's data plane as fleet acknowledgements see it: the raft index its pool
+// has applied and published. gateway/fleet.Reconciler implements it.
+type Applied interface {
+	// WaitApplied returns the applied index once it is at least index, or when ctx ends.
+	WaitApplied(ctx context.Context, index uint64) uint64
+}
+
+// FleetAckOptions configures a FleetAck. The zero value of every optional field is a working
+// default.
+type FleetAckOptions struct {
+	// Local is this gateway's data plane. Required.
+	Local Applied
+	// Members is the mesh: the alive members that are not foreign are the live peers a write
+	// waits for. Required.
+	Members MemberList
+	// ResolveRPC returns a peer's gRPC address (its --rpc-port listener) by node id. Required.
+	ResolveRPC func(nodeID string) (addr string, ok bool)
+	// Timeout bounds the wait for the fleet (--fleet-ack-timeout-secs). Zero means
+	// DefaultFleetAckTimeout.
+	Timeout time.Duration
+	// Credentials secure the connections to peers. Nil means insecure (plain TCP).
+	Credentials credentials.TransportCredentials
+	// Logger receives the WARN line of a write some peers did not acknowledge in time. Nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+// AckReport says which live peers acknowledged a write (their data plane applied its index)
+// within the timeout, and which lagged. Both lists hold node ids, sorted, this node included.
+type AckReport struct {
+	Index   uint64   `json:"index"`
+	Acked   []string `json:"acked"`
+	Lagging []string `json:"lagging"`
+}
+
+// FleetAck makes writes fleet-acknowledged and reads linearizable (DESIGN.md section 3):
+//
+//   - Acknowledge waits until every live peer's data plane applied a write's index. Each peer
+//     serves WaitApplied, which answers the moment its pool publishes that index: the peer
+//     pushes its applied index to the writer directly, with no gossip round in between. On the
+//     leader, WaitApplied also appends a Barrier (coalesced), so that the followers learn at
+//     once that the index committed instead of at raft's next CommitTimeout (50 to 100 ms).
+//   - Barrier is a read barrier: it asks the leader for its read index (ReadIndex: leadership
+//     confirmed by a quorum, an entry of its term committed) and waits until this node's FSM
+//     applied it, so that what it reads next includes every write acknowledged before.
+//
+// Its methods are safe for concurrent use. Register its service before the gRPC listener
+// serves; Close it before the node shuts down.
+type FleetAck struct {
+	node *Node
+	o    FleetAckOptions
+	log  *slog.Logger
+	dial []grpc.DialOption
+
+	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
+	// its commit index covers every entry of earlier terms.
+	readyTerm atomic.Uint64
+	nudges    chan struct{}
+	stop      chan struct{}
+	wg        sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn // by address
+	closed bool
+}
+
+// NewFleetAck returns a FleetAck over node and starts the leader's nudging loop.
+func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
+	if node == nil || o.Local == nil || o.Members == nil || o.ResolveRPC == nil {
+		return nil, errors.New("consensus: fleet acknowledgements need a node, Local, Members and ResolveRPC")
+	}
+	o.Timeout = cmp.Or(o.Timeout, DefaultFleetAckTimeout)
+	creds := o.Credentials
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	a := &FleetAck{
+		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"),
+		dial:   []grpc.DialOption{grpc.WithTransportCredentials(creds)},
+		nudges: make(chan struct{}, 1), stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn),
+	}
+	a.wg.Add(1)
+	go a.nudgeLoop()
+	return a, nil
+}
+
+// Timeout is the bound of one Acknowledge.
+func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
+
+// Acknowledge waits until every live peer, this node included, has applied index to its data
+// plane, or Timeout (or ctx) ends the wait, and reports who did. A peer that is dead, left or
+// foreign in the mesh is not waited for; one whose gRPC address is unknown, or that cannot be
+// reached, lags. A report with laggards is also logged at WARN.
+func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
+	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
+	defer cancel()
+	a.nudge()
+	peers := a.livePeers()
+	reached := make([]bool, len(peers))
+	var wg sync.WaitGroup
+	for i, id := range peers {
+		wg.Go(func() { reached[i] = a.waitPeer(ctx, id, index) })
+	}
+	wg.Wait()
+	rep := AckReport{Index: index, Acked: []string{}, Lagging: []string{}}
+	for i, id := range peers {
+		if reached[i] {
+			rep.Acked = append(rep.Acked, id)
+		} else {
+			rep.Lagging = append(rep.Lagging, id)
+		}
+	}
+	if len(rep.Lagging) > 0 {
+		a.log.Warn("peers did not apply a write within the fleet-ack timeout; they may still route by the state before it",
+			"index", index, "lagging", rep.Lagging, "acked", rep.Acked, "timeout", a.o.Timeout)
+	}
+	return rep
+}
+
+// livePeers are the alive members that are not foreign, this node included, sorted.
+func (a *FleetAck) livePeers() []string {
+	self := a.node.ID()
+	out := []string{self}
+	for _, m := range a.o.Members.Members() {
+		if m.Status == mesh.StatusAlive && m.ID != self {
+			out = append(out, m.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitPeer asks one peer (or this node's data plane) to answer once it applied index.
+func (a *FleetAck) waitPeer(ctx context.Context, id string, index uint64) bool {
+	if id == a.node.ID() {
+		return a.o.Local.WaitApplied(ctx, index) >= index
+	}
+	cc, err := a.conn(id)
+	if err != nil {
+		a.log.Debug("cannot ask a peer to acknowledge", "peer", id, "err", err)
+		return false
+	}
+	// WaitForReady: a connection still being made (a new peer) is waited for within ctx.
+	resp, err := consensusv1.NewFleetAckClient(cc).WaitApplied(ctx,
+		&consensusv1.WaitAppliedRequest{Index: index, From: a.node.ID()}, grpc.WaitForReady(true))
+	if err != nil {
+		a.log.Debug("a peer did not acknowledge", "peer", id, "index", index, "err", err)
+		return false
+	}
+	return resp.Reached && resp.Applied >= index
+}
+
+// conn returns the connection to a peer's gRPC listener, making it on first use.
+func (a *FleetAck) conn(id string) (*grpc.ClientConn, error) {
+	addr, ok := a.o.ResolveRPC(id)
+	if !ok || addr == "" {
+		return nil, errors.New("no gRPC address is known for " + id)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, ErrShutdown
+	}
+	if cc := a.conns[addr]; cc != nil {
+		return cc, nil
+	}
+	cc, err := grpc.NewClient(addr, a.dial...)
+	if err != nil {
+		return nil, err
+	}
+	a.conns[addr] = cc
+	return cc, nil
+}
+
+// nudge asks the nudging loop for a Barrier when this node leads; coalesced.
+func (a *FleetAck) nudge() {
+	if !a.node.IsLeader() {
+		return
+	}
+	select {
+	case a.nudges <- struct{}{}:
+	default:
+	}
+}
+
+// nudgeLoop appends a Barrier per nudge, merging the nudges that arrive while one is in
+// flight into the next. raft tells followers the commit index only with the next AppendEntries
+// that carries an entry, or after CommitTimeout when none comes: the Barrier is that entry.
+func (a *FleetAck) nudgeLoop() {
+	defer a.wg.Done()
+	defer a.node.recoverLog("fleet-ack nudges")
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-a.nudges:
+			if a.node.closed.Load() || !a.node.IsLeader() {
+				continue
+			}
+			term := a.node.raft.CurrentTerm()
+			if err := a.node.raft.Barrier(nudgeTimeout).Error(); err == nil {
+				a.readyTerm.Store(term)
+			}
+		}
+	}
+}
+
+// Close stops the nudging loop and closes the connections to peers. Calling it again does
+// nothing.
+func (a *FleetAck) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	conns := a.conns
+	a.conns = nil
+	a.mu.Unlock()
+	close(a.stop)
+	a.wg.Wait()
+	var errs []error
+	for _, cc := range conns {
+		errs = append(errs, cc.Close())
+	}
+	return errors.Join(errs...)
+}

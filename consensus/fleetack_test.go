@@ -1,0 +1,229 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/mesh"
+)
+
+// slowCommitRaft makes raft tell followers a commit only with the next entry or after 2 to 4 s
+// (CommitTimeout): a follower that applies a write sooner was nudged.
+func slowCommitRaft(c *raft.Config) {
+	clusterRaft(c)
+	c.CommitTimeout = 2 * time.Second
+}
+
+// fsmApplied is a data plane that follows the FSM at once: what the node applied.
+type fsmApplied struct{ n *Node }
+
+func (a fsmApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
+	sig, stop := a.n.Watch()
+	defer stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if got := a.n.AppliedIndex(); got >= index {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			return a.n.AppliedIndex()
+		case <-sig:
+		case <-tick.C:
+		}
+	}
+}
+
+// stuckApplied is a data plane that never applies anything.
+type stuckApplied struct{}
+
+func (stuckApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
+	<-ctx.Done()
+	return 0
+}
+
+// staticMembers is a mesh whose members a test sets.
+type staticMembers struct {
+	mu      sync.Mutex
+	members []mesh.Member
+}
+
+func (m *staticMembers) Members() []mesh.Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]mesh.Member(nil), m.members...)
+}
+
+func (m *staticMembers) Watch() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+// ackCluster is an in-memory raft cluster whose nodes serve FleetAck on 127.0.0.1.
+type ackCluster struct {
+	*cluster
+	acks    []*FleetAck
+	addrs   map[string]string
+	members *staticMembers
+}
+
+// startAckCluster starts size nodes; local gives each node's data plane.
+func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i int, n *Node) Applied) *ackCluster {
+	t.Helper()
+	c := &ackCluster{cluster: &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)},
+		addrs: make(map[string]string), members: &staticMembers{}}
+	var servers []raft.Server
+	for i := range size {
+		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))
+		c.trans = append(c.trans, trans)
+		c.byAddr[addr] = trans
+		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("n%d", i+1)), Address: addr, Suffrage: raft.Voter})
+	}
+	c.heal()
+	for i, s := range servers {
+		c.nodes = append(c.nodes, startNode(t, Config{NodeID: string(s.ID), Ephemeral: true, Transport: c.trans[i],
+			Registerer: prometheus.NewRegistry(), BootstrapServers: servers, Tune: slowCommitRaft}))
+		c.members.members = append(c.members.members, mesh.Member{ID: string(s.ID), Status: mesh.StatusAlive})
+	}
+	resolve := func(id string) (string, bool) {
+		a, ok := c.addrs[id]
+		return a, ok
+	}
+	for i, n := range c.nodes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.addrs[n.ID()] = ln.Addr().String()
+		a, err := NewFleetAck(n, FleetAckOptions{Local: local(i, n), Members: c.members, ResolveRPC: resolve, Timeout: timeout, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := grpc.NewServer()
+		a.Register(s)
+		served := make(chan struct{})
+		go func() { defer close(served); _ = s.Serve(ln) }()
+		t.Cleanup(func() { _ = a.Close(); s.Stop(); <-served })
+		c.acks = append(c.acks, a)
+	}
+	return c
+}
+
+// register writes a registration through the leader and returns its index.
+func (c *ackCluster) register(t *testing.T, lead, port int) (fsm.Result, fsm.Record) {
+	t.Helper()
+	s := spec(t, port)
+	res, err := c.nodes[lead].Apply(context.Background(), fsm.Register{Spec: s, Owner: "n1", At: time.Unix(1, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, *res.Record
+}
+
+func follower(lead, size int) int { return (lead + 1) % size }
+
+// A write is acknowledged by every live peer well before raft's CommitTimeout would have told
+// the followers it committed: the leader's nudge did.
+func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	res, rec := c.register(t, lead, 8101)
+	f := follower(lead, 3)
+	start := time.Now()
+	rep := c.acks[f].Acknowledge(context.Background(), res.Index)
+	took := time.Since(start)
+	want := AckReport{Index: res.Index, Acked: []string{"n1", "n2", "n3"}, Lagging: []string{}}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Fatalf("report (-want +got):\n%s", diff)
+	}
+	if took > time.Second {
+		t.Errorf("the acknowledgement took %v: the followers were not nudged (CommitTimeout is 2 s)", took)
+	}
+	for i, n := range c.nodes {
+		if _, ok := n.Worker(rec.ID); !ok {
+			t.Errorf("n%d acknowledged without the record", i+1)
+		}
+	}
+}
+
+// Peers that are dead or left are not waited for; a live peer that never applies, or whose
+// address is unknown, lags, and the wait ends at the timeout.
+func TestFleetAckNamesLaggingPeers(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	c := startAckCluster(t, 3, timeout, func(i int, n *Node) Applied {
+		if i == 2 {
+			return stuckApplied{}
+		}
+		return fsmApplied{n}
+	})
+	c.members.mu.Lock()
+	c.members.members = append(c.members.members,
+		mesh.Member{ID: "n8", Status: mesh.StatusAlive}, // no gRPC address known
+		mesh.Member{ID: "n9", Status: mesh.StatusDead},
+		mesh.Member{ID: "n10", Status: mesh.StatusLeft})
+	c.members.mu.Unlock()
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	res, _ := c.register(t, lead, 8102)
+	start := time.Now()
+	rep := c.acks[0].Acknowledge(context.Background(), res.Index)
+	took := time.Since(start)
+	want := AckReport{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3", "n8"}}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Fatalf("report (-want +got):\n%s", diff)
+	}
+	if took < timeout-50*time.Millisecond || took > timeout+2*time.Second {
+		t.Errorf("the acknowledgement took %v; want about the timeout %v", took, timeout)
+	}
+}
+
+// A read barrier on a follower returns only once it applied what the leader acknowledged,
+// which raft alone would tell it only after CommitTimeout.
+func TestBarrierFollowerReadsLeaderWrites(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	f := follower(lead, 3)
+	for i := range 5 {
+		res, rec := c.register(t, lead, 8110+i)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.acks[f].Barrier(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("write %d: barrier: %v", i, err)
+		}
+		if got := c.nodes[f].AppliedIndex(); got < res.Index {
+			t.Fatalf("write %d: after the barrier the follower applied %d, want %d", i, got, res.Index)
+		}
+		if _, ok := c.nodes[f].Worker(rec.ID); !ok {
+			t.Fatalf("write %d: after the barrier the follower has no record of it", i)
+		}
+	}
+}
+
+// ReadIndex answers only on the leader; a follower names it.
+func TestReadIndexOnlyOnTheLeader(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	ctx := context.Background()
+	got, err := (&fleetAckServer{a: c.acks[lead]}).ReadIndex(ctx, &consensusv1.ReadIndexRequest{From: "test"})
+	if err != nil || got.Status != consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK || got.Index < c.nodes[lead].AppliedIndex() {
+		t.Fatalf("leader: %v, %v", got, err)
+	}
+	f := follower(lead, 3)
+	got, err = (&fleetAckServer{a: c.acks[f]}).ReadIndex(ctx, &consensusv1.ReadIndexRequest{From: "test"})
+	if err != nil || got.Status != consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER || got.LeaderId != c.nodes[lead].ID() {
+		t.Fatalf("follower: %v, %v", got, err)
+	}
+}
