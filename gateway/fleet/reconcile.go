@@ -63,6 +63,11 @@ type Config struct {
 	// applied are judged again after each pass, and what was imported of a worker whose record
 	// is gone is forgotten. Nil: no bulletins are imported.
 	Imports *Importer
+	// AppliedIndex reads the raft index of the last entry Records applied; the reconciler reads
+	// it before each pass, so that once the pass is published the pool reflects the log up to
+	// it (AppliedIndex, WaitApplied: fleet-acknowledged writes). Nil: WaitApplied never reaches
+	// an index above 0.
+	AppliedIndex func() uint64
 	// Logger receives one line per change applied to the pool. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -87,6 +92,13 @@ type Reconciler struct {
 	// pass that panicked.
 	needFull bool
 
+	// poolIndex is what the pool has applied and published; see applied.go.
+	poolIndex poolIndex
+
+	// current is set once CaughtUp closed (or when there is none): WaitApplied may then run a
+	// pass itself.
+	current atomic.Bool
+
 	started  atomic.Bool
 	stop     chan struct{}
 	done     chan struct{}
@@ -109,14 +121,17 @@ func New(cfg Config) *Reconciler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Reconciler{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "fleet"),
-		seen:     make(map[worker.ID]applied),
-		needFull: true,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+	r := &Reconciler{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "fleet"),
+		seen:      make(map[worker.ID]applied),
+		needFull:  true,
+		poolIndex: newPoolIndex(),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
+	r.current.Store(cfg.CaughtUp == nil)
+	return r
 }
 
 // Start subscribes to the records, reconciles once (the state recovered so far) and keeps
@@ -149,6 +164,7 @@ func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 			return
 		case <-caughtUp:
 			caughtUp = nil // a nil channel never fires again
+			r.current.Store(true)
 			r.log.Info("raft state is current; following it", "held_changes", held)
 			r.reconcile(true)
 		case <-ch:
@@ -184,6 +200,7 @@ func (r *Reconciler) reconcile(full bool) {
 	// above ch.Now, and its Watch signal is sent once it is visible, so the next pass asks for
 	// the changes since ch.Now and gets it: nothing is lost, and nothing is applied twice but
 	// idempotently.
+	index := r.appliedIndex() // before the records: every entry up to it is in them
 	ch, ok := r.cfg.Records.ChangedSince(r.version)
 	switch {
 	case full || !ok || r.needFull:
@@ -191,12 +208,15 @@ func (r *Reconciler) reconcile(full bool) {
 		// FSM logs) are read again with every record.
 		r.fullPass()
 	case ch.Now == r.version:
-		return // nothing changed
+		r.poolIndex.advance(index) // nothing changed: the pool already shows the log up to index
+		return
 	default:
 		r.incrementalPass(ch)
 	}
-	// Only a pass that finished gets here (a panic skips it), so version is what was applied.
+	// Only a pass that finished gets here (a panic skips it), so version is what was applied,
+	// and the pool has published it (the passes flush before they return).
 	r.version, r.needFull = ch.Now, false
+	r.poolIndex.advance(index)
 	if r.cfg.Imports != nil {
 		r.cfg.Imports.Recheck()
 	}
