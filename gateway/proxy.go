@@ -153,6 +153,10 @@ type result struct {
 	done    bool // the answer is committed; nothing more to do
 }
 
+// maxReselects bounds the selections one attempt makes again because the picked worker's gate
+// closed in between.
+const maxReselects = 3
+
 // proxy runs the attempts: each selects a worker again, preferring one other than the worker
 // that just failed, and backs off between attempts.
 func (c *call) proxy() {
@@ -163,6 +167,7 @@ func (c *call) proxy() {
 	}
 	var last *pool.Worker
 	var res result
+	reselects := 0
 	for attempt := 1; ; attempt++ {
 		snap := g.pool.Snapshot()
 		c.cands = snap.Candidates(c.cands, c.meta.Caps, c.meta.Model, last)
@@ -176,6 +181,14 @@ func (c *call) proxy() {
 			return
 		}
 		w := g.policy.Pick(c.cands, &c.preq)
+		// A gate closed since the candidates were read (a disable or quarantine the pool is
+		// applying): select again, so that no request starts after a fleet-acknowledged
+		// disable returned. Candidates reads the gates too, so one more selection skips it.
+		if w.Gates() != 0 && reselects < maxReselects {
+			reselects++
+			attempt--
+			continue
+		}
 		up := upstreamOf(w)
 		limit := up.attemptLimit(maxAttempts)
 		res = c.try(w, up, attempt, attempt >= limit)

@@ -46,6 +46,11 @@ type cluster struct {
 	rpc     *grpc.Server
 	rpcAddr string // advertised
 
+	// acks makes admin writes fleet-acknowledged (acks.go); applied is the data plane it
+	// reports, set once the reconciler exists.
+	acks    *consensus.FleetAck
+	applied lateApplied
+
 	caughtUp     chan struct{}
 	caughtUpOnce sync.Once
 
@@ -111,6 +116,11 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	failover.Attach(c.node)
 	c.rpc = grpc.NewServer()
 	c.node.RegisterForward(c.rpc)
+	if err := c.startFleetAck(); err != nil {
+		_ = rpcLn.Close()
+		c.shutdown()
+		return nil, err
+	}
 	for _, register := range services {
 		register(c.rpc)
 	}
@@ -214,12 +224,16 @@ func (c *cluster) leave() {
 	}
 }
 
-// shutdown stops the background loops, the gRPC listener (forwarded writes in flight get
-// rpcStopGrace), the forwarder, raft and the mesh, in that order. Calling it again does nothing.
+// shutdown stops the background loops, the fleet acknowledgements, the gRPC listener
+// (forwarded writes in flight get rpcStopGrace), the forwarder, raft and the mesh, in that
+// order. Calling it again does nothing.
 func (c *cluster) shutdown() {
 	c.stopOnce.Do(func() {
 		c.cancel()
 		c.wg.Wait()
+		if c.acks != nil {
+			_ = c.acks.Close() // first: it ends the acknowledgements the gRPC listener serves
+		}
 		if c.rpc != nil {
 			stopped := make(chan struct{})
 			go func() { c.rpc.GracefulStop(); close(stopped) }()

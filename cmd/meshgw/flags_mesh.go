@@ -30,6 +30,7 @@ type clusterFlags struct {
 	deadVoterGrace     int
 	reconcileInterval  int
 	ownerFailoverGrace int
+	fleetAckTimeout    int
 
 	gw *gatewayFlags // for --host, which the listeners default to
 }
@@ -47,6 +48,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.raftVoters, "raft-voters", consensus.DefaultRaftVoters, "raft voters the leader keeps; other gateways are non-voters")
 	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
+	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(consensus.DefaultFleetAckTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
 	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(consensus.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
 }
 
@@ -60,6 +62,7 @@ func (f *clusterFlags) validate() error {
 		checkMin("dead-voter-grace-secs", f.deadVoterGrace, 1),
 		checkMin("reconcile-interval-secs", f.reconcileInterval, 1),
 		checkMin("owner-failover-grace-secs", f.ownerFailoverGrace, 1),
+		checkMin("fleet-ack-timeout-secs", f.fleetAckTimeout, 1),
 		checkHost("mesh-bind-host", f.meshBindHost),
 		checkHost("rpc-host", f.rpcHost),
 		checkKey(f.meshEncryptKey),

@@ -136,7 +136,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		}
 		owner.OnOutcome(w, status, connErr)
 	}
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Drainer: &owner, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl}
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Drainer: &owner, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
@@ -159,8 +159,9 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	defer mgr.Close()
 	owner.m.Store(mgr)
 	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Imports: importer,
-		CaughtUp: cl.caughtUp, Logger: log})
+		CaughtUp: cl.caughtUp, AppliedIndex: node.AppliedIndex, Logger: log})
 	reconciler.Start()
+	cl.applied.r.Store(reconciler)
 	defer reconciler.Stop()
 	cl.startPoolLoops(gw.Pool())
 	defer registerWorkers(writer, o.registrations(), log)()

@@ -60,6 +60,13 @@ type Config struct {
 	// pool, and the write routes answer 503 unavailable (a gateway without a raft node).
 	Records Records
 	Writer  Writer
+	// Fleet makes writes fleet-acknowledged and judged against the leader's state, and
+	// serves ?consistent=true. A write is decided by the leader's FSM (existence, the
+	// compare-and-set revision); where this gateway decides from its own copy (a record it does
+	// not find, a revision that moved) it runs a read barrier first. Nil: a write returns once
+	// the leader applied it, and is judged against this gateway's state; ?consistent=true reads
+	// the local state.
+	Fleet Fleet
 	// Drainer drains an owned worker on DELETE. Nil: DELETE removes the record at once.
 	Drainer Drainer
 	// Raft answers GET /mesh/raft. Nil: 503 unavailable.
@@ -152,6 +159,9 @@ func (h *Handler) dispatch(ctx *fasthttp.RequestCtx, rt route) {
 	onWorker := map[string]func(*fasthttp.RequestCtx, fsm.Record){
 		fasthttp.MethodGet: rt.getW, fasthttp.MethodPut: rt.put, fasthttp.MethodPatch: rt.patch, fasthttp.MethodDelete: rt.del,
 	}
+	if method == fasthttp.MethodGet && (plain[method] != nil || onWorker[method] != nil) && !h.consistentRead(ctx) {
+		return
+	}
 	if f := plain[method]; f != nil {
 		f(ctx)
 		return
@@ -159,6 +169,13 @@ func (h *Handler) dispatch(ctx *fasthttp.RequestCtx, rt route) {
 	if f := onWorker[method]; f != nil {
 		ref, _ := workerRef(ctx) // checked by Serve
 		rec, e := h.resolve(ref)
+		if e != nil && e.code == codeWorkerNotFound && method != fasthttp.MethodGet && h.writable() {
+			// This gateway's copy may lag the leader's: judge the write as the leader has it.
+			if !h.barrier(ctx) {
+				return
+			}
+			rec, e = h.resolve(ref)
+		}
 		if e != nil {
 			writeAPIErr(ctx, e)
 			return
@@ -177,10 +194,24 @@ func (h *Handler) dispatch(ctx *fasthttp.RequestCtx, rt route) {
 		method+" is not served on "+string(ctx.Path())+"; allowed: "+strings.Join(allowed, ", "))
 }
 
+// consistentRead runs the read barrier of a GET with ?consistent=true; it answers the error
+// itself and reports whether to go on.
+func (h *Handler) consistentRead(ctx *fasthttp.RequestCtx) bool {
+	consistent, e := wantsConsistent(ctx)
+	if e != nil {
+		writeAPIErr(ctx, e)
+		return false
+	}
+	return !consistent || h.barrier(ctx)
+}
+
+// writable reports whether the write routes are backed by raft.
+func (h *Handler) writable() bool { return h.cfg.Records != nil && h.cfg.Writer != nil }
+
 // writing refuses a write on a gateway without raft.
 func (h *Handler) writing(f func(*fasthttp.RequestCtx)) func(*fasthttp.RequestCtx) {
 	return func(ctx *fasthttp.RequestCtx) {
-		if h.cfg.Records == nil || h.cfg.Writer == nil {
+		if !h.writable() {
 			writeErr(ctx, fasthttp.StatusServiceUnavailable, codeUnavailable, "this gateway runs without a raft node; the admin API is read-only")
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
@@ -66,6 +67,10 @@ type Record struct {
 	// DiscoveredModels are the models the worker said it serves when its owner asked; GET
 	// /v1/models lists them while it declares none. Omitted when nothing was discovered.
 	DiscoveredModels []string `json:"discovered_models,omitempty"`
+
+	// FleetAck is set in the answer of a write: the live peers whose data plane applied it
+	// within --fleet-ack-timeout-secs, and those that lagged.
+	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
 }
 
 // Runtime supplies the runtime state of the workers this gateway owns; gateway/owned.Manager

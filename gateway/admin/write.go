@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -39,7 +40,7 @@ func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
 	if res.Outcome == fsm.Created {
 		status = fasthttp.StatusCreated
 	}
-	h.writeRecord(ctx, status, res.Record)
+	h.writeWritten(ctx, status, res)
 }
 
 func (h *Handler) decodeRegistration(ctx *fasthttp.RequestCtx) (worker.Spec, string, *apiError) {
@@ -200,6 +201,11 @@ func (h *Handler) replace(ctx *fasthttp.RequestCtx, rec fsm.Record, flags flagBo
 			ID: rec.ID, Spec: spec, ExpectedRevision: rec.Revision, Flags: h.flagChange(ctx, flags),
 		})
 		if errors.Is(err, fsm.ErrConflict) && attempt < casAttempts {
+			// The record changed since it was read, maybe before this write was sent (this
+			// gateway's copy lags the leader's): read it again as the leader has it.
+			if !h.barrier(ctx) {
+				return
+			}
 			cur, ok := h.cfg.Records.Worker(rec.ID)
 			if !ok {
 				err = &fsm.NotFoundError{ID: rec.ID}
@@ -213,7 +219,7 @@ func (h *Handler) replace(ctx *fasthttp.RequestCtx, rec fsm.Record, flags flagBo
 			writeError(ctx, err, codeRevisionConflict)
 			return
 		}
-		h.writeRecord(ctx, fasthttp.StatusOK, res.Record)
+		h.writeWritten(ctx, fasthttp.StatusOK, res)
 		return
 	}
 }
@@ -226,7 +232,7 @@ func (h *Handler) setFlags(ctx *fasthttp.RequestCtx, rec fsm.Record, flags flagB
 		writeError(ctx, err, codeRevisionConflict)
 		return
 	}
-	h.writeRecord(ctx, fasthttp.StatusOK, res.Record)
+	h.writeWritten(ctx, fasthttp.StatusOK, res)
 }
 
 // flagChange stamps a flag change with who (the caller's address) and when.
@@ -249,6 +255,8 @@ type deleteAnswer struct {
 	// new requests and its record is removed once DrainSettleSecs have passed).
 	Status          string  `json:"status"`
 	DrainSettleSecs float64 `json:"drain_settle_secs"`
+	// FleetAck is set when the record was removed: see Record.FleetAck.
+	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
 }
 
 // deleteWorker is DELETE /workers/{id}: a ready worker this gateway owns drains first (202,
@@ -272,7 +280,7 @@ func (h *Handler) deleteWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
 		writeError(ctx, err, codeFenced)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, deleteAnswer{ID: string(rec.ID), Status: "removed"})
+	writeJSON(ctx, fasthttp.StatusOK, deleteAnswer{ID: string(rec.ID), Status: "removed", FleetAck: h.acknowledge(res)})
 }
 
 func roundSecs(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
