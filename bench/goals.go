@@ -12,6 +12,7 @@ const (
 	pacedMaxTTFBMs     = 50.0 // paced check: the first event comes before the first pause ends
 	pacedMinGapOfDelay = 0.5  // paced check: no gap shorter than half the delay (no bunching)
 	goalAdminWriteP99  = 10.0 // ms, an admin write's commit at p99 (3-node cluster)
+	goalFleetAckP99    = 10.0 // ms, a fleet-acknowledged admin write at p99 (3 and 5 gateways)
 	goalBytesPerWorker = 2048 // heap per imported worker, at most
 	goalStartS         = 2.0  // s, start of a gateway with goalStartWorkers in its raft state
 	goalStartWorkers   = 100_000
@@ -122,6 +123,11 @@ func controlGoals(r *Report) []Goal {
 		if l := v.Cluster; l != nil {
 			gs = append(gs, Goal{fmt.Sprintf("write commit p99, %d nodes (consensus layer)", l.Nodes), fmt.Sprintf("%.2f ms", l.P99Ms),
 				fmt.Sprintf("≤ %.0f ms on 3 nodes", goalAdminWriteP99), met(l.Nodes >= 3 && l.P99Ms <= goalAdminWriteP99)})
+		}
+		for _, l := range v.FleetAck {
+			gs = append(gs, Goal{fmt.Sprintf("fleet-acknowledged write p99, %d gateways", l.Nodes),
+				fmt.Sprintf("%.2f ms (p50 %.2f ms)", l.P99Ms, l.P50Ms), fmt.Sprintf("≤ %.0f ms on loopback", goalFleetAckP99),
+				met(l.P99Ms <= goalFleetAckP99)})
 		}
 	}
 	if v, ok := r.Memory.(MemoryResult); ok {

@@ -20,8 +20,9 @@ type RaftResult struct {
 	// loopback TCP with bbolt on disk, sequential writes through the leader. The admin API and
 	// its forwarding to the leader come with the gateway cluster (step 6).
 	Cluster *WriteLatency `json:"write_3_nodes"`
-	// FleetAck needs bulletins (step 7).
-	FleetAck NotMeasured `json:"fleet_ack_disable_5_nodes"`
+	// FleetAck is fleet-acknowledged admin writes through gateways joined on loopback, at 3
+	// and 5 gateways (fleetAckWrites).
+	FleetAck []*WriteLatency `json:"fleet_ack_writes"`
 }
 
 // WriteLatency is the latency of sequential writes.
@@ -55,12 +56,16 @@ func runRaft(ctx context.Context, ps *procs, o *Options) any {
 		return notMeasured("cluster writes: " + err.Error())
 	}
 	cl.What = "consensus.Node.Apply on the leader to the applied result; voters in one process on loopback TCP, bbolt on disk"
-	return RaftResult{
-		Status:   "measured",
-		Admin:    admin,
-		Cluster:  &cl,
-		FleetAck: notMeasured("a fleet-acknowledged write waits for every gateway's bulletin (roadmap step 7), not built yet"),
+	res := RaftResult{Status: "measured", Admin: admin, Cluster: &cl}
+	for _, n := range fleetAckSizes {
+		o.Log.Info("raft: fleet-acknowledged writes", "gateways", n, "writes", c.AdminWrites)
+		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites)
+		if err != nil {
+			return notMeasured(fmt.Sprintf("fleet-acknowledged writes, %d gateways: %v", n, err))
+		}
+		res.FleetAck = append(res.FleetAck, l)
 	}
+	return res
 }
 
 // adminWrites starts meshgw on a fresh state directory, registers one worker through the admin

@@ -339,11 +339,10 @@ func (r *Report) printSections(w io.Writer) {
 				fmt.Fprintf(w, "%s: failover: %s (%s)\n", sec.name, f.Status, f.Reason)
 			}
 		case RaftResult:
-			for _, l := range []*WriteLatency{v.Admin, v.Cluster} {
+			for _, l := range append([]*WriteLatency{v.Admin, v.Cluster}, v.FleetAck...) {
 				fmt.Fprintf(w, "%s: %d sequential writes, %d node(s): p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f writes/s (%s)\n",
 					sec.name, l.Writes, l.Nodes, l.P50Ms, l.P99Ms, l.MaxMs, l.WritesPerSec, l.What)
 			}
-			fmt.Fprintf(w, "%s: fleet-acknowledged disable: %s (%s)\n", sec.name, v.FleetAck.Status, v.FleetAck.Reason)
 		case MemoryResult:
 			fmt.Fprintf(w, "%s: %d imported workers in raft state: served %.2f s after start (median of %v s), leading at %.2f s; "+
 				"heap %.1f MiB vs %.1f MiB with none = %.0f bytes per worker; RSS %.0f MiB vs %.0f MiB = %.0f bytes per worker\n",

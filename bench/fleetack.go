@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// fleetAckSizes are the cluster sizes the fleet-acknowledged writes are measured at.
+var fleetAckSizes = []int{3, 5}
+
+// fleetAckWrites starts n gateways joined on loopback (the first bootstraps, the others join
+// it; 3 voters and the rest non-voters, each on its own state directory), registers one worker
+// and times writes PUT disabling and enabling it in turn, sent to each gateway in turn (so
+// most are forwarded to the leader), each answered once every gateway applied it to its pool.
+// An answer naming a lagging gateway fails the measurement.
+func fleetAckWrites(ctx context.Context, ps *procs, o *Options, n, writes int) (*WriteLatency, error) {
+	dir, err := tempStateDir(o, fmt.Sprintf("fleet-ack-%d", n))
+	if err != nil {
+		return nil, err
+	}
+	gws := make([]*controlGateway, 0, n)
+	defer func() {
+		for _, g := range gws {
+			g.stop()
+		}
+	}()
+	var seed string
+	for i := range n {
+		g, mesh, err := startMeshGateway(ps, o, fmt.Sprintf("fa%d-%d", n, i+1), filepath.Join(dir, strconv.Itoa(i)), seed)
+		if err != nil {
+			return nil, err
+		}
+		gws = append(gws, g)
+		if i == 0 {
+			seed = mesh
+		}
+	}
+	client := &http.Client{Timeout: 15 * time.Second}
+	if err := waitFormedBench(ctx, client, gws, 60*time.Second); err != nil {
+		return nil, err
+	}
+	var reg struct {
+		ID string `json:"id"`
+	}
+	if err := send(ctx, client, http.MethodPost, gws[0].base+"/workers", `{"url":"http://127.0.0.1:9"}`, &reg); err != nil {
+		return nil, err
+	}
+	body := [2]string{`{"disabled":true,"reason":"bench"}`, `{"disabled":false}`}
+	var ans struct {
+		FleetAck *struct {
+			Lagging []string `json:"lagging"`
+		} `json:"fleet_ack"`
+	}
+	put := func(i int) error {
+		ans.FleetAck = nil
+		if err := send(ctx, client, http.MethodPut, gws[i%n].base+"/workers/"+reg.ID, body[i%2], &ans); err != nil {
+			return err
+		}
+		if ans.FleetAck == nil {
+			return fmt.Errorf("the answer of gateway %d has no fleet_ack", i%n+1)
+		}
+		if len(ans.FleetAck.Lagging) > 0 {
+			return fmt.Errorf("write %d: gateways %v lagged", i, ans.FleetAck.Lagging)
+		}
+		return nil
+	}
+	for i := range 50 { // warm-up: connections, bbolt pages
+		if err := put(i); err != nil {
+			return nil, err
+		}
+	}
+	lat := make([]time.Duration, 0, writes)
+	start := time.Now()
+	for i := range writes {
+		t0 := time.Now()
+		if err := put(i); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	took := time.Since(start)
+	p50, p99, mx := quantiles(lat)
+	return &WriteLatency{Nodes: n, Writes: len(lat), P50Ms: p50, P99Ms: p99, MaxMs: mx, WritesPerSec: float64(len(lat)) / took.Seconds(),
+		What: "PUT /workers/{id} {\"disabled\": …} sent to each gateway in turn, answered once every gateway's pool applied it " +
+			"(fleet_ack with no lagging gateway); gateways on loopback, bbolt on disk"}, nil
+}
+
+// startMeshGateway starts one gateway of a cluster on loopback, joining join (a mesh address)
+// unless it is empty, and returns it with its own mesh address.
+func startMeshGateway(ps *procs, o *Options, name, stateDir, join string) (*controlGateway, string, error) {
+	var ports [4]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		ports[i] = p
+	}
+	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--node-id", name,
+		"--state-dir", stateDir, "--raft-port", strconv.Itoa(ports[1]), "--mesh-port", strconv.Itoa(ports[2]),
+		"--rpc-port", strconv.Itoa(ports[3]), "--mesh-profile", "local", "--log-level", "warn", "--prometheus-port", "0",
+		"--owner-failover-grace-secs", "86400"}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	t0 := time.Now()
+	p, err := ps.start(name, nil, o.MeshgwBin, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	return &controlGateway{p: p, started: t0, log: filepath.Join(ps.dir, name+".log"),
+		base: "http://127.0.0.1:" + strconv.Itoa(ports[0])}, "127.0.0.1:" + strconv.Itoa(ports[2]), nil
+}
+
+// waitFormedBench waits until every gateway lists every other alive and the raft
+// configuration holds them all under one leader.
+func waitFormedBench(ctx context.Context, client *http.Client, gws []*controlGateway, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	formed := func() bool {
+		leader := ""
+		for _, g := range gws {
+			var peers struct {
+				Peers []struct{ Status string } `json:"peers"`
+			}
+			var raft struct {
+				Leader  string     `json:"leader"`
+				Servers []struct{} `json:"servers"`
+			}
+			if getJSON(ctx, client, g.base+"/mesh/peers", &peers) != nil || getJSON(ctx, client, g.base+"/mesh/raft", &raft) != nil {
+				return false
+			}
+			alive := 0
+			for _, p := range peers.Peers {
+				if p.Status == "alive" {
+					alive++
+				}
+			}
+			if alive != len(gws) || len(raft.Servers) != len(gws) || raft.Leader == "" || (leader != "" && raft.Leader != leader) {
+				return false
+			}
+			leader = raft.Leader
+		}
+		return true
+	}
+	for !formed() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d gateways did not form one cluster within %s", len(gws), within)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
