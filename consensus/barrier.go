@@ -38,22 +38,23 @@ type fleetAckServer struct {
 // deadline when the index was not reached, so that the caller reads the applied index.
 func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitAppliedRequest) (*consensusv1.WaitAppliedResponse, error) {
 	s.a.nudge()
-	ctx, cancel := context.WithCancel(ctx)
+	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	done := waitCtx.Done()
 	go func() {
 		select {
 		case <-s.a.stop: // Close ends the waits it serves
 			cancel()
-		case <-ctx.Done():
+		case <-done:
 		}
 	}()
-	if d, ok := ctx.Deadline(); ok {
+	if d, ok := waitCtx.Deadline(); ok {
 		margin := min(50*time.Millisecond, time.Until(d)/10)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-margin))
-		defer cancel()
+		var cancelEarly context.CancelFunc
+		waitCtx, cancelEarly = context.WithDeadline(waitCtx, d.Add(-margin))
+		defer cancelEarly()
 	}
-	got := s.a.o.Local.WaitApplied(ctx, req.Index)
+	got := s.a.o.Local.WaitApplied(waitCtx, req.Index)
 	return &consensusv1.WaitAppliedResponse{Applied: got, Reached: got >= req.Index}, nil
 }
 
@@ -145,9 +146,10 @@ func (a *FleetAck) readIndex(ctx context.Context) (uint64, error) {
 		if err == nil {
 			return idx, nil
 		}
-		if next == "" || next == n.ID() {
+		if next == "" {
 			return 0, err
 		}
+		// next leads now (this node, possibly): the loop asks it, or reads its own index.
 	}
 	return 0, fmt.Errorf("%w: the read index was not answered after %d leaders", ErrNoLeader, readIndexHops)
 }
@@ -159,7 +161,15 @@ func (a *FleetAck) askReadIndex(ctx context.Context, leader string) (idx uint64,
 	if err != nil {
 		return 0, "", fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
-	resp, err := consensusv1.NewFleetAckClient(cc).ReadIndex(ctx, &consensusv1.ReadIndexRequest{From: a.node.ID()})
+	// A paused or cut-off leader keeps the connection open and never answers: once this node
+	// knows another leader, ask that one (asking again is always safe for a read).
+	resp, movedTo, err := untilLeaderMoves(ctx, a.node, leader, DefaultAttemptTimeout, DefaultLeaderPoll,
+		func(cctx context.Context) (*consensusv1.ReadIndexResponse, error) {
+			return consensusv1.NewFleetAckClient(cc).ReadIndex(cctx, &consensusv1.ReadIndexRequest{From: a.node.ID()})
+		})
+	if movedTo != "" {
+		return 0, movedTo, &NotLeaderError{Leader: movedTo}
+	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, "", cerr

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,13 +125,22 @@ func (n *Node) skipSnapshotRestore() bool {
 	return len(snaps) == 0 || snaps[0].Index <= n.loaded
 }
 
-// SavedIndex is the applied index of the state saved on disk, which a restart serves at once;
-// with --ephemeral, the applied index (nothing is saved).
+// SavedIndex is the applied index up to which the state saved on disk is current, what a
+// restart serves at once; with --ephemeral, the applied index (nothing is saved).
 func (n *Node) SavedIndex() uint64 {
 	if n.saver == nil {
 		return n.fsm.AppliedIndex()
 	}
 	return n.saver.SavedIndex()
+}
+
+// WaitSaved returns SavedIndex once it reaches index, or when ctx ends (it is then below): an
+// acknowledged write is on disk here, so that a restart serves it from the first request.
+func (n *Node) WaitSaved(ctx context.Context, index uint64) uint64 {
+	if n.saver == nil {
+		return n.fsm.AppliedIndex()
+	}
+	return n.saver.waitSaved(ctx, index)
 }
 
 // startRaft makes the transport and the raft instance, and bootstraps when there is no state.

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -26,8 +27,10 @@ type saver struct {
 	store fsmSaver
 	log   *slog.Logger
 
-	version uint64        // the FSM version the last save holds; owned by the loop
-	saved   atomic.Uint64 // the applied index the last save holds
+	version      uint64                        // the FSM version the last save holds; owned by the loop
+	savedVersion atomic.Uint64                 // version, for readers
+	saved        atomic.Uint64                 // the applied index the last save holds
+	savedSig     atomic.Pointer[chan struct{}] // closed and replaced after each save
 
 	stop chan struct{}
 	done chan struct{}
@@ -38,6 +41,9 @@ type saver struct {
 func newSaver(f *fsm.FSM, store fsmSaver, version, applied uint64, log *slog.Logger) *saver {
 	s := &saver{fsm: f, store: store, log: log, version: version, stop: make(chan struct{}), done: make(chan struct{})}
 	s.saved.Store(applied)
+	s.savedVersion.Store(version)
+	sig := make(chan struct{})
+	s.savedSig.Store(&sig)
 	return s
 }
 
@@ -79,14 +85,43 @@ func (s *saver) save() bool {
 	}
 	s.version = sv.Version
 	s.saved.Store(sv.Applied)
+	s.savedVersion.Store(sv.Version)
+	next := make(chan struct{})
+	close(*s.savedSig.Swap(&next))
 	if sv.Delta.Full && len(sv.Delta.Puts) > 1000 {
 		s.log.Info("saved the whole applied state", "workers", len(sv.Delta.Puts), "applied_index", sv.Applied)
 	}
 	return true
 }
 
-// SavedIndex is the applied index the state on disk holds.
-func (s *saver) SavedIndex() uint64 { return s.saved.Load() }
+// SavedIndex is the applied index up to which the state on disk is current: the last save's,
+// or the FSM's applied index when nothing changed the state since that save (the entries
+// applied since changed nothing, so a restart serves the same records).
+func (s *saver) SavedIndex() uint64 {
+	applied := s.fsm.AppliedIndex() // before the version: an apply in between makes them differ
+	if s.fsm.Version() == s.savedVersion.Load() {
+		return max(applied, s.saved.Load())
+	}
+	return s.saved.Load()
+}
+
+// waitSaved returns the saved index once it reaches index, or when ctx ends.
+func (s *saver) waitSaved(ctx context.Context, index uint64) uint64 {
+	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing brings no save
+	defer tick.Stop()
+	for {
+		sig := *s.savedSig.Load()
+		if got := s.SavedIndex(); got >= index {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			return s.SavedIndex()
+		case <-sig:
+		case <-tick.C:
+		}
+	}
+}
 
 func (s *saver) start() { go s.run() }
 

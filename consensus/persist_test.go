@@ -125,3 +125,35 @@ func TestRestartReplaySkipsSavedEntries(t *testing.T) {
 		})
 	}
 }
+
+// WaitSaved returns once the state on disk holds an index: a write that changed a record once
+// the saver wrote it, and a write that changed nothing at once (the saved state is current).
+func TestWaitSaved(t *testing.T) {
+	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, Config{NodeID: "n1", BindAddr: "127.0.0.1:0", StateDir: dir.Path})
+	waitReady(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := spec(t, 8001)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, cmd := range []fsm.Command{
+		fsm.Register{Spec: a, Owner: "n1", At: now},
+		fsm.Register{Spec: a, Owner: "n1", At: now}, // unchanged: nothing to save
+	} {
+		res, err := n.Apply(ctx, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.WaitSaved(ctx, res.Index); got < res.Index {
+			t.Fatalf("%s at %d: saved index %d after the wait", res.Outcome, res.Index, got)
+		}
+	}
+	shortCtx, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelShort()
+	if got := n.WaitSaved(shortCtx, n.AppliedIndex()+100); got >= n.AppliedIndex()+100 {
+		t.Fatalf("WaitSaved claims an index not yet applied: %d", got)
+	}
+}

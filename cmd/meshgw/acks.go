@@ -22,18 +22,27 @@ func (c *cluster) startFleetAck() error {
 	}
 	a.Register(c.rpc)
 	c.acks = a
+	c.applied.node = c.node
 	return nil
 }
 
 // lateApplied hands the fleet acknowledgements the reconciler, which is built after the
 // cluster because it drives the gateway's pool. Until then this gateway acknowledges nothing.
+// An index is acknowledged once the pool applied it and the state saved on disk holds it, so
+// that an acknowledged write holds from the first request after a restart (fail-static).
 type lateApplied struct {
-	r atomic.Pointer[fleet.Reconciler]
+	r    atomic.Pointer[fleet.Reconciler]
+	node *consensus.Node
 }
 
 func (l *lateApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
-	if r := l.r.Load(); r != nil {
-		return r.WaitApplied(ctx, index)
+	r := l.r.Load()
+	if r == nil {
+		return 0
 	}
-	return 0
+	got := r.WaitApplied(ctx, index)
+	if got < index || l.node == nil {
+		return got
+	}
+	return min(got, l.node.WaitSaved(ctx, index))
 }
