@@ -73,6 +73,11 @@ type bulletins struct {
 	recv atomic.Pointer[receiverBox]
 	met  *bulletinMetrics
 
+	// early holds what arrived before a receiver was installed (a join's state comes before
+	// the gateway's importer exists); setReceiver hands it over. Guarded by earlyMu.
+	earlyMu sync.Mutex
+	early   []Bulletin
+
 	clock atomic.Uint64 // the owner's Lamport clock (seq)
 
 	mu     sync.Mutex
@@ -271,8 +276,19 @@ func (e *bulletins) close() {
 	<-e.done
 }
 
-// setReceiver installs the importer.
-func (e *bulletins) setReceiver(r BulletinReceiver) { e.recv.Store(&receiverBox{r}) }
+// maxEarly bounds the bulletins kept for a receiver not installed yet.
+const maxEarly = 1 << 17
+
+// setReceiver installs the importer and hands it what arrived before.
+func (e *bulletins) setReceiver(r BulletinReceiver) {
+	e.earlyMu.Lock()
+	defer e.earlyMu.Unlock()
+	e.recv.Store(&receiverBox{r})
+	if len(e.early) > 0 {
+		r.Bulletins(e.early)
+		e.early = nil
+	}
+}
 
 func (e *bulletins) deliver(bs []Bulletin) {
 	if len(bs) == 0 {
@@ -280,7 +296,15 @@ func (e *bulletins) deliver(bs []Bulletin) {
 	}
 	if box := e.recv.Load(); box != nil {
 		box.r.Bulletins(bs)
+		return
 	}
+	e.earlyMu.Lock()
+	defer e.earlyMu.Unlock()
+	if box := e.recv.Load(); box != nil { // installed meanwhile
+		box.r.Bulletins(bs)
+		return
+	}
+	e.early = append(e.early, bs[:min(len(bs), maxEarly-len(e.early))]...)
 }
 
 // heard returns when this node last heard from owner: a bulletin, a beat or its whole state.

@@ -482,3 +482,20 @@ func BenchmarkMergeState(b *testing.B) {
 type discard struct{}
 
 func (discard) Bulletins([]Bulletin) {}
+
+// Bulletins that arrive before the importer is installed (a join's state, taken while the
+// gateway is still starting) are handed to it when it is, not lost: the node has already
+// marked them seen, so nothing would bring them again.
+func TestBulletinsBeforeTheReceiverAreKept(t *testing.T) {
+	n, _ := newFakeNet("a", "b")
+	a, b := n.engines["a"], n.engines["b"]
+	b.recv.Store(nil)
+	a.publish(ready("w1", 1))
+	a.flush(n.now())
+	b.mergeRemote(a.localState(true))
+	late := &recorder{}
+	b.setReceiver(late)
+	if got := late.take(); len(got) != 1 || got[0].Worker != "w1" {
+		t.Fatalf("the receiver installed late got %+v; want w1's bulletin", got)
+	}
+}
