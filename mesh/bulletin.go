@@ -1,13 +1,16 @@
 package mesh
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // Bulletin is one worker's runtime state as its owner publishes it (DESIGN.md section 4). The
@@ -175,21 +178,10 @@ func decode(raw []byte) (byte, proto.Message, error) {
 
 // digestOf is one bulletin's share of an owner's digest: the XOR of these over everything an
 // owner published, so adding or replacing one bulletin is two XORs. It must be the same on every
-// gateway, so it is FNV-1a 64 mixed with the murmur3 finalizer (no per-process seed).
-func digestOf(worker string, seq uint64) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(worker); i++ {
-		h ^= uint64(worker[i])
-		h *= 1099511628211
-	}
-	for i := 0; i < 8; i++ {
-		h ^= seq >> (8 * i) & 0xff
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+// gateway: FNV-1a 64 over the worker id and the seq, mixed by worker.Mix (no per-process seed).
+func digestOf(id string, seq uint64) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	_, _ = h.Write(binary.BigEndian.AppendUint64(nil, seq))
+	return worker.Mix(h.Sum64())
 }

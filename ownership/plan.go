@@ -167,11 +167,5 @@ func score(id worker.ID, peer string) uint64 {
 	_, _ = h.Write([]byte(id))
 	_, _ = h.Write([]byte{0})
 	_, _ = h.Write([]byte(peer))
-	x := h.Sum64()
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
+	return worker.Mix(h.Sum64())
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // Names of the policies, as --policy takes them.
@@ -202,9 +203,9 @@ func (p *prefixHash) Pick(c []*pool.Worker, r *Request) *pool.Worker {
 // only on (key, worker), which is what makes the mapping stable as candidates come and go.
 func rendezvous(c []*pool.Worker, key uint64) *pool.Worker {
 	best := c[0]
-	bestScore := pool.Mix(key ^ best.Hash)
+	bestScore := worker.Mix(key ^ best.Hash)
 	for _, w := range c[1:] {
-		if s := pool.Mix(key ^ w.Hash); s > bestScore {
+		if s := worker.Mix(key ^ w.Hash); s > bestScore {
 			best, bestScore = w, s
 		}
 	}

@@ -218,7 +218,7 @@ func HashString(s string) uint64 {
 		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
-	return Mix(h)
+	return worker.Mix(h)
 }
 
 // HashBytes is HashString over a byte slice; it does not allocate.
@@ -228,15 +228,5 @@ func HashBytes(b []byte) uint64 {
 		h ^= uint64(c)
 		h *= 1099511628211
 	}
-	return Mix(h)
-}
-
-// Mix is the murmur3 64-bit finalizer.
-func Mix(h uint64) uint64 {
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	return worker.Mix(h)
 }
