@@ -86,7 +86,7 @@ func TestServiceCloseEndsStreamsForGracefulStop(t *testing.T) {
 		n.set("a", owner.lis)
 		r := newTestReporter(t, n, Config{})
 		r.Report("a", "w1", 1, Success)
-		time.Sleep(r.cfg.FlushInterval)
+		advance(r.cfg.FlushInterval)
 		synctest.Wait() // the reporter's stream is open
 		stopped := make(chan struct{})
 		go func() { owner.srv.GracefulStop(); close(stopped) }()
