@@ -145,7 +145,7 @@ func (m *Mesh) observe(n *memberlist.Node, ev event) {
 		e = &entry{Member: Member{ID: n.Name, Status: StatusAlive}}
 		m.table[n.Name] = e
 	}
-	old := e.Status
+	old, oldMeta := e.Status, e.Meta
 	e.Address, e.Meta, e.seen = n.Address(), meta, now
 	switch ev {
 	case eventJoin, eventUpdate:
@@ -163,6 +163,7 @@ func (m *Mesh) observe(n *memberlist.Node, ev event) {
 	}
 	status := e.Status
 	m.mu.Unlock()
+	progressOnly := !changed && sameButProgress(oldMeta, meta)
 
 	if changed && n.Name != m.name {
 		switch status {
@@ -172,5 +173,12 @@ func (m *Mesh) observe(n *memberlist.Node, ev event) {
 			m.log.Info("mesh peer "+status.String(), "peer", n.Name, "address", n.Address(), "region", meta.Region, "color", meta.Color)
 		}
 	}
-	m.signal()
+	m.signalChange(progressOnly)
+}
+
+// sameButProgress reports whether a and b differ at most in a peer's progress: its applied
+// index and owned-worker count.
+func sameButProgress(a, b Meta) bool {
+	a.AppliedIndex, a.OwnedWorkers = b.AppliedIndex, b.OwnedWorkers
+	return a == b
 }

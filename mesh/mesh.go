@@ -51,7 +51,7 @@ type Mesh struct {
 	foreign map[string]*entry // peers refused for their cluster id, at most maxForeign
 
 	watchMu  sync.Mutex
-	watchers map[chan struct{}]struct{}
+	watchers map[chan struct{}]bool // true: membership changes only (WatchMembership)
 }
 
 // localMeta is this node's metadata and its encoding, swapped as one.
@@ -88,7 +88,7 @@ func Start(cfg Config) (*Mesh, error) {
 		now:       time.Now,
 		table:     make(map[string]*entry),
 		foreign:   make(map[string]*entry),
-		watchers:  make(map[chan struct{}]struct{}),
+		watchers:  make(map[chan struct{}]bool),
 	}
 	m.local.Store(&localMeta{meta: meta, raw: raw})
 	d := delegate{m}
@@ -256,10 +256,17 @@ func (m *Mesh) publish(meta Meta, timeout time.Duration) error {
 // or failure, a metadata update, a newly seen foreign peer), and a function that stops the
 // watch. Signals coalesce in a buffer of one: a consumer reads Members after a signal, so a
 // dropped signal costs nothing.
-func (m *Mesh) Watch() (<-chan struct{}, func()) {
+func (m *Mesh) Watch() (<-chan struct{}, func()) { return m.watch(false) }
+
+// WatchMembership is Watch without the metadata updates that only move a peer's progress (its
+// applied index and owned-worker count, gossiped at every raft write): the leader's voter and
+// failover reconcilers read every record or peer at each signal, and have nothing to do then.
+func (m *Mesh) WatchMembership() (<-chan struct{}, func()) { return m.watch(true) }
+
+func (m *Mesh) watch(membershipOnly bool) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	m.watchMu.Lock()
-	m.watchers[ch] = struct{}{}
+	m.watchers[ch] = membershipOnly
 	m.watchMu.Unlock()
 	return ch, func() {
 		m.watchMu.Lock()
@@ -268,11 +275,17 @@ func (m *Mesh) Watch() (<-chan struct{}, func()) {
 	}
 }
 
-// signal wakes every watcher without blocking.
-func (m *Mesh) signal() {
+// signal wakes every watcher without blocking; progressOnly says the change moved only a peer's
+// progress, which WatchMembership's watchers skip.
+func (m *Mesh) signal() { m.signalChange(false) }
+
+func (m *Mesh) signalChange(progressOnly bool) {
 	m.watchMu.Lock()
 	defer m.watchMu.Unlock()
-	for ch := range m.watchers {
+	for ch, membershipOnly := range m.watchers {
+		if progressOnly && membershipOnly {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default:

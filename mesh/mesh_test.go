@@ -2,12 +2,14 @@ package mesh
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -284,5 +286,53 @@ func TestWatchStops(t *testing.T) {
 	if diff := cmp.Diff([]Member{{ID: "n1", Address: nodes[0].Addr(), Status: StatusAlive, Meta: nodes[0].Local()}}, ms,
 		cmpopts.IgnoreFields(Member{}, "Since")); diff != "" {
 		t.Errorf("a mesh of one (-want +got):\n%s", diff)
+	}
+}
+
+// WatchMembership skips a peer's progress (applied index, owned workers), which moves at every
+// raft write; Watch does not. A status change reaches both.
+func TestWatchMembershipSkipsProgress(t *testing.T) {
+	m := &Mesh{name: "a", now: time.Now, table: map[string]*entry{}, foreign: map[string]*entry{},
+		watchers: map[chan struct{}]bool{}, log: slog.New(slog.DiscardHandler)}
+	all, stopAll := m.Watch()
+	defer stopAll()
+	members, stopMembers := m.WatchMembership()
+	defer stopMembers()
+	drain := func() (gotAll, gotMembers bool) {
+		select {
+		case <-all:
+			gotAll = true
+		default:
+		}
+		select {
+		case <-members:
+			gotMembers = true
+		default:
+		}
+		return
+	}
+	node := func(meta Meta) *memberlist.Node {
+		raw, err := EncodeMeta(meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &memberlist.Node{Name: "b", Meta: raw}
+	}
+	steps := []struct {
+		name          string
+		ev            event
+		meta          Meta
+		wantAll, want bool
+	}{
+		{"join", eventJoin, Meta{NodeID: "b", AppliedIndex: 1}, true, true},
+		{"progress only", eventUpdate, Meta{NodeID: "b", AppliedIndex: 9, OwnedWorkers: 3}, true, false},
+		{"another region", eventUpdate, Meta{NodeID: "b", AppliedIndex: 9, OwnedWorkers: 3, Region: "eu"}, true, true},
+		{"dead", eventLeave, Meta{NodeID: "b", AppliedIndex: 9, OwnedWorkers: 3, Region: "eu"}, true, true},
+	}
+	for _, st := range steps {
+		m.observe(node(st.meta), st.ev)
+		if gotAll, got := drain(); gotAll != st.wantAll || got != st.want {
+			t.Errorf("%s: Watch signalled %v, WatchMembership %v; want %v, %v", st.name, gotAll, got, st.wantAll, st.want)
+		}
 	}
 }

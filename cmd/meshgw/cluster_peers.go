@@ -33,10 +33,11 @@ func raftPeers(members []mesh.Member) []consensus.Peer {
 	return out
 }
 
-// Watch implements consensus.Membership with the mesh's coalesced signal.
+// Watch implements consensus.Membership with the mesh's coalesced signal of membership
+// changes (not of peers' progress, which moves at every raft write).
 func (a *membership) Watch() (<-chan struct{}, func()) {
 	if m := a.m.Load(); m != nil {
-		return m.Watch()
+		return m.WatchMembership()
 	}
 	return nil, func() {} // a nil channel never fires; the reconciler's timer still runs
 }
