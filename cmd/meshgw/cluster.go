@@ -56,7 +56,6 @@ type cluster struct {
 
 	ctx      context.Context // ends at shutdown
 	cancel   context.CancelFunc
-	stop     <-chan struct{} // ctx.Done()
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 }
@@ -69,7 +68,6 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
 	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, caughtUp: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.stop = c.ctx.Done()
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
 		return nil, err
@@ -279,7 +277,7 @@ func (c *cluster) wait(d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-c.stop:
+	case <-c.ctx.Done():
 		return false
 	}
 }
