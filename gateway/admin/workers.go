@@ -35,18 +35,9 @@ func (h *Handler) listWorkers(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, out)
 }
 
-// getWorker is GET /workers/{id}.
+// getWorker is GET /workers/{id}: the record with this gateway's runtime state of it.
 func (h *Handler) getWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
-	h.writeRecord(ctx, fasthttp.StatusOK, &rec)
-}
-
-// writeRecord answers rec with its runtime state.
-func (h *Handler) writeRecord(ctx *fasthttp.RequestCtx, status int, rec *fsm.Record) {
-	if rec == nil {
-		writeErr(ctx, fasthttp.StatusInternalServerError, codeInternal, "the write returned no record")
-		return
-	}
-	writeJSON(ctx, status, h.record(rec, h.cfg.Pool.Get(rec.ID)))
+	writeJSON(ctx, fasthttp.StatusOK, h.record(&rec, h.cfg.Pool.Get(rec.ID)))
 }
 
 // records returns the applied raft records, or, on a gateway without a raft node, the pool's
