@@ -44,6 +44,13 @@ func TestBootstrapExpect(t *testing.T) {
 		if n.HasState() || n.bootstrapped {
 			t.Fatalf("%s has state before BootstrapWith", n.ID())
 		}
+		if !n.Rejoining() {
+			t.Fatalf("%s waits for its peers without state but is not rejoining", n.ID())
+		}
+		// ExpectBootstrap ends rejoining once the expected peers are all new.
+		if err := n.Rejoined("test"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := logs.Lines("waiting for --bootstrap-expect"); len(got) != 3 {
 		t.Fatalf("%d waiting lines, want 3:\n%s", len(got), logs.String())

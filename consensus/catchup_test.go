@@ -2,104 +2,95 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/meshgw/meshgw/mesh"
 )
 
-// fakeProgress is a CatchUpNode whose leader and indexes a test sets.
-type fakeProgress struct {
+// fakeLeader is a CatchUpNode whose leader a test sets, with a barrier the test answers.
+type fakeLeader struct {
 	signals
-	mu                          sync.Mutex
-	leader                      string
-	commit, applied, fsmApplied uint64
+	mu     sync.Mutex
+	leader string
+	// answer is what the next barriers return; nil answers block until their context ends.
+	answer func() error
+	calls  int
 }
 
-func (n *fakeProgress) Info() (Info, error) {
+func (n *fakeLeader) Info() (Info, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return Info{Leader: n.leader, AppliedIndex: n.fsmApplied}, nil
+	return Info{Leader: n.leader}, nil
 }
 
-func (n *fakeProgress) Progress() (commit, applied uint64) {
+func (n *fakeLeader) barrier(ctx context.Context) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.commit, n.applied
+	n.calls++
+	answer := n.answer
+	n.mu.Unlock()
+	if answer == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return answer()
 }
 
 // set changes the node under its lock and signals.
-func (n *fakeProgress) set(f func(n *fakeProgress)) {
+func (n *fakeLeader) set(f func(n *fakeLeader)) {
 	n.mu.Lock()
 	f(n)
 	n.mu.Unlock()
 	n.signal()
 }
 
-// leaderMember is a member that published applied as its applied index.
-func leaderMember(id string, s mesh.Status, applied uint64) mesh.Member {
-	return mesh.Member{ID: id, Status: s, Meta: mesh.Meta{NodeID: id, AppliedIndex: applied}}
+func (n *fakeLeader) callCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.calls
 }
 
-// TestCatchUp: a follower is caught up once raft applied the commit index it knew and the FSM
-// the index the leader published, both taken when it first heard from an alive leader.
+func succeed() error { return nil }
+
+var errNotYet = errors.New("not applied yet")
+
+func failing() error { return errNotYet }
+
+// TestCatchUp: a follower is caught up once it knows a leader other than itself and the barrier
+// through that leader (its read index, applied here) succeeded; no barrier is tried without a
+// leader or while this node leads.
 func TestCatchUp(t *testing.T) {
 	type step struct {
-		node    func(n *fakeProgress)
-		members []mesh.Member
-		want    bool
-	}
-	leaderAt := func(id string, commit, applied, fsmApplied uint64) func(n *fakeProgress) {
-		return func(n *fakeProgress) { n.leader, n.commit, n.applied, n.fsmApplied = id, commit, applied, fsmApplied }
+		leader string
+		answer func() error
+		want   bool
 	}
 	tests := []struct {
-		name  string
-		steps []step
+		name      string
+		steps     []step
+		wantCalls int
 	}{
-		{"caught up at once", []step{
-			{leaderAt("L", 10, 10, 8), []mesh.Member{leaderMember("L", mesh.StatusAlive, 8)}, true},
-		}},
-		{"no leader", []step{
-			{leaderAt("", 10, 10, 8), []mesh.Member{leaderMember("L", mesh.StatusAlive, 8)}, false},
-		}},
-		{"this node leads: the leader loop's business", []step{
-			{leaderAt("self", 10, 10, 8), []mesh.Member{leaderMember("self", mesh.StatusAlive, 8)}, false},
-		}},
-		{"leader not alive in the mesh", []step{
-			{leaderAt("L", 10, 10, 8), []mesh.Member{leaderMember("L", mesh.StatusSuspect, 8)}, false},
-			{nil, []mesh.Member{}, false},
-			{nil, []mesh.Member{leaderMember("L", mesh.StatusAlive, 8)}, true},
-		}},
-		{"raft behind the commit index", []step{
-			{leaderAt("L", 12, 5, 4), []mesh.Member{leaderMember("L", mesh.StatusAlive, 10)}, false},
-			{leaderAt("L", 12, 11, 9), nil, false},
-			{leaderAt("L", 14, 12, 9), nil, false}, // raft is there; the FSM is behind the leader's 10
-			{leaderAt("L", 14, 12, 10), nil, true},
-		}},
-		{"the targets are those of the first contact", []step{
-			{leaderAt("L", 12, 5, 4), []mesh.Member{leaderMember("L", mesh.StatusAlive, 10)}, false},
-			{leaderAt("L", 20, 12, 10), []mesh.Member{leaderMember("L", mesh.StatusAlive, 20)}, true},
-		}},
+		{"caught up at once", []step{{"L", succeed, true}}, 1},
+		{"no leader", []step{{"", succeed, false}}, 0},
+		{"this node leads: the leader loop's business", []step{{"self", succeed, false}}, 0},
+		{"a leader appears", []step{{"", succeed, false}, {"L", succeed, true}}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				node, members := &fakeProgress{}, &fakeMembers{}
+				node := &fakeLeader{}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var leader string
 				var ok bool
-				c := CatchUp{Self: "self", Node: node, Members: members, Poll: time.Hour, Logger: quiet()}
-				done := runUntil(func() { leader, ok = c.Wait(ctx) })
+				c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Poll: time.Hour, Logger: quiet()}
 				start := time.Now()
+				var done <-chan struct{}
 				for i, s := range tt.steps {
-					if s.node != nil {
-						node.set(s.node)
-					}
-					if s.members != nil {
-						members.set(s.members...)
+					node.set(func(n *fakeLeader) { n.leader, n.answer = s.leader, s.answer })
+					if done == nil {
+						done = runUntil(func() { leader, ok = c.Wait(ctx) })
 					}
 					synctest.Wait()
 					if isClosed(done) != s.want {
@@ -114,26 +105,46 @@ func TestCatchUp(t *testing.T) {
 				if want := tt.steps[len(tt.steps)-1].want; ok != want || (want && leader != "L") {
 					t.Errorf("Wait returned %q, %v", leader, ok)
 				}
+				if got := node.callCount(); got != tt.wantCalls {
+					t.Errorf("%d barriers, want %d", got, tt.wantCalls)
+				}
 			})
 		})
 	}
 }
 
-// TestCatchUpPolls: without signals, CatchUp looks again every Poll.
-func TestCatchUpPolls(t *testing.T) {
+// TestCatchUpRetries: a failed barrier is tried again after Poll, without a signal; one that
+// hangs is given up after catchUpAttempt and tried again.
+func TestCatchUpRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &fakeProgress{leader: "L", commit: 10, applied: 3, fsmApplied: 3}
-		members := &fakeMembers{members: []mesh.Member{leaderMember("L", mesh.StatusAlive, 8)}}
-		c := CatchUp{Self: "self", Node: node, Members: members, Logger: quiet()}
+		node := &fakeLeader{leader: "L", answer: failing}
+		c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Logger: quiet()}
 		start := time.Now()
 		done := runUntil(func() { c.Wait(context.Background()) })
 		synctest.Wait()
 		node.mu.Lock() // no signal
-		node.applied, node.fsmApplied = 10, 8
+		node.answer = succeed
 		node.mu.Unlock()
 		<-done
 		if d := time.Since(start); d != DefaultCatchUpPoll {
 			t.Errorf("caught up after %s, want the poll %s", d, DefaultCatchUpPoll)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		node := &fakeLeader{leader: "L"} // the barrier hangs
+		c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Logger: quiet()}
+		start := time.Now()
+		done := runUntil(func() { c.Wait(context.Background()) })
+		synctest.Wait()
+		node.mu.Lock()
+		node.answer = succeed
+		node.mu.Unlock()
+		<-done
+		if d, want := time.Since(start), catchUpAttempt+DefaultCatchUpPoll; d != want {
+			t.Errorf("caught up after %s, want the attempt bound and a poll, %s", d, want)
+		}
+		if got := node.callCount(); got != 2 {
+			t.Errorf("%d barriers, want 2", got)
 		}
 	})
 }

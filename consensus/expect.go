@@ -31,6 +31,9 @@ type MemberList interface {
 type BootstrapNode interface {
 	HasState() bool
 	BootstrapWith(servers []raft.Server) error
+	// Rejoined ends the node's rejoining (Node.Rejoined): the peers it bootstraps with are all
+	// new, so none ever acknowledged an entry, and each must grant the proposer its vote.
+	Rejoined(why string) error
 }
 
 // ExpectBootstrap is --bootstrap-expect n: once the mesh shows n alive peers without a cluster
@@ -65,6 +68,12 @@ func (b ExpectBootstrap) Run(ctx context.Context) {
 	waitingFor := ""
 	for !b.Node.HasState() {
 		peers := expectPeers(b.Members.Members())
+		if len(peers) >= b.Expect {
+			if err := b.Node.Rejoined("the --bootstrap-expect peers are all new"); err != nil {
+				log.Warn("cannot end rejoining before the bootstrap; retrying", "err", err)
+				peers = nil
+			}
+		}
 		switch {
 		case len(peers) < b.Expect:
 		case peers[0].ID == b.Self:

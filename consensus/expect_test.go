@@ -76,6 +76,20 @@ type fakeBootstrapNode struct {
 	hasState bool
 	errs     []error
 	calls    [][]raft.Server
+	rejoined bool
+}
+
+func (n *fakeBootstrapNode) Rejoined(string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rejoined = true
+	return nil
+}
+
+func (n *fakeBootstrapNode) wasRejoined() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.rejoined
 }
 
 func (n *fakeBootstrapNode) HasState() bool {
@@ -212,6 +226,10 @@ func TestExpectBootstrap(t *testing.T) {
 				}
 				if isClosed(done) != tt.wantReturn {
 					t.Errorf("returned %v, want %v", isClosed(done), tt.wantReturn)
+				}
+				// Rejoining ends exactly when the expected peers are all new, proposer or not.
+				if want := len(expectPeers(tt.members)) >= 3 && !tt.hasState; node.wasRejoined() != want {
+					t.Errorf("rejoining ended %v, want %v", node.wasRejoined(), want)
 				}
 				cancel()
 				<-done

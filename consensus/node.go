@@ -19,13 +19,16 @@ import (
 // Node is this gateway's member of the raft group: the raft instance, its stores and transport,
 // and the FSM it applies to. Its methods are safe for concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	fsm    *fsm.FSM
-	raft   *raft.Raft
-	trans  raft.Transport
-	stores stores
-	met    *metrics
+	cfg   Config
+	log   *slog.Logger
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+	trans raft.Transport
+	// guard holds votes back while the node is rejoining (voteguard.go).
+	guard       *voteGuard
+	incarnation string
+	stores      stores
+	met         *metrics
 	// saver keeps the applied state on disk; nil when ephemeral.
 	saver *saver
 	// loaded is the applied index of the state loaded from disk at start, 0 when none was.
@@ -166,12 +169,18 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("consensus: read raft state: %w", err), closeTransport(n.trans))
 	}
+	waits := len(cfg.Join) > 0 || cfg.BootstrapExpect > 0
+	rejoining, err := n.startRejoining(existing, waits)
+	if err != nil {
+		return errors.Join(err, closeTransport(n.trans))
+	}
+	n.guard = newVoteGuard(n.trans, rc.LocalID, rejoining, n.log)
+	n.trans = n.guard
 	r, err := raft.NewRaft(rc, n.fsm, n.stores.log, n.stores.stable, n.stores.snaps, n.trans)
 	if err != nil {
 		return errors.Join(fmt.Errorf("consensus: start raft: %w", err), closeTransport(n.trans))
 	}
 	n.raft = r
-	waits := len(cfg.Join) > 0 || cfg.BootstrapExpect > 0
 	switch {
 	case existing && waits:
 		n.log.Info("raft state found: a restart, so --join and --bootstrap-expect do not bootstrap; raft restores its configuration",

@@ -34,6 +34,12 @@ type Peer struct {
 	Status mesh.Status
 	// Since is when the peer entered Status.
 	Since time.Time
+	// Incarnation is the id of the peer's state directory, for the log line of rule 3b.
+	Incarnation string
+	// Rejoining says the peer's raft state is new and no leader has confirmed that it caught up
+	// (a first join, or a state directory that was lost): it is not a live voter (rule 8), a
+	// voter seat it holds is taken back (rule 3b), and it is not promoted (rule 5).
+	Rejoining bool
 }
 
 // VoterOptions are the knobs of PlanMembership. The zero value of each field is its default.
@@ -116,12 +122,16 @@ type Change struct {
 //  2. A server whose alive peer publishes another raft address (a restart on a new address keeps
 //     the id) is updated in place, keeping its suffrage.
 //  3. A peer that left is removed at once, voter or not.
+//     3b. A voter whose alive peer is rejoining is removed: it came back with a new incarnation,
+//     having lost what it acknowledged, so its seat counts for nothing. Rule 1 then adds it
+//     again as a non-voter, and rule 5 promotes it once it caught up, as etcd's member remove
+//     and member add.
 //  4. A voter dead for longer than DeadVoterGrace (exactly the grace is not longer) is removed;
 //     rule 5 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
 //     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
 //     the grace is removed.
 //  5. While there are fewer voters than Voters, an alive non-voter already in the configuration
-//     is promoted: the one whose region holds the fewest voters, then the lowest id. Peers added
+//     that is not rejoining is promoted: the one whose region holds the fewest voters, then the lowest id. Peers added
 //     by this plan wait for the next pass, so that raft has started to catch them up. Regions
 //     are those of the voters the mesh lists (Self's from its own entry in peers).
 //  6. While there are more voters than Voters, one is demoted: not alive first, then the one
@@ -129,8 +139,8 @@ type Change struct {
 //  7. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
 //     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone.
 //  8. Quorum guard: a change of the voter set (rules 3 to 6 on voters) is planned only if the
-//     live voters of the resulting configuration (Self and alive peers; suspect, dead and
-//     unknown ones do not count) form its quorum. Removing a voter that left or died never needs
+//     live voters of the resulting configuration (Self and alive peers that are not rejoining;
+//     suspect, dead and unknown ones do not count) form its quorum. Removing a voter that left or died never needs
 //     more live voters than keeping it (quorum(V-1) <= quorum(V), and it was not live), so the
 //     guard refuses it only when quorum is lost already; promoting needs the same.
 //  9. One voter change per plan, in the order of rules 3, 4, 5, 6: every single-server change
@@ -164,7 +174,14 @@ type seat struct {
 }
 
 // live reports whether the seat counts towards the quorum guard.
-func (s seat) live() bool { return s.self || (s.known && s.peer.Status == mesh.StatusAlive) }
+func (s seat) live() bool {
+	return s.self || (s.known && s.peer.Status == mesh.StatusAlive && !s.peer.Rejoining)
+}
+
+// amnesiac reports whether s is a voter seat held by an alive peer that is rejoining (rule 3b).
+func (s seat) amnesiac() bool {
+	return s.voter && !s.self && s.known && s.peer.Status == mesh.StatusAlive && s.peer.Rejoining
+}
 
 type planner struct {
 	o     VoterOptions
@@ -267,6 +284,11 @@ func (p *planner) voterChange() (Change, bool) {
 		if s, ok := p.firstVoter(func(s seat) bool { return s.left() }); ok {
 			return Change{Kind: ChangeRemove, ID: s.id, Reason: "the voter left the mesh"}, true
 		}
+		if s, ok := p.firstVoter(seat.amnesiac); ok {
+			return Change{Kind: ChangeRemove, ID: s.id, Reason: fmt.Sprintf(
+				"the voter came back with a new incarnation %s (its raft state is new, so it may lack entries it acknowledged); it rejoins as a non-voter",
+				s.peer.Incarnation)}, true
+		}
 		if s, ok := p.longestDeadVoter(); ok {
 			return Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("voter", s)}, true
 		}
@@ -336,7 +358,7 @@ func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
-		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" {
+		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.Rejoining {
 			continue
 		}
 		if !found || regions[s.peer.Region] < regions[best.peer.Region] {

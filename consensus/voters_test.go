@@ -35,6 +35,9 @@ func alive(id, region string) Peer { return peer(id, region, mesh.StatusAlive, t
 
 func moved(p Peer, addr string) Peer { p.RaftAddress = addr; return p }
 
+// rejoining is p with a new, not yet caught-up raft state.
+func rejoining(p Peer) Peer { p.Rejoining, p.Incarnation = true, "inc-"+p.ID; return p }
+
 // ignoreReason compares plans without their free-text reasons.
 var ignoreReason = cmpopts.IgnoreFields(Change{}, "Reason")
 
@@ -77,6 +80,25 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{moved(alive("n1", "a"), "new-n1")}},
 		{name: "only an alive peer's address counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{alive("n1", "a"), moved(peer("n2", "a", mesh.StatusSuspect, 0), "new-n2"), alive("n3", "a")}},
+
+		// Rule 3b: a voter that forgot its state gives its seat back and rejoins as a non-voter.
+		{name: "a rejoining voter is removed", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
+			want:  []Change{remove("n2")}},
+		{name: "then it joins as a non-voter", cfg: conf(voter("n1"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
+			want:  []Change{add("n2")}},
+		{name: "and is not promoted while rejoining", cfg: conf(voter("n1"), nonvoter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")}},
+		{name: "once caught up it is promoted", cfg: conf(voter("n1"), nonvoter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a")},
+			want:  []Change{promote("n2")}},
+		{name: "a rejoining voter is not live: no removal without quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusSuspect, 0), alive("n5", "a")}},
+		{name: "a rejoining non-voter stays", cfg: conf(voter("n1"), nonvoter("n2")),
+			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a"))}},
+		{name: "a rejoining voter that is not alive is left to rules 3 and 4", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), rejoining(peer("n2", "a", mesh.StatusSuspect, 0)), alive("n3", "a")}},
 
 		// Rule 3: left peers go at once.
 		{name: "a left non-voter", cfg: conf(voter("n1"), nonvoter("n2")),

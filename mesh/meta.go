@@ -45,6 +45,12 @@ type Meta struct {
 	AppliedIndex uint64
 	// OwnedWorkers is the number of workers the node owns.
 	OwnedWorkers uint32
+	// Incarnation is the random id made with the node's state directory: the same NodeID with a
+	// new Incarnation has forgotten its raft state.
+	Incarnation string
+	// Rejoining is set while the node's raft state is new and no leader has confirmed that it
+	// caught up (consensus.Node.Rejoining).
+	Rejoining bool
 	// Leaving is set by Leave just before the node's leave message, so that peers report it as
 	// left rather than dead. SetMeta cannot change it.
 	Leaving bool
@@ -69,6 +75,8 @@ func EncodeMeta(m Meta) ([]byte, error) {
 		AppliedIndex: m.AppliedIndex,
 		OwnedWorkers: m.OwnedWorkers,
 		Leaving:      m.Leaving,
+		Incarnation:  m.Incarnation,
+		Rejoining:    m.Rejoining,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: encode node metadata: %w", err)
@@ -111,6 +119,8 @@ func DecodeMeta(b []byte) (Meta, error) {
 		AppliedIndex: pb.GetAppliedIndex(),
 		OwnedWorkers: pb.GetOwnedWorkers(),
 		Leaving:      pb.GetLeaving(),
+		Incarnation:  pb.GetIncarnation(),
+		Rejoining:    pb.GetRejoining(),
 	}
 	if err := m.validate(); err != nil {
 		return Meta{}, err
@@ -127,7 +137,7 @@ func (m Meta) validate() error {
 	for _, f := range [...]struct{ name, v string }{
 		{"node id", m.NodeID}, {"version", m.Version}, {"region", m.Region}, {"color", m.Color},
 		{"HTTP address", m.HTTPAddr}, {"rpc address", m.RPCAddr}, {"raft address", m.RaftAddr},
-		{"cluster id", m.ClusterID},
+		{"cluster id", m.ClusterID}, {"incarnation", m.Incarnation},
 	} {
 		if len(f.v) > maxMetaString {
 			return fmt.Errorf("mesh: node metadata %s is %d bytes, more than %d", f.name, len(f.v), maxMetaString)

@@ -20,11 +20,13 @@ type Progress struct {
 	ClusterID string
 	// OwnedWorkers is Meta.OwnedWorkers: how many workers this node owns.
 	OwnedWorkers uint32
+	// Rejoining is Meta.Rejoining: the node's raft state is new and not yet confirmed caught up.
+	Rejoining bool
 }
 
 // progressOf is the Progress a Meta carries.
 func progressOf(m Meta) Progress {
-	return Progress{AppliedIndex: m.AppliedIndex, ClusterID: m.ClusterID, OwnedWorkers: m.OwnedWorkers}
+	return Progress{AppliedIndex: m.AppliedIndex, ClusterID: m.ClusterID, OwnedWorkers: m.OwnedWorkers, Rejoining: m.Rejoining}
 }
 
 // MetaSetter is the node's own metadata as a ProgressPublisher changes it; *Mesh implements it.
@@ -76,7 +78,7 @@ func (p ProgressPublisher) publish() {
 		return
 	}
 	err := p.Mesh.SetMeta(func(m *Meta) {
-		m.AppliedIndex, m.ClusterID, m.OwnedWorkers = cur.AppliedIndex, cur.ClusterID, cur.OwnedWorkers
+		m.AppliedIndex, m.ClusterID, m.OwnedWorkers, m.Rejoining = cur.AppliedIndex, cur.ClusterID, cur.OwnedWorkers, cur.Rejoining
 	})
 	if err != nil && !errors.Is(err, ErrLeft) && !errors.Is(err, ErrShutdown) {
 		cmp.Or(p.Logger, slog.Default()).Warn("gossiping this node's metadata failed", "err", err)

@@ -52,6 +52,8 @@ type Options struct {
 type Store struct {
 	db   *bolt.DB
 	path string
+	// incarnation is read, or made, by Open (Incarnation).
+	incarnation string
 }
 
 // Open opens or creates the bbolt database at path (mode 0600) and its buckets. If another
@@ -94,7 +96,7 @@ func (s *Store) init(created bool) error {
 				return err
 			}
 		}
-		return nil
+		return s.initNode(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("init raft store %s: %w", s.path, err)

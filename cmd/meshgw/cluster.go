@@ -154,9 +154,13 @@ func (c *cluster) catchUp() {
 		case <-ctx.Done():
 		}
 	}()
-	cu := consensus.CatchUp{Self: c.nodeID, Node: c.node, Members: c.mesh, Logger: c.log}
+	cu := consensus.CatchUp{Self: c.nodeID, Node: c.node, Barrier: c.acks.Barrier, Logger: c.log}
 	if leader, ok := cu.Wait(ctx); ok {
-		c.markCaughtUp("applied what the leader " + leader + " had committed")
+		why := "applied what the leader " + leader + " had committed"
+		c.markCaughtUp(why)
+		if err := c.node.Rejoined(why); err != nil {
+			c.log.Error("cannot end rejoining; this node keeps refusing votes until it restarts and catches up again", "err", err)
+		}
 	}
 }
 
@@ -199,6 +203,8 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 			RaftAddr:     c.node.Address(),
 			ClusterID:    c.node.ClusterID(),
 			AppliedIndex: c.node.AppliedIndex(),
+			Incarnation:  c.node.Incarnation(),
+			Rejoining:    c.node.Rejoining(),
 		},
 		UpdateTimeout: meshUpdateTimeout,
 		Retention:     max(mesh.DefaultRetention, max(f.deadVoterGraceDuration(), f.ownerFailoverGraceDuration())+f.reconcileIntervalDuration()+time.Minute),

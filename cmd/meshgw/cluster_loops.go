@@ -41,13 +41,14 @@ func (c *cluster) member(id string) (mesh.Member, bool) {
 	return mesh.Member{}, false
 }
 
-// metaLoop gossips the applied index, the cluster id and the owned-worker count when they
-// change (mesh.ProgressPublisher).
+// metaLoop gossips the applied index, the cluster id, the owned-worker count and the rejoining
+// flag when they change (mesh.ProgressPublisher).
 func (c *cluster) metaLoop(p *pool.Pool) {
 	mesh.ProgressPublisher{
 		Mesh: c.mesh,
 		Progress: func() mesh.Progress {
-			return mesh.Progress{AppliedIndex: c.node.AppliedIndex(), ClusterID: c.node.ClusterID(), OwnedWorkers: ownedCount(p)}
+			return mesh.Progress{AppliedIndex: c.node.AppliedIndex(), ClusterID: c.node.ClusterID(), OwnedWorkers: ownedCount(p),
+				Rejoining: c.node.Rejoining()}
 		},
 		Logger: c.log,
 	}.Run(c.ctx)

@@ -27,7 +27,8 @@ func raftPeers(members []mesh.Member) []consensus.Peer {
 	out := make([]consensus.Peer, 0, len(members))
 	for _, mb := range members {
 		if mb.Status != mesh.StatusForeign {
-			out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since})
+			out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since,
+				Incarnation: mb.Meta.Incarnation, Rejoining: mb.Meta.Rejoining})
 		}
 	}
 	return out
@@ -90,6 +91,8 @@ func (c *cluster) Peers() []admin.Peer {
 			Version:      m.Meta.Version,
 			Owned:        int(m.Meta.OwnedWorkers),
 			AppliedIndex: m.Meta.AppliedIndex,
+			Incarnation:  m.Meta.Incarnation,
+			Rejoining:    m.Meta.Rejoining,
 			Self:         m.ID == c.nodeID,
 		})
 	}

@@ -34,6 +34,11 @@ type Peer struct {
 	Owned int `json:"owned"`
 	// AppliedIndex is the raft index the peer has applied, as it last published.
 	AppliedIndex uint64 `json:"applied_index"`
+	// Incarnation is the id of the peer's state directory, made when it was created.
+	Incarnation string `json:"incarnation,omitempty"`
+	// Rejoining marks a peer whose raft state is new and not yet confirmed caught up by a
+	// leader: it votes for nobody and is not promoted to voter until then.
+	Rejoining bool `json:"rejoining,omitempty"`
 	// Self marks the answering gateway.
 	Self bool `json:"self,omitempty"`
 }

@@ -52,7 +52,14 @@ type NodeMeta struct {
 	OwnedWorkers uint32 `protobuf:"varint,10,opt,name=owned_workers,json=ownedWorkers,proto3" json:"owned_workers,omitempty"`
 	// leaving is set by a graceful leave just before the node's leave message, so that peers
 	// report it as left rather than dead.
-	Leaving       bool `protobuf:"varint,11,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	Leaving bool `protobuf:"varint,11,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	// incarnation names the node's state directory: a random id made when the directory was
+	// created. The same node id with a new incarnation is a node that forgot its raft state.
+	Incarnation string `protobuf:"bytes,12,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// rejoining is set while the node's raft state is new (a first join, or a state directory
+	// that was lost) and no leader has yet confirmed that it caught up. Such a node votes for
+	// nobody, and the leader neither promotes it nor counts it as a live voter.
+	Rejoining     bool `protobuf:"varint,13,opt,name=rejoining,proto3" json:"rejoining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -164,11 +171,25 @@ func (x *NodeMeta) GetLeaving() bool {
 	return false
 }
 
+func (x *NodeMeta) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *NodeMeta) GetRejoining() bool {
+	if x != nil {
+		return x.Rejoining
+	}
+	return false
+}
+
 var File_mesh_v1_mesh_proto protoreflect.FileDescriptor
 
 const file_mesh_v1_mesh_proto_rawDesc = "" +
 	"\n" +
-	"\x12mesh/v1/mesh.proto\x12\x0emeshgw.mesh.v1\"\xc3\x02\n" +
+	"\x12mesh/v1/mesh.proto\x12\x0emeshgw.mesh.v1\"\x83\x03\n" +
 	"\bNodeMeta\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
@@ -182,7 +203,9 @@ const file_mesh_v1_mesh_proto_rawDesc = "" +
 	"\rapplied_index\x18\t \x01(\x04R\fappliedIndex\x12#\n" +
 	"\rowned_workers\x18\n" +
 	" \x01(\rR\fownedWorkers\x12\x18\n" +
-	"\aleaving\x18\v \x01(\bR\aleavingB-Z+github.com/meshgw/meshgw/api/mesh/v1;meshv1b\x06proto3"
+	"\aleaving\x18\v \x01(\bR\aleaving\x12 \n" +
+	"\vincarnation\x18\f \x01(\tR\vincarnation\x12\x1c\n" +
+	"\trejoining\x18\r \x01(\bR\trejoiningB-Z+github.com/meshgw/meshgw/api/mesh/v1;meshv1b\x06proto3"
 
 var (
 	file_mesh_v1_mesh_proto_rawDescOnce sync.Once

@@ -1,0 +1,107 @@
+package consensus
+
+import (
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// guardPair is a candidate's transport connected to a guarded node's.
+func guardPair(t *testing.T, rejoining bool) (cand *raft.InmemTransport, g *voteGuard) {
+	t.Helper()
+	_, a := raft.NewInmemTransport("cand")
+	_, b := raft.NewInmemTransport("node")
+	a.Connect("node", b)
+	b.Connect("cand", a)
+	g = newVoteGuard(b, "node", rejoining, quiet())
+	t.Cleanup(func() { _ = g.Close(); _ = a.Close() })
+	return a, g
+}
+
+// serve answers the RPCs the guard hands raft with a granted vote, until the test ends.
+func serve(t *testing.T, g *voteGuard) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case rpc := <-g.Consumer():
+				switch rpc.Command.(type) {
+				case *raft.RequestVoteRequest:
+					rpc.Respond(&raft.RequestVoteResponse{Term: 7, Granted: true}, nil)
+				case *raft.RequestPreVoteRequest:
+					rpc.Respond(&raft.RequestPreVoteResponse{Term: 7, Granted: true}, nil)
+				default:
+					rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+}
+
+// TestVoteGuard: while rejoining, the node refuses every vote and pre-vote (with term 0, which
+// no candidate takes for a newer term) without raft seeing the request, and its own requests
+// fail; replication passes through. Once it rejoined, raft answers the votes.
+func TestVoteGuard(t *testing.T) {
+	cand, g := guardPair(t, true)
+	serve(t, g)
+	vote := func() raft.RequestVoteResponse {
+		var resp raft.RequestVoteResponse
+		req := &raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte("cand")}, Term: 7}
+		if err := cand.RequestVote("node", "node", req, &resp); err != nil {
+			t.Fatalf("RequestVote: %v", err)
+		}
+		return resp
+	}
+	preVote := func() raft.RequestPreVoteResponse {
+		var resp raft.RequestPreVoteResponse
+		req := &raft.RequestPreVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte("cand")}, Term: 7}
+		if err := cand.RequestPreVote("node", "node", req, &resp); err != nil {
+			t.Fatalf("RequestPreVote: %v", err)
+		}
+		return resp
+	}
+	if r := vote(); r.Granted || r.Term != 0 {
+		t.Errorf("rejoining: vote answered granted=%v term=%d, want a refusal with term 0", r.Granted, r.Term)
+	}
+	if r := preVote(); r.Granted || r.Term != 0 {
+		t.Errorf("rejoining: pre-vote answered granted=%v term=%d, want a refusal with term 0", r.Granted, r.Term)
+	}
+	var ae raft.AppendEntriesResponse
+	if err := cand.AppendEntries("node", "node", &raft.AppendEntriesRequest{Term: 7}, &ae); err != nil || !ae.Success {
+		t.Errorf("rejoining: replication answered %+v, %v; it must pass through", ae, err)
+	}
+	if err := g.RequestVote("cand", "cand", &raft.RequestVoteRequest{}, &raft.RequestVoteResponse{}); err == nil {
+		t.Error("rejoining: the node's own vote request went out")
+	}
+	if err := g.RequestPreVote("cand", "cand", &raft.RequestPreVoteRequest{}, &raft.RequestPreVoteResponse{}); err == nil {
+		t.Error("rejoining: the node's own pre-vote request went out")
+	}
+
+	g.setRejoining(false)
+	if r := vote(); !r.Granted {
+		t.Error("rejoined: raft did not see the vote request")
+	}
+	if r := preVote(); !r.Granted {
+		t.Error("rejoined: raft did not see the pre-vote request")
+	}
+}
+
+// TestVoteGuardClose: Close stops the relay and closes the wrapped transport, once.
+func TestVoteGuardClose(t *testing.T) {
+	_, inner := raft.NewInmemTransport("node")
+	g := newVoteGuard(inner, "node", false, quiet())
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	select {
+	case <-g.stop:
+	default:
+		t.Fatal("the relay was not told to stop")
+	}
+}
