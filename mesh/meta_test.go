@@ -15,7 +15,8 @@ import (
 func fullMeta() Meta {
 	return Meta{NodeID: "gw-eu-1", Version: "v0.6.0", Region: "eu-west-1", Color: "green",
 		HTTPAddr: "10.0.12.34:30000", RPCAddr: "10.0.12.34:39529", RaftAddr: "10.0.12.34:39528",
-		ClusterID: "5f0c6c1e-3f3b-4b8e-9d2a-8f1f2e3d4c5b", AppliedIndex: 123456789, OwnedWorkers: 250}
+		ClusterID: "5f0c6c1e-3f3b-4b8e-9d2a-8f1f2e3d4c5b", AppliedIndex: 123456789, OwnedWorkers: 250,
+		Incarnation: "9f86d081884c7d65", Rejoining: true}
 }
 
 func TestMetaRoundTrip(t *testing.T) {
@@ -106,7 +107,7 @@ func TestDecodeMetaRejects(t *testing.T) {
 		"too long":        append(append([]byte{}, valid...), make([]byte, MetaMaxSize)...),
 		"version 0":       append([]byte{0}, valid[1:]...),
 		"version 2":       append([]byte{2}, valid[1:]...),
-		"truncated":       valid[:len(valid)-2],
+		"truncated":       valid[:len(valid)-5], // inside the incarnation string
 		"garbage":         {metaVersion, 0xff, 0xff, 0xff},
 		"no node id":      raw(&meshv1.NodeMeta{Region: "eu"}),
 		"long string":     raw(&meshv1.NodeMeta{NodeId: "n", Region: strings.Repeat("r", maxMetaString+1)}),
