@@ -103,6 +103,9 @@ type Importer struct {
 	cfg ImporterConfig
 	log *slog.Logger
 
+	// lines bounds the INFO lines of state changes (passlog.go).
+	lines *lineBudget
+
 	mu    sync.Mutex
 	state map[worker.ID]*imported
 	held  map[worker.ID]mesh.Bulletin
@@ -184,7 +187,8 @@ func NewImporter(cfg ImporterConfig) *Importer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Importer{cfg: cfg, log: cfg.Logger.With("component", "fleet"),
+	log := cfg.Logger.With("component", "fleet")
+	return &Importer{cfg: cfg, log: log, lines: &lineBudget{log: log, what: "imported worker state changes"},
 		state: make(map[worker.ID]*imported), held: make(map[worker.ID]mesh.Bulletin)}
 }
 
@@ -290,6 +294,11 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin)
 		im.log.Debug("imported worker state", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
 			"health", b.Health, "breaker", b.Breaker)
 	case prevHealth != b.Health || prevBreaker != b.Breaker:
+		if !im.lines.allow() {
+			im.log.Debug("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
+				"health", b.Health, "breaker", b.Breaker, "from_health", prevHealth, "from_breaker", prevBreaker)
+			break
+		}
 		im.log.Info("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
 			"health", b.Health, "breaker", b.Breaker, "from_health", prevHealth, "from_breaker", prevBreaker)
 	}

@@ -85,6 +85,8 @@ type Reconciler struct {
 	mu     sync.Mutex // serializes passes; guards the fields below
 	seen   map[worker.ID]applied
 	passes int
+	// pass collects the per-worker lines of the running pass (passlog.go).
+	pass *passLog
 	// version is the records' version the last pass applied; the next one asks what changed
 	// since.
 	version uint64
@@ -127,6 +129,7 @@ func New(cfg Config) *Reconciler {
 		seen:      make(map[worker.ID]applied),
 		needFull:  true,
 		poolIndex: newPoolIndex(),
+		pass:      newPassLog(slog.New(slog.DiscardHandler)),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -181,7 +184,8 @@ func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 // pass) is applied to the pool (and to the Owner when this gateway owns it), and workers whose
 // record is gone are removed. The pool publishes the pass as one snapshot (pool.Defer), so a
 // pass over 100,000 records rebuilds the routable view once. The first pass (the state restored
-// at start) logs one summary line and each worker at debug level; later passes log each change.
+// at start) logs one summary line and each worker at debug level; later passes log each change,
+// or, for more than bulkLines changes, one summary line (passlog.go).
 // It recovers and logs a panic, so a bad pass never stops the loop.
 func (r *Reconciler) Reconcile() { r.reconcile(false) }
 
@@ -195,6 +199,8 @@ func (r *Reconciler) reconcile(full bool) {
 			r.log.Error("panic in a reconcile pass", "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
+	r.pass = newPassLog(r.log)
+	defer r.pass.flush()
 	// The FSM reads the changed ids, their records and the version under one lock: the records
 	// are the state at exactly ch.Now. A change that applies after that read gets a version
 	// above ch.Now, and its Watch signal is sent once it is visible, so the next pass asks for
@@ -322,19 +328,21 @@ func (r *Reconciler) apply(rec *fsm.Record, quiet bool) {
 	r.logChange(rec, prev, known, specChanged, quiet)
 }
 
-// logChange logs what changed for one record, at debug level when quiet (the first pass).
+// logChange logs what changed for one record into the pass's log: at debug level when quiet
+// (the first pass, which logs its own summary), else as passLog decides.
 func (r *Reconciler) logChange(rec *fsm.Record, prev applied, known, specChanged, quiet bool) {
+	id := string(rec.ID)
 	switch {
 	case quiet:
 		r.log.Debug("worker added", "record", rec)
 	case !known:
-		r.log.Info("worker added", "record", rec)
+		r.pass.add("added", id, "worker added", "record", rec)
 	case prev.disabled != rec.Disabled || prev.dead != rec.IsDead:
-		r.log.Info("worker flags changed", "record", rec, "reason", rec.DisabledReason, "by", rec.DisabledBy)
+		r.pass.add("flags_changed", id, "worker flags changed", "record", rec, "reason", rec.DisabledReason, "by", rec.DisabledBy)
 	case prev.owner != rec.Owner || prev.epoch != rec.Epoch:
-		r.log.Info("worker owner changed", "record", rec, "from", prev.owner)
+		r.pass.add("owner_changed", id, "worker owner changed", "record", rec, "from", prev.owner)
 	case specChanged:
-		r.log.Info("worker spec changed", "record", rec)
+		r.pass.add("spec_changed", id, "worker spec changed", "record", rec)
 	}
 }
 
@@ -348,6 +356,6 @@ func (r *Reconciler) drop(id worker.ID, a applied) {
 		r.cfg.Imports.Forget(id)
 	}
 	if r.cfg.Pool.Remove(id) == nil {
-		r.log.Info("worker removed", "id", id)
+		r.pass.add("removed", string(id), "worker removed", "id", id)
 	}
 }

@@ -243,14 +243,14 @@ func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead bool) *ownedWorker 
 			if seed.Health != health.Draining {
 				initial = seed.Health
 			}
-			m.log.Info("worker owned from its previous owner's last bulletin", "worker", label, "id", string(id),
+			m.log.Debug("worker owned from its previous owner's last bulletin", "worker", label, "id", string(id),
 				"health", initial.String(), "breaker", seed.Breaker.String())
 		}
 	}
 	m.mu.Lock()
 	m.owned[id] = ow
 	m.mu.Unlock()
-	m.log.Info("worker owned", "worker", label, "id", string(id), "epoch", epoch, "dead", dead)
+	m.log.Debug("worker owned", "worker", label, "id", string(id), "epoch", epoch, "dead", dead)
 	if !dead {
 		m.startChecks(ow, spec, initial)
 	}
@@ -331,7 +331,7 @@ func (m *Manager) Disown(id worker.ID) {
 	defer m.ops.Unlock()
 	if ow := m.forget(id); ow != nil {
 		m.checker.Remove(id)
-		m.log.Info("worker disowned", "worker", ow.label, "id", string(id))
+		m.log.Debug("worker disowned", "worker", ow.label, "id", string(id))
 	}
 }
 
