@@ -31,6 +31,9 @@ type ControlOptions struct {
 	// Starts is how many times meshgw is started on those records (the start time is their
 	// median); default 3.
 	Starts int
+	// Registrations is how many sequential registrations are timed with 1,000 records and with
+	// Workers records; default 300.
+	Registrations int
 }
 
 func (c *ControlOptions) setDefaults() {
@@ -42,6 +45,7 @@ func (c *ControlOptions) setDefaults() {
 	c.ClusterWrites = cmp0(c.ClusterWrites, 2_000)
 	c.Workers = cmp0(c.Workers, 100_000)
 	c.Starts = cmp0(c.Starts, 3)
+	c.Registrations = cmp0(c.Registrations, 300)
 }
 
 // controlGateway is one meshgw started by a control-plane section, with its ports.

@@ -16,6 +16,8 @@ const (
 	goalBytesPerWorker = 2048 // heap per imported worker, at most
 	goalStartS         = 2.0  // s, start of a gateway with goalStartWorkers in its raft state
 	goalStartWorkers   = 100_000
+	goalRegistrationX  = 2.0  // a registration's p50 at goalStartWorkers records ÷ at 1,000, at most
+	goalStopS          = 10.0 // s, from SIGTERM to exit, whatever the fleet's size
 	goalConvergeS      = 2.0 // s, membership of goalConvergePeers peers on loopback
 	goalConvergePeers  = 100
 	// Failover after kill -9 of an owner, local mesh profile, 3 s grace: median at most
@@ -140,8 +142,38 @@ func controlGoals(r *Report) []Goal {
 			g.Met = met(v.StartS <= goalStartS)
 		}
 		gs = append(gs, g)
+		gs = append(gs, registrationGoals(v.Registration)...)
 	}
 	return gs
+}
+
+// registrationGoals compare the registration cost with the most records to that with the
+// fewest, and each stop with goalStopS; a fleet smaller than goalStartWorkers gets no verdict
+// on the cost.
+func registrationGoals(rs []*RegistrationRate) []Goal {
+	if len(rs) == 0 {
+		return nil
+	}
+	var gs []Goal
+	small, big := rs[0], rs[len(rs)-1]
+	if len(rs) > 1 && small.P50Ms > 0 {
+		x := big.P50Ms / small.P50Ms
+		g := Goal{fmt.Sprintf("registration cost, %d vs %d records", big.Workers, small.Workers),
+			fmt.Sprintf("%.2f× (p50 %.2f vs %.2f ms; %.0f vs %.0f per s)", x, big.P50Ms, small.P50Ms, big.PerSec, small.PerSec),
+			fmt.Sprintf("≤ %.0f× with %d", goalRegistrationX, goalStartWorkers), nil}
+		if big.Workers >= goalStartWorkers {
+			g.Met = met(x <= goalRegistrationX)
+		}
+		gs = append(gs, g)
+	}
+	slowest := rs[0]
+	for _, r := range rs {
+		if r.StopS > slowest.StopS {
+			slowest = r
+		}
+	}
+	return append(gs, Goal{"stop on SIGTERM", fmt.Sprintf("%.2f s at most (%d records)", slowest.StopS, slowest.Workers),
+		fmt.Sprintf("≤ %.0f s whatever the fleet", goalStopS), met(slowest.StopS <= goalStopS)})
 }
 
 // failoverGoal compares the failover runs with the goal; runs set up otherwise than the goal

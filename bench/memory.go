@@ -29,6 +29,9 @@ type MemoryResult struct {
 	RSSMiB            float64 `json:"rss_mib"`
 	BaselineRSSMiB    float64 `json:"baseline_rss_mib"`
 	RSSBytesPerWorker float64 `json:"rss_bytes_per_worker"`
+	// Registration is sequential registrations with 1,000 records and with Workers records, and
+	// the stop that followed each (registration.go).
+	Registration []*RegistrationRate `json:"registration"`
 }
 
 // runMemory fills a state directory with Workers imported records and an empty one, starts
@@ -63,6 +66,13 @@ func runMemory(ctx context.Context, ps *procs, o *Options) any {
 			var heap, rss int64
 			heap, rss, err = g.heapAlloc(ctx)
 			res.HeapMiB, res.RSSMiB = mib(heap), mib(rss)
+			if err == nil {
+				o.Log.Info("memory: registrations and a timed stop", "workers", c.Workers, "registrations", c.Registrations)
+				var r *RegistrationRate
+				if r, err = measureRegistrations(ctx, o, g, c.Workers); err == nil {
+					res.Registration = append(res.Registration, r)
+				}
+			}
 		}
 		g.stop()
 		if err != nil {
@@ -70,6 +80,12 @@ func runMemory(ctx context.Context, ps *procs, o *Options) any {
 		}
 		res.StartRunsS = append(res.StartRunsS, served.Seconds())
 	}
+	o.Log.Info("memory: registrations and a timed stop", "workers", registrationSmall, "registrations", c.Registrations)
+	small, err := smallFleetRegistrations(ctx, ps, o)
+	if err != nil {
+		return notMeasured("registrations with " + fmt.Sprint(registrationSmall) + " records: " + err.Error())
+	}
+	res.Registration = append([]*RegistrationRate{small}, res.Registration...)
 	g, err := startControlGateway(ps, o, "meshgw-mem-empty", o.WorkDir+"/state-empty")
 	if err != nil {
 		return notMeasured(err.Error())

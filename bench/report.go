@@ -348,6 +348,10 @@ func (r *Report) printSections(w io.Writer) {
 				"heap %.1f MiB vs %.1f MiB with none = %.0f bytes per worker; RSS %.0f MiB vs %.0f MiB = %.0f bytes per worker\n",
 				sec.name, v.Workers, v.StartS, v.StartRunsS, v.LeaderS, v.HeapMiB, v.BaselineHeapMiB, v.BytesPerWorker,
 				v.RSSMiB, v.BaselineRSSMiB, v.RSSBytesPerWorker)
+			for _, r := range v.Registration {
+				fmt.Fprintf(w, "%s: %d sequential registrations with %d records: p50 %.2f ms, p99 %.2f ms, %.0f per s; then stopped %.2f s after SIGTERM\n",
+					sec.name, r.Registrations, r.Workers, r.P50Ms, r.P99Ms, r.PerSec, r.StopS)
+			}
 		}
 	}
 }

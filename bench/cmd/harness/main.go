@@ -100,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&mo.BulletinWorkers, "bulletin-workers", 0, "workers the owner publishes in the bulletin traffic run (default 10,000; quick 1,000)")
 	fs.DurationVar(&mo.BulletinWindow, "bulletin-window", 0, "each window of the bulletin traffic run, steady then churn (default 30s; quick 3s)")
 	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 10,000)")
+	fs.IntVar(&co.Registrations, "registrations", 0, "sequential registrations timed at 1,000 and at --memory-workers records (default 300; quick 100)")
 	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		ho.Duration = orDur(ho.Duration, 2*time.Second)
 		ho.Warmup = 2 * time.Second // two probes at 1 s make every worker ready
 		co.Workers = or(co.Workers, 10_000)
+		co.Registrations = or(co.Registrations, 100)
 		co.AdminWrites = or(co.AdminWrites, 100)
 		co.ClusterWrites = 200
 		co.Starts = 1
