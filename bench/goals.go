@@ -18,7 +18,7 @@ const (
 	goalStartWorkers   = 100_000
 	goalRegistrationX  = 2.0  // a registration's p50 at goalStartWorkers records ÷ at 1,000, at most
 	goalStopS          = 10.0 // s, from SIGTERM to exit, whatever the fleet's size
-	goalConvergeS      = 2.0 // s, membership of goalConvergePeers peers on loopback
+	goalConvergeS      = 2.0  // s, membership of goalConvergePeers peers on loopback
 	goalConvergePeers  = 100
 	// Failover after kill -9 of an owner, local mesh profile, 3 s grace: median at most
 	// goalFailoverS with at least goalFailoverWorkers workers.
