@@ -185,3 +185,16 @@ func digestOf(id string, seq uint64) uint64 {
 	_, _ = h.Write(binary.BigEndian.AppendUint64(nil, seq))
 	return worker.Mix(h.Sum64())
 }
+
+// MarshalBulletin encodes b as the protobuf of the wire (without a frame), for a gateway that
+// keeps imported state on disk.
+func MarshalBulletin(b *Bulletin) ([]byte, error) { return proto.Marshal(toWire(b)) }
+
+// UnmarshalBulletin decodes what MarshalBulletin wrote.
+func UnmarshalBulletin(raw []byte) (Bulletin, error) {
+	var w meshv1.Bulletin
+	if err := proto.Unmarshal(raw, &w); err != nil {
+		return Bulletin{}, fmt.Errorf("mesh: decode a saved bulletin: %w", err)
+	}
+	return fromWire(&w), nil
+}

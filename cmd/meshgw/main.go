@@ -163,6 +163,8 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	reconciler.Start()
 	cl.applied.r.Store(reconciler)
 	defer reconciler.Stop()
+	restoreImports(importer, node, log)
+	defer fleet.KeepImports(importer, node, 0, log)()
 	cl.startPoolLoops(gw.Pool())
 	defer registerWorkers(writer, o.registrations(), log)()
 	errc := make(chan error, 3)
@@ -191,6 +193,19 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cl.leave() // then the deferred stops: registrations, reconciler, checks, and cl.shutdown
 	log.Info("stopped")
 	return err
+}
+
+// restoreImports routes the imported workers by the state saved before a restart until their
+// owners are heard again (fail-static: a gateway restarted alone, its peers down, still serves
+// them). It runs after the reconciler's first pass, so that the records are in the pool.
+func restoreImports(im *fleet.Importer, store fleet.ImportStore, log *slog.Logger) {
+	n, err := im.Restore(store)
+	switch {
+	case err != nil:
+		log.Warn("cannot read the imported state saved before the restart; imported workers wait for their owners' bulletins", "err", err)
+	case n > 0:
+		log.Info("routing imported workers by the state saved before the restart until their owners are heard", "workers", n)
+	}
 }
 
 // registrations are the workers of --worker-urls and --worker-config as this gateway registers

@@ -109,6 +109,9 @@ type Importer struct {
 	mu    sync.Mutex
 	state map[worker.ID]*imported
 	held  map[worker.ID]mesh.Bulletin
+	// dirty and gone are the workers whose state changed or went since the last save
+	// (importsave.go).
+	dirty, gone map[worker.ID]struct{}
 }
 
 // imported is the last bulletin applied for a worker, when it arrived, and the breaker view the
@@ -189,7 +192,8 @@ func NewImporter(cfg ImporterConfig) *Importer {
 	}
 	log := cfg.Logger.With("component", "fleet")
 	return &Importer{cfg: cfg, log: log, lines: &lineBudget{log: log, what: "imported worker state changes"},
-		state: make(map[worker.ID]*imported), held: make(map[worker.ID]mesh.Bulletin)}
+		state: make(map[worker.ID]*imported), held: make(map[worker.ID]mesh.Bulletin),
+		dirty: make(map[worker.ID]struct{}), gone: make(map[worker.ID]struct{})}
 }
 
 // Bulletins implements mesh.BulletinReceiver.
@@ -232,6 +236,15 @@ func (im *Importer) Recheck() {
 func (im *Importer) Forget(id worker.ID) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
+	im.forgetLocked(id)
+}
+
+// forgetLocked drops a worker's imported state, and its saved copy at the next save.
+func (im *Importer) forgetLocked(id worker.ID) {
+	if _, ok := im.state[id]; ok {
+		im.gone[id] = struct{}{}
+	}
+	delete(im.dirty, id)
 	delete(im.state, id)
 	delete(im.held, id)
 }
@@ -259,14 +272,16 @@ func (im *Importer) takeLocked(b *mesh.Bulletin) Verdict {
 		if w.Origin != pool.OriginMesh || worker.IsHostLocalURL(w.URL) {
 			return DropEpoch // the reconciler has not caught up with an ownership change yet
 		}
-		im.applyLocked(w, cur, b)
+		im.applyLocked(w, cur, b, im.cfg.Now())
 	}
 	return v
 }
 
-// applyLocked gives the pool's worker the bulletin's state.
-func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin) {
-	now := im.cfg.Now()
+// applyLocked gives the pool's worker the bulletin's state, received at now (a restored
+// bulletin's is when it was first received).
+func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin, now time.Time) {
+	im.dirty[w.ID] = struct{}{}
+	delete(im.gone, w.ID)
 	if cur == nil {
 		cur = &imported{rb: remoteBreaker{now: im.cfg.Now}}
 		im.state[w.ID] = cur
@@ -355,8 +370,7 @@ func (im *Importer) stale(st *ImportedStatus) bool {
 func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 	im.mu.Lock()
 	cur := im.state[id]
-	delete(im.state, id)
-	delete(im.held, id)
+	im.forgetLocked(id)
 	im.mu.Unlock()
 	if cur == nil {
 		return owned.Seed{}, false

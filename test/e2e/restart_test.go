@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +88,98 @@ func TestWholeFleetRestartServesAtOnce(t *testing.T) {
 			return found && !disabled
 		})
 	}
+}
+
+// TestRestartAloneRoutesImportedWorkers: A imports an engine that B owns. Every gateway is killed
+// (a power cut) and A starts alone: the engine's owner is down and no leader exists, yet A
+// serves a chat through it within 2 s, by the state it imported before the crash (saved on
+// disk), shown stale. An engine B had marked not ready before the crash is not routed to.
+func TestRestartAloneRoutesImportedWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	b := harness.Build(t)
+	up := harness.StartEngine(t, b, "engine-up")
+	down := harness.StartEngine(t, b, "engine-down")
+	gws := []*clusterGW{newClusterGW(t, "ia", "--log-level", "debug"), newClusterGW(t, "ib"), newClusterGW(t, "ic")}
+	gws[0].start(t, b)
+	gws[1].start(t, b, gws[0].meshAddr())
+	gws[2].start(t, b, gws[0].meshAddr())
+	waitFormed(t, gws...)
+	for _, e := range []*harness.Proc{up, down} {
+		newAdmin(gws[1].Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, e.URL))
+	}
+	fault(t, down, `{"health_status":503}`)
+	harness.WaitFor(t, clusterBound, "ia imports engine-up ready and engine-down not ready from ib", func() bool {
+		ws, err := bulWorkers(gws[0].Gateway)
+		return err == nil && ws[up.URL].Owner == "ib" && ws[up.URL].HealthState == "ready" &&
+			ws[down.URL].HealthState != "" && ws[down.URL].HealthState != "ready" && ws[down.URL].HealthState != "unknown"
+	})
+	downID := bulWorkerID(t, gws[0].Gateway, down.URL)
+	harness.WaitFor(t, clusterBound, "ia saves engine-down's state", func() bool {
+		for _, line := range strings.Split(gws[0].Output(), "\n") {
+			if strings.Contains(line, "saved imported state") && strings.Contains(line, downID+"=not_ready") {
+				return true
+			}
+		}
+		return false
+	})
+
+	for _, g := range gws {
+		g.Kill()
+	}
+	downBefore, _ := engineStats(t, down, "ia")
+	started := time.Now()
+	gws[0].start(t, b) // alone: the owner is down, raft has no quorum
+	client := &http.Client{Timeout: 2 * time.Second}
+	var took time.Duration
+	harness.WaitFor(t, 10*time.Second, "ia serves a chat alone through ib's engine", func() bool {
+		code, _, err := chat(client, gws[0].URL, "owner down")
+		took = time.Since(started)
+		return err == nil && code == http.StatusOK
+	})
+	t.Logf("ia served its first chat %v after it was started, alone", took.Round(time.Millisecond))
+	if took > failStaticBound {
+		t.Errorf("ia served its first chat %v after it was started; want within %v", took, failStaticBound)
+	}
+	ws, err := bulWorkers(gws[0].Gateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ws[up.URL]; !w.Routable || w.HealthState != "ready" {
+		t.Errorf("engine-up after the restart: %v, want ready and routable", w)
+	}
+	// Its owner is never heard: the state turns stale once 3 probe intervals have passed since
+	// it was received, before the crash.
+	harness.WaitFor(t, 10*time.Second, "ia shows engine-up stale", func() bool {
+		ws, err := bulWorkers(gws[0].Gateway)
+		return err == nil && ws[up.URL].Stale && ws[up.URL].Routable
+	})
+	sendChats(t, gws[0].Gateway, 10, http.StatusOK)
+	if after, _ := engineStats(t, down, "ia"); after != downBefore {
+		t.Errorf("the engine not ready before the crash got %d requests from ia after the restart", after-downBefore)
+	}
+}
+
+// bulWorkerID is the id g's GET /workers gives the worker of url.
+func bulWorkerID(t *testing.T, g *harness.Gateway, url string) string {
+	t.Helper()
+	resp, err := bulClient.Get(g.URL + "/workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Workers []struct{ ID, URL string } `json:"workers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range list.Workers {
+		if w.URL == url {
+			return w.ID
+		}
+	}
+	t.Fatalf("%s lists no worker %s", g.Name, url)
+	return ""
 }
