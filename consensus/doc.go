@@ -40,7 +40,7 @@
 // leader it knows next, bounded by the write's deadline and MaxResends, and the re-send's
 // answer is the write's, by command:
 //
-//  1. Register, SetFlags and ReplaceSpec without a revision, Transfer without an epoch:
+//  1. Register, SetFlags and ReplaceSpec without a revision, Transfer without an epoch, Drain:
 //     idempotent. A second copy is Unchanged; the answer stands.
 //  2. SetFlags and ReplaceSpec with a revision, Transfer with an epoch, Remove (fenced or
 //     not): compare-and-sets. A second copy is rejected when the first applied, so a conflict

@@ -24,6 +24,7 @@ func fullRecord(t *testing.T) fsm.Record {
 	fillAll(t, reflect.ValueOf(&r).Elem(), &n)
 	r.DisabledAt = time.Unix(0, 1_700_000_000_123_456_789).UTC()
 	r.RegisteredAt = time.Unix(0, 1_600_000_000_000_000_001).UTC()
+	r.DrainStartedAt = time.Unix(0, 1_750_000_000_000_000_002).UTC()
 	return r
 }
 

@@ -18,9 +18,10 @@ import (
 // once, the same one after AttemptTimeout. Every command may be re-sent, because a second copy
 // never changes more than the first did:
 //
-//   - register, set_flags without a revision, replace_spec without a revision (PUT) and
-//     transfer without an epoch are idempotent: a second copy is Unchanged (a disable with the
-//     same reason and author changes nothing, whatever its time);
+//   - register, set_flags without a revision, replace_spec without a revision (PUT), transfer
+//     without an epoch and drain are idempotent: a second copy is Unchanged (a disable with the
+//     same reason and author changes nothing, whatever its time; a drain keeps the first one's
+//     start);
 //   - set_flags and replace_spec with a revision (PATCH), transfer with an epoch and remove
 //     (fenced or not) are compare-and-sets: a second copy is rejected (a conflict, or not
 //     found) when the first applied.

@@ -28,6 +28,10 @@ const (
 	TypeJournalResolve CommandType = 8
 	// TypeReassign is the batch ownership reassignment of failover (Reassign).
 	TypeReassign CommandType = 9
+	// TypeDrain puts a record in the draining state (Drain). It carries no IgnoreUnknownFlag:
+	// a node that skipped it would go on routing to the worker, and, as its owner, never remove
+	// it.
+	TypeDrain CommandType = 10
 
 	// IgnoreUnknownFlag, set on a type byte, tells a node that does not know the type to skip
 	// the entry instead of panicking (Consul's rule): for commands a newer version may add
@@ -45,6 +49,7 @@ var typeNames = map[CommandType]string{
 	TypeJournalOpen:    "journal_open",
 	TypeJournalResolve: "journal_resolve",
 	TypeReassign:       "reassign",
+	TypeDrain:          "drain",
 }
 
 // String names the type as the apply-duration metric labels it.
@@ -122,11 +127,22 @@ type Fence struct {
 	Epoch uint64
 }
 
-// Remove deletes a record: unconditionally when Fence is nil (admin DELETE after drain), or only
-// while the record's owner and epoch equal the fence (health auto-removal by the owner).
+// Remove deletes a record: unconditionally when Fence is nil (admin DELETE of a worker with
+// nothing to drain), or only while the record's owner and epoch equal the fence (the owner's
+// removals: health auto-removal, and the end of a drain).
 type Remove struct {
 	ID    worker.ID
 	Fence *Fence
+}
+
+// Drain puts the record of ID in the draining state (admin DELETE of a ready worker): every
+// gateway stops starting requests to it, and its owner removes the record, fenced by its
+// (owner, epoch), once Settle has passed since At. A record already draining is Unchanged and
+// keeps its first At and Settle, so that a DELETE sent again never postpones the removal.
+type Drain struct {
+	ID     worker.ID
+	At     time.Time
+	Settle time.Duration
 }
 
 // Transfer makes To the owner and sets the epoch to the entry's index. ExpectedEpoch non-zero
@@ -154,6 +170,9 @@ func (Remove) Type() CommandType { return TypeRemove }
 
 // Type implements Command.
 func (Transfer) Type() CommandType { return TypeTransfer }
+
+// Type implements Command.
+func (Drain) Type() CommandType { return TypeDrain }
 
 func (c InitCluster) message() proto.Message {
 	return &consensusv1.InitClusterCommand{ClusterId: c.ClusterID}
@@ -202,6 +221,14 @@ func (c Transfer) message() proto.Message {
 		Id:            string(c.ID),
 		To:            c.To,
 		ExpectedEpoch: c.ExpectedEpoch,
+	}
+}
+
+func (c Drain) message() proto.Message {
+	return &consensusv1.DrainWorkerCommand{
+		Id:          string(c.ID),
+		AtUnixNano:  unixNano(c.At),
+		SettleNanos: int64(c.Settle),
 	}
 }
 

@@ -126,17 +126,20 @@ func RecordFromProto(p *consensusv1.WorkerRecord) *Record { return recordFromPro
 
 func recordToProto(r *Record) *consensusv1.WorkerRecord {
 	return &consensusv1.WorkerRecord{
-		Id:                   string(r.ID),
-		Spec:                 specToProto(&r.Spec),
-		Owner:                r.Owner,
-		Epoch:                r.Epoch,
-		Disabled:             r.Disabled,
-		DisabledReason:       r.DisabledReason,
-		DisabledBy:           r.DisabledBy,
-		DisabledAtUnixNano:   unixNano(r.DisabledAt),
-		IsDead:               r.IsDead,
-		RegisteredAtUnixNano: unixNano(r.RegisteredAt),
-		Revision:             r.Revision,
+		Id:                     string(r.ID),
+		Spec:                   specToProto(&r.Spec),
+		Owner:                  r.Owner,
+		Epoch:                  r.Epoch,
+		Disabled:               r.Disabled,
+		DisabledReason:         r.DisabledReason,
+		DisabledBy:             r.DisabledBy,
+		DisabledAtUnixNano:     unixNano(r.DisabledAt),
+		IsDead:                 r.IsDead,
+		RegisteredAtUnixNano:   unixNano(r.RegisteredAt),
+		Revision:               r.Revision,
+		Draining:               r.Draining,
+		DrainStartedAtUnixNano: unixNano(r.DrainStartedAt),
+		DrainSettleNanos:       int64(r.DrainSettle),
 	}
 }
 
@@ -153,6 +156,9 @@ func recordFromProto(p *consensusv1.WorkerRecord) *Record {
 		IsDead:         p.IsDead,
 		RegisteredAt:   fromUnixNano(p.RegisteredAtUnixNano),
 		Revision:       p.Revision,
+		Draining:       p.Draining,
+		DrainStartedAt: fromUnixNano(p.DrainStartedAtUnixNano),
+		DrainSettle:    time.Duration(p.DrainSettleNanos),
 	}
 }
 

@@ -69,6 +69,8 @@ func TestApply(t *testing.T) {
 		r.Disabled, r.DisabledReason, r.DisabledBy, r.DisabledAt = true, "maintenance", "ops", t0
 		r.IsDead, r.Revision = true, 2
 	})
+	drain := Drain{ID: id, At: t0, Settle: 5 * time.Second}
+	drainingRec := with(func(r *Record) { r.Draining, r.DrainStartedAt, r.DrainSettle, r.Revision = true, t0, 5*time.Second, 2 })
 
 	tests := []struct {
 		name    string
@@ -162,6 +164,36 @@ func TestApply(t *testing.T) {
 		{"transfer/cas mismatch", []Command{reg}, Transfer{ID: id, To: "n2", ExpectedEpoch: 5},
 			Rejected, ErrConflict, &base},
 		{"transfer/empty target", []Command{reg}, Transfer{ID: id}, Rejected, ErrInvalid, &base},
+		{"transfer/keeps draining", []Command{reg, drain}, Transfer{ID: id, To: "n2"}, Updated, nil,
+			func() *Record { r := drainingRec.Clone(); r.Owner, r.Epoch, r.Revision = "n2", 100, 100; return &r }()},
+
+		{"drain/missing", nil, drain, Rejected, ErrNotFound, nil},
+		{"drain/starts", []Command{reg}, drain, Updated, nil,
+			with(func(r *Record) {
+				r.Draining, r.DrainStartedAt, r.DrainSettle, r.Revision = true, t0, 5*time.Second, 100
+			})},
+		{"drain/keeps flags", flagged, drain, Updated, nil, func() *Record {
+			r := flaggedRec.Clone()
+			r.Draining, r.DrainStartedAt, r.DrainSettle, r.Revision = true, t0, 5*time.Second, 100
+			return &r
+		}()},
+		{"drain/again keeps the first deadline", []Command{reg, drain},
+			Drain{ID: id, At: t1, Settle: time.Minute}, Unchanged, nil, drainingRec},
+		{"drain/zero settle", []Command{reg}, Drain{ID: id, At: t0}, Updated, nil,
+			with(func(r *Record) { r.Draining, r.DrainStartedAt, r.Revision = true, t0, 100 })},
+		{"drain/unset time", []Command{reg}, Drain{ID: id, Settle: time.Second}, Rejected, ErrInvalid, &base},
+		{"drain/negative settle", []Command{reg}, Drain{ID: id, At: t0, Settle: -time.Second}, Rejected, ErrInvalid, &base},
+		{"register/draining is a conflict", []Command{reg, drain}, reg, Rejected, ErrConflict, drainingRec},
+		{"flags/keep draining", []Command{reg, drain}, SetFlags{ID: id, Flags: disable}, Updated, nil,
+			func() *Record {
+				r := drainingRec.Clone()
+				r.Disabled, r.DisabledReason, r.DisabledBy, r.DisabledAt, r.Revision = true, "maintenance", "ops", t0, 100
+				return &r
+			}()},
+		{"replace/keeps draining", []Command{reg, drain}, ReplaceSpec{ID: id, Spec: specB}, Updated, nil,
+			func() *Record { r := drainingRec.Clone(); r.Spec, r.Revision = specB, 100; return &r }()},
+		{"remove/fenced end of a drain", []Command{reg, drain}, Remove{ID: id, Fence: &Fence{Owner: "n1", Epoch: 1}},
+			Removed, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

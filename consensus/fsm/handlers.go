@@ -24,6 +24,7 @@ var handlers = [256]handler{
 	TypeRemove:      on(applyRemove),
 	TypeTransfer:    on(applyTransfer),
 	TypeReassign:    on(applyReassign),
+	TypeDrain:       on(applyDrain),
 }
 
 // on wraps a typed handler with the decoding of its body. A body that does not decode panics:
@@ -66,8 +67,13 @@ func applyRegister(s *state, index uint64, m *consensusv1.RegisterWorkerCommand)
 	spec := specFromProto(m.Spec)
 	if cur, ok := s.workers[id]; ok {
 		// Never touches the flags: an operator's disabled or is_dead stays as it is.
-		if !reflect.DeepEqual(cur.Spec, spec) {
+		switch {
+		case !reflect.DeepEqual(cur.Spec, spec):
 			return conflict(cur, "already registered with another spec")
+		case cur.Draining:
+			// Unchanged would tell the caller the worker stays registered, seconds before its
+			// owner removes it.
+			return conflict(cur, "being removed (draining); register it again once its record is gone")
 		}
 		return Result{Outcome: Unchanged, Record: cur}
 	}
@@ -118,6 +124,28 @@ func applyRemove(s *state, _ uint64, m *consensusv1.RemoveWorkerCommand) Result 
 	}
 	s.del(id)
 	return Result{Outcome: Removed, Record: cur}
+}
+
+func applyDrain(s *state, index uint64, m *consensusv1.DrainWorkerCommand) Result {
+	switch {
+	case m.AtUnixNano == 0:
+		return invalid("at", "unset")
+	case m.SettleNanos < 0:
+		return invalid("settle", "negative")
+	}
+	id := worker.ID(m.Id)
+	cur, ok := s.workers[id]
+	if !ok {
+		return notFound(id)
+	}
+	if cur.Draining {
+		return Result{Outcome: Unchanged, Record: cur} // the first drain's deadline holds
+	}
+	next := *cur
+	next.Draining = true
+	next.DrainStartedAt = fromUnixNano(m.AtUnixNano)
+	next.DrainSettle = time.Duration(m.SettleNanos)
+	return s.update(cur, &next, true, index)
 }
 
 func applyTransfer(s *state, index uint64, m *consensusv1.TransferOwnershipCommand) Result {

@@ -32,6 +32,22 @@ type Record struct {
 	RegisteredAt time.Time
 	// Revision is the raft index of the last change of the record; PATCH compares and sets it.
 	Revision uint64
+	// Draining is set by a DELETE of a ready worker (the Drain command): no gateway starts a new
+	// request to the worker, and its owner removes the record, fenced by (Owner, Epoch), once
+	// DrainSettle has passed since DrainStartedAt (DrainDeadline). It is never cleared: the
+	// record only leaves the state by its removal.
+	Draining       bool
+	DrainStartedAt time.Time
+	DrainSettle    time.Duration
+}
+
+// DrainDeadline is when the owner of a draining worker removes its record: DrainStartedAt plus
+// DrainSettle, on the clock of the gateway that took the DELETE. Zero when not draining.
+func (r *Record) DrainDeadline() time.Time {
+	if !r.Draining {
+		return time.Time{}
+	}
+	return r.DrainStartedAt.Add(r.DrainSettle)
 }
 
 // Clone returns a deep copy of r.
@@ -51,6 +67,7 @@ func (r Record) LogValue() slog.Value {
 		slog.Uint64("revision", r.Revision),
 		slog.Bool("disabled", r.Disabled),
 		slog.Bool("is_dead", r.IsDead),
+		slog.Bool("draining", r.Draining),
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
@@ -52,7 +53,7 @@ func viewOf(f *FSM) view {
 	return view{f.ClusterID(), f.AppliedIndex(), f.Workers(), f.Journal()}
 }
 
-// bigFSM applies n registrations and a mix of flag changes and transfers, and puts two records
+// bigFSM applies n registrations and a mix of flag changes, transfers and drains, and puts two records
 // in the journal (no command fills it yet).
 func bigFSM(t testing.TB, n int) *FSM {
 	t.Helper()
@@ -77,6 +78,10 @@ func bigFSM(t testing.TB, n int) *FSM {
 			applyAt(t, f, idx, Transfer{ID: s.ID(), To: "n9"})
 		case 3:
 			applyAt(t, f, idx, SetFlags{ID: s.ID(), Flags: FlagChange{IsDead: ptr(true)}})
+		}
+		if i%5 == 4 {
+			idx++
+			applyAt(t, f, idx, Drain{ID: s.ID(), At: t1, Settle: time.Duration(i) * time.Millisecond})
 		}
 	}
 	f.st.journal = []*JournalRecord{

@@ -384,9 +384,16 @@ type WorkerRecord struct {
 	IsDead               bool  `protobuf:"varint,9,opt,name=is_dead,json=isDead,proto3" json:"is_dead,omitempty"`
 	RegisteredAtUnixNano int64 `protobuf:"varint,10,opt,name=registered_at_unix_nano,json=registeredAtUnixNano,proto3" json:"registered_at_unix_nano,omitempty"`
 	// The raft index of the last change of this record.
-	Revision      uint64 `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revision uint64 `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
+	// A DELETE accepted for a ready worker: the worker takes no new requests on any gateway, and
+	// its owner removes the record once drain_settle_nanos have passed since
+	// drain_started_at_unix_nano. Absent (false, 0) on records written before the state existed:
+	// they load as not draining.
+	Draining               bool  `protobuf:"varint,12,opt,name=draining,proto3" json:"draining,omitempty"`
+	DrainStartedAtUnixNano int64 `protobuf:"varint,13,opt,name=drain_started_at_unix_nano,json=drainStartedAtUnixNano,proto3" json:"drain_started_at_unix_nano,omitempty"`
+	DrainSettleNanos       int64 `protobuf:"varint,14,opt,name=drain_settle_nanos,json=drainSettleNanos,proto3" json:"drain_settle_nanos,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *WorkerRecord) Reset() {
@@ -492,6 +499,27 @@ func (x *WorkerRecord) GetRegisteredAtUnixNano() int64 {
 func (x *WorkerRecord) GetRevision() uint64 {
 	if x != nil {
 		return x.Revision
+	}
+	return 0
+}
+
+func (x *WorkerRecord) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *WorkerRecord) GetDrainStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.DrainStartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *WorkerRecord) GetDrainSettleNanos() int64 {
+	if x != nil {
+		return x.DrainSettleNanos
 	}
 	return 0
 }
@@ -1025,8 +1053,9 @@ func (x *Fence) GetEpoch() uint64 {
 	return 0
 }
 
-// RemoveWorkerCommand deletes a record: unconditionally (admin DELETE after drain), or only while
-// (owner, epoch) still match (health auto-removal by the owner).
+// RemoveWorkerCommand deletes a record: unconditionally (admin DELETE of a worker with nothing to
+// drain), or only while (owner, epoch) still match (the owner's removals: health auto-removal,
+// and the end of a drain).
 type RemoveWorkerCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1141,6 +1170,73 @@ func (x *TransferOwnershipCommand) GetExpectedEpoch() uint64 {
 	return 0
 }
 
+// DrainWorkerCommand puts a record in the draining state (admin DELETE of a ready worker): the
+// intent to remove it is then kept in raft, and whichever gateway owns the worker removes the
+// record, fenced by its (owner, epoch), once settle_nanos have passed since at_unix_nano. A
+// record already draining keeps its first start and settle, so that a repeated DELETE never
+// postpones the removal.
+type DrainWorkerCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When the drain started, as the proposer's clock read it.
+	AtUnixNano int64 `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	// How long in-flight requests are given before the removal.
+	SettleNanos   int64 `protobuf:"varint,3,opt,name=settle_nanos,json=settleNanos,proto3" json:"settle_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainWorkerCommand) Reset() {
+	*x = DrainWorkerCommand{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainWorkerCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainWorkerCommand) ProtoMessage() {}
+
+func (x *DrainWorkerCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainWorkerCommand.ProtoReflect.Descriptor instead.
+func (*DrainWorkerCommand) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DrainWorkerCommand) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DrainWorkerCommand) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *DrainWorkerCommand) GetSettleNanos() int64 {
+	if x != nil {
+		return x.SettleNanos
+	}
+	return 0
+}
+
 // ReassignItem moves one worker to a new owner, only while its record still has the expected
 // owner and epoch (the fence).
 type ReassignItem struct {
@@ -1155,7 +1251,7 @@ type ReassignItem struct {
 
 func (x *ReassignItem) Reset() {
 	*x = ReassignItem{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1263,7 @@ func (x *ReassignItem) String() string {
 func (*ReassignItem) ProtoMessage() {}
 
 func (x *ReassignItem) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1276,7 @@ func (x *ReassignItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReassignItem.ProtoReflect.Descriptor instead.
 func (*ReassignItem) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{14}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReassignItem) GetId() string {
@@ -1223,7 +1319,7 @@ type ReassignCommand struct {
 
 func (x *ReassignCommand) Reset() {
 	*x = ReassignCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1331,7 @@ func (x *ReassignCommand) String() string {
 func (*ReassignCommand) ProtoMessage() {}
 
 func (x *ReassignCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1344,7 @@ func (x *ReassignCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReassignCommand.ProtoReflect.Descriptor instead.
 func (*ReassignCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{15}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReassignCommand) GetItems() []*ReassignItem {
@@ -1317,7 +1413,7 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\x15_cb_success_thresholdB\x12\n" +
 	"\x10_cb_timeout_secsB\x0e\n" +
 	"\f_max_retriesB\x10\n" +
-	"\x0e_disable_retry\"\x84\x03\n" +
+	"\x0e_disable_retry\"\x8a\x04\n" +
 	"\fWorkerRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1f.meshgw.consensus.v1.WorkerSpecR\x04spec\x12\x14\n" +
@@ -1331,7 +1427,10 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\ais_dead\x18\t \x01(\bR\x06isDead\x125\n" +
 	"\x17registered_at_unix_nano\x18\n" +
 	" \x01(\x03R\x14registeredAtUnixNano\x12\x1a\n" +
-	"\brevision\x18\v \x01(\x04R\brevision\"\x97\x02\n" +
+	"\brevision\x18\v \x01(\x04R\brevision\x12\x1a\n" +
+	"\bdraining\x18\f \x01(\bR\bdraining\x12:\n" +
+	"\x1adrain_started_at_unix_nano\x18\r \x01(\x03R\x16drainStartedAtUnixNano\x12,\n" +
+	"\x12drain_settle_nanos\x18\x0e \x01(\x03R\x10drainSettleNanos\"\x97\x02\n" +
 	"\rJournalRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\atargets\x18\x02 \x03(\tR\atargets\x12L\n" +
@@ -1385,7 +1484,12 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\x18TransferOwnershipCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12%\n" +
-	"\x0eexpected_epoch\x18\x03 \x01(\x04R\rexpectedEpoch\"|\n" +
+	"\x0eexpected_epoch\x18\x03 \x01(\x04R\rexpectedEpoch\"i\n" +
+	"\x12DrainWorkerCommand\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
+	"atUnixNano\x12!\n" +
+	"\fsettle_nanos\x18\x03 \x01(\x03R\vsettleNanos\"|\n" +
 	"\fReassignItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12%\n" +
 	"\x0eexpected_owner\x18\x02 \x01(\tR\rexpectedOwner\x12%\n" +
@@ -1406,7 +1510,7 @@ func file_consensus_v1_consensus_proto_rawDescGZIP() []byte {
 	return file_consensus_v1_consensus_proto_rawDescData
 }
 
-var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: meshgw.consensus.v1.WorkerSpec
 	(*HealthOverrides)(nil),          // 1: meshgw.consensus.v1.HealthOverrides
@@ -1422,17 +1526,18 @@ var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*Fence)(nil),                    // 11: meshgw.consensus.v1.Fence
 	(*RemoveWorkerCommand)(nil),      // 12: meshgw.consensus.v1.RemoveWorkerCommand
 	(*TransferOwnershipCommand)(nil), // 13: meshgw.consensus.v1.TransferOwnershipCommand
-	(*ReassignItem)(nil),             // 14: meshgw.consensus.v1.ReassignItem
-	(*ReassignCommand)(nil),          // 15: meshgw.consensus.v1.ReassignCommand
-	nil,                              // 16: meshgw.consensus.v1.WorkerSpec.LabelsEntry
-	nil,                              // 17: meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	(*DrainWorkerCommand)(nil),       // 14: meshgw.consensus.v1.DrainWorkerCommand
+	(*ReassignItem)(nil),             // 15: meshgw.consensus.v1.ReassignItem
+	(*ReassignCommand)(nil),          // 16: meshgw.consensus.v1.ReassignCommand
+	nil,                              // 17: meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	nil,                              // 18: meshgw.consensus.v1.JournalRecord.OutcomesEntry
 }
 var file_consensus_v1_consensus_proto_depIdxs = []int32{
-	16, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	17, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
 	1,  // 1: meshgw.consensus.v1.WorkerSpec.health:type_name -> meshgw.consensus.v1.HealthOverrides
 	2,  // 2: meshgw.consensus.v1.WorkerSpec.resilience:type_name -> meshgw.consensus.v1.ResilienceOverrides
 	0,  // 3: meshgw.consensus.v1.WorkerRecord.spec:type_name -> meshgw.consensus.v1.WorkerSpec
-	17, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	18, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
 	3,  // 5: meshgw.consensus.v1.Snapshot.workers:type_name -> meshgw.consensus.v1.WorkerRecord
 	4,  // 6: meshgw.consensus.v1.Snapshot.journal:type_name -> meshgw.consensus.v1.JournalRecord
 	0,  // 7: meshgw.consensus.v1.RegisterWorkerCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
@@ -1440,7 +1545,7 @@ var file_consensus_v1_consensus_proto_depIdxs = []int32{
 	8,  // 9: meshgw.consensus.v1.ReplaceSpecCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
 	8,  // 10: meshgw.consensus.v1.SetFlagsCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
 	11, // 11: meshgw.consensus.v1.RemoveWorkerCommand.fence:type_name -> meshgw.consensus.v1.Fence
-	14, // 12: meshgw.consensus.v1.ReassignCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
+	15, // 12: meshgw.consensus.v1.ReassignCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
 	13, // [13:13] is the sub-list for method output_type
 	13, // [13:13] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
@@ -1463,7 +1568,7 @@ func file_consensus_v1_consensus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_consensus_v1_consensus_proto_rawDesc), len(file_consensus_v1_consensus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
