@@ -308,7 +308,7 @@ func (r *Reconciler) apply(rec *fsm.Record, quiet bool) {
 	}
 	// The FSM normalized the spec when it applied the registration, and never modifies a stored
 	// record: the pool keeps the spec as it is, sharing its maps (and never modifying them).
-	r.cfg.Pool.UpsertRecord(rec.ID, rec.Spec, origin, rec.Disabled, rec.IsDead)
+	r.cfg.Pool.UpsertRecord(rec.ID, rec.Spec, origin, pool.RecordFlags{Disabled: rec.Disabled, Dead: rec.IsDead, Draining: rec.Draining})
 	_ = r.cfg.Pool.SetOwner(rec.ID, rec.Owner, rec.Epoch)
 	next := applied{
 		revision: rec.Revision, owner: rec.Owner, epoch: rec.Epoch,

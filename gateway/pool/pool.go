@@ -102,15 +102,28 @@ func (p *Pool) UpsertFlags(spec worker.Spec, origin string, disabled, dead bool)
 	})
 }
 
+// RecordFlags are the gates a raft record sets on its worker.
+type RecordFlags struct {
+	// Disabled is the operator's switch (GateDisabled).
+	Disabled bool
+	// Dead is the is_dead quarantine (GateDead).
+	Dead bool
+	// Draining says a DELETE was accepted and the owner removes the record after its settle
+	// time (GateRemoving): no new request goes to the worker, in-flight ones finish.
+	Draining bool
+}
+
 // UpsertRecord is UpsertFlags for a spec that is already normalized, as raft's records are,
-// with id its ID: it skips the normalization (URL parsing and hashing, a third of a restart's
-// reconcile pass at 100,000 workers) and keeps spec without copying it. The pool never modifies
-// a worker's spec, so its maps and slices may be shared with an immutable record; the caller
-// must not modify them either.
-func (p *Pool) UpsertRecord(id worker.ID, spec worker.Spec, origin string, disabled, dead bool) (*Worker, bool) {
+// with id its ID, and with every gate of the record (flags) set in the same snapshot swap: it
+// skips the normalization (URL parsing and hashing, a third of a restart's reconcile pass at
+// 100,000 workers) and keeps spec without copying it. The pool never modifies a worker's spec,
+// so its maps and slices may be shared with an immutable record; the caller must not modify
+// them either.
+func (p *Pool) UpsertRecord(id worker.ID, spec worker.Spec, origin string, flags RecordFlags) (*Worker, bool) {
 	w, changed, _ := p.upsertNormalized(id, spec, origin, func(w *Worker) bool {
-		flipped := w.setGate(GateDisabled, disabled)
-		return w.setGate(GateDead, dead) || flipped
+		flipped := w.setGate(GateDisabled, flags.Disabled)
+		flipped = w.setGate(GateDead, flags.Dead) || flipped
+		return w.setGate(GateRemoving, flags.Draining) || flipped
 	})
 	return w, changed
 }

@@ -292,6 +292,54 @@ func TestUpsertFlagsGatesInTheSameSwap(t *testing.T) {
 	}
 }
 
+// TestUpsertRecordDraining: a record's draining state closes GateRemoving in the same swap as
+// the rest of the record, whatever the worker's health says: a worker added draining is never
+// routable, a bulletin's ready does not open it, and a request in flight on it is left to end.
+func TestUpsertRecordDraining(t *testing.T) {
+	var p *Pool
+	var sawRoutable atomic.Bool
+	p = New(Config{OnChange: func() {
+		if len(p.Snapshot().Routable) > 0 {
+			sawRoutable.Store(true)
+		}
+	}})
+	spec := worker.Spec{URL: "http://127.0.0.1:8000"}
+	if err := spec.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	id := spec.ID()
+	w, changed := p.UpsertRecord(id, spec, OriginMesh, RecordFlags{Draining: true})
+	if !changed || w.Gates() != GateRemoving {
+		t.Fatalf("added draining: changed=%v gates=%b", changed, w.Gates())
+	}
+	if flipped, err := p.SetHealth(id, HealthReady); err != nil || flipped || len(p.Snapshot().Routable) != 0 {
+		t.Errorf("a ready health opened a draining worker: flipped=%v err=%v routable=%d", flipped, err, len(p.Snapshot().Routable))
+	}
+	if sawRoutable.Load() {
+		t.Fatal("a snapshot showed a draining worker routable")
+	}
+
+	// A worker that was routable, with a request in flight, starts draining.
+	q := New(Config{})
+	w, _ = q.UpsertRecord(id, spec, OriginMesh, RecordFlags{})
+	w.Acquire()
+	if len(q.Snapshot().Routable) != 1 {
+		t.Fatal("setup: the worker is not routable")
+	}
+	before := q.Snapshot().Version
+	same, changed := q.UpsertRecord(id, spec, OriginMesh, RecordFlags{Draining: true, Disabled: true})
+	if !changed || same != w || q.Snapshot().Version != before+1 {
+		t.Errorf("draining: changed=%v same worker=%v swaps=%d", changed, same == w, q.Snapshot().Version-before)
+	}
+	if got := q.Snapshot().Candidates(nil, 0, nil, nil); len(got) != 0 || len(q.Snapshot().Routable) != 0 {
+		t.Errorf("a draining worker is still a candidate: %v", got)
+	}
+	if w.Inflight() != 1 || q.Get(id) != w {
+		t.Errorf("the request in flight lost its worker: inflight %d", w.Inflight())
+	}
+	w.Release()
+}
+
 // Discovered models are listed for a worker that declares none, never replace declared ones,
 // survive a spec change, and change neither routing nor the snapshot.
 func TestDiscoveredModels(t *testing.T) {

@@ -31,7 +31,7 @@ func BenchmarkRegisterOneMore(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				p.UpsertRecord(specs[i].ID(), specs[i], OriginMesh, false, false)
+				p.UpsertRecord(specs[i].ID(), specs[i], OriginMesh, RecordFlags{})
 			}
 		})
 	}

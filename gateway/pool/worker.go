@@ -23,7 +23,8 @@ const (
 	GateDisabled Gate = 1 << iota // the raft record says disabled
 	GateDead                      // the raft record says is_dead (manual quarantine)
 	GateNotReady                  // health state is not ready
-	GateDraining                  // the worker is being removed or its owner is draining it
+	GateDraining                  // its health state is draining (its owner stopped probing it)
+	GateRemoving                  // the raft record is draining: a DELETE was accepted, the owner removes it
 )
 
 // Breaker is what selection asks of a worker's circuit breaker. A nil breaker always allows.
