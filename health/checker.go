@@ -174,10 +174,11 @@ func (c *Checker) Close() error {
 // Add starts checking the worker of spec in state initial: Pending for a new worker, Ready when
 // registration already reached it, or the state carried over from the previous owner's bulletin.
 // A probed worker is probed at once; a worker added in Failed with RemoveUnhealthyWorkers is
-// removed at once (OnRemove). Add fails on an invalid spec, a Draining initial state, or a
-// worker already added.
+// removed at once (OnRemove). A worker added Draining (its removal is already under way, say
+// after a restart) is never probed and stays until DrainFor or Remove. Add fails on an invalid
+// spec, an unknown initial state, or a worker already added.
 func (c *Checker) Add(spec worker.Spec, initial State) error {
-	if initial >= Draining {
+	if initial > Draining {
 		return fmt.Errorf("health: add %s: cannot start in state %v", spec.Redacted().URL, initial)
 	}
 	spec = spec.Clone()
@@ -248,6 +249,26 @@ func (c *Checker) Remove(id worker.ID) bool {
 // after its settle period, which Drain returns; any other worker is removed at once (settle 0).
 // ok is false when the worker is not checked or the Checker is closed.
 func (c *Checker) Drain(id worker.ID) (settle time.Duration, ok bool) {
+	return c.drain(id, func(tr Transition, set Settings) time.Duration {
+		if !tr.Settle {
+			return 0
+		}
+		return set.DrainSettle
+	})
+}
+
+// DrainFor moves a worker to draining, whatever its state, stops probing it, and removes it
+// (OnRemove) once settle has passed, at once when settle is not positive: the drain of a record
+// that was decided elsewhere (an owner that finishes a DELETE accepted through raft). A worker
+// already draining keeps the settle it had. ok is false when the worker is not checked or the
+// Checker is closed.
+func (c *Checker) DrainFor(id worker.ID, settle time.Duration) (ok bool) {
+	_, ok = c.drain(id, func(Transition, Settings) time.Duration { return settle })
+	return ok
+}
+
+// drain runs Drain and DrainFor: settleOf says how long a worker that starts draining settles.
+func (c *Checker) drain(id worker.ID, settleOf func(Transition, Settings) time.Duration) (settle time.Duration, ok bool) {
 	c.mu.Lock()
 	defer c.flush()
 	defer c.mu.Unlock()
@@ -255,14 +276,16 @@ func (c *Checker) Drain(id worker.ID) (settle time.Duration, ok bool) {
 	if e == nil || c.closed {
 		return 0, false
 	}
-	tr := e.m.Apply(Drain)
-	if !tr.Changed() {
-		return e.settle, true // already draining
+	if e.stopSettle != nil {
+		return e.settle, true // already settling
 	}
-	c.sched.remove(e)
-	c.changed(e, tr, "drain requested")
-	e.settle = e.set.DrainSettle
-	if !tr.Settle || e.settle <= 0 {
+	tr := e.m.Apply(Drain)
+	if tr.Changed() {
+		c.sched.remove(e)
+		c.changed(e, tr, "drain requested")
+	}
+	e.settle = settleOf(tr, e.set)
+	if e.settle <= 0 {
 		e.settle = 0
 		c.drop(e, RemovedDrained)
 		return 0, true

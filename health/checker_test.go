@@ -172,6 +172,75 @@ func TestDrain(t *testing.T) {
 	}
 }
 
+// TestDrainFor: a drain decided elsewhere (a record draining in raft) moves a worker of any
+// state to draining, stops its probes, and removes it exactly when the settle given has passed,
+// at once for none; a second DrainFor keeps the first settle. A worker added draining is never
+// probed.
+func TestDrainFor(t *testing.T) {
+	tests := []struct {
+		name    string
+		initial State
+		settle  time.Duration
+	}{
+		{"ready", Ready, 3 * time.Second},
+		{"pending", Pending, 3 * time.Second},
+		{"not_ready", NotReady, 3 * time.Second},
+		{"failed", Failed, 3 * time.Second},
+		{"added_draining", Draining, 3 * time.Second},
+		{"deadline_passed", Ready, 0},
+		{"added_draining_deadline_passed", Draining, -time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, rec := newFake(), newRecorder()
+				c := newChecker(t, DefaultConfig(), p, rec)
+				s := engine(8001, &worker.Health{CheckIntervalSecs: ptr(1)})
+				id := idOf(t, s)
+				p.set(id, errDown)
+				if err := c.Add(s, tc.initial); err != nil {
+					t.Fatal(err)
+				}
+				advance(500 * time.Millisecond)
+				probes := len(p.times(id))
+				if tc.initial == Draining && probes != 0 {
+					t.Fatalf("a worker added draining was probed %d times", probes)
+				}
+				if !c.DrainFor(id, tc.settle) {
+					t.Fatal("DrainFor = false")
+				}
+				want := max(tc.settle, 0)
+				if want > 0 {
+					advance(time.Second)
+					if !c.DrainFor(id, time.Hour) {
+						t.Fatal("second DrainFor = false")
+					}
+					advance(want - time.Second - time.Millisecond)
+					synctest.Wait()
+					if got := rec.removals(); len(got) != 0 {
+						t.Fatalf("removed before the settle: %+v", got)
+					}
+					if st, _ := c.Status(id); st.State != Draining {
+						t.Errorf("state while settling = %v", st.State)
+					}
+					advance(2 * time.Millisecond)
+				}
+				synctest.Wait()
+				wantRm := []removal{{id, RemovedDrained, 500*time.Millisecond + want}}
+				if diff := cmp.Diff(wantRm, rec.removals()); diff != "" {
+					t.Errorf("removals (-want +got):\n%s", diff)
+				}
+				if got := len(p.times(id)); got != probes {
+					t.Errorf("probed while draining: %d probes, had %d", got, probes)
+				}
+				if c.DrainFor(id, time.Second) {
+					t.Error("DrainFor of a removed worker = true")
+				}
+			})
+		})
+	}
+}
+
 func TestAutoRemovalOnFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := DefaultConfig()
@@ -419,8 +488,8 @@ func TestRemoveForgetsAtOnce(t *testing.T) {
 func TestAddRejects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newChecker(t, DefaultConfig(), newFake(), nil)
-		if err := c.Add(engine(8001, nil), Draining); err == nil {
-			t.Error("Add in draining did not fail")
+		if err := c.Add(engine(8001, nil), Draining+1); err == nil {
+			t.Error("Add in an unknown state did not fail")
 		}
 		var fe *worker.FieldError
 		if err := c.Add(worker.Spec{URL: "ftp://x"}, Pending); !errors.As(err, &fe) {

@@ -12,8 +12,9 @@
 //     ready worker (a non-ready one is removed at once).
 //  2. Checker.Add starts checking an owned worker, in Pending, in Ready when registration already
 //     reached it, or in the state carried over from the previous owner's bulletin. A probed worker
-//     is probed at once, then every interval on its own schedule. Remove forgets it (the record
-//     is gone); Update applies a PATCH in place, keeping state and counts.
+//     is probed at once, then every interval on its own schedule; one added in Draining (its
+//     removal already under way) never is. Remove forgets it (the record is gone); Update applies
+//     a PATCH in place, keeping state and counts.
 //  3. Every turn starts one probe in its own goroutine, bounded by the worker's timeout; at most
 //     MaxInFlight run at once and the rest wait in a FIFO backlog. A worker whose probe is still
 //     in flight when its next turn comes skips that turn.
@@ -25,7 +26,8 @@
 //     OnTransition, in order and outside its lock (callbacks may call the Checker back).
 //  6. The Checker removes a worker on its own in two cases, and then calls OnRemove so that the
 //     owner removes the record: a worker that reaches failed with RemoveUnhealthyWorkers, and a
-//     drained worker (Drain: at once unless it was ready; else after its drain_settle_secs).
+//     drained worker (Drain: at once unless it was ready; else after its drain_settle_secs;
+//     DrainFor: after the settle it is given, whatever the state, for a drain decided elsewhere).
 //     Without RemoveUnhealthyWorkers a failed worker stays, is still probed, and rejoins after S
 //     successes.
 //  7. An external provider that answers 429 counts healthy, and its next probe skips 1, 2, 4,
