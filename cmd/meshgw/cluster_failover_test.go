@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -65,6 +66,12 @@ func (o *recordingOwner) Own(s worker.Spec, epoch uint64, _ bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls = append(o.calls, "own "+string(s.ID())+" epoch "+itoa(epoch))
+}
+
+func (o *recordingOwner) Drain(s worker.Spec, epoch uint64, _ bool, _ time.Time, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, "drain "+string(s.ID())+" epoch "+itoa(epoch))
 }
 
 func (o *recordingOwner) Disown(id worker.ID) {
@@ -128,5 +135,18 @@ func TestFailoverStartsHealthChecksOnTheNewOwner(t *testing.T) {
 	}
 	if got := calls["g2"].take(); len(got) != 1 || got[0] != "disown "+string(id) {
 		t.Errorf("old owner g2: %v; want one Disown", got)
+	}
+
+	// A DELETE's drain, then a failover back to g2 before g1 removed it: g2 finishes the drain.
+	apply(8, fsm.Drain{ID: id, At: time.Unix(1, 0), Settle: time.Second})
+	apply(9, fsm.Reassign{Items: []fsm.ReassignItem{{ID: id, From: fsm.Fence{Owner: "g1", Epoch: 7}, To: "g2"}}})
+	for _, r := range reconcilers {
+		r.Reconcile()
+	}
+	if got := calls["g2"].take(); len(got) != 1 || got[0] != "drain "+string(id)+" epoch 9" {
+		t.Errorf("new owner g2 of a draining worker: %v; want one Drain at epoch 9", got)
+	}
+	if got := calls["g1"].take(); len(got) != 1 || got[0] != "disown "+string(id) {
+		t.Errorf("old owner g1: %v; want one Disown", got)
 	}
 }

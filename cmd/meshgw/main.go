@@ -136,7 +136,8 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		}
 		owner.OnOutcome(w, status, connErr)
 	}
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Drainer: &owner, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl}
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl,
+		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle }}
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err
@@ -315,14 +316,6 @@ func (l *lateOwner) Status(id worker.ID) (owned.Status, bool) {
 		return m.Status(id)
 	}
 	return owned.Status{}, false
-}
-
-// Drain is the admin DELETE's drain (false until the manager exists).
-func (l *lateOwner) Drain(id worker.ID) (time.Duration, bool) {
-	if m := l.m.Load(); m != nil {
-		return m.Drain(id)
-	}
-	return 0, false
 }
 
 // lateImports hands GET /workers the bulletin importer, which is built after the gateway

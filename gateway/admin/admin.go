@@ -31,13 +31,6 @@ type Writer interface {
 	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 }
 
-// Drainer drains a worker this gateway owns before its removal; gateway/owned.Manager implements
-// it. ok is false when the worker is not one it runs; settle is zero when the worker was not
-// ready and its removal was started at once.
-type Drainer interface {
-	Drain(id worker.ID) (settle time.Duration, ok bool)
-}
-
 // RaftInfo answers GET /mesh/raft; *consensus.Node implements it.
 type RaftInfo interface {
 	Info() (consensus.Info, error)
@@ -67,8 +60,12 @@ type Config struct {
 	// the leader applied it, and is judged against this gateway's state; ?consistent=true reads
 	// the local state.
 	Fleet Fleet
-	// Drainer drains an owned worker on DELETE. Nil: DELETE removes the record at once.
-	Drainer Drainer
+	// DrainSettle returns how long a DELETE of a ready worker of spec drains before its owner
+	// removes the record (the worker's health.drain_settle_secs, else --drain-settle-secs): the
+	// record then enters draining through raft, and the owner, whichever gateway that is, removes
+	// it once the settle has passed. Nil: DELETE removes the record at once (a gateway that runs
+	// no health checks, so no owner that would finish a drain).
+	DrainSettle func(spec worker.Spec) time.Duration
 	// Raft answers GET /mesh/raft. Nil: 503 unavailable.
 	Raft RaftInfo
 	// Peers answers GET /mesh/peers. Nil: 503 unavailable.

@@ -30,9 +30,12 @@ type Record struct {
 	Owner          string `json:"owner"`
 	Epoch          uint64 `json:"epoch"`
 	// Origin is "local" when this gateway owns the worker, "mesh" when another one does.
-	Origin      string `json:"origin"`
-	HealthState string `json:"health_state"`
-	Disabled    bool   `json:"disabled"`
+	Origin string `json:"origin"`
+	// HealthState is the worker's health as its owner judges it, or "draining" while its
+	// record is: a DELETE was accepted, and its owner removes it at DrainDeadline.
+	HealthState   string     `json:"health_state"`
+	DrainDeadline *time.Time `json:"drain_deadline,omitempty"`
+	Disabled      bool       `json:"disabled"`
 	// DisabledReason, DisabledBy and DisabledAt say why, who and when, while disabled.
 	DisabledReason string     `json:"disabled_reason,omitempty"`
 	DisabledBy     string     `json:"disabled_by,omitempty"`
@@ -146,6 +149,10 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 	}
 	if origin == pool.OriginMesh {
 		h.imported(&r, rec.ID)
+	}
+	if rec.Draining {
+		// Before the owner's health follows (a bulletin on its way, a restart), the record says.
+		r.HealthState, r.DrainDeadline = pool.HealthDraining.String(), timePtr(rec.DrainDeadline())
 	}
 	return r
 }

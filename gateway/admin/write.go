@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -251,24 +252,23 @@ func caller(ctx *fasthttp.RequestCtx) string {
 // deleteAnswer is the body of a DELETE.
 type deleteAnswer struct {
 	ID string `json:"id"`
-	// Status is "removed" (200: the record is gone) or "draining" (202: the worker takes no
-	// new requests and its record is removed once DrainSettleSecs have passed).
-	Status          string  `json:"status"`
-	DrainSettleSecs float64 `json:"drain_settle_secs"`
-	// FleetAck is set when the record was removed: see Record.FleetAck.
+	// Status is "removed" (200: the record is gone) or "draining" (202: the record is draining
+	// in raft: no gateway starts a new request to the worker, and its owner removes the record
+	// once DrainSettleSecs have passed since the drain started, at DrainDeadline).
+	Status          string     `json:"status"`
+	DrainSettleSecs float64    `json:"drain_settle_secs"`
+	DrainDeadline   *time.Time `json:"drain_deadline,omitempty"`
+	// FleetAck is set once the write is committed: see Record.FleetAck.
 	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
 }
 
-// deleteWorker is DELETE /workers/{id}: a ready worker this gateway owns drains first (202,
-// removed by its owner when the settle time ends); any other is removed at once (200).
+// deleteWorker is DELETE /workers/{id}: a ready worker drains first (202: its record enters
+// draining through raft, and its owner removes it when the settle time ends); any other is
+// removed at once (200).
 func (h *Handler) deleteWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
-	if h.cfg.Drainer != nil {
-		if settle, ok := h.cfg.Drainer.Drain(rec.ID); ok && settle > 0 {
-			h.log.Info("admin write", "method", "DELETE", "id", rec.ID, "outcome", "draining",
-				"drain_settle_secs", settle.Seconds(), "by", caller(ctx))
-			writeJSON(ctx, fasthttp.StatusAccepted, deleteAnswer{ID: string(rec.ID), Status: "draining", DrainSettleSecs: roundSecs(settle)})
-			return
-		}
+	if settle, ok := h.drainSettle(rec); ok {
+		h.drain(ctx, rec, settle)
+		return
 	}
 	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Remove{ID: rec.ID})
 	if errors.Is(err, fsm.ErrNotFound) {
@@ -281,6 +281,44 @@ func (h *Handler) deleteWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, deleteAnswer{ID: string(rec.ID), Status: "removed", FleetAck: h.acknowledge(res)})
+}
+
+// drainSettle says whether a DELETE of rec drains the worker, and for how long: a record
+// already draining does (its drain goes on); otherwise a ready worker, as this gateway's pool
+// sees it (its own probes, or the owner's bulletins), that is not quarantined and has a
+// positive settle time. Any other worker has nothing to drain.
+func (h *Handler) drainSettle(rec fsm.Record) (time.Duration, bool) {
+	if rec.Draining {
+		return rec.DrainSettle, true
+	}
+	if h.cfg.DrainSettle == nil || rec.IsDead {
+		return 0, false
+	}
+	if w := h.cfg.Pool.Get(rec.ID); w == nil || w.Health() != pool.HealthReady {
+		return 0, false
+	}
+	settle := h.cfg.DrainSettle(rec.Spec)
+	return settle, settle > 0
+}
+
+// drain writes the drain of rec through raft, fleet-acknowledged, and answers 202: once the
+// answer is sent, no live gateway starts a new request to the worker, and the intent to remove
+// it outlives this gateway and the owner (a restart, a failover). A record already draining
+// keeps its first deadline, which the answer gives.
+func (h *Handler) drain(ctx *fasthttp.RequestCtx, rec fsm.Record, settle time.Duration) {
+	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Drain{ID: rec.ID, At: h.now(), Settle: settle})
+	h.logWrite(ctx, rec.ID, res, err)
+	if err != nil {
+		writeError(ctx, err, codeFenced)
+		return
+	}
+	if res.Record == nil {
+		writeErr(ctx, fasthttp.StatusInternalServerError, codeInternal, "the write returned no record")
+		return
+	}
+	ack := h.acknowledge(res)
+	writeJSON(ctx, fasthttp.StatusAccepted, deleteAnswer{ID: string(rec.ID), Status: "draining",
+		DrainSettleSecs: roundSecs(res.Record.DrainSettle), DrainDeadline: timePtr(res.Record.DrainDeadline()), FleetAck: ack})
 }
 
 func roundSecs(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

@@ -288,67 +288,93 @@ func TestPatchCompareAndSet(t *testing.T) {
 	}
 }
 
-// fakeDrainer drains for settle, and for a zero settle removes the record itself at once, as
-// the owner's health manager does.
-type fakeDrainer struct {
-	settle time.Duration
-	ok     bool
-	remove func(worker.ID)
-	calls  []worker.ID
-}
-
-func (d *fakeDrainer) Drain(id worker.ID) (time.Duration, bool) {
-	d.calls = append(d.calls, id)
-	if d.ok && d.settle == 0 && d.remove != nil {
-		d.remove(id)
-	}
-	return d.settle, d.ok
-}
-
-// TestDelete: a draining worker answers 202 with the settle time and stays until its owner
-// removes it; otherwise the record goes at once (200); an unknown worker is 404.
+// TestDelete: DELETE of a ready worker puts its record in draining through raft and answers
+// 202 with the settle time and the deadline, whichever gateway owns the worker; the record stays
+// for its owner to remove. A worker with nothing to drain (not ready, quarantined, no settle, a
+// gateway that cannot drain) is removed at once (200). A DELETE of a draining worker answers
+// the first drain's deadline again. An unknown worker is 404.
 func TestDelete(t *testing.T) {
+	now := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC) // the env's clock
+	fiveSecs := func(worker.Spec) time.Duration { return 5 * time.Second }
 	tests := []struct {
 		name       string
-		drainer    *fakeDrainer
+		settle     func(worker.Spec) time.Duration
+		body       string                                   // the registration
+		before     func(t *testing.T, e *env, id worker.ID) // after the registration
 		status     int
 		wantStatus string
-		gone       bool
 	}{
-		{"no drainer", nil, 200, "removed", true},
-		{"not owned by the drainer", &fakeDrainer{ok: false}, 200, "removed", true},
-		{"ready: drains", &fakeDrainer{ok: true, settle: 5 * time.Second}, 202, "draining", false},
-		{"not ready: removed by the drain at once", &fakeDrainer{ok: true}, 200, "removed", true},
+		{"cannot drain", nil, `{"url":"http://127.0.0.1:8001"}`, nil, 200, "removed"},
+		{"ready: drains", fiveSecs, `{"url":"http://127.0.0.1:8001"}`, nil, 202, "draining"},
+		{"ready, owned elsewhere: drains", fiveSecs, `{"url":"http://127.0.0.1:8001","owner":"n2"}`, nil, 202, "draining"},
+		{"the worker's own settle", func(s worker.Spec) time.Duration { return time.Duration(*s.Health.DrainSettleSecs) * time.Second },
+			`{"url":"http://127.0.0.1:8001","health":{"drain_settle_secs":5}}`, nil, 202, "draining"},
+		{"no settle: removed", func(worker.Spec) time.Duration { return 0 }, `{"url":"http://127.0.0.1:8001"}`, nil, 200, "removed"},
+		{"not ready: removed", fiveSecs, `{"url":"http://127.0.0.1:8001"}`, func(t *testing.T, e *env, id worker.ID) {
+			if _, err := e.pool.SetHealth(id, pool.HealthNotReady); err != nil {
+				t.Fatal(err)
+			}
+		}, 200, "removed"},
+		{"quarantined: removed", fiveSecs, `{"url":"http://127.0.0.1:8001"}`, func(t *testing.T, e *env, id worker.ID) {
+			if a := do(e.h, req{method: "PUT", uri: "/workers/" + string(id), body: `{"is_dead":true}`}); a.status != 200 {
+				t.Fatalf("quarantine: %d %s", a.status, a.body)
+			}
+		}, 200, "removed"},
+		{"draining already: the first deadline", fiveSecs, `{"url":"http://127.0.0.1:8001"}`, func(t *testing.T, e *env, id worker.ID) {
+			if _, err := e.writer.Apply(context.Background(), fsm.Drain{ID: id, At: now, Settle: 5 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			// Not ready any more as the pool sees it: the record's drain goes on regardless.
+			waitFor(t, "the drain to reach the pool", func() bool { return e.pool.Get(id).Gates()&pool.GateRemoving != 0 })
+			if _, err := e.pool.SetHealth(id, pool.HealthDraining); err != nil {
+				t.Fatal(err)
+			}
+		}, 202, "draining"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, func(c *Config) {
-				if tt.drainer != nil {
-					c.Drainer = tt.drainer
-				}
-			})
-			if tt.drainer != nil {
-				tt.drainer.remove = func(id worker.ID) {
-					if _, err := e.writer.Apply(context.Background(), fsm.Remove{ID: id}); err != nil {
-						t.Error(err)
-					}
-				}
+			e := newEnv(t, func(c *Config) { c.DrainSettle = tt.settle })
+			rec := e.register(t, tt.body)
+			id := worker.ID(rec.ID)
+			waitFor(t, "the pool to hold the worker", func() bool { return e.pool.Get(id) != nil })
+			if tt.before != nil {
+				tt.before(t, e, id)
 			}
-			rec := e.register(t, `{"url":"http://127.0.0.1:8001"}`)
 			a := do(e.h, req{method: "DELETE", uri: "/workers/" + url.PathEscape(workerURL(8001))})
 			var ans deleteAnswer
 			_ = json.Unmarshal([]byte(a.body), &ans)
 			if a.status != tt.status || ans.Status != tt.wantStatus || ans.ID != rec.ID {
 				t.Fatalf("%d %s", a.status, a.body)
 			}
-			if tt.status == 202 && ans.DrainSettleSecs != 5 {
-				t.Errorf("drain_settle_secs %v", ans.DrainSettleSecs)
+			cur, found := e.node.Worker(id)
+			if tt.status == 200 {
+				if found {
+					t.Errorf("record present after a 200 DELETE: %+v", cur)
+				}
+				waitFor(t, "the pool to drop the worker", func() bool { return e.pool.Get(id) == nil })
+				return
 			}
-			if _, ok := e.node.Worker(worker.ID(rec.ID)); ok == tt.gone {
-				t.Errorf("record present=%v after DELETE", ok)
+			deadline := now.Add(5 * time.Second)
+			if ans.DrainSettleSecs != 5 || ans.DrainDeadline == nil || !ans.DrainDeadline.Equal(deadline) {
+				t.Errorf("answer %s, want a 5 s settle ending at %v", a.body, deadline)
 			}
-			if tt.gone {
-				waitFor(t, "the pool to drop the worker", func() bool { return e.pool.Get(worker.ID(rec.ID)) == nil })
+			if !found || !cur.Draining || !cur.DrainDeadline().Equal(deadline) {
+				t.Fatalf("record after a 202 DELETE: found %v %+v", found, cur)
+			}
+			waitFor(t, "the pool to stop routing to the worker", func() bool { return len(e.pool.Snapshot().Routable) == 0 })
+			got := do(e.h, req{method: "GET", uri: "/workers/" + string(id)}).record(t)
+			if got.HealthState != "draining" || got.Routable || got.DrainDeadline == nil || !got.DrainDeadline.Equal(deadline) {
+				t.Errorf("GET of a draining worker: health %q routable %v deadline %v", got.HealthState, got.Routable, got.DrainDeadline)
+			}
+			if a := do(e.h, req{method: "POST", uri: "/workers", body: tt.body}); a.status != 409 || !strings.Contains(a.body, "draining") {
+				t.Errorf("registering a draining worker again: %d %s", a.status, a.body)
+			}
+			// A second DELETE answers the same drain; its deadline does not move.
+			e.cfg.Now = func() time.Time { return now.Add(time.Minute) }
+			again := do(e.handler(func(c *Config) { c.DrainSettle = tt.settle }), req{method: "DELETE", uri: "/workers/" + string(id)})
+			_ = json.Unmarshal([]byte(again.body), &ans)
+			if again.status != 202 || ans.DrainDeadline == nil || !ans.DrainDeadline.Equal(deadline) {
+				t.Errorf("second DELETE: %d %s", again.status, again.body)
 			}
 			if a := do(e.h, req{method: "DELETE", uri: "/workers/w-000000000000"}); a.status != 404 || a.errCode() != "worker_not_found" {
 				t.Errorf("unknown worker: %d %s", a.status, a.body)

@@ -79,11 +79,14 @@ func ptr[T any](v T) *T { return &v }
 
 // call is one call the fake owner received.
 type call struct {
-	Op    string // "own" or "disown"
+	Op    string // "own", "drain" or "disown"
 	ID    worker.ID
 	Epoch uint64
 	Dead  bool
 	Key   string // the spec's API key as given to Own
+	// Since and Settle are the drain's, as given to Drain.
+	Since  time.Time
+	Settle time.Duration
 }
 
 // fakeOwner records Own and Disown.
@@ -96,6 +99,12 @@ func (o *fakeOwner) Own(s worker.Spec, epoch uint64, dead bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls = append(o.calls, call{Op: "own", ID: s.ID(), Epoch: epoch, Dead: dead, Key: s.APIKey})
+}
+
+func (o *fakeOwner) Drain(s worker.Spec, epoch uint64, dead bool, since time.Time, settle time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, call{Op: "drain", ID: s.ID(), Epoch: epoch, Dead: dead, Key: s.APIKey, Since: since, Settle: settle})
 }
 
 func (o *fakeOwner) Disown(id worker.ID) {

@@ -34,6 +34,9 @@ type Owner interface {
 	// Own starts, or updates in place, the checks of a worker this gateway owns; dead (the
 	// is_dead quarantine) means the probes skip it.
 	Own(spec worker.Spec, epoch uint64, dead bool)
+	// Drain owns a worker whose record is draining, as Own does, and removes it (fenced by
+	// epoch) once settle has passed since the drain started; the first deadline holds.
+	Drain(spec worker.Spec, epoch uint64, dead bool, since time.Time, settle time.Duration)
 	// Disown stops them (the record is gone or owned elsewhere). It does not touch the pool.
 	Disown(id worker.ID)
 }
@@ -115,7 +118,8 @@ type applied struct {
 	epoch    uint64
 	disabled bool
 	dead     bool
-	owned    bool // Own was called and Disown not since
+	draining bool
+	owned    bool // Own (or Drain) was called and Disown not since
 }
 
 // New returns a Reconciler; Start runs it.
@@ -312,12 +316,18 @@ func (r *Reconciler) apply(rec *fsm.Record, quiet bool) {
 	_ = r.cfg.Pool.SetOwner(rec.ID, rec.Owner, rec.Epoch)
 	next := applied{
 		revision: rec.Revision, owner: rec.Owner, epoch: rec.Epoch,
-		disabled: rec.Disabled, dead: rec.IsDead,
+		disabled: rec.Disabled, dead: rec.IsDead, draining: rec.Draining,
 	}
 	switch {
 	case r.cfg.Owner == nil:
 	case mine:
-		if !prev.owned || specChanged || prev.epoch != rec.Epoch || prev.dead != rec.IsDead || !inPool {
+		stale := !prev.owned || specChanged || prev.epoch != rec.Epoch || prev.dead != rec.IsDead || !inPool
+		switch {
+		case rec.Draining && (stale || !prev.draining):
+			// The owner finishes the drain the record holds: after a DELETE taken by any
+			// gateway, a restart, or a failover that made this gateway the owner.
+			r.cfg.Owner.Drain(rec.Spec.Clone(), rec.Epoch, rec.IsDead, rec.DrainStartedAt, rec.DrainSettle)
+		case !rec.Draining && stale:
 			r.cfg.Owner.Own(rec.Spec.Clone(), rec.Epoch, rec.IsDead)
 		}
 		next.owned = true
@@ -337,6 +347,9 @@ func (r *Reconciler) logChange(rec *fsm.Record, prev applied, known, specChanged
 		r.log.Debug("worker added", "record", rec)
 	case !known:
 		r.pass.add("added", id, "worker added", "record", rec)
+	case prev.draining != rec.Draining:
+		r.pass.add("draining", id, "worker draining: it takes no new requests, and its owner removes it once the settle time has passed",
+			"record", rec, "deadline", rec.DrainDeadline(), "owner", rec.Owner)
 	case prev.disabled != rec.Disabled || prev.dead != rec.IsDead:
 		r.pass.add("flags_changed", id, "worker flags changed", "record", rec, "reason", rec.DisabledReason, "by", rec.DisabledBy)
 	case prev.owner != rec.Owner || prev.epoch != rec.Epoch:

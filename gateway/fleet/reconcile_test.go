@@ -130,14 +130,14 @@ func viewOf(p *pool.Pool) map[worker.ID]poolView {
 	out := map[worker.ID]poolView{}
 	for _, w := range p.Snapshot().All {
 		s := w.Spec()
-		out[w.ID] = poolView{Origin: w.Origin, Owner: w.Owner(), Gates: w.Gates() & (pool.GateDisabled | pool.GateDead), Priority: s.PriorityOrDefault()}
+		out[w.ID] = poolView{Origin: w.Origin, Owner: w.Owner(), Gates: w.Gates() & (pool.GateDisabled | pool.GateDead | pool.GateRemoving), Priority: s.PriorityOrDefault()}
 	}
 	return out
 }
 
 // TestReconcileSteps walks one pool through every kind of record change and checks, after each
-// pass, the pool's workers and the Own/Disown calls, including that a pass with nothing new
-// changes nothing.
+// pass, the pool's workers and the Own/Drain/Disown calls, including that a pass with nothing
+// new changes nothing.
 func TestReconcileSteps(t *testing.T) {
 	recs := newFakeRecords()
 	p := pool.New(pool.Config{})
@@ -150,6 +150,7 @@ func TestReconcileSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	ida, idb := a.ID(), b.ID()
+	drainStart := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	local := func(g pool.Gate, prio int) poolView {
 		return poolView{Origin: "local", Owner: "n1", Gates: g, Priority: prio}
 	}
@@ -188,18 +189,36 @@ func TestReconcileSteps(t *testing.T) {
 			ida: local(0, 7),
 			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
 		}, []call{{Op: "own", ID: ida, Epoch: 3, Key: "sk-a"}}},
+		{"drain closes the gate and tells the owner", func() {
+			recs.update(ida, func(r *fsm.Record) { r.Draining, r.DrainStartedAt, r.DrainSettle = true, drainStart, 5*time.Second })
+		}, map[worker.ID]poolView{
+			ida: local(pool.GateRemoving, 7),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, []call{{Op: "drain", ID: ida, Epoch: 3, Key: "sk-a", Since: drainStart, Settle: 5 * time.Second}}},
+		{"a flag change while draining keeps the drain", func() {
+			recs.update(ida, func(r *fsm.Record) { r.Disabled = true })
+		}, map[worker.ID]poolView{
+			ida: local(pool.GateDisabled|pool.GateRemoving, 7),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+		}, nil},
+		{"a drain owned elsewhere closes the gate", func() {
+			recs.update(idb, func(r *fsm.Record) { r.Draining, r.DrainStartedAt, r.DrainSettle = true, drainStart, time.Second })
+		}, map[worker.ID]poolView{
+			ida: local(pool.GateDisabled|pool.GateRemoving, 7),
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled | pool.GateRemoving, Priority: 50},
+		}, nil},
 		{"owned elsewhere", func() {
 			recs.update(ida, func(r *fsm.Record) { r.Owner, r.Epoch = "n2", 9 })
 		}, map[worker.ID]poolView{
-			ida: {Origin: "mesh", Owner: "n2", Priority: 7},
-			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled, Priority: 50},
+			ida: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled | pool.GateRemoving, Priority: 7},
+			idb: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled | pool.GateRemoving, Priority: 50},
 		}, []call{{Op: "disown", ID: ida}}},
-		{"owned here again", func() {
+		{"owned here again (failover) finishes its drain", func() {
 			recs.update(idb, func(r *fsm.Record) { r.Owner, r.Epoch = "n1", 11 })
 		}, map[worker.ID]poolView{
-			ida: {Origin: "mesh", Owner: "n2", Priority: 7},
-			idb: local(pool.GateDisabled, 50),
-		}, []call{{Op: "own", ID: idb, Epoch: 11}}},
+			ida: {Origin: "mesh", Owner: "n2", Gates: pool.GateDisabled | pool.GateRemoving, Priority: 7},
+			idb: local(pool.GateDisabled|pool.GateRemoving, 50),
+		}, []call{{Op: "drain", ID: idb, Epoch: 11, Since: drainStart, Settle: time.Second}}},
 		{"removed", func() {
 			recs.remove(idb)
 			recs.remove(ida)

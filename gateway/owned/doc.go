@@ -29,7 +29,13 @@
 //     of a Drain), the manager forgets it and calls Options.OnRemove with the epoch given to Own,
 //     so that the caller removes the record fenced by (owner, epoch); without OnRemove it removes
 //     the worker from the pool itself. Disown forgets a worker without touching the pool.
-//  7. A worker that declares no model is asked which models it serves when it is promoted to
+//  7. Drain owns a worker whose record is draining (a DELETE accepted through raft; the record
+//     holds when the drain started and its settle): the worker is never probed again, whatever
+//     its state or quarantine, its health reads draining, and once the settle has passed since
+//     the start (at once when it has already, after a restart or a failover) it is removed
+//     through OnRemove as above. The deadline is the record's, so a repeated Drain or Own never
+//     postpones it; Disown (ownership moved) hands it to the next owner.
+//  8. A worker that declares no model is asked which models it serves when it is promoted to
 //     ready (the first promotion is registration reaching it; with checks disabled, Own), in the
 //     background so that readiness never waits: HTTP GET {url}/v1/models with its key and
 //     X-Mesh-Gateway, gRPC meshgw.engine.v1.Engine/Models, ZMQ the WELCOME of its link (the
@@ -38,7 +44,7 @@
 //     asked until they answer once; a ZMQ worker's WELCOME is read again at each promotion.
 //     The answer goes to pool.SetDiscoveredModels, which GET /v1/models lists and routing
 //     ignores. Declared models are never overwritten; external providers are never asked.
-//  8. Status reports a worker's runtime state for GET /workers; Close stops every probe and
+//  9. Status reports a worker's runtime state for GET /workers; Close stops every probe and
 //     model discovery.
 //
 // The health and breaker series (meshgw_worker_health, meshgw_worker_health_checks_total,

@@ -117,9 +117,9 @@ type Manager struct {
 	stop        context.CancelFunc
 	discovering sync.WaitGroup // model discoveries in flight; Add only under mu while not closed
 
-	ops      sync.Mutex // serializes Own, Disown, Drain and Close; never taken by a callback
+	ops      sync.Mutex // serializes Own, Drain, Disown and Close; never taken by a callback
 	healthMu sync.Mutex // serializes writes of the pool's health (syncHealth)
-	mu       sync.Mutex // guards owned, closed, and each ownedWorker's spec, epoch and dead
+	mu       sync.Mutex // guards owned, closed, and each ownedWorker's spec, epoch, dead and draining
 	owned    map[worker.ID]*ownedWorker
 	closed   bool
 }
@@ -131,7 +131,10 @@ type ownedWorker struct {
 	spec  worker.Spec
 	epoch uint64
 	dead  bool
-	c     *circuit
+	// draining is set once the worker's record is draining (Drain): it is never probed again,
+	// and the Checker removes it when the drain's settle has passed.
+	draining bool
+	c        *circuit
 	// fresh is set while the worker has not been probed since Own (or since its quarantine
 	// ended): a first passing probe of an HTTP or gRPC worker is registration reaching it.
 	fresh atomic.Bool
@@ -216,7 +219,7 @@ func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 	}
 	ow, changed := m.get(id), false
 	if ow == nil {
-		ow = m.adopt(spec, epoch, dead)
+		ow = m.adopt(spec, epoch, dead, false)
 	} else {
 		changed = m.update(ow, spec, epoch, dead)
 	}
@@ -229,13 +232,14 @@ func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 }
 
 // adopt starts managing a worker: its breaker, and its health checks unless it is quarantined.
-func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead bool) *ownedWorker {
+// A draining worker is added to the Checker in Draining, never probed; Drain settles it.
+func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead, draining bool) *ownedWorker {
 	id := spec.ID()
 	label := metricLabel(id, spec.URL)
 	cfg, cls := breaker.Resolve(m.opts.Breaker, spec.Resilience)
 	b := breaker.New(cfg, breaker.Options{Clock: m.bclock, Hooks: m.breakerHooks(id, label),
 		Logger: m.log.With("worker", label, "id", string(id))})
-	ow := &ownedWorker{id: id, label: label, spec: spec, epoch: epoch, dead: dead, c: newCircuit(b, cls)}
+	ow := &ownedWorker{id: id, label: label, spec: spec, epoch: epoch, dead: dead, draining: draining, c: newCircuit(b, cls)}
 	initial := health.Pending
 	if m.opts.Seed != nil {
 		if seed, ok := m.opts.Seed(id); ok {
@@ -250,8 +254,11 @@ func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead bool) *ownedWorker 
 	m.mu.Lock()
 	m.owned[id] = ow
 	m.mu.Unlock()
-	m.log.Debug("worker owned", "worker", label, "id", string(id), "epoch", epoch, "dead", dead)
-	if !dead {
+	m.log.Debug("worker owned", "worker", label, "id", string(id), "epoch", epoch, "dead", dead, "draining", draining)
+	switch {
+	case draining:
+		m.startChecks(ow, spec, health.Draining)
+	case !dead:
 		m.startChecks(ow, spec, initial)
 	}
 	return ow
@@ -287,22 +294,26 @@ func (m *Manager) breakerHooks(id worker.ID, label string) breaker.Hooks {
 }
 
 // update applies Own to a worker already managed: a changed spec in place, the epoch, and the
-// quarantine flag. It reports whether the spec changed.
+// quarantine flag. It reports whether the spec changed. A draining worker's quarantine changes
+// nothing: it is not probed either way.
 func (m *Manager) update(ow *ownedWorker, spec worker.Spec, epoch uint64, dead bool) bool {
 	m.mu.Lock()
 	changed := !reflect.DeepEqual(ow.spec, spec)
-	wasDead := ow.dead
+	wasDead, draining := ow.dead, ow.draining
 	ow.spec, ow.epoch, ow.dead = spec, epoch, dead
 	m.mu.Unlock()
 	if changed {
 		cfg, cls := breaker.Resolve(m.opts.Breaker, spec.Resilience)
 		ow.c.b.Reconfigure(cfg)
 		ow.c.cls.Store(&cls)
-		if !wasDead && !dead {
+		if draining || !wasDead && !dead {
 			if err := m.checker.Update(spec); err != nil {
 				m.log.Warn("cannot update the health checks of a worker", "worker", ow.label, "err", err)
 			}
 		}
+	}
+	if draining {
+		return changed
 	}
 	switch {
 	case dead && !wasDead:
@@ -335,20 +346,65 @@ func (m *Manager) Disown(id worker.ID) {
 	}
 }
 
-// Drain starts removing a worker (DELETE): a ready worker drains, taking no new requests, for its
-// drain_settle_secs and is then removed through OnRemove; any other worker, a quarantined one
-// included, is removed at once (settle 0). ok is false when the worker is not owned here.
-func (m *Manager) Drain(id worker.ID) (settle time.Duration, ok bool) {
+// Drain owns a worker whose record is draining (a DELETE accepted through raft), as Own does,
+// and finishes the drain: the worker is not probed any more and its health reads draining, and
+// once settle has passed since the drain started (since, on the clock of the gateway that took
+// the DELETE) the manager forgets it and calls OnRemove with its epoch, so that the record is
+// removed fenced by (owner, epoch). A drain whose settle has passed already (a restart, a
+// failover) ends at once; one that starts in the future (a clock ahead of this one) waits no
+// more than settle. Drain again, or Own, keeps the first deadline.
+func (m *Manager) Drain(spec worker.Spec, epoch uint64, dead bool, since time.Time, settle time.Duration) {
+	spec = spec.Clone()
+	if err := spec.Normalize(); err != nil {
+		m.log.Warn("cannot drain an invalid worker spec", "url", spec.Redacted().URL, "err", err)
+		return
+	}
+	id := spec.ID()
 	m.ops.Lock()
 	defer m.ops.Unlock()
-	if m.get(id) == nil || m.isClosed() {
-		return 0, false
+	if m.isClosed() {
+		return
 	}
-	if settle, ok = m.checker.Drain(id); ok {
-		return settle, true
+	ow := m.get(id)
+	if ow == nil {
+		ow = m.adopt(spec, epoch, dead, true)
+	} else {
+		m.startDraining(ow) // first: update then leaves the quarantine's checks alone
+		m.update(ow, spec, epoch, dead)
 	}
-	m.onRemove(id, health.RemovedDrained) // quarantined: not checked, so removed at once
-	return 0, true
+	m.attach(ow)
+	left := drainLeft(since, settle, m.now())
+	m.log.Info("worker record draining: removing it once the settle time has passed", "worker", ow.label,
+		"id", string(id), "epoch", epoch, "settle", settle, "left", left)
+	m.checker.DrainFor(id, left)
+	m.syncHealth(ow)
+	m.changed(id)
+}
+
+// startDraining marks an owned worker draining and makes sure the Checker holds it (a
+// quarantined worker is not checked), so that DrainFor can settle it.
+func (m *Manager) startDraining(ow *ownedWorker) {
+	m.mu.Lock()
+	ow.draining = true
+	spec := ow.spec
+	m.mu.Unlock()
+	if _, ok := m.checker.Status(ow.id); !ok {
+		m.startChecks(ow, spec, health.Draining)
+	}
+}
+
+// drainLeft is what is left at now of a drain that started at since for settle: never below
+// zero, and never above settle, so that a proposer whose clock runs ahead cannot stretch it.
+func drainLeft(since time.Time, settle time.Duration, now time.Time) time.Duration {
+	left := since.Add(settle).Sub(now)
+	return min(max(left, 0), settle)
+}
+
+func (m *Manager) now() time.Time {
+	if m.opts.Clock != nil {
+		return m.opts.Clock.Now()
+	}
+	return time.Now()
 }
 
 // Status returns an owned worker's runtime state; ok is false when the worker is not owned.

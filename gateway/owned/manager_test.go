@@ -278,36 +278,6 @@ func TestFailedWorkerRemoval(t *testing.T) {
 	})
 }
 
-// Drain: a ready worker drains for its settle period, then OnRemove; a pending one at once.
-func TestDrain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t)
-		ready := f.own(httpSpec(9001), 3)
-		f.probe.set(idOf(t, httpSpec(9002)), errDown)
-		pending := f.own(httpSpec(9002), 5)
-		synctest.Wait()
-		settle, ok := f.m.Drain(ready)
-		if !ok || settle != 5*time.Second {
-			t.Fatalf("Drain(ready) = %v, %v; want 5s", settle, ok)
-		}
-		f.wantHealth(ready, pool.HealthDraining)
-		if settle, ok := f.m.Drain(pending); !ok || settle != 0 {
-			t.Fatalf("Drain(pending) = %v, %v; want 0", settle, ok)
-		}
-		synctest.Wait()
-		if diff := cmp.Diff([]string{string(pending) + " 5 drained"}, f.removedCopy()); diff != "" {
-			t.Errorf("OnRemove calls (-want +got):\n%s", diff)
-		}
-		advance(5 * time.Second)
-		if diff := cmp.Diff([]string{string(pending) + " 5 drained", string(ready) + " 3 drained"}, f.removedCopy()); diff != "" {
-			t.Errorf("OnRemove calls (-want +got):\n%s", diff)
-		}
-		if _, ok := f.m.Drain("w-000000000000"); ok {
-			t.Error("Drain of a worker not owned reported ok")
-		}
-	})
-}
-
 // Disown stops probes and detaches the breaker, leaving the worker in the pool.
 func TestDisown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
