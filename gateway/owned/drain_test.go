@@ -2,6 +2,7 @@ package owned
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -163,4 +164,30 @@ func ownPending(f *fixture, s worker.Spec) {
 	f.m.Own(s, 7, false)
 	synctest.Wait()
 	f.wantHealth(idOf(f.t, s), pool.HealthPending)
+}
+
+// TestDrainEndsTheBulletin: the last note a drained worker leaves is OnForget (its bulletin
+// ends), never an OnChange after it, also when the drain ends at once.
+func TestDrainEndsTheBulletin(t *testing.T) {
+	for _, since := range []time.Duration{-time.Minute, 0} {
+		t.Run(fmt.Sprint("since ", since), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var notes []string
+				note := func(what string) func(worker.ID) {
+					return func(worker.ID) { mu.Lock(); notes = append(notes, what); mu.Unlock() }
+				}
+				f := newFixture(t, func(o *Options) { o.OnChange, o.OnForget = note("change"), note("forget") })
+				s := httpSpec(9001)
+				ownReady(f, s)
+				f.m.Drain(s, 7, false, time.Now().Add(since), 5*time.Second)
+				advance(time.Minute)
+				mu.Lock()
+				defer mu.Unlock()
+				if len(notes) == 0 || notes[len(notes)-1] != "forget" {
+					t.Errorf("notes %v, want forget last", notes)
+				}
+			})
+		})
+	}
 }

@@ -373,12 +373,14 @@ func (m *Manager) Drain(spec worker.Spec, epoch uint64, dead bool, since time.Ti
 		m.update(ow, spec, epoch, dead)
 	}
 	m.attach(ow)
+	m.syncHealth(ow) // a worker adopted draining reads draining from the start
+	m.changed(id)
 	left := drainLeft(since, settle, m.now())
 	m.log.Info("worker record draining: removing it once the settle time has passed", "worker", ow.label,
 		"id", string(id), "epoch", epoch, "settle", settle, "left", left)
+	// Last: a drain whose settle has passed removes the worker at once, and its bulletin ends
+	// (OnForget), which no later OnChange may undo.
 	m.checker.DrainFor(id, left)
-	m.syncHealth(ow)
-	m.changed(id)
 }
 
 // startDraining marks an owned worker draining and makes sure the Checker holds it (a
