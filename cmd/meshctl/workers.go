@@ -145,9 +145,10 @@ func (a *app) removeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "remove ID|URL",
 		Short: "Drain, then remove a worker (DELETE /workers/{id})",
-		Long: "Remove a worker. A ready worker owned by this gateway is drained first: it takes no new\n" +
-			"requests, in-flight ones finish, and after its drain settle time its owner removes the\n" +
-			"record (STATUS draining). Otherwise the record is removed at once (STATUS removed).\n" +
+		Long: "Remove a worker. A ready worker is drained first (STATUS draining): its record enters\n" +
+			"draining through raft, no gateway starts a new request to it, in-flight ones finish, and\n" +
+			"after its drain settle time its owner removes the record, across the owner's restarts and\n" +
+			"failovers too. Otherwise the record is removed at once (STATUS removed).\n" +
 			"Run `meshctl workers get` until it answers 404 worker_not_found to see the removal.",
 		Example: "  meshctl workers remove http://127.0.0.1:8013",
 		Args:    usageArgs(cobra.ExactArgs(1)),
