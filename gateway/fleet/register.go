@@ -93,6 +93,9 @@ func (w *Writer) logRegistration(ctx context.Context, s worker.Spec, res fsm.Res
 		log.Info("registered worker", "id", id, "url", url, "owner", w.NodeID)
 	case err == nil:
 		log.Info("worker already registered", "id", id, "url", url)
+	case errors.Is(err, fsm.ErrConflict) && res.Record != nil && res.Record.Draining:
+		log.Info("did not register the worker again: a DELETE is draining it, and its owner removes the record",
+			"id", id, "url", url, "deadline", res.Record.DrainDeadline())
 	case errors.Is(err, fsm.ErrConflict):
 		log.Info("kept the registered worker: its record differs from the command line's (changed through the admin API since)",
 			"id", id, "url", url)

@@ -76,6 +76,17 @@ func TestRegisterAllWaitsForLeaderAndIsIdempotent(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=INFO msg=\"kept the registered worker") {
 		t.Errorf("no INFO line for the kept conflict:\n%s", logs.String())
 	}
+	// A DELETE drains a; a restart with the same command line does not bring it back.
+	if _, err := w.Apply(ctx, fsm.Drain{ID: a.ID(), At: time.Now(), Settle: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	got = w.RegisterAll(ctx, []worker.Spec{a})
+	if !errors.Is(got[0].Err, fsm.ErrConflict) {
+		t.Fatalf("registering a draining worker: %+v", got)
+	}
+	if !strings.Contains(logs.String(), "did not register the worker again: a DELETE is draining it") {
+		t.Errorf("no line for the draining worker:\n%s", logs.String())
+	}
 }
 
 // stuck is an Applier with no leader, ever; it cancels its context at the limit-th call.
