@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -23,6 +24,7 @@ func FuzzCheckEntry(f *testing.F) {
 		fsm.SetFlags{ID: s.ID(), Flags: fsm.FlagChange{Disabled: &off, Reason: "maintenance", By: "ops"}},
 		fsm.Remove{ID: s.ID(), Fence: &fsm.Fence{Owner: "gw-1", Epoch: 4}},
 		fsm.Transfer{ID: s.ID(), To: "gw-2", ExpectedEpoch: 4},
+		fsm.Drain{ID: s.ID(), At: time.Unix(1_700_000_000, 0), Settle: 5 * time.Second},
 	} {
 		b, err := fsm.Encode(c)
 		if err != nil {
