@@ -85,7 +85,15 @@ func TestPersistAcrossKill9(t *testing.T) {
 	var deadProbes int64
 	client := &http.Client{Timeout: 10 * time.Second}
 	for i := range 10 {
-		adm.must(t, 200, "PATCH", workerPath(healthy), fmt.Sprintf(`{"labels":{"round":"%d"}}`, i))
+		// A restarted gateway serves before it leads (fail-static); its raft write waits for
+		// the election, and answers 503 no_leader if that takes longer than 2 s (a loaded host).
+		harness.WaitFor(t, 20*time.Second, "the label write", func() bool {
+			code, body := adm.do(t, "PATCH", workerPath(healthy), fmt.Sprintf(`{"labels":{"round":"%d"}}`, i))
+			if code != 200 && !(code == 503 && errorCode(body) == "no_leader") {
+				t.Fatalf("PATCH: %d %s, want 200 (or 503 no_leader before the election)", code, body)
+			}
+			return code == 200
+		})
 		gw.Kill()
 		withURLs := i%2 == 1
 		gw = harness.StartGateway(t, b, fmt.Sprintf("meshgw-%d", i+1), gwArgs(withURLs)...)
