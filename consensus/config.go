@@ -82,6 +82,9 @@ type Config struct {
 	// on BindAddr. Shutdown closes it.
 	Transport raft.Transport
 
+	// TLS, when set, runs the TCP transport over mutual TLS (tls.go). Nil means plain TCP.
+	TLS *TLSConfig
+
 	// Tune, if set, adjusts raft's configuration before the node starts (shorter timeouts in
 	// tests). LocalID, Logger and NotifyCh are the node's and must be left alone.
 	Tune func(*raft.Config)
@@ -120,7 +123,7 @@ func (c Config) withDefaults() (Config, error) {
 
 // newTCPTransport listens on c.BindAddr and advertises c.AdvertiseAddr or its default. It owns
 // the listener (rather than raft.NewTCPTransport) so that port 0 and an unspecified bind address
-// both resolve before the advertise address is chosen; a TLS stream layer will slot in here.
+// both resolve before the advertise address is chosen. With c.TLS the stream layer is TLS's.
 func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
 	ln, err := net.Listen("tcp", c.BindAddr)
 	if err != nil {
@@ -149,8 +152,12 @@ func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("consensus: raft advertise address %q: %w", adv, err)
 	}
+	var stream raft.StreamLayer = &tcpStream{Listener: ln, advertise: advAddr}
+	if c.TLS != nil {
+		stream = newTLSStream(ln, advAddr, *c.TLS, c.Logger)
+	}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &tcpStream{Listener: ln, advertise: advAddr},
+		Stream:  stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  b.Named("transport"),
