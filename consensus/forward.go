@@ -349,7 +349,9 @@ func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr strin
 // rpcError is an RPC that ended without the leader's answer. Unless ctx ended, the write may be
 // re-sent.
 func rpcError(ctx context.Context, leader, addr string, err error) error {
-	if status.Code(err) == codes.Unimplemented { // no Forward service there: the entry was not looked at
+	switch status.Code(err) {
+	case codes.Unimplemented, // no Forward service there: the entry was not looked at
+		codes.Unauthenticated, codes.PermissionDenied: // the leader refused this node or the entry unread (PeerAuth)
 		return &LeaderUnreachableError{Leader: leader, Address: addr, Err: err}
 	}
 	if cerr := ctx.Err(); cerr != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
 	"github.com/meshgw/meshgw/consensus/fsm"
@@ -34,10 +36,34 @@ type forwardServer struct {
 	node *Node
 }
 
-// Apply implements consensusv1.ForwardServer. It never returns an error: a status other than
-// OK would tell the caller less than the answer does.
+// forwardable are the entry types a gateway forwards to the leader: the admin API's writes
+// (Register, ReplaceSpec, SetFlags, Remove), an owner's fenced Remove, and Transfer. Of the
+// other types this version applies, a gateway never forwards InitCluster (the leader of a new
+// cluster proposes it on itself) or Reassign (failover runs on the leader and applies it there,
+// never through a Forwarder: its result has no wire form); the service refuses them. A type
+// this version does not apply is refused as an invalid entry, unless it is marked
+// IgnoreUnknownFlag (a newer gateway's, which this version skips). A command that gateways
+// forward is added here when its handler is.
+var forwardable = map[fsm.CommandType]bool{
+	fsm.TypeRegister:    true,
+	fsm.TypeReplaceSpec: true,
+	fsm.TypeSetFlags:    true,
+	fsm.TypeRemove:      true,
+	fsm.TypeTransfer:    true,
+}
+
+// Apply implements consensusv1.ForwardServer. Every outcome of an entry it takes is answered
+// with status OK, since a status would tell the caller less than the answer does. It refuses
+// with PermissionDenied, before decoding it, an entry of a type no gateway forwards. Who
+// may call at all is decided before (PeerAuth, on the gRPC server).
 func (s *forwardServer) Apply(ctx context.Context, req *consensusv1.ApplyRequest) (*consensusv1.ApplyResponse, error) {
 	n := s.node
+	if len(req.Entry) > 0 {
+		if t := fsm.CommandType(req.Entry[0]) &^ fsm.IgnoreUnknownFlag; t.Known() && !forwardable[t] {
+			n.log.Warn("refused a forwarded raft entry of a type no gateway forwards", "from", req.From, "command", t)
+			return nil, status.Errorf(codes.PermissionDenied, "meshgw: refused: a gateway never forwards %s entries", t)
+		}
+	}
 	typ, err := checkEntry(req.Entry)
 	if err != nil {
 		n.log.Warn("refused a forwarded raft entry that does not decode", "from", req.From, "err", err)

@@ -27,6 +27,9 @@ var handlers = [256]handler{
 	TypeDrain:       on(applyDrain),
 }
 
+// Known reports whether this version applies entries of type t (it has a handler).
+func (t CommandType) Known() bool { return handlers[t] != nil }
+
 // on wraps a typed handler with the decoding of its body. A body that does not decode panics:
 // skipping it would let this node's state diverge from the others'.
 func on[M any, PM interface {
