@@ -176,9 +176,10 @@ func TestLoadChecksTheFiles(t *testing.T) {
 	}
 }
 
-// handshake runs a TLS handshake of client against a server with cfg over loopback and returns
-// the client's error and the server's (the client's Read sees a server's refusal in TLS 1.3).
-func handshake(t *testing.T, server, client *tls.Config) (clientErr, serverErr error, serial string) {
+// handshake runs a TLS handshake of client against a server over loopback and returns the
+// serial the server presented, the client's error and the server's (the client's first Read
+// sees a server's refusal in TLS 1.3).
+func handshake(t *testing.T, server, client *tls.Config) (serial string, clientErr, serverErr error) {
 	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", server)
 	if err != nil {
@@ -207,7 +208,7 @@ func handshake(t *testing.T, server, client *tls.Config) (clientErr, serverErr e
 		_, err = io.ReadFull(c, make([]byte, 2))
 		serial = c.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
-	return err, <-done, serial
+	return serial, err, <-done
 }
 
 func TestPeerConfigIsMutual(t *testing.T) {
@@ -243,7 +244,7 @@ func TestPeerConfigIsMutual(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cerr, serr, _ := handshake(t, tt.server, tt.client)
+			_, cerr, serr := handshake(t, tt.server, tt.client)
 			if tt.ok && (cerr != nil || serr != nil) {
 				t.Fatalf("refused: client %v, server %v", cerr, serr)
 			}
@@ -266,12 +267,12 @@ func TestReloadSwapsTheCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	server, client := gw1.PeerConfig(), gw2.DialConfig()
-	_, _, before := handshake(t, server, client)
+	before, _, _ := handshake(t, server, client)
 	p.node(t, "gw1") // a new certificate in the same files
 	if err := gw1.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	_, _, after := handshake(t, server, client)
+	after, _, _ := handshake(t, server, client)
 	if before == "" || before == after {
 		t.Errorf("serial before %q, after %q: the same configuration should serve the new certificate", before, after)
 	}
@@ -281,7 +282,7 @@ func TestReloadSwapsTheCertificate(t *testing.T) {
 	if err := gw1.Reload(); err == nil {
 		t.Fatal("a reload of a broken file succeeded")
 	}
-	if _, _, kept := handshake(t, server, client); kept != after {
+	if kept, _, _ := handshake(t, server, client); kept != after {
 		t.Errorf("after a failed reload the serial is %q, want the last good %q", kept, after)
 	}
 }
@@ -299,10 +300,10 @@ func TestHTTPConfigTakesClientsWithoutCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cerr, serr, _ := handshake(t, gw1.HTTPConfig(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); cerr != nil || serr != nil {
+	if _, cerr, serr := handshake(t, gw1.HTTPConfig(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); cerr != nil || serr != nil {
 		t.Errorf("a client without a certificate: client %v, server %v", cerr, serr)
 	}
-	if cerr, _, _ := handshake(t, gw1.HTTPConfig(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{fc}}); cerr == nil {
+	if _, cerr, _ := handshake(t, gw1.HTTPConfig(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{fc}}); cerr == nil {
 		t.Error("a client certificate of another CA was taken")
 	}
 }
