@@ -69,6 +69,8 @@ type Config struct {
 	// quorum" while Quorum reports false. Default false: a gateway serves its last applied state
 	// without a leader (fail-static) and is ready when it has routable workers.
 	ReadinessRequiresQuorum bool
+	// Security is shown by GET /status as it is. Default nil: not shown.
+	Security *SecurityStatus
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome: the
 	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
 	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.

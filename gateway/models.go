@@ -88,6 +88,19 @@ type Status struct {
 	// Mesh counts the gateways of the mesh by status; omitted on a gateway without a peers
 	// provider (Config.Admin.Peers).
 	Mesh *MeshSummary `json:"mesh,omitempty"`
+	// Security says how the control plane is protected (Config.Security); omitted when unset.
+	Security *SecurityStatus `json:"security,omitempty"`
+}
+
+// SecurityStatus is the security part of GET /status (DESIGN.md section 12).
+type SecurityStatus struct {
+	// TLS says that raft and gRPC run mutual TLS; TLSHTTP that this listener serves HTTPS.
+	TLS     bool `json:"tls"`
+	TLSHTTP bool `json:"tls_http"`
+	// Insecure says that --insecure allowed raft and gRPC in plaintext; Warning repeats the
+	// line logged at start.
+	Insecure bool   `json:"insecure"`
+	Warning  string `json:"warning,omitempty"`
 }
 
 // MeshSummary is the mesh part of GET /status: the gateways GET /mesh/peers lists, counted by
@@ -148,7 +161,7 @@ func (g *Gateway) Status() any {
 	}
 	st := Status{
 		NodeID: g.cfg.NodeID, Region: g.cfg.Region, Policy: g.policy.Name(),
-		Draining: g.draining.Load(), Workers: ws, Admission: g.adm.status(),
+		Draining: g.draining.Load(), Workers: ws, Admission: g.adm.status(), Security: g.cfg.Security,
 	}
 	if r := g.cfg.Admin.Raft; r != nil {
 		info, err := r.Info()

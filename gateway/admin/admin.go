@@ -223,8 +223,12 @@ func (h *Handler) writingW(f func(*fasthttp.RequestCtx, fsm.Record)) func(*fasth
 }
 
 // authorized checks the bearer key in constant time, or the client's address when no key is
-// configured; it writes the 401/403 itself.
+// configured; it writes the 401/403 itself. A client certificate that the TLS handshake
+// verified (--tls-http takes only the cluster CA's) opens the routes as the key does.
 func (h *Handler) authorized(ctx *fasthttp.RequestCtx) bool {
+	if st := ctx.TLSConnectionState(); st != nil && len(st.VerifiedChains) > 0 {
+		return true
+	}
 	if h.bearer == nil {
 		if ctx.RemoteIP().IsLoopback() {
 			return true
