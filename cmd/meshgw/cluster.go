@@ -87,8 +87,8 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
-	cfg := o.state.consensus(nodeID, o.gw.host, o.cluster.meshAdvertiseHost, dir, log)
-	cfg.Registerer, cfg.Join, cfg.BootstrapExpect = reg, o.cluster.join, o.cluster.bootstrapExpect
+	cfg := o.state.consensus(nodeID, o.cluster.raftBind(), o.cluster.meshAdvertiseHost, dir, log)
+	cfg.Registerer, cfg.Join, cfg.BootstrapExpect, cfg.TLS = reg, o.cluster.join, o.cluster.bootstrapExpect, o.tls.raftTLS()
 	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
 	// The voter reconciler and failover run side by side for the term; both end with ctx.
 	cfg.LeaderLoop = func(ctx context.Context) {
@@ -112,7 +112,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	members.m.Store(c.mesh)
 	voters.Attach(c.node)
 	failover.Attach(c.node)
-	c.rpc = grpc.NewServer()
+	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)
 	c.node.RegisterForward(c.rpc)
 	if err := c.startFleetAck(); err != nil {
 		_ = rpcLn.Close()
@@ -127,7 +127,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 			c.log.Error("the gRPC listener failed", "err", err)
 		}
 	}()
-	if c.fwd, err = consensus.NewForwarder(c.node, consensus.ForwardOptions{ResolveRPC: c.resolveRPC}); err != nil {
+	if c.fwd, err = consensus.NewForwarder(c.node, consensus.ForwardOptions{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds()}); err != nil {
 		c.shutdown()
 		return nil, err
 	}

@@ -32,19 +32,20 @@ type clusterFlags struct {
 	ownerFailoverGrace int
 	fleetAckTimeout    int
 
-	gw *gatewayFlags // for --host, which the listeners default to
+	gw    *gatewayFlags // for --host, which the listeners default to
+	state *stateFlags   // for --raft-advertise, which makes a gateway clustered (standalone)
 }
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.meshPort, "mesh-port", mesh.DefaultPort, "port of the mesh (memberlist), TCP and UDP (0 picks a free one)")
-	fs.StringVar(&f.meshBindHost, "mesh-bind-host", "", "address the mesh listens on (default: --host)")
+	fs.StringVar(&f.meshBindHost, "mesh-bind-host", "", "address the mesh listens on (default: --host; 127.0.0.1 for a gateway without --join, --bootstrap-expect or an advertised address)")
 	fs.StringVar(&f.meshAdvertiseHost, "mesh-advertise-host", "", "address peers reach this gateway on, for the mesh, raft, gRPC and HTTP (required with --join or --bootstrap-expect when binding 0.0.0.0)")
 	fs.StringVar(&f.meshProfile, "mesh-profile", mesh.ProfileLAN, "mesh timings: lan, wan or local (one host: tests, demos)")
 	fs.StringVar(&f.meshEncryptKey, "mesh-encrypt-key", "", "base64 AES key (16, 24 or 32 bytes) encrypting the mesh's gossip; every peer needs the same")
 	fs.StringSliceVar(&f.join, "join", nil, "mesh addresses (host[:port], default port 39527) of gateways to join, repeatable and comma-separated")
 	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of new gateways that bootstrap a cluster together once they see each other (0 = off)")
 	fs.IntVar(&f.rpcPort, "rpc-port", consensus.DefaultRPCPort, "port of the gRPC listener serving writes forwarded to the raft leader (0 picks a free one)")
-	fs.StringVar(&f.rpcHost, "rpc-host", "", "address the gRPC listener binds (default: --host)")
+	fs.StringVar(&f.rpcHost, "rpc-host", "", "address the gRPC listener binds (default: --host; 127.0.0.1 for a gateway without --join, --bootstrap-expect or an advertised address)")
 	fs.IntVar(&f.raftVoters, "raft-voters", consensus.DefaultRaftVoters, "raft voters the leader keeps; other gateways are non-voters")
 	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
@@ -140,11 +141,12 @@ func checkKey(k string) error {
 // --bootstrap-expect); without either it is a mesh of one that others may join.
 func (f *clusterFlags) clustered() bool { return len(f.join) > 0 || f.bootstrapExpect > 0 }
 
-// meshBind is the mesh's bind address, an IP (memberlist takes no host name).
-func (f *clusterFlags) meshBind() string { return ipOf(firstSet(f.meshBindHost, f.gw.host)) }
+// meshBind is the mesh's bind address, an IP (memberlist takes no host name): see
+// controlHost.
+func (f *clusterFlags) meshBind() string { return f.controlHost(f.meshBindHost) }
 
-// rpcBind is the gRPC listener's bind address.
-func (f *clusterFlags) rpcBind() string { return ipOf(firstSet(f.rpcHost, f.gw.host)) }
+// rpcBind is the gRPC listener's bind address: see controlHost.
+func (f *clusterFlags) rpcBind() string { return f.controlHost(f.rpcHost) }
 
 // advertiseHost is the host peers reach a listener bound on bind at: --mesh-advertise-host,
 // else the bind address itself, else (an unspecified bind address, allowed only without --join
@@ -169,13 +171,6 @@ func (f *clusterFlags) ownerFailoverGraceDuration() time.Duration {
 
 func (f *clusterFlags) reconcileIntervalDuration() time.Duration {
 	return time.Duration(f.reconcileInterval) * time.Second
-}
-
-func firstSet(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // ipOf maps localhost to 127.0.0.1 and leaves anything else alone.

@@ -22,11 +22,12 @@ func TestClusterFlags(t *testing.T) {
 				c.reconcileInterval != 30 || c.bootstrapExpect != 0 || len(c.join) != 0 || c.clustered() {
 				t.Errorf("defaults %+v", c)
 			}
-			if c.meshBind() != "0.0.0.0" || c.advertiseHost(c.meshBind()) != "127.0.0.1" {
-				t.Errorf("a mesh of one on 0.0.0.0 advertises %s", c.advertiseHost(c.meshBind()))
+			if c.meshBind() != "127.0.0.1" || c.raftBind() != "127.0.0.1" || c.rpcBind() != "127.0.0.1" || c.advertiseHost(c.meshBind()) != "127.0.0.1" {
+				t.Errorf("a mesh of one binds mesh %s, raft %s, gRPC %s, advertises %s; want loopback",
+					c.meshBind(), c.raftBind(), c.rpcBind(), c.advertiseHost(c.meshBind()))
 			}
 		}},
-		{"join repeatable, comma-separated, default port", []string{"--host", "10.0.0.1", "--join", "10.0.0.2,10.0.0.3:4000", "--join=gw4:39600"}, nil, "", func(t *testing.T, o *options) {
+		{"join repeatable, comma-separated, default port", []string{"--host", "10.0.0.1", "--join", "10.0.0.2,10.0.0.3:4000", "--join=gw4:39600", "--insecure"}, nil, "", func(t *testing.T, o *options) {
 			want := "10.0.0.2:39527 10.0.0.3:4000 gw4:39600"
 			if got := strings.Join(o.cluster.join, " "); got != want || !o.cluster.clustered() {
 				t.Errorf("join %q, want %q", got, want)
@@ -36,7 +37,7 @@ func TestClusterFlags(t *testing.T) {
 			}
 		}},
 		{"env", nil, map[string]string{"MESHGW_JOIN": "127.0.0.1:1", "MESHGW_BOOTSTRAP_EXPECT": "3", "MESHGW_MESH_PROFILE": "local",
-			"MESHGW_MESH_ADVERTISE_HOST": "gw1.internal", "MESHGW_MESH_ENCRYPT_KEY": key}, "", func(t *testing.T, o *options) {
+			"MESHGW_MESH_ADVERTISE_HOST": "gw1.internal", "MESHGW_MESH_ENCRYPT_KEY": key, "MESHGW_INSECURE": "true"}, "", func(t *testing.T, o *options) {
 			c := o.cluster
 			if len(c.join) != 1 || c.bootstrapExpect != 3 || c.meshProfile != "local" || c.meshEncryptKey != key || c.advertiseHost("0.0.0.0") != "gw1.internal" {
 				t.Errorf("env not applied: %+v", c)

@@ -32,7 +32,7 @@ func TestStateFlags(t *testing.T) {
 				t.Errorf("env not applied: %+v", o.state)
 			}
 		}},
-		{"advertise", []string{"--raft-advertise", "10.0.0.5:39528", "--raft-port", "0"}, nil, "", func(t *testing.T, o *options) {
+		{"advertise", []string{"--raft-advertise", "10.0.0.5:39528", "--raft-port", "0", "--insecure"}, nil, "", func(t *testing.T, o *options) {
 			if o.state.raftAdvertise != "10.0.0.5:39528" || o.state.raftPort != 0 {
 				t.Errorf("%+v", o.state)
 			}

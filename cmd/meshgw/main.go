@@ -49,11 +49,15 @@ type options struct {
 	cluster clusterFlags
 	observe observeFlags
 	runtime runtimeFlags
+	tls     tlsFlags
 }
 
+// groups lists the groups in the order they validate: tls last, since it judges where the
+// others make raft and gRPC listen.
 func (o *options) groups() []flagGroup {
-	o.cluster.gw = &o.gw
-	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime}
+	o.cluster.gw, o.cluster.state = &o.gw, &o.state
+	o.tls.cluster, o.tls.nodeID = &o.cluster, &o.gw.nodeID
+	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
@@ -103,6 +107,14 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	if nodeID == "" {
 		nodeID = nodeIDOf(ln.Addr())
 	}
+	if err := o.tls.checkNodeID(nodeID); err != nil {
+		return err
+	}
+	o.tls.self = nodeID
+	if w := o.tls.warning(); w != "" {
+		log.Warn(w)
+	}
+	defer o.tls.reloadOnHangup(log)()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns
@@ -110,7 +122,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	// of workers owned elsewhere to their owners, at the gRPC address the mesh publishes.
 	var owner lateOwner
 	var cl *cluster
-	outcomes, err := newOutcomeReports(nodeID, func(id string) (string, bool) { return cl.resolveRPC(id) }, &owner, reg, log)
+	outcomes, err := newOutcomeReports(nodeID, func(id string) (string, bool) { return cl.resolveRPC(id) }, o.tls.dialOptions(), &owner, reg, log)
 	if err != nil {
 		return err
 	}
@@ -127,7 +139,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	defer writer.Close() // removals still waiting for raft end before raft stops
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
-	cfg.Quorum = node.HasLeader
+	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {
@@ -169,7 +181,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cl.startPoolLoops(gw.Pool())
 	defer registerWorkers(writer, o.registrations(), log)()
 	errc := make(chan error, 3)
-	go func() { errc <- gw.Serve(ln) }()
+	go func() { errc <- gw.Serve(o.tls.httpListener(ln)) }()
 	probeAddr, err := startProbes(o, gw, errc)
 	if err != nil {
 		gw.Close()
@@ -182,7 +194,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	log.Info("meshgw started", "listen", ln.Addr().String(), "probe_listen", probeAddr, "metrics_listen", metricsAddr,
 		"raft", node.Address(), "mesh", cl.mesh.Addr(), "rpc", cl.rpcAddr, "node_id", nodeID, "region", o.gw.region, "color", o.gw.color,
-		"workers", len(o.gw.specs), "policy", o.gw.policy)
+		"workers", len(o.gw.specs), "policy", o.gw.policy, "tls", o.tls.enabled(), "tls_http", o.tls.enabled() && o.tls.http)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/pool"
@@ -107,9 +108,10 @@ type outcomeReports struct {
 	service  *outcome.Service
 }
 
-// newOutcomeReports builds the reporter (owners' addresses from resolve) and the service
+// newOutcomeReports builds the reporter (owners' addresses from resolve, dialled with dial; nil
+// means plaintext) and the service
 // (runs recorded through rec); register the service on the gRPC server before it serves.
-func newOutcomeReports(nodeID string, resolve func(string) (string, bool), rec remoteRecorder,
+func newOutcomeReports(nodeID string, resolve func(string) (string, bool), dial []grpc.DialOption, rec remoteRecorder,
 	reg prometheus.Registerer, log *slog.Logger) (*outcomeReports, error) {
 	met, err := outcome.NewMetrics(reg)
 	if err != nil {
@@ -119,7 +121,7 @@ func newOutcomeReports(nodeID string, resolve func(string) (string, bool), rec r
 	if err != nil {
 		return nil, err
 	}
-	rep, err := outcome.NewReporter(outcome.Config{From: nodeID, Resolve: resolve, Metrics: met, Logger: log})
+	rep, err := outcome.NewReporter(outcome.Config{From: nodeID, Resolve: resolve, DialOptions: dial, Metrics: met, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func TestOutcomeReportsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &chanRemoteRecorder{got: make(chan string, 4)}
-	a, err := newOutcomeReports("gw-a", func(string) (string, bool) { return "", false }, rec,
+	a, err := newOutcomeReports("gw-a", func(string) (string, bool) { return "", false }, nil, rec,
 		prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestOutcomeReportsEndToEnd(t *testing.T) {
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(lis); close(served) }()
 	b, err := newOutcomeReports("gw-b", func(id string) (string, bool) { return lis.Addr().String(), id == "gw-a" },
-		&fakeRemoteRecorder{}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+		nil, &fakeRemoteRecorder{}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
