@@ -31,6 +31,7 @@ type app struct {
 	adminKey string
 	output   string
 	timeout  time.Duration
+	tls      tlsFlags
 }
 
 // rootCommand builds the command tree.
@@ -41,11 +42,15 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: "meshctl reads and changes a meshgw fleet through a gateway's admin API.\n\n" +
 			"The gateway is --gateway, else $MESHCTL_GATEWAY, else " + defaultGateway + ". The admin key\n" +
 			"is --admin-key, else $MESHCTL_ADMIN_KEY; it is sent as a bearer token and never printed.\n\n" +
-			"Exit status: 0 on success, 1 when the gateway refused or could not be reached, 2 on a\n" +
-			"usage error. Errors are one line on stderr.",
+			"For a gateway serving HTTPS (meshgw --tls-http), --tls-ca names its CA, and --tls-cert and\n" +
+			"--tls-key a client certificate (meshctl cert create-client), which opens the admin API as\n" +
+			"the admin key does.\n\n" +
+			"Exit status: 0 on success, 1 when the gateway refused or could not be reached (or a\n" +
+			"certificate file could not be written), 2 on a usage error. Errors are one line on stderr.",
 		Example: "  meshctl peers\n" +
 			"  meshctl workers list\n" +
 			"  meshctl --gateway http://10.0.0.2:30000 workers list -o wide\n" +
+			"  meshctl --gateway https://10.0.0.2:30000 --tls-ca certs/ca.crt --tls-cert certs/client-admin.crt --tls-key certs/client-admin.key peers\n" +
 			"  MESHCTL_ADMIN_KEY=... meshctl raft -o json",
 		SilenceErrors:     true,
 		SilenceUsage:      true,
@@ -60,7 +65,8 @@ func (a *app) rootCommand() *cobra.Command {
 	f.StringVar(&a.adminKey, "admin-key", "", "the admin API key (default $MESHCTL_ADMIN_KEY); never printed")
 	f.StringVarP(&a.output, "output", "o", outTable, "output format: table, wide or json (json prints the gateway's answer)")
 	f.DurationVar(&a.timeout, "timeout", 15*time.Second, "how long to wait for the gateway's answer")
-	root.AddCommand(a.peersCommand(), a.ownersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand())
+	a.tls.register(f)
+	root.AddCommand(a.peersCommand(), a.ownersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand(), a.certCommand())
 	return root
 }
 
@@ -91,7 +97,7 @@ func (a *app) resolve() error {
 	if a.timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration", a.timeout)
 	}
-	return nil
+	return a.tls.resolve(a.getenv, u.Scheme == "https")
 }
 
 // client returns the admin API client of the resolved flags.
@@ -100,7 +106,7 @@ func (a *app) client() *client {
 		base:    a.gateway,
 		key:     a.adminKey,
 		timeout: a.timeout,
-		http:    &http.Client{Timeout: a.timeout},
+		http:    &http.Client{Timeout: a.timeout, Transport: a.tls.transport()},
 	}
 }
 

@@ -18,7 +18,7 @@ func main() {
 // Exit statuses.
 const (
 	exitOK      = 0
-	exitRefused = 1 // the gateway refused, could not be reached, or answered nonsense
+	exitRefused = 1 // the gateway refused, could not be reached, or answered nonsense; or `cert` could not write
 	exitUsage   = 2 // the command line is wrong
 )
 
@@ -43,7 +43,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 }
 
 // gatewayError marks the errors that come from the gateway's side (a refusal, no answer, an
-// answer that cannot be read): they exit 1, every other error is a usage error and exits 2.
+// answer that cannot be read), and a certificate file `meshctl cert` could not write: they
+// exit 1, every other error is a usage error and exits 2.
 type gatewayError interface {
 	error
 	fromGateway()
