@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -41,6 +42,12 @@ const (
 
 // arm starts the timer for a new stream on conn; pipe learns if the client leaves.
 func (w *clientWatch) arm(conn net.Conn, after time.Duration, pipe *relayPipe, log *slog.Logger) {
+	if tc, ok := conn.(*tls.Conn); ok {
+		// --tls-http: peek at the TCP connection under TLS. A client gone without a
+		// close_notify shows as an end of stream; one that sent it shows as data, and goes
+		// unnoticed, as a pipelined request does.
+		conn = tc.NetConn()
+	}
 	if _, ok := conn.(syscall.Conn); !ok {
 		return
 	}

@@ -3,14 +3,18 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/certs"
 )
 
 // pausedUpstream sends one event, then waits for next (or the gateway closing the request),
@@ -120,5 +124,44 @@ func TestClientWatchLeavesTheConnectionUsable(t *testing.T) {
 				t.Fatalf("the next request on the connection got %q", head)
 			}
 		})
+	}
+}
+
+// TestClientGoneOverTLS: with --tls-http a request that came over HTTPS is proxied to an
+// http:// worker, and the watch peeks at the TCP connection under TLS, so a client that drops
+// its connection mid-stream is noticed there too.
+func TestClientGoneOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := certs.CreateCA(certs.Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := certs.CreateNode(certs.Options{Dir: dir}, "gw", []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	cert, key := certs.NodeFiles(dir, "gw")
+	store, err := certs.Load(certs.Files{Cert: cert, Key: key, CA: filepath.Join(dir, certs.CACertFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, Config{clientWatchAfter: 10 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.gw.Serve(tls.NewListener(ln, store.HTTPConfig())) }()
+	next, gone := make(chan struct{}), make(chan struct{})
+	defer close(next)
+	e.upstream(pausedUpstream(next, gone))
+	conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(conn, streamRequest(`{"stream":true}`))
+	readUntil(t, bufio.NewReader(conn), "data: 1")
+	_ = conn.NetConn().Close() // gone without a close_notify, as a dropped client is
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the gateway kept the upstream request of a client that left")
 	}
 }

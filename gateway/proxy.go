@@ -284,6 +284,7 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, attempt int, final bool) 
 func (c *call) aim(up *upstream) {
 	req := &c.ctx.Request
 	req.URI().SetHost(up.host)
+	req.URI().SetScheme(up.scheme)
 	switch {
 	case up.auth != nil:
 		req.Header.SetCanonical(keyAuthorization, up.auth)

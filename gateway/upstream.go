@@ -34,7 +34,10 @@ type upstream struct {
 	hc   *fasthttp.HostClient // HTTP workers, once ready
 	rpc  rpcTransport         // gRPC and ZMQ workers (hc is nil), once ready
 	host string               // host:port for the Host header
-	auth []byte               // "Bearer <api key>", nil when the worker has none
+	// scheme is the worker's, "http" or "https": the request keeps the scheme it came in with
+	// (https under --tls-http), which fasthttp would refuse to send to a worker of the other.
+	scheme string
+	auth   []byte // "Bearer <api key>", nil when the worker has none
 	// retryable are the statuses retried on this worker (its resilience override, else the
 	// defaults).
 	retryable []int
@@ -46,7 +49,10 @@ var defaultRetryable = []int{408, 429, 500, 502, 503, 504}
 
 func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	u, _ := url.Parse(w.URL)
-	up := &upstream{host: u.Host, retryable: defaultRetryable}
+	up := &upstream{host: u.Host, scheme: "http", retryable: defaultRetryable}
+	if u.Scheme == "https" {
+		up.scheme = "https"
+	}
 	// The closures keep strings, not u: a parsed URL per imported worker is memory for nothing.
 	switch host, tls, raw := u.Host, u.Scheme == "https", w.URL; w.ConnectionMode() {
 	case worker.ModeGRPC:
