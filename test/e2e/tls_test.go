@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -349,8 +350,9 @@ func TestInsecureRefusedByDefault(t *testing.T) {
 }
 
 // TestTLSHTTP: with --tls-http a gateway serves its data plane and admin API over HTTPS with
-// its node certificate; meshctl reaches it with the CA and, as docs/security.md shows, a
-// client certificate, which opens the admin API without the admin key.
+// its node certificate, and proxies a request that came over HTTPS to an http:// engine;
+// meshctl reaches it with the CA and, as docs/security.md shows, a client certificate, which
+// opens the admin API without the admin key.
 func TestTLSHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -362,31 +364,34 @@ func TestTLSHTTP(t *testing.T) {
 		runMeshctl(t, b, work, c)
 	}
 	_, flags := tlsFlagsOf(doc.commands(t, "A three-host cluster", "meshgw ")[0], work)
+	engine := harness.StartEngine(t, b, "engine-https")
 	port := harness.FreePort(t)
 	const key = "tls-http-admin-key"
 	p := harness.Start(t, "https", b.Meshgw, append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--node-id", "gw1",
 		"--state-dir", t.TempDir(), "--mesh-port", "0", "--raft-port", "0", "--rpc-port", "0", "--prometheus-port", "0",
-		"--admin-api-key", key, "--tls-http"}, flags...), nil, nil)
+		"--admin-api-key", key, "--tls-http", "--worker-urls", engine.URL}, flags...), nil, nil)
 	pool := x509.NewCertPool()
 	caPEM, err := os.ReadFile(filepath.Join(work, "certs", "ca.crt"))
 	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
 		t.Fatalf("ca.crt: %v", err)
 	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	base := "https://127.0.0.1:" + strconv.Itoa(port)
-	harness.WaitFor(t, 20*time.Second, "the gateway answers /liveness over HTTPS", func() bool {
+	harness.WaitFor(t, 20*time.Second, "the gateway is ready over HTTPS", func() bool {
 		if p.Exited() {
 			t.Fatalf("meshgw exited:\n%s", p.Output())
 		}
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(port), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+		resp, err := client.Get(base + "/readiness")
 		if err != nil {
 			return false
 		}
-		defer c.Close()
-		_, _ = io.WriteString(c, "GET /liveness HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		return strings.HasPrefix(line, "HTTP/1.1 200")
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	})
-	if harness.Get("http://127.0.0.1:"+strconv.Itoa(port)+"/liveness") == 200 {
+	if code, body, err := chat(client, base, "over https"); err != nil || code != http.StatusOK {
+		t.Errorf("a chat completion over HTTPS: %d %v %s", code, err, body)
+	}
+	if harness.Get("http://127.0.0.1:"+strconv.Itoa(port)+"/liveness") == http.StatusOK {
 		t.Error("the HTTPS listener answered plain HTTP")
 	}
 	line := doc.commands(t, "A three-host cluster", "meshctl --gateway https://")[0]
@@ -404,7 +409,7 @@ func TestTLSHTTP(t *testing.T) {
 		t.Errorf("without a client certificate or the key: %v %s; want 401", err, out)
 	}
 	cmd = exec.Command(b.Meshctl, "--gateway", base, "--tls-ca", filepath.Join(work, "certs", "ca.crt"), "--admin-key", key, "workers", "list")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), strings.TrimPrefix(engine.URL, "http://")) {
 		t.Errorf("with the key: %v %s", err, out)
 	}
 }
