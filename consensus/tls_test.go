@@ -57,6 +57,9 @@ func TestTLSTransport(t *testing.T) {
 	}
 	var servers []raft.Server
 	for _, n := range nodes {
+		if err := n.Rejoined("a new cluster"); err != nil { // as ExpectBootstrap does
+			t.Fatal(err)
+		}
 		servers = append(servers, raft.Server{ID: raft.ServerID(n.ID()), Address: raft.ServerAddress(n.Address())})
 	}
 	if err := nodes[0].BootstrapWith(servers); err != nil {
