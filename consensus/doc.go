@@ -13,7 +13,10 @@
 //     leader's Forward service (RegisterForward), following NotLeader a bounded number of
 //     times. Nothing has been written at this point. A leader that gives no answer within
 //     ForwardOptions.AttemptTimeout is given up as soon as this node knows another leader,
-//     and the write is re-sent there (see "Unknown outcomes").
+//     and the write is re-sent there (see "Unknown outcomes"). The leader takes a forwarded
+//     entry only from a peer (PeerAuth: a node certificate of the cluster's CA, or under
+//     --insecure a member's host) and only of a type gateways forward (not InitCluster or
+//     Reassign, which a leader proposes on itself); a refusal writes nothing.
 //  3. Append. The leader encodes the command (one type byte, then protobuf) and appends it to
 //     its log. raft's Apply timeout bounds only this hand-over (ErrTimeout: nothing written).
 //  4. Commit. The entry commits once a quorum of voters has stored it (bbolt fsyncs each append).
