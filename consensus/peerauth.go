@@ -42,7 +42,7 @@ const hostLookupTimeout = time.Second
 //     Else PermissionDenied.
 //
 // Refusals are logged at WARN with the caller's address and the method, never a request's
-// content.
+// content, spaced (refusals) so that a caller retrying without end cannot fill the log.
 type PeerAuth struct {
 	// TLS says that the listener runs mutual TLS (its credentials require a client
 	// certificate). Default false: --insecure, and Members decides.
@@ -55,6 +55,8 @@ type PeerAuth struct {
 	Logger *slog.Logger
 	// lookup resolves a host name (tests replace it). Nil means net.DefaultResolver.
 	lookup func(ctx context.Context, host string) ([]string, error)
+
+	refused refusals
 }
 
 // ServerOptions are the interceptors to give grpc.NewServer.
@@ -213,7 +215,7 @@ func (a *PeerAuth) refuse(code codes.Code, addr, method, why string) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	log.Warn("refused a call to the cluster's gRPC listener", "component", "peer-auth", "remote", addr, "method", method, "why", why)
+	a.refused.warn(log, "refused a call to the cluster's gRPC listener", "component", "peer-auth", "remote", addr, "method", method, "why", why)
 	return status.Error(code, "meshgw: refused: "+why)
 }
 

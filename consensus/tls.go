@@ -40,12 +40,14 @@ const (
 // handshakes each in its own goroutine, bounded in time and number, so that a client that
 // never completes one holds up neither raft's accept loop nor other peers; Accept hands raft
 // only connections whose handshake succeeded. A refused handshake (no certificate, another
-// CA, not a node certificate) is logged at WARN with the peer's address.
+// CA, not a node certificate) is logged at WARN with the peer's address (spaced: refusals).
 type tlsStream struct {
 	raw       net.Listener
 	advertise net.Addr
 	cfg       TLSConfig
 	log       *slog.Logger
+
+	refused refusals
 
 	ready chan net.Conn // handshaken, for Accept
 	slots chan struct{} // one per handshake in progress
@@ -114,7 +116,7 @@ func (s *tlsStream) handshake(raw net.Conn) {
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		if !s.closed() {
-			s.log.Warn("raft listener: refused a connection whose TLS handshake failed", "remote", raw.RemoteAddr().String(), "err", err)
+			s.refused.warn(s.log, "raft listener: refused a connection whose TLS handshake failed", "remote", raw.RemoteAddr().String(), "err", err)
 		}
 		_ = raw.Close()
 		return

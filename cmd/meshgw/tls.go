@@ -52,7 +52,7 @@ func (f *tlsFlags) serverOptions(members interface{ Members() []mesh.Member }, l
 	auth := &consensus.PeerAuth{TLS: f.enabled(), VerifyNodeID: f.verifyNodeID, Members: members, Logger: log}
 	opts := auth.ServerOptions()
 	if f.enabled() {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(f.store.PeerConfig())))
+		opts = append(opts, grpc.Creds(consensus.LogRefusedHandshakes(credentials.NewTLS(f.store.PeerConfig()), log)))
 	}
 	return opts
 }

@@ -209,6 +209,12 @@ func TestTLSCluster(t *testing.T) {
 		}
 	})
 
+	for _, line := range []string{"raft listener: refused a connection whose TLS handshake failed", "gRPC listener: refused a connection whose TLS handshake failed"} {
+		if !strings.Contains(leader.Output(), line) {
+			t.Errorf("%s does not log %q", leader.id, line)
+		}
+	}
+
 	// Rotation, as the document says it: a new certificate, then SIGHUP.
 	rot := doc.commands(t, "Rotating certificates", "meshctl cert create-node ")[0]
 	rotated := follower
