@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,12 +161,22 @@ func TestTLSCluster(t *testing.T) {
 			follower = g
 		}
 	}
-	newAdmin(follower.Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, engine.URL))
+	// Forwarded to the leader and fleet-acknowledged by every gateway, all over mutual TLS.
+	var w workerAnswer
+	body := newAdmin(follower.Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, engine.URL))
+	if err := json.Unmarshal([]byte(body), &w); err != nil || w.FleetAck == nil || len(w.FleetAck.Acked) != 3 || len(w.FleetAck.Lagging) != 0 {
+		t.Errorf("a write through %s: %v %s; want acknowledged by all three", follower.id, err, body)
+	}
 	for _, g := range gws {
 		harness.WaitFor(t, clusterBound, g.id+" lists the worker written through "+follower.id, func() bool {
 			found, _ := hasWorker(t, g, engine.URL)
 			return found
 		})
+	}
+	for _, g := range gws { // peers with their own certificates are never refused, names pinned
+		if strings.Contains(g.Output(), "refused a call to the cluster's gRPC listener") {
+			t.Errorf("%s refused a peer's call:\n%s", g.id, g.Output())
+		}
 	}
 	var st struct {
 		Security struct{ TLS, Insecure bool } `json:"security"`
