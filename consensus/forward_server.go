@@ -37,20 +37,27 @@ type forwardServer struct {
 }
 
 // forwardable are the entry types a gateway forwards to the leader: the admin API's writes
-// (Register, ReplaceSpec, SetFlags, Remove), an owner's fenced Remove, and Transfer. Of the
-// other types this version applies, a gateway never forwards InitCluster (the leader of a new
-// cluster proposes it on itself) or Reassign (failover runs on the leader and applies it there,
-// never through a Forwarder: its result has no wire form); the service refuses them. A type
-// this version does not apply is refused as an invalid entry, unless it is marked
-// IgnoreUnknownFlag (a newer gateway's, which this version skips). A command that gateways
-// forward is added here when its handler is.
-var forwardable = map[fsm.CommandType]bool{
-	fsm.TypeRegister:    true,
-	fsm.TypeReplaceSpec: true,
-	fsm.TypeSetFlags:    true,
-	fsm.TypeRemove:      true,
-	fsm.TypeTransfer:    true,
-}
+// (Register, ReplaceSpec, SetFlags, Remove, Drain), an owner's fenced Remove, and Transfer. The
+// other types this version applies are leaderOnly: a gateway never forwards InitCluster (the
+// leader of a new cluster proposes it on itself) or Reassign (failover runs on the leader and
+// applies it there, never through a Forwarder: its result has no wire form); the service
+// refuses them. A type this version does not apply is refused as an invalid entry, unless it is
+// marked IgnoreUnknownFlag (a newer gateway's, which this version skips). Every command with a
+// handler is in one of the two sets (TestEveryCommandIsForwardableOrLeaderOnly).
+var (
+	forwardable = map[fsm.CommandType]bool{
+		fsm.TypeRegister:    true,
+		fsm.TypeReplaceSpec: true,
+		fsm.TypeSetFlags:    true,
+		fsm.TypeRemove:      true,
+		fsm.TypeTransfer:    true,
+		fsm.TypeDrain:       true,
+	}
+	leaderOnly = map[fsm.CommandType]bool{
+		fsm.TypeInitCluster: true,
+		fsm.TypeReassign:    true,
+	}
+)
 
 // Apply implements consensusv1.ForwardServer. Every outcome of an entry it takes is answered
 // with status OK, since a status would tell the caller less than the answer does. It refuses

@@ -198,3 +198,18 @@ func TestForwarderTakesARefusalAsNothingWritten(t *testing.T) {
 		t.Fatal("a refused write was applied")
 	}
 }
+
+// TestEveryCommandIsForwardableOrLeaderOnly: a command that gets a handler must be sorted into
+// forwardable or leaderOnly, or the Forward service would refuse it (or take what only a leader
+// proposes).
+func TestEveryCommandIsForwardableOrLeaderOnly(t *testing.T) {
+	for i := range 256 {
+		typ := fsm.CommandType(i)
+		if !typ.Known() {
+			continue
+		}
+		if forwardable[typ] == leaderOnly[typ] {
+			t.Errorf("%s: forwardable %v, leader-only %v; want exactly one", typ, forwardable[typ], leaderOnly[typ])
+		}
+	}
+}
