@@ -55,7 +55,8 @@ type Config struct {
 	// Profile is --mesh-profile: ProfileLAN (the default), ProfileWAN or ProfileLocal.
 	Profile string
 
-	// EncryptKey is --mesh-encrypt-key: the base64 encoding of a 16, 24 or 32-byte AES key.
+	// EncryptKey is --mesh-encrypt-key: the base64 encoding of a 16, 24 or 32-byte AES key, or
+	// several separated by commas or newlines, the primary first (ParseEncryptKeys).
 	// When set, all gossip is encrypted and authenticated, and peers without the key can neither
 	// join nor be heard. Empty means no encryption.
 	EncryptKey string
@@ -147,11 +148,11 @@ func (c *Config) memberlistConfig() (*memberlist.Config, error) {
 	}
 
 	if c.EncryptKey != "" {
-		key, err := ParseEncryptKey(c.EncryptKey)
+		keys, err := ParseEncryptKeys(c.EncryptKey)
 		if err != nil {
 			return nil, fmt.Errorf("mesh: %w", err)
 		}
-		if mc.Keyring, err = memberlist.NewKeyring(nil, key); err != nil {
+		if mc.Keyring, err = newKeyring(keys); err != nil {
 			return nil, errFlag("--mesh-encrypt-key", "not a usable AES key")
 		}
 	}

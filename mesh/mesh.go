@@ -27,6 +27,7 @@ var (
 // Mesh is this gateway's member of the memberlist mesh. Its methods are safe for concurrent use.
 type Mesh struct {
 	ml        *memberlist.Memberlist
+	keyring   *memberlist.Keyring // nil when gossip is not encrypted
 	log       *slog.Logger
 	name      string
 	updateTO  time.Duration
@@ -81,6 +82,7 @@ func Start(cfg Config) (*Mesh, error) {
 		return nil, err
 	}
 	m := &Mesh{
+		keyring:   mc.Keyring,
 		log:       logger.With("component", "mesh"),
 		name:      cfg.NodeID,
 		updateTO:  cmpZero(cfg.UpdateTimeout, DefaultUpdateTimeout),
