@@ -47,11 +47,11 @@ func newFlagSet(groups []flagGroup) *pflag.FlagSet {
 // parseFlags parses args, then fills every flag not given on the command line from its
 // environment variable, then validates each group. errHelp means --help was asked for.
 func parseFlags(fs *pflag.FlagSet, groups []flagGroup, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(spreadValues(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
-		return usagef("%v", oneLine(err.Error()))
+		return usagef("%v", oneLine(valueError(err).Error()))
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q; every setting is a --flag", fs.Arg(0))
@@ -66,7 +66,7 @@ func parseFlags(fs *pflag.FlagSet, groups []flagGroup, args []string, getenv fun
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
-			envErr = usagef("$%s (--%s): %v", envName(f.Name), f.Name, oneLine(err.Error()))
+			envErr = usagef("$%s: %v", envName(f.Name), oneLine(valueError(err).Error()))
 		}
 	})
 	if envErr != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -44,8 +43,8 @@ type gatewayFlags struct {
 func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.host, "host", "0.0.0.0", "address the data plane listens on")
 	fs.IntVar(&f.port, "port", 30000, "port of the data plane (0 picks a free one)")
-	fs.StringSliceVar(&f.workerURLs, "worker-urls", nil, "worker base URLs, repeatable and comma-separated (scheme://host:port, no path)")
-	fs.StringVar(&f.workerConfig, "worker-config", "", "JSON file holding a list of worker specs")
+	fs.StringSliceVar(&f.workerURLs, "worker-urls", nil, "worker base URLs (scheme://host:port, no path): space-separated as SMG takes them, comma-separated, or repeated")
+	fs.StringVar(&f.workerConfig, "worker-config", "", "JSON file of worker specs: a list, or the SGLang-Omni router's {\"workers\": [...]}")
 	fs.StringVar(&f.policy, "policy", gateway.DefaultPolicy, "load-balancing policy: "+strings.Join(policy.Names(), ", "))
 	fs.IntVar(&f.prefixTokenCount, "prefix-token-count", gateway.DefaultPrefixTokenCount, "prefix_hash: prompt units hashed (a unit is 4 bytes of the prompt's JSON)")
 	fs.StringVar(&f.model, "model", "", "model name GET /v1/models lists for workers that declare none (does not narrow routing)")
@@ -89,11 +88,7 @@ func (f *gatewayFlags) validate() error {
 // loadSpecs collects and normalizes the workers of --worker-urls and --worker-config.
 func (f *gatewayFlags) loadSpecs() error {
 	f.specs = nil
-	for _, u := range f.workerURLs {
-		u = strings.TrimSpace(u)
-		if u == "" {
-			continue
-		}
+	for _, u := range splitURLs(f.workerURLs) {
 		s := worker.Spec{URL: u}
 		if err := s.Normalize(); err != nil {
 			return usagef("--worker-urls %q: %s", u, fieldMsg(err))
@@ -107,9 +102,9 @@ func (f *gatewayFlags) loadSpecs() error {
 	if err != nil {
 		return usagef("--worker-config %s: %v", f.workerConfig, err)
 	}
-	var list []worker.Spec
-	if err := json.Unmarshal(b, &list); err != nil {
-		return usagef("--worker-config %s: not a JSON list of worker specs: %v", f.workerConfig, err)
+	list, err := parseWorkerConfig(b)
+	if err != nil {
+		return usagef("--worker-config %s: %v", f.workerConfig, err)
 	}
 	for i, s := range list {
 		if err := s.Normalize(); err != nil {

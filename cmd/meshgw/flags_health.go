@@ -12,7 +12,8 @@ import (
 
 // healthFlags are the health checks of the workers this gateway owns (DESIGN.md section 6).
 type healthFlags struct {
-	cfg health.Config
+	cfg    health.Config
+	remove *linkedSet // --remove-unhealthy-workers and its alias
 }
 
 func (f *healthFlags) register(fs *pflag.FlagSet) {
@@ -23,7 +24,7 @@ func (f *healthFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.TimeoutSecs, health.FlagCheckTimeout, d.TimeoutSecs, "seconds a health probe may take")
 	fs.StringVar(&f.cfg.Endpoint, health.FlagCheckEndpoint, d.Endpoint, "path an HTTP health probe GETs")
 	fs.BoolVar(&f.cfg.DisableHealthCheck, health.FlagDisableCheck, false, "do not probe workers: they count ready (ZMQ workers keep their local check)")
-	linkedBools(fs, &f.cfg.RemoveUnhealthyWorkers,
+	f.remove = linkedBools(fs, &f.cfg.RemoveUnhealthyWorkers,
 		[2]string{health.FlagRemoveUnhealthy, "remove a failed worker at once instead of probing it until it returns"},
 		[2]string{health.FlagRemoveUnhealthyAlias, "alias of --" + health.FlagRemoveUnhealthy + " (SMG's name; =false turns it off)"})
 	fs.IntVar(&f.cfg.DrainSettleSecs, health.FlagDrainSettle, d.DrainSettleSecs, "seconds a drained ready worker keeps serving its requests before removal (0 = at once)")
@@ -31,6 +32,7 @@ func (f *healthFlags) register(fs *pflag.FlagSet) {
 
 func (f *healthFlags) validate() error {
 	for _, e := range []error{
+		f.remove.check(),
 		checkSecs(health.FlagCheckInterval, f.cfg.CheckIntervalSecs, 1),
 		checkMin(health.FlagFailureThreshold, f.cfg.FailureThreshold, 1),
 		checkMin(health.FlagSuccessThreshold, f.cfg.SuccessThreshold, 1),
@@ -70,20 +72,44 @@ func (f *healthFlags) initialHealth() pool.Health {
 // linkedBools registers bool flags (name, usage) that set one variable and count as one: once
 // any of them is given, on the command line or through its variable, the environment fills
 // none of the others, so a flag always wins over a variable and an alias is never overridden by
-// its twin's variable. Among flags given on the command line, the last one wins.
-func linkedBools(fs *pflag.FlagSet, v *bool, flags ...[2]string) {
-	var all []*pflag.Flag
+// its twin's variable. Two of them given with opposite values contradict each other: validate
+// refuses that (exit 2) rather than let the last one win without a word.
+func linkedBools(fs *pflag.FlagSet, v *bool, flags ...[2]string) *linkedSet {
+	set := &linkedSet{v: v, given: map[string]bool{}}
 	for _, nu := range flags {
-		f := fs.VarPF(&linkedBool{v: v, links: &all}, nu[0], "", nu[1])
+		f := fs.VarPF(&linkedBool{set: set, name: nu[0]}, nu[0], "", nu[1])
 		f.NoOptDefVal = "true"
-		all = append(all, f)
+		set.flags = append(set.flags, f)
 	}
+	return set
+}
+
+// linkedSet is the state a linkedBools set shares: the variable, its flags, and the value each
+// flag was given.
+type linkedSet struct {
+	v     *bool
+	flags []*pflag.Flag
+	given map[string]bool // flag name → value, for the flags given
+	order []string        // the flags given, in order
+}
+
+// check reports two flags of the set given opposite values.
+func (s *linkedSet) check() error {
+	for _, a := range s.order {
+		for _, b := range s.order {
+			if s.given[a] && !s.given[b] {
+				return usagef("--%s=true and --%s=false contradict each other (one is an alias of the other); give one of them",
+					a, b)
+			}
+		}
+	}
+	return nil
 }
 
 // linkedBool is one flag of a linkedBools set.
 type linkedBool struct {
-	v     *bool
-	links *[]*pflag.Flag
+	set  *linkedSet
+	name string
 }
 
 func (b *linkedBool) Set(s string) error {
@@ -91,13 +117,22 @@ func (b *linkedBool) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	*b.v = v
-	for _, f := range *b.links {
+	*b.set.v = v
+	if _, ok := b.set.given[b.name]; !ok {
+		b.set.order = append(b.set.order, b.name)
+	}
+	b.set.given[b.name] = v
+	for _, f := range b.set.flags {
 		f.Changed = true
 	}
 	return nil
 }
 
-func (b *linkedBool) String() string { return strconv.FormatBool(*b.v) }
+func (b *linkedBool) String() string {
+	if b.set == nil { // pflag's zero value, for its help text
+		return "false"
+	}
+	return strconv.FormatBool(*b.set.v)
+}
 
 func (b *linkedBool) Type() string { return "bool" }

@@ -45,7 +45,7 @@ func TestHealthAndBreakerFlags(t *testing.T) {
 			func(c *health.Config) { c.RemoveUnhealthyWorkers = true }, nil},
 		{"flag wins over the alias's env", []string{"--remove-unhealthy-workers"}, map[string]string{"MESHGW_WORKER_AUTO_RECOVERY": "false"},
 			func(c *health.Config) { c.RemoveUnhealthyWorkers = true }, nil},
-		{"last flag wins", []string{"--remove-unhealthy-workers", "--worker-auto-recovery=false"}, nil, nil, nil},
+		{"one name given twice: the last wins", []string{"--remove-unhealthy-workers", "--remove-unhealthy-workers=false"}, nil, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

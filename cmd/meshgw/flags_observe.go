@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -18,16 +19,18 @@ type observeFlags struct {
 }
 
 func (f *observeFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "least severe level logged: "+logLevelNames)
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.IntVar(&f.prometheusPort, "prometheus-port", 29000, "port of /metrics (0 = off)")
 	fs.StringVar(&f.prometheusHost, "prometheus-host", "0.0.0.0", "address /metrics listens on")
 }
 
 func (f *observeFlags) validate() error {
-	if err := checkOneOf("log-level", f.logLevel, []string{"debug", "info", "warn", "error"}); err != nil {
-		return err
+	lvl, ok := logLevels[strings.ToLower(f.logLevel)]
+	if !ok {
+		return usagef("--log-level %q is not one of %s", f.logLevel, logLevelNames)
 	}
+	f.logLevel = lvl
 	if err := checkOneOf("log-format", f.logFormat, []string{"text", "json"}); err != nil {
 		return err
 	}
