@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
@@ -22,7 +24,11 @@ type WorkerList struct {
 // and this gateway's runtime state of it. It never carries the API key: the spec fields are
 // copied one by one, and HasAPIKey only says whether there is one.
 type Record struct {
-	ID             string `json:"id"`
+	ID string `json:"id"`
+	// WorkerID is what the SGLang-Omni router calls a worker: the form the admin routes take
+	// after /workers/, its URL percent-encoded (http%3A%2F%2F127.0.0.1%3A8013), or, for a
+	// data-parallel rank, whose URL its siblings share, its id.
+	WorkerID       string `json:"worker_id"`
 	DisplayID      string `json:"display_id"`
 	URL            string `json:"url"`
 	ConnectionMode string `json:"connection_mode"`
@@ -106,6 +112,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 	}
 	r := Record{
 		ID:             string(rec.ID),
+		WorkerID:       omniWorkerID(rec),
 		DisplayID:      spec.DisplayID(),
 		URL:            spec.URL,
 		ConnectionMode: spec.ConnectionMode,
@@ -185,6 +192,14 @@ func (h *Handler) imported(r *Record, id worker.ID) {
 		}
 		r.Breaker = &snap
 	}
+}
+
+// omniWorkerID is Record.WorkerID of rec.
+func omniWorkerID(rec *fsm.Record) string {
+	if rec.Spec.DPRank != nil {
+		return string(rec.ID)
+	}
+	return strings.ReplaceAll(url.QueryEscape(rec.Spec.URL), "+", "%20")
 }
 
 func timePtr(t time.Time) *time.Time {
