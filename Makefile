@@ -2,6 +2,10 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin
+# make build stamps the binaries' --version (and what meshctl peers shows as VERSION).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/meshgw/meshgw/version.Version=$(VERSION) -X github.com/meshgw/meshgw/version.Commit=$(COMMIT)
 
 .PHONY: all build demo test test-short lint proto bench bench-quick clean help
 
@@ -10,9 +14,9 @@ all: build
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
 
-build: ## Build meshgw and fakeworker (every cmd/) into bin/.
+build: ## Build meshgw, meshctl and fakeworker (every cmd/) into bin/, stamped with VERSION and COMMIT.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 demo: build ## Start a local mesh with fake engines and print what to try.
 	scripts/demo.sh

@@ -18,6 +18,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
+	"github.com/meshgw/meshgw/version"
 )
 
 // Bounds of the cluster's background work and of its part of a shutdown.
@@ -304,10 +305,5 @@ func (c *cluster) markCaughtUp(why string) {
 	})
 }
 
-// buildVersion is the module version the binary was built from ("dev" for a local build).
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+// buildVersion is the version make build stamped ("dev" for a plain go build).
+func buildVersion() string { return version.Short() }

@@ -21,6 +21,12 @@ type flagGroup interface {
 	validate() error
 }
 
+// errVersion means --version was asked for: print the version and exit 0.
+var errVersion = errors.New("--version")
+
+// noEnv are the flags no environment variable sets: they ask for something other than a run.
+var noEnv = map[string]bool{"version": true}
+
 // usageError is a bad command line: exit 2 with its one-line message.
 type usageError struct{ msg string }
 
@@ -40,7 +46,12 @@ func newFlagSet(groups []flagGroup) *pflag.FlagSet {
 	for _, g := range groups {
 		g.register(fs)
 	}
-	fs.VisitAll(func(f *pflag.Flag) { f.Usage += " [$" + envName(f.Name) + "]" })
+	fs.Bool("version", false, "print the version, commit and Go version, then exit")
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !noEnv[f.Name] {
+			f.Usage += " [$" + envName(f.Name) + "]"
+		}
+	})
 	return fs
 }
 
@@ -53,12 +64,15 @@ func parseFlags(fs *pflag.FlagSet, groups []flagGroup, args []string, getenv fun
 		}
 		return usagef("%v", oneLine(valueError(err).Error()))
 	}
+	if v, _ := fs.GetBool("version"); v {
+		return errVersion
+	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q; every setting is a --flag", fs.Arg(0))
 	}
 	var envErr error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if envErr != nil || f.Changed {
+		if envErr != nil || f.Changed || noEnv[f.Name] {
 			return
 		}
 		v := getenv(envName(f.Name))

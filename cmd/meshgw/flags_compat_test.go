@@ -141,3 +141,17 @@ func TestContradictingAliasesExitTwo(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestVersionFlag: --version prints one line (version, commit, Go version) and exits 0, before
+// any other flag is judged; no variable turns it on.
+func TestVersionFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--version", "--port", "70000"}, env(nil), &stdout, &stderr)
+	if code != 0 || !strings.HasPrefix(stdout.String(), "meshgw dev (commit ") || !strings.Contains(stdout.String(), ", go1.") ||
+		strings.Count(stdout.String(), "\n") != 1 || stderr.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	if _, err := parse(nil, map[string]string{"MESHGW_VERSION": "1.2.3"}); err != nil {
+		t.Errorf("$MESHGW_VERSION is read: %v", err)
+	}
+}

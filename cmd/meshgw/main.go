@@ -29,6 +29,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/version"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -75,6 +76,10 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 	if err := parseFlags(fs, o.groups(), args, getenv); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printHelp(stdout, fs)
+			return 0
+		}
+		if errors.Is(err, errVersion) {
+			fmt.Fprintln(stdout, version.Line("meshgw"))
 			return 0
 		}
 		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
