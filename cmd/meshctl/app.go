@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/meshgw/meshgw/version"
 )
 
 // defaultGateway is where meshctl looks without --gateway or $MESHCTL_GATEWAY.
@@ -56,17 +58,18 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.resolve() },
+		Version:           version.Line("meshctl"),
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return fmt.Errorf("%s: %v (see %s --help)", commandName(cmd), err, cmd.CommandPath())
-	})
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
 	f := root.PersistentFlags()
 	f.StringVar(&a.gateway, "gateway", "", "the gateway's URL (default $MESHCTL_GATEWAY, else "+defaultGateway+")")
 	f.StringVar(&a.adminKey, "admin-key", "", "the admin API key (default $MESHCTL_ADMIN_KEY); never printed")
 	f.StringVarP(&a.output, "output", "o", outTable, "output format: table, wide or json (json prints the gateway's answer)")
 	f.DurationVar(&a.timeout, "timeout", 15*time.Second, "how long to wait for the gateway's answer")
 	a.tls.register(f)
-	root.AddCommand(a.peersCommand(), a.ownersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand(), a.certCommand())
+	root.AddCommand(a.peersCommand(), a.ownersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand(), a.certCommand(),
+		completionCommand())
 	return root
 }
 

@@ -186,13 +186,33 @@ func TestTables(t *testing.T) {
 	}{
 		{"list", []string{"workers", "list"}, `
 WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3
 10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3
+2 workers: 1 routable, 1 disabled
+`},
+		{"list sorted by health", []string{"workers", "list", "--sort", "HEALTH"}, `
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3
+2 workers: 1 routable, 1 disabled
+`},
+		{"list sorted by routable", []string{"workers", "list", "--sort", "routable"}, `
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3
+2 workers: 1 routable, 1 disabled
 `},
 		{"list wide", []string{"workers", "list", "-o", "wide"}, `
 WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      URL                    EPOCH  LAST_ERROR
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  http://10.0.0.9:9000   7      connection refused
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     http://127.0.0.1:8013  5      -
+2 workers: 1 routable, 1 disabled
+`},
+		{"list wide sorted by epoch", []string{"workers", "list", "-o", "wide", "--sort", "epoch"}, `
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      URL                    EPOCH  LAST_ERROR
 127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     http://127.0.0.1:8013  5      -
 10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  http://10.0.0.9:9000   7      connection refused
+2 workers: 1 routable, 1 disabled
 `},
 		{"disable", []string{"workers", "disable", "w-3f1c0a9b2d44"}, `
 WORKER          ID              HEALTH  BREAKER  FLAGS     OWNER  ROUTABLE  MODELS
@@ -216,12 +236,21 @@ NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIE
 gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120
 gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118
 gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7
+3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1
+`},
+		{"peers sorted by applied", []string{"peers", "--sort", "applied"}, `
+NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED
+gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7
+gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118
+gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120
+3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1
 `},
 		{"peers wide", []string{"peers", "-o", "wide"}, `
 NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED  LAG  HTTP_ADDRESS
 gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120      0    127.0.0.1:30000
 gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118      2    127.0.0.1:30002
 gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7        -    -
+3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1
 `},
 		{"status", []string{"status"}, `
 FIELD               VALUE

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,22 +65,66 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// printWorkers prints the workers table; wide adds URL, EPOCH and LAST_ERROR.
-func printWorkers(w io.Writer, recs []record, wide bool) error {
+// workersHeader are the columns of the workers table; wide adds URL, EPOCH and LAST_ERROR.
+func workersHeader(wide bool) []string {
 	header := []string{"WORKER", "ID", "HEALTH", "BREAKER", "FLAGS", "OWNER", "ROUTABLE", "MODELS"}
 	if wide {
 		header = append(header, "URL", "EPOCH", "LAST_ERROR")
 	}
-	t := newTable(w, header...)
+	return header
+}
+
+// printWorkers prints the workers table, sorted by name (host:port), URL and id, or by the
+// column by.
+func printWorkers(w io.Writer, recs []record, wide bool, by string) error {
+	header := workersHeader(wide)
+	slices.SortStableFunc(recs, func(a, b record) int {
+		return cmp.Or(strings.Compare(a.DisplayID, b.DisplayID), strings.Compare(a.URL, b.URL), strings.Compare(a.ID, b.ID))
+	})
+	rows := make([][]string, 0, len(recs))
 	for _, r := range recs {
 		cells := []string{r.DisplayID, r.ID, r.HealthState, r.breakerState(), r.flags(),
 			r.Owner, strconv.FormatBool(r.Routable), r.models()}
 		if wide {
 			cells = append(cells, r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError)
 		}
-		t.row(cells...)
+		rows = append(rows, cells)
+	}
+	sortRows(header, rows, by)
+	t := newTable(w, header...)
+	for _, r := range rows {
+		t.row(r...)
 	}
 	return t.flush()
+}
+
+// workersSummary is the line under the workers table: "3 workers: 2 routable, 1 disabled".
+// A worker that is not routable counts once, under the first reason: disabled, quarantined,
+// its health state when not ready, else its open breaker.
+func workersSummary(recs []record) string {
+	order := []string{"routable", "disabled", "quarantined", "pending", "not_ready", "failed", "draining", "unknown", "breaker open", "not routable"}
+	counts := map[string]int{}
+	for _, r := range recs {
+		switch {
+		case r.Routable:
+			counts["routable"]++
+		case r.Disabled:
+			counts["disabled"]++
+		case r.IsDead:
+			counts["quarantined"]++
+		case r.HealthState != "ready" && slices.Contains(order, r.HealthState):
+			counts[r.HealthState]++
+		case r.breakerState() == "open":
+			counts["breaker open"]++
+		default:
+			counts["not routable"]++
+		}
+	}
+	line := plural(len(recs), "worker")
+	if c := countsLine(order, counts); c != "" {
+		line += ": " + c
+	}
+	return line
 }
 
 func (r record) breakerState() string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,13 +16,17 @@ import (
 // ownersPath is the route meshctl owners reads.
 const ownersPath = "/mesh/owners"
 
+// ownersHeader are the columns of meshctl owners.
+var ownersHeader = []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE"}
+
 func (a *app) ownersCommand() *cobra.Command {
-	var owner string
+	var owner, by string
 	cmd := &cobra.Command{
 		Use:   "owners [--owner NODE]",
 		Short: "List which gateway owns each worker, at which epoch (GET /mesh/owners)",
 		Long: "List every worker record with the gateway that owns it (GET /mesh/owners), as the\n" +
-			"answering gateway sees them, sorted by worker id. The owner alone probes a worker, runs\n" +
+			"answering gateway sees them, sorted by URL (--sort COLUMN orders by another column), with\n" +
+			"a summary line: how many each gateway owns. The owner alone probes a worker, runs\n" +
 			"its circuit breaker and may remove it; EPOCH is the raft index of its last ownership\n" +
 			"change (the fencing token).\n\n" +
 			"HEALTH is the health state the answering gateway shows. BREAKER is the circuit\n" +
@@ -39,15 +44,20 @@ func (a *app) ownersCommand() *cobra.Command {
 			if cmd.Flags().Changed("owner") && owner == "" {
 				return fmt.Errorf("owners: --owner: want a gateway's node id (see meshctl owners --help)")
 			}
-			return a.owners(cmd.Context(), owner)
+			if err := checkSort(cmd, by, slices.Concat(ownersHeader, []string{"ORIGIN"})); err != nil {
+				return err
+			}
+			return a.owners(cmd.Context(), owner, by)
 		},
 	}
+	sortFlag(cmd, &by, ownersHeader)
 	cmd.Flags().StringVar(&owner, "owner", "", "only the workers the gateway with node id `NODE` owns")
 	return cmd
 }
 
-// owners runs meshctl owners: it reads the route and prints the rows of owner ("" for all).
-func (a *app) owners(ctx context.Context, owner string) error {
+// owners runs meshctl owners: it reads the route and prints the rows of owner ("" for all),
+// sorted by the column by ("" for the default order).
+func (a *app) owners(ctx context.Context, owner, by string) error {
 	if a.output == outJSON && owner != "" {
 		ans, err := a.client().do(ctx, http.MethodGet, ownersPath, nil)
 		if err != nil {
@@ -79,7 +89,7 @@ func (a *app) owners(ctx context.Context, owner string) error {
 			rows = append(rows, r)
 		}
 	}
-	return printOwners(a.stdout, rows, a.output == outWide)
+	return printOwners(a.stdout, rows, a.output == outWide, by)
 }
 
 // filterOwnersJSON keeps, in the route's answer, only the rows owner owns; every row kept and
@@ -147,10 +157,17 @@ func (r ownerRow) flags() string {
 	return record{Disabled: r.Disabled, IsDead: r.IsDead}.flags()
 }
 
-// printOwners prints the owners table; wide adds ORIGIN and the fields the table does not know,
-// one column each, in name order.
-func printOwners(w io.Writer, rows []ownerRow, wide bool) error {
-	header := []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE"}
+// printOwners prints the owners table, sorted by URL then worker id (or by the column by), and
+// its summary line; wide adds ORIGIN and the fields the table does not know, one column each,
+// in name order.
+func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
+	header := slices.Clone(ownersHeader)
+	slices.SortStableFunc(rows, func(a, b ownerRow) int {
+		if c := strings.Compare(a.URL, b.URL); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Worker, b.Worker)
+	})
 	var extra []string
 	if wide {
 		extra = extraColumns(rows, func(r ownerRow) map[string]string { return r.extra })
@@ -159,17 +176,55 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool) error {
 			header = append(header, strings.ToUpper(k))
 		}
 	}
-	t := newTable(w, header...)
+	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		cells := []string{r.Worker, r.URL, r.Owner, strconv.FormatUint(r.Epoch, 10), r.HealthState, r.Breaker,
+		row := []string{r.Worker, r.URL, r.Owner, strconv.FormatUint(r.Epoch, 10), r.HealthState, r.Breaker,
 			r.flags(), strconv.FormatBool(r.Stale)}
 		if wide {
-			cells = append(cells, r.Origin)
+			row = append(row, r.Origin)
 			for _, k := range extra {
-				cells = append(cells, r.extra[k])
+				row = append(row, r.extra[k])
 			}
 		}
-		t.row(cells...)
+		cells = append(cells, row)
 	}
-	return t.flush()
+	sortRows(header, cells, by)
+	t := newTable(w, header...)
+	for _, r := range cells {
+		t.row(r...)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, ownersSummary(rows))
+	return err
+}
+
+// ownersSummary is the line under the owners table: "3 workers: gw-1 owns 2, gw-2 owns 1".
+func ownersSummary(rows []ownerRow) string {
+	counts := map[string]int{}
+	var owners []string
+	stale := 0
+	for _, r := range rows {
+		if counts[r.Owner] == 0 {
+			owners = append(owners, r.Owner)
+		}
+		counts[r.Owner]++
+		if r.Stale {
+			stale++
+		}
+	}
+	slices.Sort(owners)
+	line := plural(len(rows), "worker")
+	for i, o := range owners {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		line += sep + o + " owns " + strconv.Itoa(counts[o])
+	}
+	if stale > 0 {
+		line += ", " + strconv.Itoa(stale) + " stale"
+	}
+	return line
 }

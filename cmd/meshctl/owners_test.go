@@ -35,23 +35,34 @@ func TestOwnersTables(t *testing.T) {
 	}{
 		{"table", nil, `
 WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE
+w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true
 w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false
 w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false
+3 workers: gw-1 owns 1, gw-2 owns 2, 1 stale
+`},
+		{"sorted by epoch", []string{"--sort", "epoch"}, `
+WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE
+w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false
+w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false
 w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true
+3 workers: gw-1 owns 1, gw-2 owns 2, 1 stale
 `},
 		{"wide", []string{"-o", "wide"}, `
 WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE  ORIGIN  DISPLAY_ID
+w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true   mesh    10.0.0.7:9000
 w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false  mesh    10.0.0.9:9000
 w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false  local   127.0.0.1:8013
-w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true   mesh    10.0.0.7:9000
+3 workers: gw-1 owns 1, gw-2 owns 2, 1 stale
 `},
 		{"one owner", []string{"--owner", "gw-2"}, `
 WORKER          URL                   OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE
-w-00aa11bb22cc  http://10.0.0.9:9000  gw-2   7      not_ready  unknown  disabled,dead  false
 w-9e8d7c6b5a41  http://10.0.0.7:9000  gw-2   9      ready      unknown  -              true
+w-00aa11bb22cc  http://10.0.0.9:9000  gw-2   7      not_ready  unknown  disabled,dead  false
+2 workers: gw-2 owns 2, 1 stale
 `},
 		{"an owner of nothing", []string{"--owner", "gw-9", "-o", "wide"}, `
 WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE  ORIGIN
+0 workers
 `},
 	}
 	for _, tt := range tests {
@@ -156,12 +167,12 @@ func TestOwnersRefusedOrUnreadable(t *testing.T) {
 	}
 }
 
-// TestOwnersEmpty: a fleet without workers prints the header alone.
+// TestOwnersEmpty: a fleet without workers prints the header and its count.
 func TestOwnersEmpty(t *testing.T) {
 	for _, body := range []string{`{"owners": []}`, `{"owners": null}`, `{}`} {
 		_, srvURL := ownersServer(t, 200, body)
 		code, stdout, stderr := runCLI(t, srvURL, nil, "owners")
-		want := "WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE\n"
+		want := "WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE\n0 workers\n"
 		if code != 0 || trimLines(stdout) != want {
 			t.Errorf("%s: exit %d (%q), stdout %q; want %q", body, code, stderr, stdout, want)
 		}

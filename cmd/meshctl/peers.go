@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -12,21 +13,30 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// peersHeader are the columns of meshctl peers.
+var peersHeader = []string{"NAME", "ADDRESS", "STATUS", "RAFT", "REGION", "COLOR", "VERSION", "OWNED", "APPLIED"}
+
 func (a *app) peersCommand() *cobra.Command {
-	return &cobra.Command{
+	var by string
+	cmd := &cobra.Command{
 		Use:   "peers",
 		Short: "List the mesh's gateways: status, raft role, owned workers (GET /mesh/peers)",
-		Long: "List the gateways the mesh knows, as the answering gateway sees them, sorted by name.\n" +
-			"A * after a NAME marks the answering gateway.\n\n" +
+		Long: "List the gateways the mesh knows, as the answering gateway sees them, sorted by name\n" +
+			"(then address; --sort COLUMN orders by another column). A * after a NAME marks the\n" +
+			"answering gateway. A summary line follows the table: the count, the count by status and\n" +
+			"the raft leader.\n\n" +
 			"STATUS is the membership state: alive, suspect, dead, left, or foreign (a gateway of\n" +
 			"another cluster, refused). RAFT is the place in the raft configuration: leader, voter,\n" +
 			"nonvoter, or - when not in it. OWNED and APPLIED are the owned-worker count and the raft\n" +
 			"index each gateway last published.\n\n" +
 			"-o wide adds LAG, how far APPLIED is behind the highest APPLIED listed (- for a foreign\n" +
 			"gateway), and a column for each field the gateway answers beyond these.",
-		Example: "  meshctl peers\n  meshctl peers -o wide\n  meshctl peers -o json",
+		Example: "  meshctl peers\n  meshctl peers -o wide\n  meshctl peers --sort applied\n  meshctl peers -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSort(cmd, by, slices.Concat(peersHeader, []string{"LAG"})); err != nil {
+				return err
+			}
 			ans, err := a.call(cmd.Context(), http.MethodGet, "/mesh/peers", nil)
 			if err != nil || a.output == outJSON {
 				return err
@@ -43,9 +53,11 @@ func (a *app) peersCommand() *cobra.Command {
 					return err
 				}
 			}
-			return printPeers(a.stdout, peers, a.output == outWide)
+			return printPeers(a.stdout, peers, a.output == outWide, by)
 		},
 	}
+	sortFlag(cmd, &by, peersHeader)
+	return cmd
 }
 
 // peer is one gateway of GET /mesh/peers: the fields the table shows, and the others as the
@@ -102,10 +114,17 @@ func extraColumns[R any](rows []R, extra func(R) map[string]string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// printPeers prints the peers table; wide adds LAG and the fields the table does not know,
-// one column each, in name order.
-func printPeers(w io.Writer, peers []peer, wide bool) error {
-	header := []string{"NAME", "ADDRESS", "STATUS", "RAFT", "REGION", "COLOR", "VERSION", "OWNED", "APPLIED"}
+// printPeers prints the peers table, sorted by name then address (or by the column by), and
+// its summary line; wide adds LAG and the fields the table does not know, one column each, in
+// name order.
+func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
+	header := slices.Clone(peersHeader)
+	slices.SortStableFunc(peers, func(a, b peer) int {
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Address, b.Address)
+	})
 	var (
 		extra []string
 		top   uint64
@@ -122,7 +141,7 @@ func printPeers(w io.Writer, peers []peer, wide bool) error {
 			header = append(header, strings.ToUpper(k))
 		}
 	}
-	t := newTable(w, header...)
+	rows := make([][]string, 0, len(peers))
 	for _, p := range peers {
 		name := p.ID
 		if p.Self {
@@ -140,7 +159,33 @@ func printPeers(w io.Writer, peers []peer, wide bool) error {
 				cells = append(cells, p.extra[k])
 			}
 		}
-		t.row(cells...)
+		rows = append(rows, cells)
 	}
-	return t.flush()
+	sortRows(header, rows, by)
+	t := newTable(w, header...)
+	for _, r := range rows {
+		t.row(r...)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, peersSummary(peers))
+	return err
+}
+
+// peersSummary is the line under the peers table: "3 peers: 3 alive, leader gw-1".
+func peersSummary(peers []peer) string {
+	counts := map[string]int{}
+	leader := "no leader"
+	for _, p := range peers {
+		counts[p.Status]++
+		if p.Raft == "leader" {
+			leader = "leader " + p.ID
+		}
+	}
+	line := plural(len(peers), "peer") + ": "
+	if c := countsLine([]string{"alive", "suspect", "dead", "left", "foreign"}, counts); c != "" {
+		line += c + ", "
+	}
+	return line + leader
 }

@@ -44,14 +44,14 @@ func TestPeersRefusedOrUnreadable(t *testing.T) {
 	}
 }
 
-// TestPeersEmpty: a mesh that lists nobody prints the header alone.
+// TestPeersEmpty: a mesh that lists nobody prints the header and its count.
 func TestPeersEmpty(t *testing.T) {
 	for _, body := range []string{`{"peers": []}`, `{"peers": null}`} {
 		f := &fakeAdmin{answers: map[string]canned{"GET /mesh/peers": {200, body}}}
 		srv := httptest.NewServer(f)
 		code, stdout, stderr := runCLI(t, srv.URL, nil, "peers", "-o", "wide")
 		srv.Close()
-		want := "NAME  ADDRESS  STATUS  RAFT  REGION  COLOR  VERSION  OWNED  APPLIED  LAG\n"
+		want := "NAME  ADDRESS  STATUS  RAFT  REGION  COLOR  VERSION  OWNED  APPLIED  LAG\n0 peers: no leader\n"
 		if code != 0 || trimLines(stdout) != want {
 			t.Errorf("%s: exit %d (%q), stdout %q; want %q", body, code, stderr, stdout, want)
 		}

@@ -32,15 +32,20 @@ func (a *app) workersCommand() *cobra.Command {
 }
 
 func (a *app) listCommand() *cobra.Command {
-	var model string
+	var model, by string
 	cmd := &cobra.Command{
 		Use:   "list [--model M]",
 		Short: "List the workers (GET /workers)",
-		Long: "List the fleet's workers, sorted by id. With --model, only the workers serving that\n" +
-			"model (or declaring none, which serve any). FLAGS shows disabled and dead (quarantined).",
-		Example: "  meshctl workers list\n  meshctl workers list --model llama-3 -o wide\n  meshctl workers list -o json",
+		Long: "List the fleet's workers, sorted by name (host:port), then URL (--sort COLUMN orders by\n" +
+			"another column). With --model, only the workers serving that model (or declaring none,\n" +
+			"which serve any). FLAGS shows disabled and dead (quarantined). A summary line follows:\n" +
+			"how many are routable, and why the others are not.",
+		Example: "  meshctl workers list\n  meshctl workers list --model llama-3 -o wide\n  meshctl workers list --sort health\n  meshctl workers list -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSort(cmd, by, workersHeader(true)); err != nil {
+				return err
+			}
 			path := "/workers"
 			if model != "" {
 				path += "?model=" + url.QueryEscape(model)
@@ -55,21 +60,35 @@ func (a *app) listCommand() *cobra.Command {
 			if err := decode("GET /workers", ans.Body, &list); err != nil {
 				return err
 			}
-			return printWorkers(a.stdout, list.Workers, a.output == outWide)
+			if err := printWorkers(a.stdout, list.Workers, a.output == outWide, by); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, workersSummary(list.Workers))
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "only the workers serving this model")
+	sortFlag(cmd, &by, workersHeader(false))
 	return cmd
 }
 
 func (a *app) getCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "get ID|URL",
-		Short:   "Show one worker (GET /workers/{id})",
+		Use:   "get ID|URL",
+		Short: "Describe one worker: every field, its breaker, last error and transitions (GET /workers/{id})",
+		Long: "Describe one worker, as kubectl describe does: its identity, owner, health, flags, spec,\n" +
+			"its circuit breaker, the last error of its probes, its overrides, and its recent health\n" +
+			"and breaker transitions (kept by its owner: ask the owning gateway to see them), then\n" +
+			"every other field the gateway answers.",
 		Example: "  meshctl workers get w-3f1c0a9b2d44\n  meshctl workers get http://127.0.0.1:8013 -o json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.recordCall(cmd.Context(), http.MethodGet, workerPath(args[0]), nil)
+			path := workerPath(args[0])
+			ans, err := a.call(cmd.Context(), http.MethodGet, path, nil)
+			if err != nil || a.output == outJSON {
+				return err
+			}
+			return describeWorker(a.stdout, "GET "+path, ans.Body)
 		},
 	}
 }
@@ -84,7 +103,7 @@ func (a *app) recordCall(ctx context.Context, method, path string, body []byte) 
 	if err := decode(method+" "+path, ans.Body, &r); err != nil {
 		return err
 	}
-	return printWorkers(a.stdout, []record{r}, a.output == outWide)
+	return printWorkers(a.stdout, []record{r}, a.output == outWide, "")
 }
 
 // flagCommand is one flag switch: a PUT with a flags-only body.

@@ -73,6 +73,9 @@ type Record struct {
 	LastStatusCode       int               `json:"last_status_code"`
 	LastHealthCheck      *time.Time        `json:"last_health_check,omitempty"`
 	Breaker              *breaker.Snapshot `json:"breaker,omitempty"`
+	// Transitions are the recent health and breaker transitions of a worker this gateway owns
+	// (oldest first); only the owner has them.
+	Transitions []owned.Transition `json:"transitions,omitempty"`
 	// DiscoveredModels are the models the worker said it serves when its owner asked; GET
 	// /v1/models lists them while it declares none. Omitted when nothing was discovered.
 	DiscoveredModels []string `json:"discovered_models,omitempty"`
@@ -152,6 +155,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 			r.LastError, r.LastStatusCode = st.LastError, st.LastStatusCode
 			r.LastHealthCheck = timePtr(st.LastProbe)
 			r.Breaker = &st.Breaker
+			r.Transitions = st.Transitions
 		}
 	}
 	if origin == pool.OriginMesh {

@@ -27,11 +27,12 @@ func poolHealth(s health.State) pool.Health {
 // onTransition is the Checker's OnTransition: a promotion tells the breaker (before the worker
 // becomes routable again), then the pool learns the new state, then a worker that declares no
 // model is asked which it serves (in the background).
-func (m *Manager) onTransition(id worker.ID, _, to health.State, promotion bool) {
+func (m *Manager) onTransition(id worker.ID, from, to health.State, promotion bool) {
 	ow := m.get(id)
 	if ow == nil {
 		return
 	}
+	ow.trans.add("health", from.String(), to.String())
 	if to != health.Pending {
 		ow.fresh.Store(false)
 	}

@@ -92,6 +92,8 @@ type Status struct {
 	Epoch uint64
 	// Dead is the is_dead quarantine given to Own.
 	Dead bool
+	// Transitions are the worker's recent health and breaker transitions, oldest first.
+	Transitions []Transition
 }
 
 // Seed is the runtime state a newly owned worker starts from (Options.Seed).
@@ -135,6 +137,7 @@ type ownedWorker struct {
 	// and the Checker removes it when the drain's settle has passed.
 	draining bool
 	c        *circuit
+	trans    *transitions
 	// fresh is set while the worker has not been probed since Own (or since its quarantine
 	// ended): a first passing probe of an HTTP or gRPC worker is registration reaching it.
 	fresh atomic.Bool
@@ -237,9 +240,10 @@ func (m *Manager) adopt(spec worker.Spec, epoch uint64, dead, draining bool) *ow
 	id := spec.ID()
 	label := metricLabel(id, spec.URL)
 	cfg, cls := breaker.Resolve(m.opts.Breaker, spec.Resilience)
-	b := breaker.New(cfg, breaker.Options{Clock: m.bclock, Hooks: m.breakerHooks(id, label),
+	tr := &transitions{now: m.bclock}
+	b := breaker.New(cfg, breaker.Options{Clock: m.bclock, Hooks: tr.breakerHooks(m.breakerHooks(id, label)),
 		Logger: m.log.With("worker", label, "id", string(id))})
-	ow := &ownedWorker{id: id, label: label, spec: spec, epoch: epoch, dead: dead, draining: draining, c: newCircuit(b, cls)}
+	ow := &ownedWorker{id: id, label: label, spec: spec, epoch: epoch, dead: dead, draining: draining, c: newCircuit(b, cls), trans: tr}
 	initial := health.Pending
 	if m.opts.Seed != nil {
 		if seed, ok := m.opts.Seed(id); ok {
@@ -424,6 +428,7 @@ func (m *Manager) Status(id worker.ID) (Status, bool) {
 		st.Interval = hs.Interval
 	}
 	st.Breaker = ow.c.b.Snapshot()
+	st.Transitions = ow.trans.recent()
 	return st, true
 }
 
