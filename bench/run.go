@@ -48,6 +48,8 @@ type Options struct {
 	NoProxy, NoStream bool
 	// MetricsOff starts meshgw without its Prometheus listener. Default: on, as deployed.
 	MetricsOff bool
+	// RequestLog forces meshgw's request log "on" or "off"; "" keeps meshgw's default.
+	RequestLog string
 	// Profile takes CPU profiles of meshgw under each load after the measured rounds, when
 	// meshgw has --enable-pprof and its metrics listener is on; they go to ProfileDir.
 	Profile    bool
@@ -255,6 +257,7 @@ func startMeshgw(ctx context.Context, ps *procs, o *Options, addrs []string, m *
 	}
 	flags := HelpFlags(help)
 	mo.Pprof = o.Profile
+	mo.RequestLog = o.RequestLog
 	args := MeshgwArgs(flags, mo)
 	m.MeshgwArgs = args
 	p, err := ps.start("meshgw", nil, o.MeshgwBin, args...)

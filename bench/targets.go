@@ -51,6 +51,10 @@ type MeshgwOptions struct {
 	Workers     []string
 	StateDir    string // used when meshgw has --state-dir but no --ephemeral
 	Pprof       bool   // serve /debug/pprof on the metrics listener (--enable-pprof), if any
+	// RequestLog is "on" or "off" to force meshgw's request log (--request-log); "" keeps its
+	// default. Whenever meshgw has one, it runs at --log-level info, its default, so that the
+	// log costs what it costs as deployed; otherwise at warn.
+	RequestLog string
 	// FreePort picks a loopback port for any other listener meshgw has (mesh, raft, rpc,
 	// pprof), so a run never binds a default port.
 	FreePort func() int
@@ -81,7 +85,17 @@ func MeshgwArgs(flags map[string]bool, o MeshgwOptions) []string {
 		}
 	}
 	add("policy", "round_robin")
-	add("log-level", "warn")
+	if flags["request-log"] {
+		add("log-level", "info")
+		switch o.RequestLog {
+		case "on":
+			args = append(args, "--request-log=true")
+		case "off":
+			args = append(args, "--request-log=false")
+		}
+	} else {
+		add("log-level", "warn")
+	}
 	add("node-id", "bench")
 	add("prometheus-port", strconv.Itoa(o.MetricsPort))
 	if o.MetricsPort != 0 {

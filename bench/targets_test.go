@@ -33,8 +33,15 @@ func TestMeshgwArgs(t *testing.T) {
 		help    string
 		metrics int
 		pprof   bool
+		reqLog  string
 		want    []string
 	}{
+		{name: "request log at its default, at INFO", help: "--log-level string\n--request-log\n",
+			want: append(slices.Clone(base), "--log-level", "info")},
+		{name: "request log forced on", help: "--log-level string\n--request-log\n", reqLog: "on",
+			want: append(slices.Clone(base), "--log-level", "info", "--request-log=true")},
+		{name: "request log forced off", help: "--log-level string\n--request-log\n", reqLog: "off",
+			want: append(slices.Clone(base), "--log-level", "info", "--request-log=false")},
 		{name: "today's flags", help: "  --host string\n  --port int\n  --worker-urls strings\n  --policy string\n  --prometheus-port int\n  --log-level string\n",
 			metrics: 9100, want: append(slices.Clone(base), "--policy", "round_robin", "--log-level", "warn", "--prometheus-port", "9100")},
 		{name: "metrics off", help: "--prometheus-port int\n--prometheus-host string", metrics: 0,
@@ -54,7 +61,7 @@ func TestMeshgwArgs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next = 40000
-			got := MeshgwArgs(HelpFlags(tt.help), MeshgwOptions{Port: 9000, MetricsPort: tt.metrics, Pprof: tt.pprof, StateDir: "/tmp/x/state",
+			got := MeshgwArgs(HelpFlags(tt.help), MeshgwOptions{Port: 9000, MetricsPort: tt.metrics, Pprof: tt.pprof, RequestLog: tt.reqLog, StateDir: "/tmp/x/state",
 				Workers: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, FreePort: free})
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("MeshgwArgs (-want +got):\n%s", d)

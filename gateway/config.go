@@ -71,6 +71,9 @@ type Config struct {
 	ReadinessRequiresQuorum bool
 	// Security is shown by GET /status as it is. Default nil: not shown.
 	Security *SecurityStatus
+	// RequestLog (--request-log) writes one route_completed or route_rejected record per model
+	// request at INFO (reqlog.go); it is off while Logger drops INFO. Default false.
+	RequestLog bool
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome: the
 	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
 	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.
@@ -157,6 +160,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.RequestLog = c.RequestLog && c.Logger.Enabled(context.Background(), slog.LevelInfo)
 	if c.Sleep == nil {
 		c.Sleep = sleepTimer
 	}

@@ -65,6 +65,7 @@ func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
 	case fasthttp.StatusRequestEntityTooLarge:
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(g.cfg.MaxPayload))
 		g.metrics.observe(int(route), fasthttp.StatusRequestEntityTooLarge, 0)
+		g.shed(ctx, route, fasthttp.StatusRequestEntityTooLarge, outcomeTooLarge)
 		return
 	case fasthttp.StatusServiceUnavailable:
 		g.writeOverloaded(ctx, route)
@@ -89,6 +90,7 @@ func (g *Gateway) writeOverloaded(ctx *fasthttp.RequestCtx, route reqmeta.Route)
 	writeError(ctx, fasthttp.StatusServiceUnavailable, bodyOverloaded)
 	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	g.metrics.observe(int(route), fasthttp.StatusServiceUnavailable, 0)
+	g.shed(ctx, route, fasthttp.StatusServiceUnavailable, outcomeOverloaded)
 }
 
 // begin reads and parses the body and prepares the upstream request; false means an error
@@ -314,6 +316,7 @@ func (c *call) commit(w *pool.Worker, attempt, status int) {
 func (c *call) stamp(w *pool.Worker, attempt int) {
 	h := &c.ctx.Response.Header
 	h.SetCanonical(keyRequestID, c.reqID)
+	h.SetCanonical(keyClientID, c.reqID) // what OpenAI's SDKs read as the request id
 	h.SetCanonical(keyGateway, c.g.nodeID)
 	if w == nil {
 		return
@@ -348,9 +351,10 @@ func (c *call) giveUp(res result) {
 func (c *call) fail(status int, body []byte) {
 	writeError(c.ctx, status, body)
 	c.status = status
-	if c.reqID != nil {
-		c.stamp(nil, 0)
+	if len(c.reqID) == 0 { // refused before prepareHeaders
+		c.reqID = c.g.requestID(c.ctx, c.reqID)
 	}
+	c.stamp(nil, 0)
 }
 
 // touch records w's latest outcome; retries on one worker count once.
@@ -371,6 +375,9 @@ func (c *call) touch(w *pool.Worker, status int, connErr bool) {
 // runs once: at the end of the handler, or when a relayed stream ends.
 func (c *call) finish() {
 	g := c.g
+	if g.cfg.RequestLog {
+		c.logRequest()
+	}
 	for i := 0; i < c.nTouch; i++ {
 		t := &c.touched[i]
 		g.cfg.OnOutcome(t.w, t.status, t.connErr)
@@ -381,6 +388,7 @@ func (c *call) finish() {
 	putBody(c.body)
 	clear(c.cands[:cap(c.cands)])
 	c.body, c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW = nil, nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil
+	c.reqID = c.reqID[:0]
 	c.hdr = reqHeaders{}
 	callPool.Put(c)
 }

@@ -16,11 +16,17 @@ type observeFlags struct {
 	logFormat      string
 	prometheusPort int
 	prometheusHost string
+	requestLog     bool
 }
+
+// defaultRequestLog is --request-log's default: off, because on it cost more than a tenth of the
+// data plane's throughput (docs/performance.md, "The request log").
+const defaultRequestLog = false
 
 func (f *observeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "least severe level logged: "+logLevelNames)
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&f.requestLog, "request-log", defaultRequestLog, "log one route_completed or route_rejected record per model request at INFO (request id, worker, path, stream, capabilities, status, duration, outcome); off by default for its cost (docs/performance.md)")
 	fs.IntVar(&f.prometheusPort, "prometheus-port", 29000, "port of /metrics (0 = off)")
 	fs.StringVar(&f.prometheusHost, "prometheus-host", "0.0.0.0", "address /metrics listens on")
 }

@@ -145,6 +145,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
+	cfg.RequestLog = o.observe.requestLog
 	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {

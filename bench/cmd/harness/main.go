@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -89,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&o.Streams, "streams", 32, "concurrent streams")
 	fs.IntVar(&o.StreamEvents, "events", 20, "SSE events per stream")
 	fs.BoolVar(&o.MetricsOff, "metrics-off", false, "start meshgw without its Prometheus listener")
+	fs.StringVar(&o.RequestLog, "request-log", "", "force meshgw's request log on or off (default: meshgw's default, at --log-level info)")
 	fs.IntVar(&ho.Workers, "health-workers", 10_000, "workers the health checker probes")
 	fs.DurationVar(&ho.Duration, "health-duration", 0, "measured window of the health section (default 10s; quick 2s)")
 	fs.StringVar(&co.RaftbenchBin, "raftbench", "bin/bench-raftbench", "bench raft tool binary")
@@ -104,6 +106,10 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
+	}
+	if o.RequestLog != "" && o.RequestLog != "on" && o.RequestLog != "off" {
+		fmt.Fprintf(stderr, "harness: -request-log %q: want on or off\n", o.RequestLog)
+		return o, "", errors.New("bad -request-log")
 	}
 	level := slog.LevelInfo
 	if *verbose {

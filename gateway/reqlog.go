@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/meshgw/meshgw/gateway/reqmeta"
+)
+
+// The request log (Config.RequestLog, --request-log): one record per model request at INFO, as
+// the SGLang-Omni router writes them. route_completed when a worker was tried (it answered,
+// failed or timed out); route_rejected when the gateway answered without trying one (no
+// routable worker, the admission limit, a body too large or unreadable).
+const (
+	msgRouteCompleted = "route_completed"
+	msgRouteRejected  = "route_rejected"
+)
+
+// Outcomes of the request log.
+const (
+	outcomeSuccess            = "success"              // the worker answered below 400
+	outcomeClientError        = "client_error"         // the worker answered 4xx
+	outcomeUpstreamError      = "upstream_error"       // 5xx from the worker, or no answer (502)
+	outcomeTimeout            = "timeout"              // no answer within the request timeout (504)
+	outcomeStreamInterrupted  = "stream_interrupted"   // the stream was cut after its status was sent
+	outcomeNoAvailableWorkers = "no_available_workers" // nothing routable for the request
+	outcomeOverloaded         = "overloaded"           // the in-flight limit (--max-connections)
+	outcomeTooLarge           = "payload_too_large"    // the body passed --max-payload-size
+	outcomeInvalidRequest     = "invalid_request"      // the body or a hint header was refused
+)
+
+// logRequest writes the request's record. It runs in finish, before the call is recycled.
+func (c *call) logRequest() {
+	g := c.g
+	d := time.Since(c.start)
+	stream := c.meta.Stream
+	caps := c.meta.Caps.String()
+	if c.lastW == nil {
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteRejected,
+			slog.String("request_id", string(c.reqID)),
+			slog.String("path", c.route.Path()),
+			slog.Bool("stream", stream),
+			slog.String("capabilities", caps),
+			slog.Int("status", c.status),
+			slog.Float64("duration_ms", ms(d)),
+			slog.String("outcome", rejectOutcome(c.status)))
+		return
+	}
+	g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteCompleted,
+		slog.String("request_id", string(c.reqID)),
+		slog.String("worker", c.lastW.URL),
+		slog.String("path", c.route.Path()),
+		slog.String("model", string(c.meta.Model)),
+		slog.Bool("stream", stream),
+		slog.String("capabilities", caps),
+		slog.Int("status", c.status),
+		slog.Int("attempts", c.attempt),
+		slog.Float64("duration_ms", ms(d)),
+		slog.String("outcome", c.outcome()))
+}
+
+// outcome classifies a request a worker was tried for.
+func (c *call) outcome() string {
+	switch {
+	case c.status == fasthttp.StatusGatewayTimeout && c.lastTouchFailed():
+		return outcomeTimeout
+	case c.status >= 500:
+		return outcomeUpstreamError
+	case c.status >= 400:
+		return outcomeClientError
+	case c.lastTouchFailed(): // a 2xx status was sent, then the answer was cut
+		return outcomeStreamInterrupted
+	}
+	return outcomeSuccess
+}
+
+// lastTouchFailed reports whether the last worker tried gave no (complete) answer.
+func (c *call) lastTouchFailed() bool {
+	for i := 0; i < c.nTouch; i++ {
+		if c.touched[i].w == c.lastW {
+			return c.touched[i].connErr
+		}
+	}
+	return false
+}
+
+// rejectOutcome classifies a request the gateway answered without trying a worker.
+func rejectOutcome(status int) string {
+	switch status {
+	case fasthttp.StatusServiceUnavailable:
+		return outcomeNoAvailableWorkers
+	case fasthttp.StatusRequestEntityTooLarge:
+		return outcomeTooLarge
+	}
+	return outcomeInvalidRequest
+}
+
+// logShed writes the route_rejected record of a request refused before a call began.
+func (g *Gateway) logShed(route reqmeta.Route, id []byte, status int, durMS float64, outcome string) {
+	g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteRejected,
+		slog.String("request_id", string(id)),
+		slog.String("path", route.Path()),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", durMS),
+		slog.String("outcome", outcome))
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// requestID appends to dst the id of a request refused before its headers were prepared: the
+// client's X-Request-Id, else a fresh one.
+func (g *Gateway) requestID(ctx *fasthttp.RequestCtx, dst []byte) []byte {
+	if v := ctx.Request.Header.PeekCanonical(keyClientID); len(v) > 0 {
+		return append(dst, v...)
+	}
+	return g.reqID.appendNext(dst)
+}
+
+// shed stamps the request id and the gateway on an answer written before a call began (the
+// admission limit, a declared body too large), and logs its route_rejected record.
+func (g *Gateway) shed(ctx *fasthttp.RequestCtx, route reqmeta.Route, status int, outcome string) {
+	var buf [64]byte
+	id := g.requestID(ctx, buf[:0])
+	h := &ctx.Response.Header
+	h.SetCanonical(keyRequestID, id)
+	h.SetCanonical(keyClientID, id)
+	h.SetCanonical(keyGateway, g.nodeID)
+	if g.cfg.RequestLog {
+		g.logShed(route, id, status, ms(time.Since(ctx.Time())), outcome)
+	}
+}
