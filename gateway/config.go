@@ -71,6 +71,9 @@ type Config struct {
 	ReadinessRequiresQuorum bool
 	// Security is shown by GET /status as it is. Default nil: not shown.
 	Security *SecurityStatus
+	// OnReadiness is told each flip of /readiness (true: 200 ready), and its first state from
+	// New, in order (meshgw's grpc.health.v1 follows it). It must not block. Default: none.
+	OnReadiness func(ready bool)
 	// RequestLog (--request-log) writes one route_completed or route_rejected record per model
 	// request at INFO (reqlog.go); it is off while Logger drops INFO. Default false.
 	RequestLog bool

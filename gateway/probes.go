@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,8 +17,12 @@ const (
 )
 
 // readiness is the answer of /readiness, rendered from events (pool changes, shutdown) and at
-// least once a second, and served from memory.
-type readiness struct{ cur atomic.Pointer[readyAnswer] }
+// least once a second, and served from memory. mu orders the renders, so that
+// Config.OnReadiness learns the flips in the order they happened.
+type readiness struct {
+	cur atomic.Pointer[readyAnswer]
+	mu  sync.Mutex
+}
 
 type readyAnswer struct {
 	status int
@@ -32,6 +37,8 @@ type readyBody struct {
 }
 
 func (g *Gateway) refreshReadiness() {
+	g.ready.mu.Lock()
+	defer g.ready.mu.Unlock()
 	snap := g.pool.Snapshot()
 	b := readyBody{Status: "ready", HealthyWorkers: len(snap.Routable), TotalWorkers: len(snap.All)}
 	status := fasthttp.StatusOK
@@ -44,8 +51,14 @@ func (g *Gateway) refreshReadiness() {
 		b.Status, b.Reason, status = "not_ready", reasonNoWorkers, fasthttp.StatusServiceUnavailable
 	}
 	body, _ := json.Marshal(b)
-	g.ready.cur.Store(&readyAnswer{status: status, body: body})
+	prev := g.ready.cur.Swap(&readyAnswer{status: status, body: body})
+	if f := g.cfg.OnReadiness; f != nil && (prev == nil || prev.status != status) {
+		f(status == fasthttp.StatusOK)
+	}
 }
+
+// Ready reports whether /readiness answers 200.
+func (g *Gateway) Ready() bool { return g.ready.cur.Load().status == fasthttp.StatusOK }
 
 // readinessLoop re-renders readiness every second, backing up the event-driven refreshes.
 func (g *Gateway) readinessLoop() {

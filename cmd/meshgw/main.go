@@ -131,7 +131,8 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	if err != nil {
 		return err
 	}
-	cl, err = startCluster(o, nodeID, ln.Addr(), getenv, reg, log, outcomes.service.Register)
+	gh := newGRPCHealth()
+	cl, err = startCluster(o, nodeID, ln.Addr(), getenv, reg, log, outcomes.service.Register, gh.register)
 	if err != nil {
 		outcomes.close()
 		return err
@@ -146,6 +147,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	cfg.RequestLog = o.observe.requestLog
+	cfg.OnReadiness = gh.set
 	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {
