@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"log/slog"
 	"net"
@@ -28,7 +29,7 @@ func (f *observeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.BoolVar(&f.requestLog, "request-log", defaultRequestLog, "log one route_completed or route_rejected record per model request at INFO (request id, worker, path, stream, capabilities, status, duration, outcome); off by default for its cost (docs/performance.md)")
 	fs.IntVar(&f.prometheusPort, "prometheus-port", 29000, "port of /metrics (0 = off)")
-	fs.StringVar(&f.prometheusHost, "prometheus-host", "0.0.0.0", "address /metrics listens on")
+	fs.StringVar(&f.prometheusHost, "prometheus-host", "", "address /metrics (and --enable-pprof) listens on (default: --host)")
 }
 
 func (f *observeFlags) validate() error {
@@ -40,8 +41,8 @@ func (f *observeFlags) validate() error {
 	if err := checkOneOf("log-format", f.logFormat, []string{"text", "json"}); err != nil {
 		return err
 	}
-	if net.ParseIP(f.prometheusHost) == nil && f.prometheusHost != "localhost" {
-		return usagef("--prometheus-host %q is not an IP address", f.prometheusHost)
+	if err := checkHost("prometheus-host", f.prometheusHost); err != nil {
+		return err
 	}
 	return checkPort("prometheus-port", f.prometheusPort, true)
 }
@@ -56,6 +57,8 @@ func (f *observeFlags) logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func (f *observeFlags) metricsAddr() string {
-	return net.JoinHostPort(f.prometheusHost, strconv.Itoa(f.prometheusPort))
+// metricsAddr is the metrics listener's host:port: on --prometheus-host, else on host (--host),
+// so that a data plane kept on loopback does not expose its metrics and profiler beyond it.
+func (f *observeFlags) metricsAddr(host string) string {
+	return net.JoinHostPort(cmp.Or(f.prometheusHost, host), strconv.Itoa(f.prometheusPort))
 }

@@ -295,9 +295,9 @@ func startMetrics(o *options, reg *prometheus.Registry, errc chan<- error) (*htt
 	if o.observe.prometheusPort == 0 {
 		return nil, "", nil
 	}
-	ln, err := net.Listen("tcp", o.observe.metricsAddr())
+	ln, err := net.Listen("tcp", o.observe.metricsAddr(o.gw.host))
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot listen on --prometheus-port %s: %v", o.observe.metricsAddr(), err)
+		return nil, "", fmt.Errorf("cannot listen on --prometheus-port %s: %v", o.observe.metricsAddr(o.gw.host), err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
