@@ -11,7 +11,8 @@ import (
 const (
 	typeInvalidRequest = "invalid_request_error"
 	typeOverloaded     = "overloaded_error"
-	typeNoWorkers      = "no_available_workers"
+	typeUnavailable    = "service_unavailable"
+	codeNoWorkers      = "no_available_workers"
 	typeUpstream       = "upstream_error"
 	typeTimeout        = "timeout_error"
 	typeNotFound       = "not_found_error"
@@ -34,6 +35,14 @@ func envelope(code int, typ, msg string) []byte {
 		Type    string `json:"type"`
 		Code    int    `json:"code"`
 	}{msg, typ, code}})
+	return b
+}
+
+// envelopeCode renders the OpenAI error body with a string code, as SMG answers 503
+// {"type": "service_unavailable", "code": "no_available_workers"} (OpenAI's SDKs read it as
+// err.code).
+func envelopeCode(typ, code, msg string) []byte {
+	b, _ := json.Marshal(map[string]map[string]string{"error": {"message": msg, "type": typ, "code": code}})
 	return b
 }
 

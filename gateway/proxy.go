@@ -175,7 +175,7 @@ func (c *call) proxy() {
 		c.cands = snap.Candidates(c.cands, c.meta.Caps, c.meta.Model, last)
 		if len(c.cands) == 0 {
 			if attempt == 1 {
-				c.fail(fasthttp.StatusServiceUnavailable, envelope(503, typeNoWorkers,
+				c.fail(fasthttp.StatusServiceUnavailable, envelopeCode(typeUnavailable, codeNoWorkers,
 					"no available workers: "+snap.Why(c.meta.Caps, c.meta.Model)))
 				return
 			}

@@ -223,7 +223,7 @@ func TestRetryOverrides(t *testing.T) {
 func TestNoAvailableWorkers(t *testing.T) {
 	e := newEnv(t, Config{})
 	status, _, body := e.post("/v1/chat/completions", `{"model":"x"}`)
-	if status != 503 || !strings.Contains(body, `"type":"no_available_workers"`) || !strings.Contains(body, "no workers are registered") {
+	if status != 503 || !strings.Contains(body, `"code":"no_available_workers"`) || !strings.Contains(body, `"type":"service_unavailable"`) || !strings.Contains(body, "no workers are registered") {
 		t.Errorf("empty pool: %d %s", status, body)
 	}
 	e.upstream(okHandler("a"), func(s *worker.Spec) { s.Models = []string{"llama"} })

@@ -157,7 +157,7 @@ func TestBreakerOutcomesByStatus(t *testing.T) {
 			if code != tt.afterwards {
 				t.Errorf("request after the ten: %d %.200s, want %d", code, body, tt.afterwards)
 			}
-			if code == 503 && (!strings.Contains(body, `"type":"no_available_workers"`) || !strings.Contains(body, "open circuit breaker")) {
+			if code == 503 && (!strings.Contains(body, `"code":"no_available_workers"`) || !strings.Contains(body, "open circuit breaker")) {
 				t.Errorf("503 with every circuit open: %s", body)
 			}
 		})

@@ -48,9 +48,10 @@ func chat(client *http.Client, url, prompt string) (int, string, error) {
 }
 
 // TestOpenAINodeSDK drives the gateway with the official OpenAI Node SDK: a chat completion, a
-// streamed one, and the models list, checking the content that comes back. The engines are
-// registered by URL only and no --model is given: the models list is what the gateway
-// discovered from them.
+// streamed one, and the models list, checking the content that comes back; and the errors as the
+// SDK surfaces them (a 400, a 503 no_available_workers from a gateway without workers, a 413)
+// with their request ids. The engines are registered by URL only and no --model is given: the
+// models list is what the gateway discovered from them.
 func TestOpenAINodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -59,17 +60,18 @@ func TestOpenAINodeSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "test/node/node_modules/openai")); err != nil {
 		t.Fatal("the OpenAI Node SDK is not installed: run scripts/test-deps.sh (make test does)")
 	}
-	gw, _ := startFleet(t, 2)
+	gw, _ := startFleet(t, 2, "--max-payload-size", "65536")
+	empty := harness.StartGateway(t, harness.Build(t), "meshgw-empty")
 	waitDiscovered(t, gw, 2, "fake-model")
 	cmd := exec.Command("node", "--test", "openai.test.mjs")
 	cmd.Dir = filepath.Join(root, "test/node")
-	cmd.Env = append(os.Environ(), "MESHGW_URL="+gw.URL)
+	cmd.Env = append(os.Environ(), "MESHGW_URL="+gw.URL, "MESHGW_EMPTY_URL="+empty.URL)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}
-	if !bytes.Contains(out, []byte("# pass 3")) {
-		t.Fatalf("node --test did not pass 3 tests:\n%s", out)
+	if !bytes.Contains(out, []byte("# pass 7\n")) || !bytes.Contains(out, []byte("# fail 0\n")) {
+		t.Fatalf("node --test did not pass 7 tests:\n%s", out)
 	}
 }
 

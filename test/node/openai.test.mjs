@@ -41,3 +41,69 @@ test("the models list is merged by the gateway", async () => {
   for await (const m of client.models.list()) models.push(m.id);
   assert.ok(models.includes("fake-model"), `models ${JSON.stringify(models)}`);
 });
+
+// Errors, as the SDK surfaces them: the status, the envelope's type and code, and the request
+// id (x-request-id, which the gateway answers on every model route, errors included).
+// MESHGW_EMPTY_URL names a gateway with no worker; MESHGW_URL's --max-payload-size is 64 KiB.
+const empty = new OpenAI({
+  baseURL: (process.env.MESHGW_EMPTY_URL ?? "http://127.0.0.1:30001") + "/v1",
+  apiKey: "unused-by-fake-engines", maxRetries: 0, timeout: 20_000,
+});
+const gatewayID = /^mgw-[0-9a-f]{12}-[0-9a-f]+$/;
+
+test("the request id of an answer is the gateway's, or the client's own", async () => {
+  const { data, response } = await client.chat.completions
+    .create({ model: "fake-model", messages: [{ role: "user", content: prompt }] })
+    .withResponse();
+  assert.match(data._request_id, gatewayID);
+  assert.equal(response.headers.get("x-mesh-request-id"), data._request_id);
+  const mine = await client.chat.completions.create(
+    { model: "fake-model", messages: [{ role: "user", content: prompt }] },
+    { headers: { "x-request-id": "node-sdk-req-1" } },
+  );
+  assert.equal(mine._request_id, "node-sdk-req-1");
+});
+
+test("a 400 for a body the gateway refuses", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 7, messages: [{ role: "user", content: prompt }] }),
+    (err) => {
+      assert.ok(err instanceof OpenAI.BadRequestError, `got ${err}`);
+      assert.equal(err.status, 400);
+      assert.equal(err.type, "invalid_request_error");
+      assert.match(err.message, /model/);
+      assert.match(err.requestID, gatewayID);
+      return true;
+    },
+  );
+});
+
+test("a 503 no_available_workers when nothing can serve", async () => {
+  await assert.rejects(
+    empty.chat.completions.create(
+      { model: "fake-model", messages: [{ role: "user", content: prompt }] },
+      { headers: { "x-request-id": "node-sdk-req-503" } },
+    ),
+    (err) => {
+      assert.ok(err instanceof OpenAI.InternalServerError, `got ${err}`);
+      assert.equal(err.status, 503);
+      assert.equal(err.code, "no_available_workers");
+      assert.equal(err.type, "service_unavailable");
+      assert.equal(err.requestID, "node-sdk-req-503");
+      return true;
+    },
+  );
+});
+
+test("a 413 for a body over --max-payload-size", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: "x".repeat(100_000) }] }),
+    (err) => {
+      assert.ok(err instanceof OpenAI.APIError, `got ${err}`);
+      assert.equal(err.status, 413);
+      assert.equal(err.type, "payload_too_large");
+      assert.match(err.requestID, gatewayID);
+      return true;
+    },
+  );
+});
