@@ -85,6 +85,8 @@ wait_ready 1
 wait_ready 2
 
 G="http://127.0.0.1:$PORT"
+JSON="-H content-type:application/json"
+# Every command below works as printed, run in the order printed (test/e2e/demo_test.go runs each).
 cat <<MSG
 
 Three meshgw gateways (demo-1 $G, demo-2 http://127.0.0.1:$((PORT + 1)), demo-3
@@ -92,30 +94,33 @@ http://127.0.0.1:$((PORT + 2))) form one mesh and route to three fake engines (l
 state in $STATE).
 
 Try:
-  curl -s $G/v1/chat/completions -H 'content-type: application/json' \\
+  curl -s $G/v1/chat/completions $JSON \\
     -d '{"model":"fake-model","messages":[{"role":"user","content":"hello mesh"}]}'
-  curl -sN $G/v1/chat/completions -H 'content-type: application/json' \\
+  curl -sN $G/v1/chat/completions $JSON \\
     -d '{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"stream please"}]}'
   curl -s $G/v1/models                              # what the engines serve, asked by the gateway
-  curl -s $G/workers | python3 -m json.tool        # admin routes answer on loopback without a key
+  curl -s $G/workers                                # admin routes answer on loopback without a key
   curl -s $G/readiness; curl -s $G/status
-  curl -s http://127.0.0.1:$METRICS/metrics | grep ^meshgw_
+  curl -s http://127.0.0.1:$METRICS/metrics | grep ^meshgw_worker_health
 
 Break an engine and watch every gateway route around it (demo-1 owns the engines: it alone
 probes them and runs their breakers; demo-2 and demo-3 follow its bulletins):
-  curl -s ${urls[1]}/_fault -d '{"health_status":503}'   # fails its probes: leaves routing everywhere
-  $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 2)) owners   # demo-3 shows demo-1's view of it
-  curl -s ${urls[1]}/_fault -d '{"error_status":500,"error_rate":1}'  # its breaker opens, fed by all three
-  curl -s ${urls[1]}/_fault -d '{}'                       # healthy again
-  curl -s ${urls[1]}/_stats                               # what it saw, per gateway
+  curl -s ${urls[1]}/_fault -d '{"health_status":503}'   # engine-2 fails its probes: leaves routing everywhere
+  $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 2)) owners   # demo-3 shows demo-1's view: engine-2 not_ready
+  curl -s ${urls[2]}/_fault -d '{"error_status":500,"error_rate":1}'; for i in \$(seq 40); do \\
+    curl -s -o /dev/null $G/v1/completions $JSON -d '{"prompt":"x"}'; done   # engine-3 fails every request
+  $BIN/meshctl --gateway $G owners                  # ... so its breaker is open (BREAKER open)
+  curl -s ${urls[1]}/_fault -d '{}'; curl -s ${urls[2]}/_fault -d '{}'   # healthy again (a breaker half-opens after 60 s)
+  curl -s ${urls[1]}/_stats                               # what engine-2 saw, per gateway
 
 Operate it with meshctl (or curl the admin API, docs/admin-api.md):
   $BIN/meshctl --gateway $G workers list            # health, breaker, flags, owner of each worker
+  $BIN/meshctl --gateway $G workers get ${urls[2]}   # one worker in full: breaker, last error, transitions
   $BIN/meshctl --gateway $G workers disable ${urls[0]} --reason maintenance   # kept in raft
   $BIN/meshctl --gateway $G workers enable ${urls[0]}
   $BIN/meshctl --gateway $G raft                    # the raft configuration, leader, term
   $BIN/meshctl --gateway $G peers                   # the three gateways, their raft roles
-  curl -s http://127.0.0.1:$((PORT + 2))/v1/chat/completions -H 'content-type: application/json' \
+  curl -s http://127.0.0.1:$((PORT + 2))/v1/chat/completions $JSON \\
     -d '{"messages":[{"role":"user","content":"via demo-3"}]}'   # any gateway routes to any worker
   $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 1)) workers disable ${urls[2]}   # written through the leader
 The disable survives a restart: stop this demo with Ctrl-C and run make demo again.
