@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -41,6 +42,10 @@ const hostLookupTimeout = time.Second
 //     the names of the caller's certificate, so that one gateway cannot speak for another.
 //     Else PermissionDenied.
 //
+// The standard health service (grpc.health.v1.Health) is open to every caller the transport
+// lets in: it tells only whether the gateway is ready, as the HTTP /readiness does, and
+// Kubernetes probes and grpc_health_probe are not mesh members.
+//
 // Refusals are logged at WARN with the caller's address and the method, never a request's
 // content, spaced (refusals) so that a caller retrying without end cannot fill the log.
 type PeerAuth struct {
@@ -67,7 +72,13 @@ func (a *PeerAuth) ServerOptions() []grpc.ServerOption {
 // sender is a request that names the gateway sending it.
 type sender interface{ GetFrom() string }
 
+// healthService is the prefix of the standard health service's methods, which anyone may call.
+const healthService = "/grpc.health.v1.Health/"
+
 func (a *PeerAuth) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if strings.HasPrefix(info.FullMethod, healthService) {
+		return h(ctx, req)
+	}
 	leaf, err := a.admit(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
@@ -79,6 +90,9 @@ func (a *PeerAuth) unary(ctx context.Context, req any, info *grpc.UnaryServerInf
 }
 
 func (a *PeerAuth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if strings.HasPrefix(info.FullMethod, healthService) {
+		return h(srv, ss)
+	}
 	leaf, err := a.admit(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
