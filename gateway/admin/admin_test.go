@@ -49,18 +49,25 @@ func TestAuth(t *testing.T) {
 			if a := do(tt.h, req{method: "GET", uri: "/status", auth: tt.auth, from: tt.from}); a.status != 200 {
 				t.Errorf("GET /status: %d %s, want 200 without admin auth", a.status, a.body)
 			}
+			// Every admin route and method but GET /status (issue 12: 401 without the key or
+			// with a wrong one, for reads and for writes).
 			for _, r := range []req{
 				{method: "GET", uri: "/workers"},
 				{method: "GET", uri: "/workers/" + string(w.ID)},
+				{method: "GET", uri: "/mesh/raft"},
+				{method: "GET", uri: "/mesh/peers"},
+				{method: "GET", uri: "/mesh/owners"},
 				// Writes are refused before anything else happens, body unread.
 				{method: "POST", uri: "/workers", body: `{"url":"http://127.0.0.1:9"}`},
+				{method: "PUT", uri: "/workers/" + string(w.ID), body: `{"disabled":true}`},
+				{method: "PATCH", uri: "/workers/" + string(w.ID), body: `{"labels":{"a":"b"}}`},
 				{method: "DELETE", uri: "/workers/" + string(w.ID)},
 			} {
 				r.auth, r.from = tt.auth, tt.from
 				a := do(tt.h, r)
 				want := tt.status
-				if want == 200 && r.method != "GET" {
-					want = 503 // authorized, but this handler has no raft node
+				if want == 200 && (r.method != "GET" || r.uri == "/mesh/raft" || r.uri == "/mesh/peers") {
+					want = 503 // authorized, but this handler has no raft node and no mesh
 				}
 				if a.status != want || (tt.code != "" && a.errCode() != tt.code) {
 					t.Errorf("%s %s: %d %s, want %d %s", r.method, r.uri, a.status, a.body, want, tt.code)
