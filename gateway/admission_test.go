@@ -87,9 +87,9 @@ func TestPayloadLimit(t *testing.T) {
 		chunk := strings.Repeat("x", 600)
 		raw := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			fmt.Sprintf("%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", len(chunk), chunk, len(chunk), chunk)
-		line, _ := rawRequest(t, addr, raw, 3*time.Second)
-		if line != "HTTP/1.1 413 Request Entity Too Large" {
-			t.Errorf("got %q", line)
+		line, head := rawRequest(t, addr, raw, 3*time.Second)
+		if line != "HTTP/1.1 413 Request Entity Too Large" || !strings.Contains(head, "Connection: close") {
+			t.Errorf("got %q", head)
 		}
 	})
 	t.Run("under the limit", func(t *testing.T) {

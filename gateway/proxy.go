@@ -101,12 +101,12 @@ func (c *call) begin() bool {
 	body, err := c.g.readBody(ctx, *c.body)
 	*c.body = body
 	if err != nil {
-		ctx.SetConnectionClose()
 		if errors.Is(err, errTooLarge) {
 			c.fail(fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(c.g.cfg.MaxPayload))
 		} else {
 			c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, "cannot read the request body"))
 		}
+		ctx.SetConnectionClose() // after fail, which resets the answer: the body's rest is unread
 		return false
 	}
 	h := &ctx.Request.Header
