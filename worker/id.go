@@ -39,13 +39,13 @@ func CanonicalURL(raw string, allowPath bool) (string, error) {
 		return "", fmt.Errorf("url is empty")
 	}
 	if !strings.Contains(raw, "://") {
-		return "", fmt.Errorf("url %q has no scheme; want http://, https://, grpc://, tcp:// or ipc://", safeURL(raw))
+		return "", fmt.Errorf("url %q has no scheme; want http://, https://, grpc://, tcp:// or ipc://", RedactURL(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("url %q does not parse: %v", safeURL(raw), urlErrReason(err))
+		return "", fmt.Errorf("url %q does not parse: %v", RedactURL(raw), urlErrReason(err))
 	}
-	raw = safeURL(raw)
+	raw = RedactURL(raw)
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
 	case "http", "https", "grpc", "tcp":
@@ -97,20 +97,29 @@ func urlErrReason(err error) string {
 	return err.Error()
 }
 
-// safeURL hides user info ("user:password@") so that an error message never echoes a credential.
-func safeURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
+// RedactURL returns raw without the parts of a URL that may carry a credential: user info
+// ("user:password@") becomes "***@", a query or fragment becomes "?***" or "#***". It takes any
+// string, a URL or not, so that an error message may quote what it refused.
+func RedactURL(raw string) string {
+	scheme, rest, hasScheme := strings.Cut(raw, "://")
+	if !hasScheme {
+		rest = raw
 	}
-	end := strings.IndexAny(rest, "/?#")
+	tail := ""
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		tail, rest = rest[i:i+1]+"***", rest[:i]
+	}
+	end := strings.IndexByte(rest, '/')
 	if end < 0 {
 		end = len(rest)
 	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
-		return scheme + "://***@" + rest[at+1:]
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		rest = "***@" + rest[at+1:]
 	}
-	return raw
+	if hasScheme {
+		return scheme + "://" + rest + tail
+	}
+	return rest + tail
 }
 
 // DisplayID is the short host:port form of a canonical URL that operators read in tables.

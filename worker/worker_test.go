@@ -204,3 +204,68 @@ func TestDisplayID(t *testing.T) {
 		}
 	}
 }
+
+// A URL refused at registration is named in the error without its user info, query or
+// fragment, wherever a credential hides: none of the secrets below may be echoed.
+func TestRefusedURLNeverEchoesACredential(t *testing.T) {
+	for _, in := range []string{
+		"http://h:1?key=SECRET1",
+		"http://h?key=SECRET1",
+		"HTTP://H:1/?api_key=SECRET1&x=1",
+		"http://h:1#SECRET1",
+		"http://user:SECRET1@h:1",
+		"http://user:SECRET1@h:1?key=SECRET2",
+		"http://user:SECRET1@h:1/v1?key=SECRET2",
+		"http://h:1/v1?key=SECRET1",
+		"http://h:70000?key=SECRET1",
+		"ftp://user:SECRET1@h:1?key=SECRET2",
+		"grpc://h?key=SECRET1",
+		"ipc:///tmp/engine.sock?key=SECRET1",
+		"http://user:SECRET1@h:1/%zz?key=SECRET2",
+		"http://h:1/%zz?key=SECRET1",
+		"127.0.0.1:8000?key=SECRET1",
+		"user:SECRET1@127.0.0.1:8000",
+		"://user:SECRET1@h?key=SECRET2",
+		"http://[::1?key=SECRET1",
+		"http://user:SECRET1@",
+	} {
+		t.Run(in, func(t *testing.T) {
+			for _, allowPath := range []bool{false, true} {
+				_, err := CanonicalURL(in, allowPath)
+				if err == nil {
+					t.Fatalf("CanonicalURL(%q, %v) accepted it", in, allowPath)
+				}
+				if strings.Contains(err.Error(), "SECRET") {
+					t.Errorf("CanonicalURL(%q, %v): %v", in, allowPath, err)
+				}
+				s := Spec{URL: in}
+				if err := s.Normalize(); err == nil || strings.Contains(err.Error(), "SECRET") {
+					t.Errorf("Normalize(%q): %v", in, err)
+				}
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8013":           "http://127.0.0.1:8013",
+		"https://api.openai.com:443/v1":   "https://api.openai.com:443/v1",
+		"http://h:1?key=x":                "http://h:1?***",
+		"http://h:1/v1#frag?x":            "http://h:1/v1#***",
+		"http://u:p@h:1/a@b?k=v":          "http://***@h:1/a@b?***",
+		"http://u@x:p@h:1":                "http://***@h:1",
+		"u:p@h:1":                         "***@h:1",
+		"h:1?key=x":                       "h:1?***",
+		"ipc:///tmp/s.sock?key=x":         "ipc:///tmp/s.sock?***",
+		"":                                "",
+		"http://user:pw@[::1]:9?x=1#y":    "http://***@[::1]:9?***",
+		"ftp://a:b@c:d@host/path?q#frag":  "ftp://***@host/path?***",
+		"not a url at all":                "not a url at all",
+		"http://h:1/path/with:colon@sign": "http://h:1/path/with:colon@sign",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

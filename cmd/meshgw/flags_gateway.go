@@ -91,7 +91,7 @@ func (f *gatewayFlags) loadSpecs() error {
 	for _, u := range splitURLs(f.workerURLs) {
 		s := worker.Spec{URL: u}
 		if err := s.Normalize(); err != nil {
-			return usagef("--worker-urls %q: %s", u, fieldMsg(err))
+			return usagef("--worker-urls %q: %s", worker.RedactURL(u), fieldMsg(err))
 		}
 		f.specs = append(f.specs, s)
 	}

@@ -125,13 +125,10 @@ func (h *Handler) resolve(ref string) (fsm.Record, *apiError) {
 	return fsm.Record{}, notFound
 }
 
-// safeRef keeps a client's reference short and free of user info in an error message.
+// safeRef keeps a client's reference short and free of user info, query and fragment in an
+// error message.
 func safeRef(ref string) string {
-	if scheme, rest, ok := strings.Cut(ref, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			ref = scheme + "://***@" + rest[at+1:]
-		}
-	}
+	ref = worker.RedactURL(ref)
 	if len(ref) > 200 {
 		ref = ref[:200] + "..."
 	}

@@ -431,3 +431,15 @@ func TestWriteErrors(t *testing.T) {
 		})
 	}
 }
+
+// A worker looked up by a URL that carries a credential is named in the 404 without it.
+func TestUnknownURLNotEchoed(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, u := range []string{"http://127.0.0.1:9999?key=zzsecretzz", "http://user:zzsecretzz@127.0.0.1:9999",
+		"http://127.0.0.1:9999#zzsecretzz", "127.0.0.1:9999?key=zzsecretzz"} {
+		a := do(e.h, req{method: "GET", uri: "/workers/" + url.PathEscape(u)})
+		if a.status != 404 || strings.Contains(a.body, "zzsecretzz") {
+			t.Errorf("%s: %d %s", u, a.status, a.body)
+		}
+	}
+}
