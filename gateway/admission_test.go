@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,4 +218,46 @@ func TestReadinessAndQuorum(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client still sending a large body when the gateway refuses it reads the refusal, 503 at
+// the in-flight limit or 413 over the payload limit, instead of a reset connection.
+func TestRefusedUploadReadsItsAnswer(t *testing.T) {
+	e := newEnv(t, Config{MaxPayload: 16 << 20, MaxInflight: 1})
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	e.upstream(holdUpstream(held, release))
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // before the upstream's Close, should the test fail early
+	upload := func(body io.Reader) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, e.base+"/v1/audio/transcriptions", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	big := strings.Repeat("u", 32<<20)
+	if status, body := upload(strings.NewReader(big)); status != 413 {
+		t.Errorf("over the payload limit: %d %s", status, body)
+	}
+	if status, body := upload(io.MultiReader(strings.NewReader(big))); status != 413 { // chunked
+		t.Errorf("chunked over the payload limit: %d %s", status, body)
+	}
+	first := make(chan int, 1)
+	go func() {
+		status, _, _ := e.post("/v1/completions", `{}`)
+		first <- status
+	}()
+	<-held
+	if status, body := upload(strings.NewReader(big[:8<<20])); status != 503 || !strings.Contains(body, "overloaded_error") {
+		t.Errorf("at the in-flight limit: %d %s", status, body)
+	}
+	releaseOnce()
+	<-first
 }

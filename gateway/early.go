@@ -25,8 +25,8 @@ var (
 // headerReceived runs after the request headers are read and before fasthttp reads any of the
 // body (it would otherwise pre-read up to 8 KiB before calling the handler). A model request the
 // gateway will refuse, over the in-flight limit or with a Content-Length over the payload limit,
-// is answered without reading its body: the handler sees no body, and the connection closes
-// after the answer because the unread body is still on the wire.
+// is answered without reading its body: the handler sees no body, and closes the connection
+// after the answer (closeLingering) because the unread body is still on the wire.
 func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if h.PeekCanonical(keyEarly) != nil {
 		h.Del(earlyHeader)
@@ -54,7 +54,6 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 	h.SetCanonical(keyEarly, verdict)
 	h.SetContentLength(0)
 	h.Del(fasthttp.HeaderExpect)
-	h.SetConnectionClose()
 	return fasthttp.RequestConfig{}
 }
 

@@ -66,9 +66,11 @@ func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(g.cfg.MaxPayload))
 		g.metrics.observe(int(route), fasthttp.StatusRequestEntityTooLarge, 0)
 		g.shed(ctx, route, fasthttp.StatusRequestEntityTooLarge, outcomeTooLarge)
+		g.closeLingering(ctx) // the body is unread
 		return
 	case fasthttp.StatusServiceUnavailable:
 		g.writeOverloaded(ctx, route)
+		g.closeLingering(ctx)
 		return
 	}
 	if !g.adm.acquire() {
@@ -101,12 +103,14 @@ func (c *call) begin() bool {
 	body, err := c.g.readBody(ctx, *c.body)
 	*c.body = body
 	if err != nil {
+		// The rest of the body is unread: the connection closes after the answer.
 		if errors.Is(err, errTooLarge) {
 			c.fail(fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(c.g.cfg.MaxPayload))
-		} else {
+			c.g.closeLingering(ctx)
+		} else { // the client's connection broke
 			c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, "cannot read the request body"))
+			ctx.SetConnectionClose() // after fail, which resets the answer
 		}
-		ctx.SetConnectionClose() // after fail, which resets the answer: the body's rest is unread
 		return false
 	}
 	h := &ctx.Request.Header

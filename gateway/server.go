@@ -41,12 +41,14 @@ type Gateway struct {
 	srv      *fasthttp.Server
 	probeSrv *fasthttp.Server
 	draining atomic.Bool
-	lnMu     sync.Mutex
-	lns      []net.Listener
-	stopped  bool // Shutdown has closed the listeners
-	stop     chan struct{}
-	bg       sync.WaitGroup
-	stopOnce sync.Once
+	// lingering counts the refused connections reading out their client's body (closeLingering).
+	lingering atomic.Int64
+	lnMu      sync.Mutex
+	lns       []net.Listener
+	stopped   bool // Shutdown has closed the listeners
+	stop      chan struct{}
+	bg        sync.WaitGroup
+	stopOnce  sync.Once
 }
 
 // New builds a gateway from cfg. It starts one background goroutine (the readiness refresh),
