@@ -34,6 +34,14 @@ type ControlOptions struct {
 	// Registrations is how many sequential registrations are timed with 1,000 records and with
 	// Workers records; default 300.
 	Registrations int
+	// NoRaft skips the raft section; NoRecords the memory section's part with many worker
+	// records.
+	NoRaft, NoRecords bool
+	// Uploads bodies of UploadMiB MiB each are posted at once through a fresh meshgw for each
+	// --max-buffered-body-mb in UploadBudgetsMiB (0: meshgw's default); defaults 20, 100 and
+	// [0]. Uploads below 0 skips the part.
+	Uploads, UploadMiB int
+	UploadBudgetsMiB   []int
 }
 
 func (c *ControlOptions) setDefaults() {
@@ -46,6 +54,11 @@ func (c *ControlOptions) setDefaults() {
 	c.Workers = cmp0(c.Workers, 100_000)
 	c.Starts = cmp0(c.Starts, 3)
 	c.Registrations = cmp0(c.Registrations, 300)
+	c.Uploads = cmp0(c.Uploads, 20)
+	c.UploadMiB = cmp0(c.UploadMiB, 100)
+	if len(c.UploadBudgetsMiB) == 0 {
+		c.UploadBudgetsMiB = []int{0}
+	}
 }
 
 // controlGateway is one meshgw started by a control-plane section, with its ports.

@@ -20,6 +20,8 @@ const (
 	goalStopS          = 10.0 // s, from SIGTERM to exit, whatever the fleet's size
 	goalConvergeS      = 2.0  // s, membership of goalConvergePeers peers on loopback
 	goalConvergePeers  = 100
+	// Slack over 1.25 × --max-buffered-body-mb that meshgw's RSS may reach under uploads.
+	goalUploadRSSSlackMiB = 128
 	// Failover after kill -9 of an owner, local mesh profile, 3 s grace: median at most
 	// goalFailoverS with at least goalFailoverWorkers workers.
 	goalFailoverS       = 10.0
@@ -133,6 +135,9 @@ func controlGoals(r *Report) []Goal {
 		}
 	}
 	if v, ok := r.Memory.(MemoryResult); ok {
+		gs = append(gs, uploadGoals(v.Uploads)...)
+	}
+	if v, ok := r.Memory.(MemoryResult); ok && v.Workers > 0 {
 		full := v.Workers >= goalStartWorkers
 		gs = append(gs, Goal{"heap per imported worker", fmt.Sprintf("%.0f bytes (%d workers)", v.BytesPerWorker, v.Workers),
 			fmt.Sprintf("≤ %d bytes", goalBytesPerWorker), met(v.BytesPerWorker <= goalBytesPerWorker)})
@@ -174,6 +179,24 @@ func registrationGoals(rs []*RegistrationRate) []Goal {
 	}
 	return append(gs, Goal{"stop on SIGTERM", fmt.Sprintf("%.2f s at most (%d records)", slowest.StopS, slowest.Workers),
 		fmt.Sprintf("≤ %.0f s whatever the fleet", goalStopS), met(slowest.StopS <= goalStopS)})
+}
+
+// uploadGoals holds each upload run to its budget: meshgw's peak RSS stays within the budget
+// plus a quarter and goalUploadRSSSlackMiB (its baseline and the collector's slack), and every
+// upload is answered, 200 or 503 overloaded_error, none cut.
+func uploadGoals(v any) []Goal {
+	runs, _ := v.([]UploadRun)
+	var gs []Goal
+	for _, u := range runs {
+		if u.Error != "" {
+			continue
+		}
+		bound := u.EffectiveBudgetMiB*1.25 + goalUploadRSSSlackMiB
+		gs = append(gs, Goal{fmt.Sprintf("RSS under %d concurrent %d MiB uploads, budget %.0f MiB", u.Uploads, u.UploadMiB, u.EffectiveBudgetMiB),
+			fmt.Sprintf("peak %.0f MiB; %d ok, %d overloaded, %d failed", u.PeakRSSMiB, u.OK, u.Overloaded, u.Failed),
+			fmt.Sprintf("≤ %.0f MiB, none failed", bound), met(u.PeakRSSMiB <= bound && u.Failed == 0)})
+	}
+	return gs
 }
 
 // failoverGoal compares the failover runs with the goal; runs set up otherwise than the goal

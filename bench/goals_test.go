@@ -38,6 +38,15 @@ func TestComputeGoals(t *testing.T) {
 			rep:    Report{Proxy: map[string]*ProxyTarget{"direct": proxy(1000, 1, nil, 0), "meshgw": proxy(400, 1.5, f(25), 0)}},
 			want:   map[string]bool{"meshgw CPU per request": true},
 			absent: []string{"meshgw req/s ÷ HAProxy", "meshgw streams/s ÷ HAProxy"}},
+		{name: "uploads within and over their budget; records skipped",
+			rep: Report{Memory: MemoryResult{Status: "measured", Uploads: []UploadRun{
+				{EffectiveBudgetMiB: 1024, Uploads: 20, UploadMiB: 100, OK: 12, Overloaded: 8, PeakRSSMiB: 1408},
+				{EffectiveBudgetMiB: 64, Uploads: 20, UploadMiB: 100, OK: 20, PeakRSSMiB: 300},
+				{EffectiveBudgetMiB: 256, Uploads: 20, UploadMiB: 100, OK: 19, Failed: 1, PeakRSSMiB: 300}}}},
+			want: map[string]bool{"RSS under 20 concurrent 100 MiB uploads, budget 1024 MiB": true,
+				"RSS under 20 concurrent 100 MiB uploads, budget 64 MiB":  false,
+				"RSS under 20 concurrent 100 MiB uploads, budget 256 MiB": false},
+			absent: []string{"heap per imported worker", "start with the workers in raft state"}},
 		{name: "paced bunching fails",
 			rep: Report{Stream: &StreamSection{PacedDelayMs: 100, Paced: map[string]*StreamResult{
 				"meshgw":  {Completed: 4, TTFBP50Ms: 1, GapMinMs: f(0.1), GapP50Ms: f(100), GapMaxMs: f(300)},

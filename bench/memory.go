@@ -7,10 +7,13 @@ import (
 )
 
 // MemoryResult is the memory section: a gateway whose raft state holds many worker records,
-// all owned by another gateway (imported: routed to, not probed), started on that state.
+// all owned by another gateway (imported: routed to, not probed), started on that state; and
+// a gateway taking many large uploads at once.
 type MemoryResult struct {
-	Status  string `json:"status"` // "measured"
-	Workers int    `json:"workers"`
+	Status  string `json:"status"`  // "measured"
+	Workers int    `json:"workers"` // 0 when the records part was skipped
+	// Uploads is []UploadRun, or NotMeasured.
+	Uploads any `json:"uploads"`
 	// FillS is how long `raftbench fill` took to write and snapshot the records (not a goal).
 	FillS float64 `json:"fill_s"`
 	// StartS is the median time from starting meshgw to its /status counting every worker: the
@@ -37,6 +40,24 @@ type MemoryResult struct {
 // runMemory fills a state directory with Workers imported records and an empty one, starts
 // meshgw on each, and returns the start time and memory, or NotMeasured with the reason.
 func runMemory(ctx context.Context, ps *procs, o *Options) any {
+	c := o.Control
+	res := MemoryResult{Status: "measured", Uploads: notMeasured("skipped (-uploads 0)")}
+	if !c.NoRecords {
+		r := runRecords(ctx, ps, o)
+		m, ok := r.(MemoryResult)
+		if !ok {
+			return r
+		}
+		res = m
+	}
+	if c.Uploads > 0 {
+		res.Uploads = runUploads(ctx, ps, o)
+	}
+	return res
+}
+
+// runRecords is the part with many worker records.
+func runRecords(ctx context.Context, ps *procs, o *Options) any {
 	c := o.Control
 	res := MemoryResult{Status: "measured", Workers: c.Workers}
 	o.Log.Info("memory: writing worker records", "workers", c.Workers)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -344,16 +345,45 @@ func (r *Report) printSections(w io.Writer) {
 					sec.name, l.Writes, l.Nodes, l.P50Ms, l.P99Ms, l.MaxMs, l.WritesPerSec, l.What)
 			}
 		case MemoryResult:
-			fmt.Fprintf(w, "%s: %d imported workers in raft state: served %.2f s after start (median of %v s), leading at %.2f s; "+
-				"heap %.1f MiB vs %.1f MiB with none = %.0f bytes per worker; RSS %.0f MiB vs %.0f MiB = %.0f bytes per worker\n",
-				sec.name, v.Workers, v.StartS, v.StartRunsS, v.LeaderS, v.HeapMiB, v.BaselineHeapMiB, v.BytesPerWorker,
-				v.RSSMiB, v.BaselineRSSMiB, v.RSSBytesPerWorker)
+			if v.Workers > 0 {
+				fmt.Fprintf(w, "%s: %d imported workers in raft state: served %.2f s after start (median of %v s), leading at %.2f s; "+
+					"heap %.1f MiB vs %.1f MiB with none = %.0f bytes per worker; RSS %.0f MiB vs %.0f MiB = %.0f bytes per worker\n",
+					sec.name, v.Workers, v.StartS, v.StartRunsS, v.LeaderS, v.HeapMiB, v.BaselineHeapMiB, v.BytesPerWorker,
+					v.RSSMiB, v.BaselineRSSMiB, v.RSSBytesPerWorker)
+			}
 			for _, r := range v.Registration {
 				fmt.Fprintf(w, "%s: %d sequential registrations with %d records: p50 %.2f ms, p99 %.2f ms, %.0f per s; then stopped %.2f s after SIGTERM\n",
 					sec.name, r.Registrations, r.Workers, r.P50Ms, r.P99Ms, r.PerSec, r.StopS)
 			}
+			printUploads(w, sec.name, v.Uploads)
 		}
 	}
+}
+
+// printUploads writes the upload lines of the memory section.
+func printUploads(w io.Writer, name string, v any) {
+	switch u := v.(type) {
+	case []UploadRun:
+		for _, r := range u {
+			budget := strconv.Itoa(r.BudgetMiB) + " MiB"
+			if r.BudgetMiB == 0 {
+				budget = fmt.Sprintf("default (%.0f MiB)", r.EffectiveBudgetMiB)
+			}
+			fmt.Fprintf(w, "%s: %d concurrent %d MiB uploads, --max-buffered-body-mb %s: %d ok, %d overloaded, %d failed in %.1f s; "+
+				"RSS %.0f MiB before, peak %.0f MiB, %.0f MiB after; peak buffered %.0f MiB, %d streamed%s\n", name, r.Uploads,
+				r.UploadMiB, budget, r.OK, r.Overloaded, r.Failed, r.WallS, r.RSSBeforeMiB, r.PeakRSSMiB, r.RSSAfterMiB,
+				r.PeakBufferedMiB, r.Streamed, errSuffix(r.Error))
+		}
+	case NotMeasured:
+		fmt.Fprintf(w, "%s: uploads: %s (%s)\n", name, u.Status, u.Reason)
+	}
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (stopped: " + e + ")"
 }
 
 // printBulletins writes the bulletin lines of the mesh section.

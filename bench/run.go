@@ -140,7 +140,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Memory = notMeasured("skipped (-control=false)")
 	if o.Control != nil {
 		o.Control.setDefaults()
-		rep.Raft = runRaft(ctx, ps, &o)
+		if !o.Control.NoRaft {
+			rep.Raft = runRaft(ctx, ps, &o)
+		}
 		rep.Memory = runMemory(ctx, ps, &o)
 	}
 	rep.Method.LoadAvgAfter = loadAvg()

@@ -37,6 +37,13 @@ type Config struct {
 	MaxInflight int
 	// MaxPayload (--max-payload-size) bounds a request body, in bytes. Default 512 MiB.
 	MaxPayload int64
+	// MaxBufferedBody (--max-buffered-body-mb) bounds the bytes of request bodies buffered at
+	// once, across every request in flight. A body larger than it is streamed to the worker
+	// with a single attempt. Default DefaultMaxBufferedBody.
+	MaxBufferedBody int64
+	// BodyBudgetWait is how long a request waits for room in MaxBufferedBody before it is
+	// answered 503 overloaded_error. Default 5 s.
+	BodyBudgetWait time.Duration
 	// RequestTimeout (--request-timeout-secs) bounds one upstream attempt, body included; past
 	// it the client gets 504. Default 1800 s.
 	RequestTimeout time.Duration
@@ -114,6 +121,8 @@ const (
 	DefaultMultiplier       = 1.5
 	DefaultJitter           = 0.2
 	DefaultMaxPayload       = 512 << 20
+	DefaultMaxBufferedBody  = 1 << 30
+	DefaultBodyBudgetWait   = 5 * time.Second
 	DefaultRequestTimeout   = 1800 * time.Second
 	DefaultShutdownSettle   = 2 * time.Second
 	autoInflightPerWorker   = 128
@@ -151,6 +160,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPayload <= 0 {
 		c.MaxPayload = DefaultMaxPayload
+	}
+	if c.MaxBufferedBody <= 0 {
+		c.MaxBufferedBody = DefaultMaxBufferedBody
+	}
+	if c.BodyBudgetWait <= 0 {
+		c.BodyBudgetWait = DefaultBodyBudgetWait
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout

@@ -2,9 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"errors"
-	"io"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -66,58 +63,5 @@ func earlyVerdict(ctx *fasthttp.RequestCtx) int {
 		return fasthttp.StatusRequestEntityTooLarge
 	default:
 		return fasthttp.StatusServiceUnavailable
-	}
-}
-
-// bodyPool recycles request body buffers; buffers above bodyPoolMax are left to the GC.
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
-
-const bodyPoolMax = 4 << 20
-
-func putBody(b *[]byte) {
-	if b != nil && cap(*b) <= bodyPoolMax {
-		*b = (*b)[:0]
-		bodyPool.Put(b)
-	}
-}
-
-var errTooLarge = errors.New("request body over the payload limit")
-
-// readBody reads the whole request body into buf, enforcing the payload limit on a declared
-// Content-Length and while reading a chunked body.
-func (g *Gateway) readBody(ctx *fasthttp.RequestCtx, buf []byte) ([]byte, error) {
-	limit := g.cfg.MaxPayload
-	cl := ctx.Request.Header.ContentLength()
-	if int64(cl) > limit {
-		return buf, errTooLarge
-	}
-	r := ctx.RequestBodyStream()
-	if r == nil {
-		return append(buf[:0], ctx.Request.Body()...), nil
-	}
-	if cl >= 0 {
-		if cap(buf) < cl {
-			buf = make([]byte, 0, cl)
-		}
-		buf = buf[:cl]
-		_, err := io.ReadFull(r, buf)
-		return buf, err
-	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return buf, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
 	}
 }

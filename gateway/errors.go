@@ -49,10 +49,14 @@ func envelopeCode(typ, code, msg string) []byte {
 // Fixed answers are rendered once.
 var (
 	bodyOverloaded = envelope(503, typeOverloaded, "the gateway is at its in-flight request limit; retry shortly")
-	bodyUpstream   = envelope(502, typeUpstream, "upstream request failed")
-	bodyTimeout    = envelope(504, typeTimeout, "upstream request timed out")
-	bodyNotFound   = envelope(404, typeNotFound, "unknown route")
-	bodyMethod     = envelope(405, typeMethod, "method not allowed")
+	bodyBudgetFull = envelope(503, typeOverloaded, "the gateway's buffer for request bodies (--max-buffered-body-mb) stayed full; retry shortly")
+	// bodyStreamedRPC refuses a body larger than the budget for a gRPC or ZMQ worker, whose
+	// transports take a body whole.
+	bodyStreamedRPC = envelope(413, typeTooLarge, "request body is larger than the gateway's buffer for request bodies (--max-buffered-body-mb); such bodies are streamed, and only HTTP workers take a streamed body")
+	bodyUpstream    = envelope(502, typeUpstream, "upstream request failed")
+	bodyTimeout     = envelope(504, typeTimeout, "upstream request timed out")
+	bodyNotFound    = envelope(404, typeNotFound, "unknown route")
+	bodyMethod      = envelope(405, typeMethod, "method not allowed")
 	// sseUpstreamError ends a stream whose upstream failed after the status was sent.
 	sseUpstreamError = []byte(`data: {"error":{"message":"upstream stream failed before completion","type":"upstream_error","code":502}}` + "\n\n")
 )

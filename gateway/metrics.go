@@ -33,7 +33,7 @@ type metrics struct {
 	reqByCode [numMetricRoutes][600]atomic.Pointer[prometheus.Counter]
 }
 
-func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission) *metrics {
+func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget *bodyBudget) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meshgw_http_requests_total", Help: "Model and /v1/models requests answered, by route and status.",
@@ -62,6 +62,15 @@ func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission) *metric
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "meshgw_admission_rejected_total", Help: "Model requests rejected with 503 at the in-flight limit.",
 		}, func() float64 { return float64(adm.rejected.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "meshgw_buffered_body_bytes", Help: "Bytes of request bodies buffered now, within --max-buffered-body-mb.",
+		}, func() float64 { return float64(budget.used.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "meshgw_buffered_body_refused_total", Help: "Model requests answered 503 after waiting for room in the buffer for request bodies.",
+		}, func() float64 { return float64(budget.refused.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "meshgw_streamed_bodies_total", Help: "Model requests whose body, larger than --max-buffered-body-mb, was streamed to the worker without retries.",
+		}, func() float64 { return float64(budget.streamed.Load()) }),
 		&activeCollector{pool: p},
 	)
 	return m

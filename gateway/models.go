@@ -78,6 +78,9 @@ type Status struct {
 	Draining  bool            `json:"draining"`
 	Workers   WorkersSummary  `json:"workers"`
 	Admission AdmissionStatus `json:"admission"`
+	// BodyBudget is the buffer for request bodies shared by every request in flight
+	// (--max-buffered-body-mb).
+	BodyBudget BodyBudgetStatus `json:"body_budget"`
 	// Quorum says whether raft has a leader: without one, admin writes answer 503 no_leader
 	// and the data plane serves the last applied state (fail-static). Omitted on a gateway
 	// without a control plane.
@@ -161,7 +164,7 @@ func (g *Gateway) Status() any {
 	}
 	st := Status{
 		NodeID: g.cfg.NodeID, Region: g.cfg.Region, Policy: g.policy.Name(),
-		Draining: g.draining.Load(), Workers: ws, Admission: g.adm.status(), Security: g.cfg.Security,
+		Draining: g.draining.Load(), Workers: ws, Admission: g.adm.status(), BodyBudget: g.budget.status(), Security: g.cfg.Security,
 	}
 	if r := g.cfg.Admin.Raft; r != nil {
 		info, err := r.Info()

@@ -28,17 +28,22 @@ type touch struct {
 
 // call is one model request in flight, pooled so the hot path allocates nothing of its own.
 type call struct {
-	g       *Gateway
-	ctx     *fasthttp.RequestCtx
-	route   reqmeta.Route
-	start   time.Time // when the server took the request (ctx.Time: fasthttp read the clock already)
-	meta    reqmeta.Meta
-	body    *[]byte
-	cands   []*pool.Worker
-	preq    policy.Request
-	touched [maxTouched]touch
-	nTouch  int
-	status  int
+	g     *Gateway
+	ctx   *fasthttp.RequestCtx
+	route reqmeta.Route
+	start time.Time // when the server took the request (ctx.Time: fasthttp read the clock already)
+	meta  reqmeta.Meta
+	body  *[]byte
+	// reserved is the share of the body budget the request holds; streamed says its body is
+	// larger than the whole budget and goes to the worker as it arrives, through sbody.
+	reserved int64
+	streamed bool
+	sbody    streamedBody
+	cands    []*pool.Worker
+	preq     policy.Request
+	touched  [maxTouched]touch
+	nTouch   int
+	status   int
 	// streaming is set once a relay owns the answer; it then calls finish.
 	streaming bool
 	relay     relay // the SSE relay of a streamed HTTP answer
@@ -82,7 +87,7 @@ func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
 	if c.begin() {
 		c.proxy()
 	}
-	ctx.Request.ResetBody() // the pooled body buffer goes back in finish
+	c.dropBody()
 	if !c.streaming {
 		c.finish()
 	}
@@ -100,14 +105,19 @@ func (g *Gateway) writeOverloaded(ctx *fasthttp.RequestCtx, route reqmeta.Route)
 func (c *call) begin() bool {
 	ctx := c.ctx
 	c.body = bodyPool.Get().(*[]byte)
-	body, err := c.g.readBody(ctx, *c.body)
+	body, err := c.readBody()
 	*c.body = body
 	if err != nil {
 		// The rest of the body is unread: the connection closes after the answer.
-		if errors.Is(err, errTooLarge) {
+		switch {
+		case errors.Is(err, errTooLarge):
 			c.fail(fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(c.g.cfg.MaxPayload))
 			c.g.closeLingering(ctx)
-		} else { // the client's connection broke
+		case errors.Is(err, errOverBudget):
+			c.fail(fasthttp.StatusServiceUnavailable, bodyBudgetFull)
+			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+			c.g.closeLingering(ctx)
+		default: // the client's connection broke
 			c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, "cannot read the request body"))
 			ctx.SetConnectionClose() // after fail, which resets the answer
 		}
@@ -115,7 +125,11 @@ func (c *call) begin() bool {
 	}
 	h := &ctx.Request.Header
 	c.hdr.scan(h)
-	if err := reqmeta.Parse(&c.meta, c.route, body, c.hdr.hints); err != nil {
+	parse := reqmeta.Parse
+	if c.streamed {
+		parse = reqmeta.ParsePrefix
+	}
+	if err := parse(&c.meta, c.route, body, c.hdr.hints); err != nil {
 		c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, err.Error()))
 		return false
 	}
@@ -126,7 +140,9 @@ func (c *call) begin() bool {
 		c.key = append(c.key, c.hdr.smgKey...)
 	}
 	c.preq = policy.Request{RoutingKey: c.key, Prompt: c.meta.Prompt}
-	ctx.Request.SetBodyRaw(body)
+	if !c.streamed {
+		ctx.Request.SetBodyRaw(body)
+	}
 	c.prepareHeaders(h)
 	return true
 }
@@ -168,7 +184,7 @@ const maxReselects = 3
 func (c *call) proxy() {
 	g := c.g
 	maxAttempts := g.cfg.Retry.MaxAttempts
-	if g.cfg.Retry.Disabled {
+	if g.cfg.Retry.Disabled || c.streamed {
 		maxAttempts = 1
 	}
 	var last *pool.Worker
@@ -222,6 +238,10 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 	c.lastW, c.attempt = w, attempt
 	up.ready()
 	if up.rpc != nil {
+		if c.streamed {
+			c.fail(fasthttp.StatusRequestEntityTooLarge, bodyStreamedRPC)
+			return result{done: true}
+		}
 		return c.tryRPC(w, up, attempt, final)
 	}
 	c.aim(up)
@@ -339,6 +359,8 @@ func (c *call) stamp(w *pool.Worker, attempt int) {
 // giveUp answers after the last attempt failed without a committed answer.
 func (c *call) giveUp(res result) {
 	switch {
+	case c.sbody.overLimit:
+		c.fail(fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(c.g.cfg.MaxPayload))
 	case res.timeout:
 		c.fail(fasthttp.StatusGatewayTimeout, bodyTimeout)
 	case res.connErr:
@@ -389,9 +411,8 @@ func (c *call) finish() {
 	}
 	g.metrics.observe(int(c.route), c.status, time.Since(c.start).Seconds())
 	g.adm.release()
-	putBody(c.body)
 	clear(c.cands[:cap(c.cands)])
-	c.body, c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW = nil, nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil
+	c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW = nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil
 	c.reqID = c.reqID[:0]
 	c.hdr = reqHeaders{}
 	callPool.Put(c)

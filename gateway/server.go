@@ -33,6 +33,7 @@ type Gateway struct {
 	pool    *pool.Pool
 	policy  policy.Policy
 	adm     *admission
+	budget  *bodyBudget
 	metrics *metrics
 	admin   *admin.Handler
 	ready   readiness
@@ -62,9 +63,9 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %w", err)
 	}
-	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), stop: make(chan struct{})}
+	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), budget: newBodyBudget(cfg.MaxBufferedBody), stop: make(chan struct{})}
 	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
-	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm)
+	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget)
 	g.reqID.init()
 	acfg := cfg.Admin
 	acfg.APIKey, acfg.Pool, acfg.NodeID, acfg.Status = cfg.AdminAPIKey, g.pool, cfg.NodeID, g.Status

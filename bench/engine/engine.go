@@ -5,6 +5,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"strconv"
 	"time"
 
@@ -39,6 +40,10 @@ type Config struct {
 	Events int
 	// EventDelay is the pause between two events (not before the first). Default 0.
 	EventDelay time.Duration
+	// MaxBody, when above 0, makes NewServer read request bodies as streams, up to MaxBody
+	// bytes, so that uploads (POST /v1/audio/transcriptions) of any size cost it no memory.
+	// Default 0: fasthttp's 4 MiB limit, bodies read whole.
+	MaxBody int
 }
 
 var (
@@ -59,6 +64,7 @@ var (
 
 // Handler returns the engine's request handler: POST /v1/chat/completions answers a fixed
 // chat.completion, or with "stream": true in the body cfg.Events SSE events then [DONE];
+// POST /v1/audio/transcriptions reads the body to its end and answers how many bytes it had;
 // GET /health answers 200.
 func Handler(cfg Config) fasthttp.RequestHandler {
 	if cfg.Events <= 0 {
@@ -78,6 +84,8 @@ func Handler(cfg Config) fasthttp.RequestHandler {
 			}
 			ctx.SetContentTypeBytes(jsonType)
 			ctx.SetBody(completionBody)
+		case "/v1/audio/transcriptions":
+			upload(ctx)
 		case "/health", "/health_generate":
 			ctx.SetContentTypeBytes(jsonType)
 			ctx.SetBody(healthBody)
@@ -87,6 +95,21 @@ func Handler(cfg Config) fasthttp.RequestHandler {
 			ctx.SetBody(notFound)
 		}
 	}
+}
+
+// upload answers {"text":"...","bytes":N}, N the bytes of the body, read to its end as a stream
+// when the server streams bodies.
+func upload(ctx *fasthttp.RequestCtx) {
+	n := int64(len(ctx.Request.Body()))
+	if r := ctx.RequestBodyStream(); r != nil {
+		var err error
+		if n, err = io.Copy(io.Discard, r); err != nil {
+			ctx.Error(err.Error(), fasthttp.StatusBadRequest)
+			return
+		}
+	}
+	ctx.SetContentTypeBytes(jsonType)
+	ctx.SetBodyString(`{"text":"bench upload","bytes":` + strconv.FormatInt(n, 10) + `}`)
 }
 
 // overrides applies the per-request headers to cfg, within bounds.
@@ -136,5 +159,7 @@ func NewServer(cfg Config) *fasthttp.Server {
 		IdleTimeout:           90 * time.Second,
 		ReadBufferSize:        16 << 10,
 		WriteBufferSize:       16 << 10,
+		StreamRequestBody:     cfg.MaxBody > 0,
+		MaxRequestBodySize:    cfg.MaxBody,
 	}
 }

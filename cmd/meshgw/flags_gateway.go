@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -26,6 +27,8 @@ type gatewayFlags struct {
 	model            string
 	maxConnections   int
 	maxPayloadSize   int64
+	maxBufferedMB    int
+	memoryLimit      int64 // the Go runtime's memory limit in force, set after the flags apply
 	requestTimeout   int
 	healthCheckPort  int
 	nodeID           string
@@ -50,6 +53,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "model name GET /v1/models lists for workers that declare none (does not narrow routing)")
 	fs.IntVar(&f.maxConnections, "max-connections", 0, "in-flight model requests before 503 (0 = auto: 128 per worker, at most 4096)")
 	fs.Int64Var(&f.maxPayloadSize, "max-payload-size", gateway.DefaultMaxPayload, "largest request body in bytes; larger gets 413")
+	fs.IntVar(&f.maxBufferedMB, "max-buffered-body-mb", 0, "MiB of request bodies buffered at once, across all requests; a body waits up to 5 s for room, then gets 503, and one larger than this is streamed to an HTTP worker without retries (0 = auto: 1024, or half of --memory-limit-mb / $GOMEMLIMIT when that is less; docs/choices.md)")
 	fs.IntVar(&f.requestTimeout, "request-timeout-secs", int(gateway.DefaultRequestTimeout/time.Second), "upstream attempt timeout in seconds; past it the client gets 504")
 	fs.IntVar(&f.healthCheckPort, "health-check-port", 0, "extra port serving only the probe endpoints (0 = off)")
 	fs.StringVar(&f.nodeID, "node-id", "", "this gateway's node id (default: host_port of the data plane listener)")
@@ -71,6 +75,7 @@ func (f *gatewayFlags) validate() error {
 		checkOneOf("policy", f.policy, policy.Names()),
 		checkMin("prefix-token-count", f.prefixTokenCount, 1),
 		checkMin("max-connections", f.maxConnections, 0),
+		checkMin("max-buffered-body-mb", f.maxBufferedMB, 0),
 		checkMin("request-timeout-secs", f.requestTimeout, 1),
 		checkMin("shutdown-grace-period-secs", f.shutdownGrace, 0),
 		checkMin("shutdown-settle-secs", f.shutdownSettle, 0),
@@ -78,6 +83,9 @@ func (f *gatewayFlags) validate() error {
 		if e != nil {
 			return e
 		}
+	}
+	if f.maxBufferedMB > math.MaxInt64>>20 {
+		return usagef("--max-buffered-body-mb %d is above the maximum %d", f.maxBufferedMB, int64(math.MaxInt64>>20))
 	}
 	if f.maxPayloadSize < 1 {
 		return usagef("--max-payload-size %d is below the minimum 1", f.maxPayloadSize)
@@ -137,12 +145,28 @@ func (f *gatewayFlags) config(nodeID string, r *retryFlags) gateway.Config {
 		Retry:            r.config(),
 		MaxInflight:      f.maxConnections,
 		MaxPayload:       f.maxPayloadSize,
+		MaxBufferedBody:  bodyBudget(f.maxBufferedMB, f.memoryLimit),
 		RequestTimeout:   time.Duration(f.requestTimeout) * time.Second,
 		ShutdownSettle:   settle(f.shutdownSettle),
 		AdminAPIKey:      f.adminAPIKey,
 
 		ReadinessRequiresQuorum: f.readinessRequiresQuorum,
 	}
+}
+
+// bodyBudget is --max-buffered-body-mb in bytes. 0 is auto: gateway.DefaultMaxBufferedBody
+// (1 GiB), or half the Go runtime's memory limit (memoryLimit; math.MaxInt64 or 0 for none)
+// when that is less, but at least 16 MiB. Buffered bodies cost about their size in RSS
+// (docs/choices.md), and half leaves the rest of the limit to everything else.
+func bodyBudget(mb int, memoryLimit int64) int64 {
+	if mb > 0 {
+		return int64(mb) << 20
+	}
+	budget := int64(gateway.DefaultMaxBufferedBody)
+	if memoryLimit > 0 && memoryLimit/2 < budget {
+		budget = max(memoryLimit/2, 16<<20)
+	}
+	return budget
 }
 
 // settle maps --shutdown-settle-secs to the Config, where 0 means the default: a flag of 0

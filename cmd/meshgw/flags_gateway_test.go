@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -11,6 +12,44 @@ func TestRefusedWorkerURLNotEchoed(t *testing.T) {
 		_, err := parse([]string{"--worker-urls", u}, nil)
 		if err == nil || !strings.Contains(err.Error(), "--worker-urls") || strings.Contains(err.Error(), "zzsecretzz") {
 			t.Errorf("--worker-urls %s: %v", u, err)
+		}
+	}
+}
+
+func TestBodyBudget(t *testing.T) {
+	tests := []struct {
+		name        string
+		mb          int
+		memoryLimit int64
+		want        int64
+	}{
+		{"auto, no memory limit", 0, math.MaxInt64, 1 << 30},
+		{"auto, memory limit unknown", 0, 0, 1 << 30},
+		{"auto, a large memory limit does not raise it", 0, 64 << 30, 1 << 30},
+		{"auto, half a smaller memory limit", 0, 1 << 30, 512 << 20},
+		{"auto, never below 16 MiB", 0, 8 << 20, 16 << 20},
+		{"given, whatever the limit", 3000, 1 << 30, 3000 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bodyBudget(tt.mb, tt.memoryLimit); got != tt.want {
+				t.Errorf("bodyBudget(%d, %d) = %d, want %d", tt.mb, tt.memoryLimit, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMaxBufferedBodyFlag(t *testing.T) {
+	o, err := parse([]string{"--max-buffered-body-mb", "64"}, nil)
+	if err != nil || o.gw.config("n", &o.retry).MaxBufferedBody != 64<<20 {
+		t.Fatalf("--max-buffered-body-mb 64: %v", err)
+	}
+	if o, err = parse(nil, map[string]string{"MESHGW_MAX_BUFFERED_BODY_MB": "128"}); err != nil || o.gw.maxBufferedMB != 128 {
+		t.Fatalf("$MESHGW_MAX_BUFFERED_BODY_MB: %v", err)
+	}
+	for _, bad := range []string{"-1", "9223372036854775807"} {
+		if _, err := parse([]string{"--max-buffered-body-mb", bad}, nil); err == nil || !strings.Contains(err.Error(), "--max-buffered-body-mb "+bad) {
+			t.Errorf("--max-buffered-body-mb %s: %v", bad, err)
 		}
 	}
 }

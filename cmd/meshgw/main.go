@@ -87,6 +87,7 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	log := o.observe.logger(stderr)
 	gcPercent, memLimit := o.runtime.apply()
+	o.gw.memoryLimit = memLimit
 	log.Debug("go runtime", "gc_percent", gcPercent, "memory_limit_bytes", memLimit)
 	if o.runtime.enablePprof && o.observe.prometheusPort == 0 {
 		log.Warn("--enable-pprof has no effect: --prometheus-port is 0")
@@ -202,7 +203,8 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	log.Info("meshgw started", "listen", ln.Addr().String(), "probe_listen", probeAddr, "metrics_listen", metricsAddr,
 		"raft", node.Address(), "mesh", cl.mesh.Addr(), "rpc", cl.rpcAddr, "node_id", nodeID, "region", o.gw.region, "color", o.gw.color,
-		"workers", len(o.gw.specs), "policy", o.gw.policy, "tls", o.tls.enabled(), "tls_http", o.tls.enabled() && o.tls.http)
+		"workers", len(o.gw.specs), "policy", o.gw.policy, "tls", o.tls.enabled(), "tls_http", o.tls.enabled() && o.tls.http,
+		"max_buffered_body_mb", cfg.MaxBufferedBody>>20)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -77,7 +77,7 @@ type Meta struct {
 	StreamSet bool              // the body (or the stream hint) said so explicitly
 	Caps      worker.Capability // every capability a worker needs
 	Prompt    []byte            // raw JSON of the prompt field, for prefix_hash
-	Truncated bool              // the body exceeded ScanLimit and only its prefix was scanned
+	Truncated bool              // only a prefix was scanned: the body exceeded ScanLimit, or was streamed
 }
 
 // Hints are the raw values of the hint headers, nil when absent.
@@ -97,9 +97,21 @@ func (e *Error) Error() string { return e.Msg }
 // Parse fills m from the body of a request on route and from the hint headers. It allocates
 // nothing for a small, escape-free JSON body without hints.
 func Parse(m *Meta, route Route, body []byte, h Hints) error {
+	return parse(m, route, body, false, h)
+}
+
+// ParsePrefix is Parse for the first bytes of a body whose rest the gateway does not hold (a
+// body streamed to the worker as it arrives): running out of them ends the scan, as the scan
+// limit does, and the hint headers supply what lies beyond.
+func ParsePrefix(m *Meta, route Route, prefix []byte, h Hints) error {
+	return parse(m, route, prefix, true, h)
+}
+
+func parse(m *Meta, route Route, body []byte, prefix bool, h Hints) error {
 	*m = Meta{}
 	if route.JSON() {
-		s := scanner{b: body, m: m, prompt: routeInfo[route].prompt}
+		s := scanner{b: body, m: m, prompt: routeInfo[route].prompt, trunc: prefix}
+		m.Truncated = prefix
 		if len(body) > ScanLimit {
 			s.b, s.trunc, m.Truncated = body[:ScanLimit], true, true
 		}

@@ -224,3 +224,44 @@ func BenchmarkParse(b *testing.B) {
 		}
 	})
 }
+
+// ParsePrefix reads what the first bytes of a streamed body say, takes the rest from the hints,
+// and does not hold the body to what it cannot see.
+func TestParsePrefix(t *testing.T) {
+	tests := []struct {
+		name    string
+		prefix  string
+		hints   Hints
+		model   string
+		stream  bool
+		caps    worker.Capability
+		wantErr string
+	}{
+		{"cut in a string", `{"model":"m","stream":true,"messages":[{"content":"abc`, Hints{}, "m", true, chat | stream, ""},
+		{"cut in the model", `{"model":"mod`, Hints{}, "", false, chat, ""},
+		{"cut before anything", `{"messages":[{"content":[{"type":"image_url"},`, Hints{Model: []byte("m2")}, "m2", false, chat | img, ""},
+		{"empty prefix, hints", ``, Hints{Model: []byte("m3"), Stream: []byte("true")}, "m3", true, chat | stream, ""},
+		{"capabilities hint need not repeat the prefix's", `{"messages":[{"content":[{"type":"image_url"}`, Hints{Capabilities: []byte("chat")}, "", false, chat | img, ""},
+		{"hint contradicts the prefix", `{"model":"a","x":"`, Hints{Model: []byte("b")}, "", false, 0, HeaderModel},
+		{"invalid JSON before the cut", `{"model":"a",]`, Hints{}, "", false, 0, "not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m Meta
+			err := ParsePrefix(&m, RouteChat, []byte(tt.prefix), tt.hints)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want one naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(m.Model) != tt.model || m.Stream != tt.stream || m.Caps != tt.caps || !m.Truncated {
+				t.Errorf("got model=%q stream=%v caps=%v truncated=%v; want model=%q stream=%v caps=%v",
+					m.Model, m.Stream, m.Caps, m.Truncated, tt.model, tt.stream, tt.caps)
+			}
+		})
+	}
+}

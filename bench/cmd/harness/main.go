@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -104,6 +106,11 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&co.Workers, "memory-workers", 0, "imported workers the memory section restores (default 100,000; quick 10,000)")
 	fs.IntVar(&co.Registrations, "registrations", 0, "sequential registrations timed at 1,000 and at --memory-workers records (default 300; quick 100)")
 	fs.IntVar(&co.AdminWrites, "admin-writes", 0, "sequential admin writes timed (default 1,000; quick 100)")
+	raft := fs.Bool("raft", true, "with -control: measure raft write latency")
+	records := fs.Bool("memory-records", true, "with -control: measure a gateway restoring many worker records")
+	fs.IntVar(&co.Uploads, "uploads", 20, "with -control: concurrent uploads posted through meshgw, its RSS measured (0 skips)")
+	fs.IntVar(&co.UploadMiB, "upload-mib", 100, "MiB of each upload")
+	budgets := fs.String("upload-budgets", "0,64,256,1024,4096", "--max-buffered-body-mb of each upload run, comma-separated (0: meshgw's default; quick 0)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
 	}
@@ -117,7 +124,19 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	}
 	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	o.Quick = *quick
+	co.NoRaft, co.NoRecords = !*raft, !*records
+	if co.Uploads == 0 {
+		co.Uploads = -1 // setDefaults would make 0 the default
+	}
+	var err error
+	if co.UploadBudgetsMiB, err = intList(*budgets); err != nil {
+		fmt.Fprintf(stderr, "harness: -upload-budgets: %v\n", err)
+		return o, "", err
+	}
 	if *quick {
+		if !given(fs, "upload-budgets") {
+			co.UploadBudgetsMiB = []int{0}
+		}
 		o.Rounds = or(o.Rounds, 1)
 		o.Duration = orDur(o.Duration, 3*time.Second)
 		o.OneConnDuration = orDur(o.OneConnDuration, time.Second)
@@ -183,4 +202,24 @@ func orDur(v, def time.Duration) time.Duration {
 		return def
 	}
 	return v
+}
+
+// intList parses comma-separated integers of at least 0.
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a whole number of at least 0", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// given reports whether the flag name was on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }

@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listeners := fs.Int("listeners", 1, "number of listeners, each on its own port (the health benchmark uses many)")
 	events := fs.Int("events", 20, "SSE events per streamed answer, before [DONE]")
 	delay := fs.Duration("event-delay", 0, "pause between two SSE events")
+	maxBodyMB := fs.Int("max-body-mb", 0, "read request bodies as streams, up to this many MiB (uploads); 0: fasthttp's 4 MiB, read whole")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -43,12 +44,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "upstream: --host %q is not a loopback address\n", *host)
 		return 2
 	}
-	if *listeners < 1 || *listeners > 16_000 || *events < 1 || *delay < 0 {
-		fmt.Fprintln(stderr, "upstream: --listeners must be 1..16000, --events ≥ 1, --event-delay ≥ 0")
+	if *listeners < 1 || *listeners > 16_000 || *events < 1 || *delay < 0 || *maxBodyMB < 0 || *maxBodyMB > 1<<20 {
+		fmt.Fprintln(stderr, "upstream: --listeners must be 1..16000, --events ≥ 1, --event-delay ≥ 0, --max-body-mb 0..1048576")
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv := engine.NewServer(engine.Config{Events: *events, EventDelay: *delay})
+	srv := engine.NewServer(engine.Config{Events: *events, EventDelay: *delay, MaxBody: *maxBodyMB << 20})
 	errc := make(chan error, *listeners)
 	for i := range *listeners {
 		p := 0
