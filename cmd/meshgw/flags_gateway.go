@@ -34,7 +34,8 @@ type gatewayFlags struct {
 	nodeID           string
 	region           string
 	color            string
-	adminAPIKey      string
+	adminAPIKey      string // a secret: never logged, echoed or put in an error
+	adminAPIKeyFile  string
 	shutdownGrace    int
 	shutdownSettle   int
 	// readinessRequiresQuorum: /readiness answers 503 "no quorum" while raft has no leader.
@@ -59,7 +60,8 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.nodeID, "node-id", "", "this gateway's node id (default: host_port of the data plane listener)")
 	fs.StringVar(&f.region, "region", "", "this gateway's region")
 	fs.StringVar(&f.color, "color", "", "free label of this gateway, e.g. blue or green")
-	fs.StringVar(&f.adminAPIKey, "admin-api-key", "", "bearer key of the admin routes (empty: admin routes answer loopback clients only)")
+	fs.StringVar(&f.adminAPIKey, "admin-api-key", "", "bearer key of the admin routes (empty: admin routes answer loopback clients only); prefer --admin-api-key-file or the variable: a command line is readable by every local user")
+	fs.StringVar(&f.adminAPIKeyFile, "admin-api-key-file", "", "file holding the admin routes' bearer key (a trailing newline is dropped)")
 	fs.IntVar(&f.shutdownGrace, "shutdown-grace-period-secs", 180, "on SIGTERM, how long in-flight requests may take to drain")
 	fs.IntVar(&f.shutdownSettle, "shutdown-settle-secs", 2, "on SIGTERM, how long the listener stays open after readiness turns draining")
 	fs.BoolVar(&f.readinessRequiresQuorum, "readiness-requires-quorum", false, "answer /readiness 503 \"no quorum\" while raft has no leader (by default a gateway serves its last applied state without one, and is ready when it has routable workers)")
@@ -89,6 +91,9 @@ func (f *gatewayFlags) validate() error {
 	}
 	if f.maxPayloadSize < 1 {
 		return usagef("--max-payload-size %d is below the minimum 1", f.maxPayloadSize)
+	}
+	if err := keyFromFile(&f.adminAPIKey, "admin-api-key", "admin-api-key-file", f.adminAPIKeyFile); err != nil {
+		return err
 	}
 	return f.loadSpecs()
 }

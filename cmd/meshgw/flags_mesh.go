@@ -22,6 +22,7 @@ type clusterFlags struct {
 	meshAdvertiseHost  string
 	meshProfile        string
 	meshEncryptKey     string // a secret: never logged, echoed or put in an error
+	meshEncryptKeyFile string
 	join               []string
 	bootstrapExpect    int
 	rpcPort            int
@@ -41,7 +42,8 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.meshBindHost, "mesh-bind-host", "", "address the mesh listens on (default: --host; 127.0.0.1 for a gateway without --join, --bootstrap-expect or an advertised address)")
 	fs.StringVar(&f.meshAdvertiseHost, "mesh-advertise-host", "", "address peers reach this gateway on, for the mesh, raft, gRPC and HTTP (required with --join or --bootstrap-expect when binding 0.0.0.0)")
 	fs.StringVar(&f.meshProfile, "mesh-profile", mesh.ProfileLAN, "mesh timings: lan, wan or local (one host: tests, demos)")
-	fs.StringVar(&f.meshEncryptKey, "mesh-encrypt-key", "", "base64 AES key (16, 24 or 32 bytes) encrypting the mesh's gossip; every peer needs the same")
+	fs.StringVar(&f.meshEncryptKey, "mesh-encrypt-key", "", "base64 AES key (16, 24 or 32 bytes) encrypting the mesh's gossip; every peer needs the same; prefer --mesh-encrypt-key-file or the variable: a command line is readable by every local user")
+	fs.StringVar(&f.meshEncryptKeyFile, "mesh-encrypt-key-file", "", "file holding --mesh-encrypt-key's base64 key (a trailing newline is dropped)")
 	fs.StringSliceVar(&f.join, "join", nil, "mesh addresses (host[:port], default port 39527) of gateways to join, repeatable and comma-separated")
 	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of new gateways that bootstrap a cluster together once they see each other (0 = off)")
 	fs.IntVar(&f.rpcPort, "rpc-port", consensus.DefaultRPCPort, "port of the gRPC listener serving writes forwarded to the raft leader (0 picks a free one)")
@@ -54,6 +56,12 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *clusterFlags) validate() error {
+	if err := keyFromFile(&f.meshEncryptKey, "mesh-encrypt-key", "mesh-encrypt-key-file", f.meshEncryptKeyFile); err != nil {
+		return err
+	}
+	if err := checkKey(f.meshEncryptKey); err != nil && f.meshEncryptKeyFile != "" {
+		return usagef("--mesh-encrypt-key-file %s: %v", f.meshEncryptKeyFile, err)
+	}
 	for _, e := range []error{
 		checkPort("mesh-port", f.meshPort, true),
 		checkPort("rpc-port", f.rpcPort, true),
