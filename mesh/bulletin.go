@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -108,14 +110,28 @@ func toWire(b *Bulletin) *meshv1.Bulletin {
 		BreakerFailures: clampU32(b.BreakerFailures), BreakerSuccesses: clampU32(b.BreakerSuccesses),
 		BreakerReopenMs: clampU32(int(b.BreakerReopenIn / time.Millisecond)),
 		HealthFailures:  clampU32(b.HealthFailures), HealthSuccesses: clampU32(b.HealthSuccesses),
-		LastError: b.LastError, LastStatusCode: int32(b.LastStatusCode), Models: b.Models,
+		LastError: validUTF8(b.LastError), LastStatusCode: int32(b.LastStatusCode), Models: b.Models,
 		ActiveRequests: b.ActiveRequests, ProbeIntervalMs: clampU32(int(b.ProbeInterval / time.Millisecond)),
+	}
+	copied := false
+	for i, m := range b.Models {
+		if v := validUTF8(m); v != m {
+			if !copied { // b's list is not the wire message's to change
+				w.Models, copied = slices.Clone(b.Models), true
+			}
+			w.Models[i] = v
+		}
 	}
 	if !b.LastProbe.IsZero() {
 		w.LastProbeUnixMs = b.LastProbe.UnixMilli()
 	}
 	return w
 }
+
+// validUTF8 repairs text that came from outside (a probe's error, which may quote what a worker
+// answered; the models a worker lists): protobuf refuses to encode invalid UTF-8 in a string,
+// and encode would panic. Valid text is returned as it is, without a copy.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func fromWire(w *meshv1.Bulletin) Bulletin {
 	b := Bulletin{

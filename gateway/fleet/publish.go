@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/owned"
@@ -144,6 +145,13 @@ func (p *Publisher) bulletin(id worker.ID) (mesh.Bulletin, bool) {
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	// Back up to the start of the character the cut falls in (at most 3 bytes: UTF-8 runes are
+	// at most 4 long), so that valid text stays valid.
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
 	}
 	return s[:n]
 }
