@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/meshgw/meshgw/version.Version=$(VERSION) -X github.com/meshgw/meshgw/version.Commit=$(COMMIT)
 
-.PHONY: all build demo test test-short lint proto bench bench-quick clean help
+.PHONY: all build demo test test-short lint fuzz proto bench bench-quick clean help
 
 all: build
 
@@ -21,16 +21,20 @@ build: ## Build meshgw, meshctl and fakeworker (every cmd/) into bin/, stamped w
 demo: build ## Start a local mesh with fake engines and print what to try.
 	scripts/demo.sh
 
-test: build ## Install test dependencies, lint, and run every test.
+test: build ## Install test dependencies, lint, run every test, and run each fuzzer for 2 s.
 	scripts/test-deps.sh
 	scripts/lint.sh
 	$(GO) test -count=1 -timeout 15m ./...
+	scripts/fuzz.sh
 
 test-short: ## Go tests without the slow multi-process suites.
 	$(GO) test -count=1 -short ./...
 
 lint: ## gofmt, go vet and staticcheck.
 	scripts/lint.sh
+
+fuzz: ## Run each fuzzer for FUZZTIME (default 2s; FUZZ=regexp picks some).
+	scripts/fuzz.sh
 
 proto: ## Regenerate protobuf/gRPC code from api/ with pinned tools.
 	scripts/proto.sh

@@ -2,9 +2,11 @@ package admin
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -77,4 +79,59 @@ func checkAccepted(t *testing.T, s worker.Spec) {
 	if _, err := fsm.Encode(fsm.Register{Spec: s, Owner: "n1"}); err != nil {
 		t.Fatalf("an accepted spec does not encode: %v", err)
 	}
+}
+
+// FuzzAdminRequest sends arbitrary admin requests (method, path after /workers or /mesh, query,
+// Authorization, body) to a handler without raft over a pool holding one worker with an API key:
+// nothing panics; every answer is a 2xx, or a 4xx or 503 with the error envelope and a code; and
+// no answer shows the worker's key or the admin key.
+func FuzzAdminRequest(f *testing.F) {
+	for _, s := range []struct {
+		method uint8
+		path   string
+		auth   string
+		body   string
+	}{
+		{0, "/workers", "Bearer admin-fuzz-key", ""},
+		{0, "/workers/w-000000000000?consistent=true", "Bearer admin-fuzz-key", ""},
+		{0, "/workers/http%3A%2F%2F127.0.0.1%3A8001", "Bearer admin-fuzz-key", ""},
+		{0, "/workers/http://user:pw@127.0.0.1:8001?key=x", "Bearer admin-fuzz-key", ""},
+		{1, "/workers", "Bearer admin-fuzz-key", `{"url":"http://127.0.0.1:9"}`},
+		{2, "/workers/w-000000000000", "Bearer admin-fuzz-key", `{"disabled":true}`},
+		{3, "/workers/w-000000000000", "Bearer admin-fuzz-key", `{"priority":3}`},
+		{4, "/workers/w-000000000000", "Bearer wrong", ""},
+		{0, "/mesh/peers?consistent=maybe", "", ""},
+		{0, "/status", "", ""},
+		{5, "/mesh/owners", "Bearer admin-fuzz-key", ""},
+	} {
+		f.Add(s.method, s.path, s.auth, []byte(s.body))
+	}
+	p := pool.New(pool.Config{})
+	_, _, err := p.Upsert(worker.Spec{URL: "http://127.0.0.1:8001", APIKey: "sk-fuzz-secret", Models: []string{"m"}}, pool.OriginLocal)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := New(Config{Pool: p, NodeID: "n1", APIKey: "admin-fuzz-key", Status: func() any { return map[string]string{"node_id": "n1"} }, Logger: quiet()})
+	methods := []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+	f.Fuzz(func(t *testing.T, method uint8, path, auth string, body []byte) {
+		if !strings.HasPrefix(path, "/") {
+			path = "/workers/" + path
+		}
+		a := do(h, req{method: methods[int(method)%len(methods)], uri: path, auth: auth, body: string(body)})
+		if a.status == 0 {
+			return // not an admin path
+		}
+		if strings.Contains(a.body, "sk-fuzz-secret") || strings.Contains(a.body, "admin-fuzz-key") {
+			t.Fatalf("%s %q answered a secret: %s", methods[int(method)%len(methods)], path, a.body)
+		}
+		switch {
+		case a.status >= 200 && a.status < 300:
+		case a.status >= 400 && a.status < 500, a.status == 503:
+			if a.errCode() == "" {
+				t.Fatalf("%s %q: %d without an error code: %s", methods[int(method)%len(methods)], path, a.status, a.body)
+			}
+		default:
+			t.Fatalf("%s %q: status %d: %s", methods[int(method)%len(methods)], path, a.status, a.body)
+		}
+	})
 }

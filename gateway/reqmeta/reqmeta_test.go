@@ -265,3 +265,51 @@ func TestParsePrefix(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseWithHints feeds a body, the three hint headers and a route to Parse, and every
+// prefix length of the body to ParsePrefix: nothing panics; what is accepted requires the
+// route's capability, streaming when it streams, and the model hint as given; a refusal names
+// a hint header or none; and a prefix of a body Parse accepts is accepted, agreeing with Parse
+// when the prefix is the whole body.
+func FuzzParseWithHints(f *testing.F) {
+	f.Add([]byte(`{"model":"m","stream":true,"messages":[{"content":[{"type":"image_url"}]}]}`), []byte("m"), []byte("chat,image_input"), []byte("true"), uint8(0), uint16(20))
+	f.Add([]byte(`{"model":"a"}`), []byte("b"), []byte(nil), []byte(nil), uint8(1), uint16(5))
+	f.Add([]byte(`{"stream":false}`), []byte(nil), []byte("bogus"), []byte("maybe"), uint8(2), uint16(0))
+	f.Add([]byte("--x\r\nnot json"), []byte(" whisper "), []byte("audio_input"), []byte("no"), uint8(5), uint16(3))
+	f.Fuzz(func(t *testing.T, body, model, caps, stream []byte, route uint8, cut uint16) {
+		r := Route(route % uint8(NumRoutes))
+		h := Hints{Model: model, Capabilities: caps, Stream: stream}
+		var m Meta
+		err := Parse(&m, r, body, h)
+		checkMeta(t, &m, r, h, err)
+		var p Meta
+		perr := ParsePrefix(&p, r, body[:int(cut)%(len(body)+1)], h)
+		checkMeta(t, &p, r, h, perr)
+		if err == nil && len(body) <= ScanLimit {
+			var whole, none Meta
+			if e := ParsePrefix(&whole, r, body, h); e != nil || string(whole.Model) != string(m.Model) || whole.Stream != m.Stream {
+				t.Fatalf("ParsePrefix of the whole body: %q %v %v; Parse: %q %v", whole.Model, whole.Stream, e, m.Model, m.Stream)
+			}
+			if e := ParsePrefix(&none, r, body[:int(cut)%(len(body)+1)], Hints{}); e != nil {
+				t.Fatalf("a prefix of an accepted body is refused: %v", e)
+			}
+		}
+	})
+}
+
+func checkMeta(t *testing.T, m *Meta, r Route, h Hints, err error) {
+	t.Helper()
+	if err != nil {
+		e, ok := err.(*Error)
+		if !ok || e.Msg == "" || (e.Header != "" && e.Header != HeaderModel && e.Header != HeaderCapabilities && e.Header != HeaderStream) {
+			t.Fatalf("refusal %#v", err)
+		}
+		return
+	}
+	if !m.Caps.Has(r.Capability()) || (m.Stream && !m.Caps.Has(worker.CapStreaming)) {
+		t.Fatalf("route %v, stream %v: caps %v", r, m.Stream, m.Caps)
+	}
+	if h.Model != nil && string(m.Model) != strings.TrimSpace(string(h.Model)) {
+		t.Fatalf("model %q, hint %q", m.Model, h.Model)
+	}
+}

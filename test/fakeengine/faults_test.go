@@ -366,3 +366,36 @@ func TestCloseEndsHangingRequests(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// FuzzParseFaults feeds arbitrary POST /_fault bodies: nothing panics, a refusal is one line,
+// an accepted body leaves valid knobs, and the knobs it leaves read back the same as JSON.
+func FuzzParseFaults(f *testing.F) {
+	for _, s := range []string{`{}`, `{"health_status":503}`, `{"error_status":500,"error_rate":0.5}`,
+		`{"latency_ms":100,"stream_chunks":3,"chunk_delay_ms":10,"cut_stream_after":2}`, `{"hang":true}`,
+		`{"weight_update_status":500,"weight_update_hang":false}`, `{"latency":5}`, `{"latency_ms":"5"}`, `[1]`, `{`,
+		`{"hang":true}{}`, `{"error_rate":1e400}`, `{"stream_chunks":null}`, `null`, `{"health_status":-1}`} {
+		f.Add([]byte(s))
+	}
+	cur := DefaultFaults()
+	cur.LatencyMS, cur.Hang = 7, true
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := ParseFaults(cur, body)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\r\n") || err.Error() == "" {
+				t.Fatalf("refusal %q is not one line", err)
+			}
+			return
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("accepted knobs are invalid: %v", err)
+		}
+		b, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseFaults(DefaultFaults(), b)
+		if err != nil || back != got {
+			t.Fatalf("knobs %+v read back as %+v, %v", got, back, err)
+		}
+	})
+}
