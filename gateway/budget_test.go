@@ -75,3 +75,15 @@ func TestBodyBudgetWaiterWakesWhenBytesComeBack(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkBodyBudget is what every model request pays for the budget: one take and one give,
+// from all cores at once.
+func BenchmarkBodyBudget(b *testing.B) {
+	budget := newBodyBudget(1 << 30)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			budget.take(125, time.Second)
+			budget.give(125)
+		}
+	})
+}
