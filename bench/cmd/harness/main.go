@@ -109,8 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	raft := fs.Bool("raft", true, "with -control: measure raft write latency")
 	records := fs.Bool("memory-records", true, "with -control: measure a gateway restoring many worker records")
 	fs.IntVar(&co.Uploads, "uploads", 20, "with -control: concurrent uploads posted through meshgw, its RSS measured (0 skips)")
-	fs.IntVar(&co.UploadMiB, "upload-mib", 100, "MiB of each upload")
-	budgets := fs.String("upload-budgets", "0,64,256,1024,4096", "--max-buffered-body-mb of each upload run, comma-separated (0: meshgw's default; quick 0)")
+	fs.IntVar(&co.UploadMiB, "upload-mib", 100, "MiB of each upload (quick 20)")
+	budgets := fs.String("upload-budgets", "0,64,256,4096", "--max-buffered-body-mb of each upload run, comma-separated (0: meshgw's default; quick 200)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
 	}
@@ -134,8 +134,13 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		return o, "", err
 	}
 	if *quick {
+		// A fifth of the full run's bytes, shaped as it is with the default budget: half the
+		// uploads fit in the budget at once.
+		if !given(fs, "upload-mib") {
+			co.UploadMiB = 20
+		}
 		if !given(fs, "upload-budgets") {
-			co.UploadBudgetsMiB = []int{0}
+			co.UploadBudgetsMiB = []int{200}
 		}
 		o.Rounds = or(o.Rounds, 1)
 		o.Duration = orDur(o.Duration, 3*time.Second)
