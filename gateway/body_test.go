@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
+	enginev1 "github.com/meshgw/meshgw/api/engine/v1"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -233,4 +236,16 @@ func TestBudgetRefusalReadsItsAnswer(t *testing.T) {
 	}
 	releaseOnce()
 	<-first
+}
+
+// A body larger than the budget cannot go to a gRPC worker, whose transport takes a body whole:
+// 413 naming the budget, the engine never called, no outcome charged to the worker.
+func TestStreamedBodyRefusedForAGRPCWorker(t *testing.T) {
+	e := newEnv(t, Config{MaxBufferedBody: 64 << 10})
+	eng := &scriptedEngine{generate: func(*enginev1.GenerateRequest, grpc.ServerStreamingServer[enginev1.GenerateChunk]) error { return nil }}
+	e.grpcWorker(eng)
+	code, _, body := e.post("/v1/completions", `{"prompt":"`+strings.Repeat("z", 100<<10)+`"}`)
+	if code != 413 || !strings.Contains(body, "--max-buffered-body-mb") || eng.calls() != 0 || len(e.outcomesCopy()) != 0 {
+		t.Errorf("%d %s; engine calls %d, outcomes %v", code, body, eng.calls(), e.outcomesCopy())
+	}
 }

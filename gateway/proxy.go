@@ -39,6 +39,9 @@ type call struct {
 	reserved int64
 	streamed bool
 	sbody    streamedBody
+	// rejected is the request log's outcome of a refusal its status does not tell apart (a 503
+	// for the body budget, not for want of workers); "" otherwise.
+	rejected string
 	cands    []*pool.Worker
 	preq     policy.Request
 	touched  [maxTouched]touch
@@ -116,6 +119,7 @@ func (c *call) begin() bool {
 		case errors.Is(err, errOverBudget):
 			c.fail(fasthttp.StatusServiceUnavailable, bodyBudgetFull)
 			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+			c.rejected = outcomeOverloaded
 			c.g.closeLingering(ctx)
 		default: // the client's connection broke
 			c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, "cannot read the request body"))
@@ -235,13 +239,13 @@ func (c *call) proxy() {
 
 // try makes one attempt on w. final means a retryable status is passed to the client as is.
 func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result {
-	c.lastW, c.attempt = w, attempt
 	up.ready()
+	if up.rpc != nil && c.streamed { // refused by the gateway: no worker was tried
+		c.fail(fasthttp.StatusRequestEntityTooLarge, bodyStreamedRPC)
+		return result{done: true}
+	}
+	c.lastW, c.attempt = w, attempt
 	if up.rpc != nil {
-		if c.streamed {
-			c.fail(fasthttp.StatusRequestEntityTooLarge, bodyStreamedRPC)
-			return result{done: true}
-		}
 		return c.tryRPC(w, up, attempt, final)
 	}
 	c.aim(up)
@@ -412,7 +416,7 @@ func (c *call) finish() {
 	g.metrics.observe(int(c.route), c.status, time.Since(c.start).Seconds())
 	g.adm.release()
 	clear(c.cands[:cap(c.cands)])
-	c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW = nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil
+	c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW, c.rejected = nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil, ""
 	c.reqID = c.reqID[:0]
 	c.hdr = reqHeaders{}
 	callPool.Put(c)

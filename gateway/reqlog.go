@@ -27,7 +27,7 @@ const (
 	outcomeTimeout            = "timeout"              // no answer within the request timeout (504)
 	outcomeStreamInterrupted  = "stream_interrupted"   // the stream was cut after its status was sent
 	outcomeNoAvailableWorkers = "no_available_workers" // nothing routable for the request
-	outcomeOverloaded         = "overloaded"           // the in-flight limit (--max-connections)
+	outcomeOverloaded         = "overloaded"           // the in-flight limit (--max-connections), or the body budget's (--max-buffered-body-mb)
 	outcomeTooLarge           = "payload_too_large"    // the body passed --max-payload-size
 	outcomeInvalidRequest     = "invalid_request"      // the body or a hint header was refused
 )
@@ -39,6 +39,10 @@ func (c *call) logRequest() {
 	stream := c.meta.Stream
 	caps := c.meta.Caps.String()
 	if c.lastW == nil {
+		outcome := c.rejected
+		if outcome == "" {
+			outcome = rejectOutcome(c.status)
+		}
 		g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteRejected,
 			slog.String("request_id", string(c.reqID)),
 			slog.String("path", c.route.Path()),
@@ -46,7 +50,7 @@ func (c *call) logRequest() {
 			slog.String("capabilities", caps),
 			slog.Int("status", c.status),
 			slog.Float64("duration_ms", ms(d)),
-			slog.String("outcome", rejectOutcome(c.status)))
+			slog.String("outcome", outcome))
 		return
 	}
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteCompleted,

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meshgw/meshgw/test/logbuf"
 )
@@ -166,6 +168,29 @@ func TestRequestLogOverloaded(t *testing.T) {
 		t.Errorf("held request: %d", s)
 	}
 	lastRecord(t, buf, 2)
+}
+
+// TestRequestLogBodyBudget: a request refused because the body budget stayed full is logged as
+// overloaded, not as "no available workers", which its 503 alone would say.
+func TestRequestLogBodyBudget(t *testing.T) {
+	e, buf := reqLogEnv(t, Config{RequestLog: true, MaxBufferedBody: 1000, BodyBudgetWait: time.Millisecond}, slog.LevelInfo)
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	e.upstream(holdUpstream(held, release))
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	first := make(chan int, 1)
+	go func() {
+		status, _, _ := e.post("/v1/completions", `{"prompt":"`+strings.Repeat("a", 787)+`"}`)
+		first <- status
+	}()
+	<-held
+	code, _, _ := e.post("/v1/completions", `{"prompt":"`+strings.Repeat("b", 487)+`"}`, "X-Request-Id", "budget-1")
+	r := lastRecord(t, buf, 1)
+	if code != 503 || r["msg"] != msgRouteRejected || r["outcome"] != outcomeOverloaded || r["request_id"] != "budget-1" {
+		t.Errorf("answer %d, record %v", code, r)
+	}
+	releaseOnce()
+	<-first
 }
 
 // TestRequestLogOff: nothing is logged with RequestLog off, or with the logger above INFO.
