@@ -43,7 +43,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.meshAdvertiseHost, "mesh-advertise-host", "", "address peers reach this gateway on, for the mesh, raft, gRPC and HTTP (required with --join or --bootstrap-expect when binding 0.0.0.0)")
 	fs.StringVar(&f.meshProfile, "mesh-profile", mesh.ProfileLAN, "mesh timings: lan, wan or local (one host: tests, demos)")
 	fs.StringVar(&f.meshEncryptKey, "mesh-encrypt-key", "", "base64 AES key (16, 24 or 32 bytes) encrypting the mesh's gossip; every peer needs the same; prefer --mesh-encrypt-key-file or the variable: a command line is readable by every local user")
-	fs.StringVar(&f.meshEncryptKeyFile, "mesh-encrypt-key-file", "", "file holding --mesh-encrypt-key's base64 key (a trailing newline is dropped)")
+	fs.StringVar(&f.meshEncryptKeyFile, "mesh-encrypt-key-file", "", "file holding --mesh-encrypt-key's base64 key, or several one per line, the primary first")
 	fs.StringSliceVar(&f.join, "join", nil, "mesh addresses (host[:port], default port 39527) of gateways to join, repeatable and comma-separated")
 	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of new gateways that bootstrap a cluster together once they see each other (0 = off)")
 	fs.IntVar(&f.rpcPort, "rpc-port", consensus.DefaultRPCPort, "port of the gRPC listener serving writes forwarded to the raft leader (0 picks a free one)")
@@ -134,12 +134,13 @@ func checkHost(name, v string) error {
 	return usagef("--%s %q is not an IP address", name, v)
 }
 
-// checkKey validates --mesh-encrypt-key as the mesh will, without ever quoting it.
+// checkKey validates --mesh-encrypt-key as the mesh will (one key, or several separated by
+// commas or newlines, the primary first: mesh.ParseEncryptKeys), without ever quoting it.
 func checkKey(k string) error {
 	if k == "" {
 		return nil
 	}
-	if _, err := mesh.ParseEncryptKey(k); err != nil {
+	if _, err := mesh.ParseEncryptKeys(k); err != nil {
 		return usagef("%v", err)
 	}
 	return nil

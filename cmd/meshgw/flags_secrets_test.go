@@ -25,6 +25,9 @@ func TestKeyFiles(t *testing.T) {
 	adminCRLF := write("admin-crlf", "sk-admin-canary\r\n", 0o600)
 	adminBare := write("admin-bare", "sk-admin-canary", 0o600)
 	mesh := write("mesh", meshKey+"\n", 0o600)
+	const meshKey2 = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=" // 32 bytes
+	meshTwo := write("mesh-two", meshKey+"\n"+meshKey2+"\n", 0o600)
+	meshBadSecond := write("mesh-bad-second", meshKey+"\nc2hvcnQ=\n", 0o600)
 	empty := write("empty", "\n", 0o600)
 	badMesh := write("bad-mesh", "zzsecretzz-not-base64\n", 0o600)
 	unreadable := write("unreadable", "sk-admin-canary\n", 0o000)
@@ -51,6 +54,8 @@ func TestKeyFiles(t *testing.T) {
 		{name: "a folder", args: []string{"--mesh-encrypt-key-file", dir}, wantErr: "--mesh-encrypt-key-file " + dir + " is not a regular file"},
 		{name: "empty file", args: []string{"--admin-api-key-file", empty}, wantErr: "--admin-api-key-file " + empty + " is empty"},
 		{name: "empty mesh key file", args: []string{"--mesh-encrypt-key-file", empty}, wantErr: "--mesh-encrypt-key-file " + empty + " is empty"},
+		{name: "mesh key file, the primary then another key, one per line", args: []string{"--mesh-encrypt-key-file", meshTwo}, meshKey: meshKey + "\n" + meshKey2},
+		{name: "bad second mesh key in the file", args: []string{"--mesh-encrypt-key-file", meshBadSecond}, wantErr: "--mesh-encrypt-key-file " + meshBadSecond + ": key 2 of 2: --mesh-encrypt-key decodes to 5 bytes"},
 		{name: "bad mesh key in the file", args: []string{"--mesh-encrypt-key-file", badMesh}, wantErr: "--mesh-encrypt-key-file " + badMesh + ": --mesh-encrypt-key is not valid base64"},
 		{name: "both", args: []string{"--admin-api-key", "sk-x", "--admin-api-key-file", admin}, wantErr: "--admin-api-key and --admin-api-key-file are both set"},
 		{name: "variable and file", args: []string{"--mesh-encrypt-key-file", mesh}, env: map[string]string{"MESHGW_MESH_ENCRYPT_KEY": meshKey},
