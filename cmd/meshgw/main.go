@@ -120,14 +120,19 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	if w := o.tls.warning(); w != "" {
 		log.Warn(w)
 	}
-	defer o.tls.reloadOnHangup(log)()
+	var cl *cluster
+	var started atomic.Pointer[cluster] // cl, for the SIGHUP goroutine once it is up
+	defer o.tls.reloadOnHangup(log, func(l *slog.Logger) {
+		if c := started.Load(); c != nil {
+			o.cluster.reloadGossipKeys(c.mesh, l)
+		}
+	})()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns
 	// (its gRPC service must exist before the listener serves); the reporter sends the outcomes
 	// of workers owned elsewhere to their owners, at the gRPC address the mesh publishes.
 	var owner lateOwner
-	var cl *cluster
 	outcomes, err := newOutcomeReports(nodeID, func(id string) (string, bool) { return cl.resolveRPC(id) }, o.tls.dialOptions(), &owner, reg, log)
 	if err != nil {
 		return err
@@ -138,6 +143,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		outcomes.close()
 		return err
 	}
+	started.Store(cl)
 	defer cl.shutdown()
 	defer outcomes.close() // before the gRPC listener's graceful stop, which waits for open streams
 	node := cl.node

@@ -70,10 +70,11 @@ func (f *tlsFlags) status() *gateway.SecurityStatus {
 	return &gateway.SecurityStatus{TLS: f.enabled(), TLSHTTP: f.enabled() && f.http, Insecure: f.insecure, Warning: f.warning()}
 }
 
-// reloadOnHangup reloads the certificate files on each SIGHUP until stop is called. A reload
+// reloadOnHangup reloads the certificate files on each SIGHUP until stop is called, then runs
+// each of more (the gossip keys). A reload
 // that fails keeps the certificates in use and says why (never the files' contents). Without
 // TLS a SIGHUP only logs that there is nothing to reload (it no longer ends the process).
-func (f *tlsFlags) reloadOnHangup(log *slog.Logger) (stop func()) {
+func (f *tlsFlags) reloadOnHangup(log *slog.Logger, more ...func(*slog.Logger)) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -86,6 +87,9 @@ func (f *tlsFlags) reloadOnHangup(log *slog.Logger) (stop func()) {
 				return
 			case <-hup:
 				f.reload(log)
+				for _, r := range more {
+					r(log)
+				}
 			}
 		}
 	}()
