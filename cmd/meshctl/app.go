@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshgw/meshgw/version"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // defaultGateway is where meshctl looks without --gateway or $MESHCTL_GATEWAY.
@@ -84,10 +85,10 @@ func (a *app) resolve() error {
 	a.gateway = strings.TrimRight(a.gateway, "/")
 	u, err := url.Parse(a.gateway)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--gateway %q: want an http:// or https:// URL", a.gateway)
+		return fmt.Errorf("--gateway %q: want an http:// or https:// URL", worker.RedactURL(a.gateway))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("--gateway %q: want no query or fragment", a.gateway)
+		return fmt.Errorf("--gateway %q: want no query or fragment", worker.RedactURL(a.gateway))
 	}
 	if a.adminKey == "" {
 		a.adminKey = a.getenv("MESHCTL_ADMIN_KEY")

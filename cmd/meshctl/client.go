@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/meshgw/meshgw/worker"
 )
 
 // maxAnswer bounds how much of an answer meshctl reads.
@@ -109,16 +111,17 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (answ
 	return answer{Status: resp.StatusCode, Body: data}, nil
 }
 
-// unreachable names the gateway and drops the request URL that net/http puts in its errors.
+// unreachable names the gateway, without any user info in its URL, and drops the request URL
+// that net/http puts in its errors.
 func (c *client) unreachable(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return &unreachableError{Gateway: c.base, Err: ue.Err, Timeout: c.timeout}
+			return &unreachableError{Gateway: worker.RedactURL(c.base), Err: ue.Err, Timeout: c.timeout}
 		}
 		err = ue.Err
 	}
-	return &unreachableError{Gateway: c.base, Err: err}
+	return &unreachableError{Gateway: worker.RedactURL(c.base), Err: err}
 }
 
 // refusal reads the gateway's error body {"error": {"message", "code"}}.

@@ -151,3 +151,20 @@ func TestHelpHasExamples(t *testing.T) {
 		}
 	}
 }
+
+// A gateway URL carrying a credential (user info, a query) is never echoed in an error.
+func TestGatewayURLNotEchoed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close() // nothing listens there now
+	for _, gw := range []string{"http://user:zzsecretzz@" + closed, "http://" + closed + "?token=zzsecretzz",
+		"http://" + closed + "#zzsecretzz", "ftp://user:zzsecretzz@" + closed, "user:zzsecretzz@" + closed} {
+		code, stdout, stderr := runCLI(t, gw, nil, "workers", "list")
+		if code == 0 || strings.Contains(stdout+stderr, "zzsecretzz") {
+			t.Errorf("--gateway %s: exit %d, %q %q", gw, code, stdout, stderr)
+		}
+	}
+}
