@@ -17,7 +17,7 @@ import (
 // DefaultBootstrapPoll is how often ExpectBootstrap looks again without a signal.
 const DefaultBootstrapPoll = time.Second
 
-// MemberList is the mesh's member list as ExpectBootstrap and CatchUp read it; *mesh.Mesh
+// MemberList is the mesh's member list as ExpectBootstrap reads it; *mesh.Mesh
 // implements it.
 type MemberList interface {
 	// Members returns every member the mesh knows, this node included.

@@ -88,7 +88,8 @@ type Reconciler struct {
 	mu     sync.Mutex // serializes passes; guards the fields below
 	seen   map[worker.ID]applied
 	passes int
-	// pass collects the per-worker lines of the running pass (passlog.go).
+	// pass collects the per-worker lines of the running pass (passlog.go); each pass makes
+	// its own, before anything logs into it.
 	pass *passLog
 	// version is the records' version the last pass applied; the next one asks what changed
 	// since.
@@ -133,7 +134,6 @@ func New(cfg Config) *Reconciler {
 		seen:      make(map[worker.ID]applied),
 		needFull:  true,
 		poolIndex: newPoolIndex(),
-		pass:      newPassLog(slog.New(slog.DiscardHandler)),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
