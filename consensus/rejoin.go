@@ -1,9 +1,9 @@
 package consensus
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+
+	"github.com/meshgw/meshgw/storage"
 )
 
 // startRejoining decides whether the node starts rejoining (voteguard.go) and stores it: a node
@@ -15,9 +15,11 @@ import (
 func (n *Node) startRejoining(existing, waits bool) (bool, error) {
 	db := n.stores.db
 	if db == nil {
-		var id [8]byte
-		_, _ = rand.Read(id[:])
-		n.incarnation = hex.EncodeToString(id[:])
+		id, err := storage.NewIncarnation()
+		if err != nil {
+			return false, fmt.Errorf("consensus: %w", err)
+		}
+		n.incarnation = id
 		return !existing && waits, nil
 	}
 	n.incarnation = db.Incarnation()

@@ -30,12 +30,22 @@ func (s *Store) initNode(tx *bolt.Tx) error {
 		s.incarnation = string(v)
 		return nil
 	}
+	id, err := NewIncarnation()
+	if err != nil {
+		return err
+	}
+	s.incarnation = id
+	return b.Put(keyIncarnation, []byte(s.incarnation))
+}
+
+// NewIncarnation makes a random incarnation id: what a new database gets, and what an
+// ephemeral node (no database) takes at each start.
+func NewIncarnation() (string, error) {
 	var id [incarnationBytes]byte
 	if _, err := rand.Read(id[:]); err != nil {
-		return fmt.Errorf("make an incarnation id: %w", err)
+		return "", fmt.Errorf("make an incarnation id: %w", err)
 	}
-	s.incarnation = hex.EncodeToString(id[:])
-	return b.Put(keyIncarnation, []byte(s.incarnation))
+	return hex.EncodeToString(id[:]), nil
 }
 
 // Incarnation is the random id made when this database was first opened: a state directory
