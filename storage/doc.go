@@ -13,7 +13,11 @@
 //     rather than hand raft a damaged entry.
 //  4. A newly created database file has its directory fsynced, so the file itself survives a
 //     power loss right after the first start.
-//  5. The database file is locked while open. A second process asking for the same node folder
+//  5. The Store implements raft.CommitTrackingLogStore: the commit index raft stages before an
+//     append is stored in that append's transaction (CommitIndex). Every entry up to it is
+//     committed and on disk, so package consensus applies them at start, before any leader
+//     exists, and a follower's fleet acknowledgement needs no save of its own.
+//  6. The database file is locked while open. A second process asking for the same node folder
 //     gets, after Options.LockTimeout (1 s), an error saying another meshgw holds it.
 //
 // Log entries use a compact binary encoding of every raft.Log field (term, type, data,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -54,6 +55,12 @@ type Store struct {
 	path string
 	// incarnation is read, or made, by Open (Incarnation).
 	incarnation string
+
+	// staged is the commit index raft staged for the next StoreLogs; commit is the one stored,
+	// and commitSig is closed and replaced when it grows (commitindex.go).
+	staged    atomic.Uint64
+	commit    atomic.Uint64
+	commitSig atomic.Pointer[chan struct{}]
 }
 
 // Open opens or creates the bbolt database at path (mode 0600) and its buckets. If another
@@ -96,7 +103,10 @@ func (s *Store) init(created bool) error {
 				return err
 			}
 		}
-		return s.initNode(tx)
+		if err := s.initNode(tx); err != nil {
+			return err
+		}
+		return s.loadCommit(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("init raft store %s: %w", s.path, err)
@@ -156,12 +166,18 @@ func (s *Store) StoreLog(l *raft.Log) error {
 }
 
 // StoreLogs stores a batch in one transaction: after a crash either all of it is there or none.
-// An entry at an existing index replaces it.
+// An entry at an existing index replaces it. The commit index raft staged, if it grew, is stored
+// in the same transaction.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	var commit uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		if commit, err = s.putStagedCommit(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketLogs)
 		size := 0
 		for _, l := range logs {
@@ -178,6 +194,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.committed(commit)
+	}
+	return err
 }
 
 // DeleteRange deletes the entries from lo to hi, both included, in one transaction.
