@@ -85,6 +85,10 @@ type Config struct {
 	// TLS, when set, runs the TCP transport over mutual TLS (tls.go). Nil means plain TCP.
 	TLS *TLSConfig
 
+	// saveInterval is the least time between two saves of the applied state; zero means
+	// defaultSaveInterval. Tests set it.
+	saveInterval time.Duration
+
 	// Tune, if set, adjusts raft's configuration before the node starts (shorter timeouts in
 	// tests). LocalID, Logger and NotifyCh are the node's and must be left alone.
 	Tune func(*raft.Config)
@@ -117,6 +121,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RaftLogLevel == nil {
 		c.RaftLogLevel = DefaultRaftLogLevel
+	}
+	if c.saveInterval <= 0 {
+		c.saveInterval = defaultSaveInterval
 	}
 	return c, nil
 }

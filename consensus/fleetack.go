@@ -67,6 +67,9 @@ type AckReport struct {
 //     pushes its applied index to the writer directly, with no gossip round in between. On the
 //     leader, WaitApplied also appends a Barrier (coalesced), so that the followers learn at
 //     once that the index committed instead of at raft's next CommitTimeout (50 to 100 ms).
+//     Each node stores the commit index with that Barrier entry (storage.Store.CommitIndex), so
+//     by the time a follower applies the write, a restart would serve it (replay.go): the
+//     acknowledgement waits for no save of the applied state.
 //   - Barrier is a read barrier: it asks the leader for its read index (ReadIndex: leadership
 //     confirmed by a quorum, an entry of its term committed) and waits until this node's FSM
 //     applied it, so that what it reads next includes every write acknowledged before.

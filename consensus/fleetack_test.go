@@ -76,8 +76,9 @@ type ackCluster struct {
 	members *staticMembers
 }
 
-// startAckCluster starts size nodes; local gives each node's data plane.
-func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i int, n *Node) Applied) *ackCluster {
+// startAckCluster starts size nodes; local gives each node's data plane, and each tune, if
+// any, adjusts a node's configuration (ephemeral by default).
+func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i int, n *Node) Applied, tune ...func(i int, c *Config)) *ackCluster {
 	t.Helper()
 	c := &ackCluster{cluster: &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)},
 		addrs: make(map[string]string), members: &staticMembers{}}
@@ -90,8 +91,12 @@ func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i
 	}
 	c.heal()
 	for i, s := range servers {
-		c.nodes = append(c.nodes, startNode(t, Config{NodeID: string(s.ID), Ephemeral: true, Transport: c.trans[i],
-			Registerer: prometheus.NewRegistry(), BootstrapServers: servers, Tune: slowCommitRaft}))
+		cfg := Config{NodeID: string(s.ID), Ephemeral: true, Transport: c.trans[i],
+			Registerer: prometheus.NewRegistry(), BootstrapServers: servers, Tune: slowCommitRaft}
+		for _, f := range tune {
+			f(i, &cfg)
+		}
+		c.nodes = append(c.nodes, startNode(t, cfg))
 		c.members.members = append(c.members.members, mesh.Member{ID: string(s.ID), Status: mesh.StatusAlive})
 	}
 	resolve := func(id string) (string, bool) {

@@ -62,9 +62,17 @@ func (b *hclogBridge) enabled(l hclog.Level) bool {
 	return min != hclog.Off && l >= min
 }
 
+// msgSkipOldLog is the WARN raft writes at every start of a node whose log store tracks the
+// commit index: trackedLogs reports nothing to replay, because the node applied the committed
+// entries itself (replay.go). Expected, so it is logged at DEBUG.
+const msgSkipOldLog = "skipping application of old log"
+
 func (b *hclogBridge) Log(level hclog.Level, msg string, args ...any) {
 	if level == hclog.NoLevel {
 		level = hclog.Info
+	}
+	if level == hclog.Warn && msg == msgSkipOldLog {
+		level = hclog.Debug
 	}
 	if !b.enabled(level) {
 		return

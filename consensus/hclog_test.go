@@ -28,6 +28,8 @@ func TestHCLogBridge(t *testing.T) {
 			[]string{"level=ERROR", "raft-net: failed to accept"}},
 		{"standard logger info dropped", slog.LevelWarn,
 			func(l hclog.Logger) { l.StandardLogger(nil).Print("[INFO] hello") }, nil},
+		{"the start's skipped replay is debug", slog.LevelWarn,
+			func(l hclog.Logger) { l.Warn("skipping application of old log", "index", 0) }, nil},
 		{"set level off", slog.LevelWarn, func(l hclog.Logger) { l.SetLevel(hclog.Off); l.Error("x") }, nil},
 	}
 	for _, tt := range tests {

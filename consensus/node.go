@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -31,8 +32,12 @@ type Node struct {
 	met         *metrics
 	// saver keeps the applied state on disk; nil when ephemeral.
 	saver *saver
-	// loaded is the applied index of the state loaded from disk at start, 0 when none was.
-	loaded uint64
+	// loaded is the applied index of the state loaded from disk at start, 0 when none was;
+	// loadedVersion is the FSM's version right after that load, what the disk holds.
+	loaded        uint64
+	loadedVersion uint64
+	// restored is true when raft restored a snapshot over the loaded state at start.
+	restored bool
 
 	// bootstrapped is true when Start bootstrapped a new cluster (no local raft state).
 	bootstrapped bool
@@ -81,11 +86,13 @@ func Start(cfg Config) (*Node, error) {
 		return nil, errors.Join(err, n.stores.close())
 	}
 	if n.stores.db != nil {
-		version := uint64(0)
-		if n.loaded > 0 && n.fsm.AppliedIndex() == n.loaded {
-			version = n.fsm.Version() // what is on disk; a newer snapshot raft restored is saved whole
+		version, saved := uint64(0), uint64(0)
+		if n.loaded > 0 && !n.restored {
+			// What is on disk; the entries replayed since are saved as a delta, and a newer
+			// snapshot raft restored is saved whole.
+			version, saved = n.loadedVersion, n.loaded
 		}
-		n.saver = newSaver(n.fsm, n.stores.db, version, n.fsm.AppliedIndex(), logger)
+		n.saver = newSaver(n.fsm, n.stores.db, version, saved, cfg.saveInterval, logger)
 		n.saver.start()
 	}
 	n.wg.Add(1)
@@ -109,41 +116,60 @@ func (n *Node) loadSaved() {
 	case err != nil:
 		n.log.Error("cannot read the applied state saved before the restart; serving what raft restores instead", "err", err)
 	case ok:
-		n.loaded = applied
+		n.loaded, n.loadedVersion = applied, n.fsm.Version()
 	}
 }
 
 // skipSnapshotRestore reports whether raft should leave the FSM as loaded instead of restoring
 // its latest snapshot: when the loaded state is at or past that snapshot (raft then replays the
 // log from the snapshot's index, and the FSM skips what it already applied). An older loaded
-// state (one a crash left behind a newer snapshot) gives way to the snapshot.
+// state (one a crash left behind a newer snapshot) gives way to the snapshot. Without any
+// snapshot there is nothing to restore.
 func (n *Node) skipSnapshotRestore() bool {
-	if n.loaded == 0 {
-		return false
-	}
 	snaps, err := n.stores.snaps.List()
-	if err != nil {
+	switch {
+	case err != nil:
 		return false
+	case len(snaps) == 0:
+		return true // nothing to restore
 	}
-	return len(snaps) == 0 || snaps[0].Index <= n.loaded
+	return n.loaded > 0 && snaps[0].Index <= n.loaded
 }
 
-// SavedIndex is the applied index up to which the state saved on disk is current, what a
-// restart serves at once; with --ephemeral, the applied index (nothing is saved).
+// SavedIndex is the applied index a restart serves at once, before any leader exists: the
+// state saved on disk, and past it the committed entries the raft log holds (replay.go); with
+// --ephemeral, the applied index (nothing is saved).
 func (n *Node) SavedIndex() uint64 {
 	if n.saver == nil {
 		return n.fsm.AppliedIndex()
 	}
-	return n.saver.SavedIndex()
+	applied := n.fsm.AppliedIndex()
+	return max(n.saver.SavedIndex(), min(n.stores.db.CommitIndex(), applied))
 }
 
 // WaitSaved returns SavedIndex once it reaches index, or when ctx ends (it is then below): an
-// acknowledged write is on disk here, so that a restart serves it from the first request.
+// acknowledged write is on disk here, so that a restart serves it from the first request. The
+// commit index is stored with the next entry appended after index (the fleet acknowledgement's
+// barrier), so a follower's wait ends when it applies index, with no save of its own.
 func (n *Node) WaitSaved(ctx context.Context, index uint64) uint64 {
 	if n.saver == nil {
 		return n.fsm.AppliedIndex()
 	}
-	return n.saver.waitSaved(ctx, index)
+	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing brings no save
+	defer tick.Stop()
+	for {
+		saved, committed := *n.saver.savedSig.Load(), n.stores.db.CommitWatch()
+		if got := n.SavedIndex(); got >= index {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			return n.SavedIndex()
+		case <-saved:
+		case <-committed:
+		case <-tick.C:
+		}
+	}
 }
 
 // startRaft makes the transport and the raft instance, and bootstraps when there is no state.
@@ -165,6 +191,14 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	rc.Logger = bridge
 	rc.NotifyCh = n.notifyCh
 	rc.NoSnapshotRestoreOnStart = n.skipSnapshotRestore()
+	if n.stores.db != nil {
+		rc.RestoreCommittedLogs = true // raft stages its commit index with each append (replay.go)
+		if rc.NoSnapshotRestoreOnStart {
+			n.replayCommitted()
+		} else {
+			n.restored = true
+		}
+	}
 	existing, err := raft.HasExistingState(n.stores.log, n.stores.stable, n.stores.snaps)
 	if err != nil {
 		return errors.Join(fmt.Errorf("consensus: read raft state: %w", err), closeTransport(n.trans))

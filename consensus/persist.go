@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -13,19 +12,25 @@ import (
 // saveRetry is the wait before a failed save of the applied state is tried again.
 const saveRetry = time.Second
 
+// defaultSaveInterval is the least time between two saves of the applied state. Nothing waits
+// for a save: a restart applies the committed entries the log holds past it (replay.go), so
+// saves only bound that replay, and spacing them keeps their fsyncs off the writes' path.
+const defaultSaveInterval = 100 * time.Millisecond
+
 // fsmSaver is what the saver writes to; *storage.Store implements it.
 type fsmSaver interface {
 	SaveFSM(d storage.FSMDelta) error
 }
 
 // saver keeps the FSM's applied state on disk (fsm.SaveSince, storage.Store.SaveFSM) so that a
-// restart serves it at once (fail-static). It follows the FSM's Watch: each save writes, in
-// one bbolt transaction, what changed since the last one, so saves coalesce under a burst of
-// writes and cost one fsync each.
+// restart serves it at once (fail-static). It follows the FSM's Watch, at most once per
+// interval: each save writes, in one bbolt transaction, what changed since the last one, so
+// saves coalesce under a burst of writes and cost one fsync each.
 type saver struct {
 	fsm   *fsm.FSM
 	store fsmSaver
 	log   *slog.Logger
+	every time.Duration
 
 	version      uint64                        // the FSM version the last save holds; owned by the loop
 	savedVersion atomic.Uint64                 // version, for readers
@@ -37,9 +42,9 @@ type saver struct {
 }
 
 // newSaver returns a saver whose state on disk is at version (0: nothing saved yet, the first
-// save writes every record) and applied index.
-func newSaver(f *fsm.FSM, store fsmSaver, version, applied uint64, log *slog.Logger) *saver {
-	s := &saver{fsm: f, store: store, log: log, version: version, stop: make(chan struct{}), done: make(chan struct{})}
+// save writes every record) and applied index, saving at most once per every.
+func newSaver(f *fsm.FSM, store fsmSaver, version, applied uint64, every time.Duration, log *slog.Logger) *saver {
+	s := &saver{fsm: f, store: store, log: log, every: every, version: version, stop: make(chan struct{}), done: make(chan struct{})}
 	s.saved.Store(applied)
 	s.savedVersion.Store(version)
 	sig := make(chan struct{})
@@ -55,6 +60,10 @@ func (s *saver) run() {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	spacing := time.NewTimer(time.Hour)
+	spacing.Stop()
+	defer spacing.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-s.stop:
@@ -63,6 +72,16 @@ func (s *saver) run() {
 		case <-ch:
 		case <-retry.C:
 		}
+		if wait := time.Until(last.Add(s.every)); wait > 0 {
+			spacing.Reset(wait)
+			select {
+			case <-s.stop:
+				s.save()
+				return
+			case <-spacing.C:
+			}
+		}
+		last = time.Now()
 		if !s.save() {
 			retry.Reset(saveRetry)
 		}
@@ -103,24 +122,6 @@ func (s *saver) SavedIndex() uint64 {
 		return max(applied, s.saved.Load())
 	}
 	return s.saved.Load()
-}
-
-// waitSaved returns the saved index once it reaches index, or when ctx ends.
-func (s *saver) waitSaved(ctx context.Context, index uint64) uint64 {
-	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing brings no save
-	defer tick.Stop()
-	for {
-		sig := *s.savedSig.Load()
-		if got := s.SavedIndex(); got >= index {
-			return got
-		}
-		select {
-		case <-ctx.Done():
-			return s.SavedIndex()
-		case <-sig:
-		case <-tick.C:
-		}
-	}
 }
 
 func (s *saver) start() { go s.run() }

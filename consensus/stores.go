@@ -47,5 +47,5 @@ func openStores(c Config, b *hclogBridge) (stores, error) {
 	if err != nil {
 		return stores{}, errors.Join(fmt.Errorf("consensus: log cache: %w", err), db.Close())
 	}
-	return stores{log: cached, stable: db, snaps: snaps, db: db, close: db.Close}, nil
+	return stores{log: trackedLogs{LogCache: cached, tracker: db}, stable: db, snaps: snaps, db: db, close: db.Close}, nil
 }

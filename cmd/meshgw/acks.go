@@ -28,8 +28,10 @@ func (c *cluster) startFleetAck() error {
 
 // lateApplied hands the fleet acknowledgements the reconciler, which is built after the
 // cluster because it drives the gateway's pool. Until then this gateway acknowledges nothing.
-// An index is acknowledged once the pool applied it and the state saved on disk holds it, so
-// that an acknowledged write holds from the first request after a restart (fail-static).
+// An index is acknowledged once the pool applied it and a restart would serve it
+// (consensus.Node.WaitSaved: the saved state holds it, or the commit index stored with the raft
+// log covers it), so that an acknowledged write holds from the first request after a restart
+// (fail-static).
 type lateApplied struct {
 	r    atomic.Pointer[fleet.Reconciler]
 	node *consensus.Node
