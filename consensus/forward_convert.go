@@ -79,6 +79,9 @@ func businessErrorToWire(err error) *consensusv1.BusinessError {
 	)
 	switch {
 	case errors.As(err, &nf):
+		if nf.Journal != "" { // a weight update that is not open: its id travels as Message
+			return &consensusv1.BusinessError{Kind: consensusv1.BusinessErrorKind_BUSINESS_ERROR_KIND_NOT_FOUND, Field: "journal", Message: nf.Journal}
+		}
 		return &consensusv1.BusinessError{Kind: consensusv1.BusinessErrorKind_BUSINESS_ERROR_KIND_NOT_FOUND, WorkerId: string(nf.ID)}
 	case errors.As(err, &ce):
 		return &consensusv1.BusinessError{Kind: consensusv1.BusinessErrorKind_BUSINESS_ERROR_KIND_CONFLICT, WorkerId: string(ce.ID), Reason: ce.Reason}
@@ -91,6 +94,9 @@ func businessErrorToWire(err error) *consensusv1.BusinessError {
 func businessErrorFromWire(b *consensusv1.BusinessError) (error, bool) {
 	switch b.Kind {
 	case consensusv1.BusinessErrorKind_BUSINESS_ERROR_KIND_NOT_FOUND:
+		if b.Field == "journal" {
+			return &fsm.NotFoundError{Journal: b.Message}, true
+		}
 		return &fsm.NotFoundError{ID: worker.ID(b.WorkerId)}, true
 	case consensusv1.BusinessErrorKind_BUSINESS_ERROR_KIND_CONFLICT:
 		return &fsm.ConflictError{ID: worker.ID(b.WorkerId), Reason: b.Reason}, true

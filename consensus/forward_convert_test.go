@@ -87,6 +87,7 @@ func TestForwardResultRoundTrip(t *testing.T) {
 		{"created without record", fsm.Result{Index: 12, Outcome: fsm.Created}},
 		{"empty spec", fsm.Result{Index: 13, Outcome: fsm.Created, Record: &fsm.Record{ID: "w-1", Owner: "n1", Epoch: 13, Revision: 13}}},
 		{"not found", fsm.Result{Index: 14, Outcome: fsm.Rejected, Err: &fsm.NotFoundError{ID: "w-2"}}},
+		{"weight update not open", fsm.Result{Index: 15, Outcome: fsm.Rejected, Err: &fsm.NotFoundError{Journal: "u-7"}}},
 		{"conflict", fsm.Result{Index: 15, Outcome: fsm.Rejected, Record: &full, Err: &fsm.ConflictError{ID: full.ID, Reason: "revision 3, not 2"}}},
 		{"conflict without id", fsm.Result{Index: 16, Outcome: fsm.Rejected, Err: &fsm.ConflictError{Reason: "cluster id is already set"}}},
 		{"invalid", fsm.Result{Index: 17, Outcome: fsm.Rejected, Err: &fsm.InvalidError{Field: "owner", Msg: "empty"}}},

@@ -37,7 +37,8 @@ type forwardServer struct {
 }
 
 // forwardable are the entry types a gateway forwards to the leader: the admin API's writes
-// (Register, ReplaceSpec, SetFlags, Remove, Drain), an owner's fenced Remove, and Transfer. The
+// (Register, ReplaceSpec, SetFlags, Remove, Drain, the journal's), an owner's fenced Remove, and
+// Transfer. The
 // other types this version applies are leaderOnly: a gateway never forwards InitCluster (the
 // leader of a new cluster proposes it on itself) or Reassign (failover runs on the leader and
 // applies it there, never through a Forwarder: its result has no wire form); the service
@@ -52,6 +53,10 @@ var (
 		fsm.TypeRemove:      true,
 		fsm.TypeTransfer:    true,
 		fsm.TypeDrain:       true,
+		// A weight update's coordinator is any gateway. Result.Journal does not cross the wire:
+		// the coordinator reads the journal it needs from its own applied state.
+		fsm.TypeJournalOpen:    true,
+		fsm.TypeJournalResolve: true,
 	}
 	leaderOnly = map[fsm.CommandType]bool{
 		fsm.TypeInitCluster: true,

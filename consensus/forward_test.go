@@ -441,7 +441,6 @@ func TestForwardRefusesBadEntries(t *testing.T) {
 	}{
 		{"empty", nil, consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY},
 		{"unknown type", []byte{42}, consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY},
-		{"reserved type", []byte{byte(fsm.TypeJournalOpen)}, consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY},
 		{"body does not decode", append([]byte{byte(fsm.TypeRegister)}, 0xff, 0xff, 0xff), consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY},
 		{"truncated body", good[:len(good)-3], consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY},
 		{"unknown type marked ignorable", []byte{byte(fsm.IgnoreUnknownFlag | 42)}, consensusv1.ApplyStatus_APPLY_STATUS_APPLIED},

@@ -14,8 +14,8 @@ import (
 // the command follows it. A type's number never changes once released.
 type CommandType uint8
 
-// The command types. Types 7 and 8 are reserved for later steps and have no handler yet: an
-// entry of a reserved type panics like any unknown type, unless IgnoreUnknownFlag is set.
+// The command types. An entry of a type this version does not know panics, unless
+// IgnoreUnknownFlag is set.
 const (
 	TypeInitCluster CommandType = 1
 	TypeRegister    CommandType = 2
@@ -23,7 +23,9 @@ const (
 	TypeSetFlags    CommandType = 4
 	TypeRemove      CommandType = 5
 	TypeTransfer    CommandType = 6
-	// TypeJournalOpen and TypeJournalResolve are reserved for the weight-update journal (step 8).
+	// TypeJournalOpen and TypeJournalResolve are the weight-update journal (journal.go). They
+	// carry no IgnoreUnknownFlag: a node that skipped them would route to workers an update
+	// holds disabled.
 	TypeJournalOpen    CommandType = 7
 	TypeJournalResolve CommandType = 8
 	// TypeReassign is the batch ownership reassignment of failover (Reassign).

@@ -167,9 +167,13 @@ func journalToProto(j *JournalRecord) *consensusv1.JournalRecord {
 		Id:                j.ID,
 		Coordinator:       j.Coordinator,
 		StartedAtUnixNano: unixNano(j.StartedAt),
+		Status:            j.Status,
 	}
 	for _, t := range j.Targets {
 		p.Targets = append(p.Targets, string(t))
+	}
+	for _, t := range j.PriorDisabled {
+		p.PriorDisabled = append(p.PriorDisabled, string(t))
 	}
 	if len(j.Outcomes) > 0 {
 		p.Outcomes = make(map[string]string, len(j.Outcomes))
@@ -185,9 +189,13 @@ func journalFromProto(p *consensusv1.JournalRecord) *JournalRecord {
 		ID:          p.Id,
 		Coordinator: p.Coordinator,
 		StartedAt:   fromUnixNano(p.StartedAtUnixNano),
+		Status:      p.Status,
 	}
 	for _, t := range p.Targets {
 		j.Targets = append(j.Targets, worker.ID(t))
+	}
+	for _, t := range p.PriorDisabled {
+		j.PriorDisabled = append(j.PriorDisabled, worker.ID(t))
 	}
 	if len(p.Outcomes) > 0 {
 		j.Outcomes = make(map[worker.ID]string, len(p.Outcomes))

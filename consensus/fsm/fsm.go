@@ -34,8 +34,9 @@ type state struct {
 	applied   uint64
 
 	// touched is not replicated state: the ids the apply in progress changed (put and del
-	// note them), for the change log.
-	touched []worker.ID
+	// note them), for the change log; journalChanged says it changed the journal.
+	touched        []worker.ID
+	journalChanged bool
 }
 
 func newState() state { return state{workers: make(map[worker.ID]*Record)} }
@@ -112,13 +113,14 @@ func (f *FSM) apply(h handler, index uint64, body []byte) (res Result, changed b
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res = Result{Outcome: Ignored}
-	f.st.touched = f.st.touched[:0]
+	f.st.touched, f.st.journalChanged = f.st.touched[:0], false
 	if h != nil {
 		res = h(&f.st, index, body)
 	}
 	f.st.applied = index
-	// A handler that touched a record changed the state whatever its outcome says.
-	changed = res.Outcome.Changed() || len(f.st.touched) > 0
+	// A handler that touched a record or the journal changed the state whatever its outcome
+	// says.
+	changed = res.Outcome.Changed() || len(f.st.touched) > 0 || f.st.journalChanged
 	if changed {
 		f.changes.add(f.version.Add(1), f.st.touched)
 	}

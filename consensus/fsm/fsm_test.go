@@ -305,8 +305,6 @@ func TestUndecodablePanics(t *testing.T) {
 	}{
 		{"empty entry", nil},
 		{"unknown type", []byte{100}},
-		{"reserved journal type", []byte{byte(TypeJournalOpen)}},
-		{"reserved journal resolve type", []byte{byte(TypeJournalResolve)}},
 	}
 	for typ := range typeNames {
 		if handlers[typ] != nil {

@@ -25,6 +25,9 @@ var handlers = [256]handler{
 	TypeTransfer:    on(applyTransfer),
 	TypeReassign:    on(applyReassign),
 	TypeDrain:       on(applyDrain),
+
+	TypeJournalOpen:    on(applyJournalOpen),
+	TypeJournalResolve: on(applyJournalResolve),
 }
 
 // Known reports whether this version applies entries of type t (it has a handler).
@@ -112,7 +115,11 @@ func applySetFlags(s *state, index uint64, m *consensusv1.SetFlagsCommand) Resul
 		return res
 	}
 	next := *cur
-	return s.update(cur, &next, applyFlags(&next, m.Flags), index)
+	res = s.update(cur, &next, applyFlags(&next, m.Flags), index)
+	if f := m.Flags; f != nil && f.Disabled != nil && !*f.Disabled {
+		s.leaveJournal(cur.ID) // an operator enabled it: the update no longer holds it
+	}
+	return res
 }
 
 func applyRemove(s *state, _ uint64, m *consensusv1.RemoveWorkerCommand) Result {
@@ -126,6 +133,7 @@ func applyRemove(s *state, _ uint64, m *consensusv1.RemoveWorkerCommand) Result 
 			cur.Owner, cur.Epoch, f.Owner, f.Epoch)
 	}
 	s.del(id)
+	s.leaveJournal(id)
 	return Result{Outcome: Removed, Record: cur}
 }
 

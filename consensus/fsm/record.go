@@ -71,14 +71,17 @@ func (r Record) LogValue() slog.Value {
 	)
 }
 
-// JournalRecord is one open weight update (DESIGN.md section 9). Step 8 fills the journal;
-// until then it is always empty.
+// JournalRecord is one open weight update (DESIGN.md section 9, journal.go).
 type JournalRecord struct {
 	ID          string
 	Targets     []worker.ID
 	Outcomes    map[worker.ID]string
 	Coordinator string
 	StartedAt   time.Time
+	// PriorDisabled are the targets that were disabled already when the update opened.
+	PriorDisabled []worker.ID
+	// Status is JournalRunning, JournalInterrupted or JournalCoordinatorLost.
+	Status string
 }
 
 // Clone returns a deep copy of j.
@@ -86,5 +89,6 @@ func (j *JournalRecord) Clone() JournalRecord {
 	c := *j
 	c.Targets = slices.Clone(j.Targets)
 	c.Outcomes = maps.Clone(j.Outcomes)
+	c.PriorDisabled = slices.Clone(j.PriorDisabled)
 	return c
 }

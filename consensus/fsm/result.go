@@ -54,6 +54,9 @@ type Result struct {
 	// Reassign is what a Reassign entry moved and skipped; nil for every other command and for
 	// a rejected Reassign.
 	Reassign *ReassignResult
+	// Journal is a copy of the weight-update record a journal command opened, changed or closed
+	// (Removed); nil for every other command.
+	Journal *JournalRecord
 }
 
 // Sentinels for errors.Is. The admin API maps them to 404, 409 and 400.
@@ -63,12 +66,19 @@ var (
 	ErrInvalid  = errors.New("invalid command")
 )
 
-// NotFoundError says the command names a worker that has no record.
+// NotFoundError says the command names a worker that has no record, or (Journal) a weight
+// update that is not open.
 type NotFoundError struct {
-	ID worker.ID
+	ID      worker.ID
+	Journal string
 }
 
-func (e *NotFoundError) Error() string { return "worker " + string(e.ID) + " not found" }
+func (e *NotFoundError) Error() string {
+	if e.Journal != "" {
+		return "weight update " + e.Journal + " is not open"
+	}
+	return "worker " + string(e.ID) + " not found"
+}
 
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }

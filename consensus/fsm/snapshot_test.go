@@ -54,7 +54,7 @@ func viewOf(f *FSM) view {
 }
 
 // bigFSM applies n registrations and a mix of flag changes, transfers and drains, and puts two records
-// in the journal (no command fills it yet).
+// in the journal.
 func bigFSM(t testing.TB, n int) *FSM {
 	t.Helper()
 	f := New(quiet())

@@ -536,8 +536,14 @@ type JournalRecord struct {
 	// Node id of the gateway that runs the update.
 	Coordinator       string `protobuf:"bytes,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	StartedAtUnixNano int64  `protobuf:"varint,5,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Targets that were already disabled when the update began: they stay disabled when it
+	// completes.
+	PriorDisabled []string `protobuf:"bytes,6,rep,name=prior_disabled,json=priorDisabled,proto3" json:"prior_disabled,omitempty"`
+	// "running", "interrupted" (its coordinator restarted) or "coordinator_lost" (its coordinator
+	// left the mesh or died).
+	Status        string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JournalRecord) Reset() {
@@ -603,6 +609,20 @@ func (x *JournalRecord) GetStartedAtUnixNano() int64 {
 		return x.StartedAtUnixNano
 	}
 	return 0
+}
+
+func (x *JournalRecord) GetPriorDisabled() []string {
+	if x != nil {
+		return x.PriorDisabled
+	}
+	return nil
+}
+
+func (x *JournalRecord) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
 }
 
 // Snapshot is the whole FSM state. Workers are sorted by id so that equal states encode equally.
@@ -1354,6 +1374,164 @@ func (x *ReassignCommand) GetItems() []*ReassignItem {
 	return nil
 }
 
+// JournalOpenCommand opens a weight-update record and disables its targets, unless a record is
+// open already.
+type JournalOpenCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Coordinator   string                 `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Targets       []string               `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalOpenCommand) Reset() {
+	*x = JournalOpenCommand{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalOpenCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalOpenCommand) ProtoMessage() {}
+
+func (x *JournalOpenCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalOpenCommand.ProtoReflect.Descriptor instead.
+func (*JournalOpenCommand) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *JournalOpenCommand) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JournalOpenCommand) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+func (x *JournalOpenCommand) GetTargets() []string {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+func (x *JournalOpenCommand) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+// JournalResolveCommand changes or closes the open weight-update record id. action is one of
+// "outcome" (target's outcome), "complete" (every target updated: re-enable and close),
+// "not_started" (nothing was sent: re-enable and close), "acknowledge" (an operator closes it;
+// the targets stay disabled), "interrupted" and "coordinator_lost" (a status).
+type JournalResolveCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Action        string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	Target        string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	Outcome       string                 `protobuf:"bytes,4,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,5,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	By            string                 `protobuf:"bytes,6,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalResolveCommand) Reset() {
+	*x = JournalResolveCommand{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalResolveCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalResolveCommand) ProtoMessage() {}
+
+func (x *JournalResolveCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalResolveCommand.ProtoReflect.Descriptor instead.
+func (*JournalResolveCommand) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *JournalResolveCommand) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JournalResolveCommand) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *JournalResolveCommand) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *JournalResolveCommand) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *JournalResolveCommand) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *JournalResolveCommand) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 var File_consensus_v1_consensus_proto protoreflect.FileDescriptor
 
 const file_consensus_v1_consensus_proto_rawDesc = "" +
@@ -1430,13 +1608,15 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\brevision\x18\v \x01(\x04R\brevision\x12\x1a\n" +
 	"\bdraining\x18\f \x01(\bR\bdraining\x12:\n" +
 	"\x1adrain_started_at_unix_nano\x18\r \x01(\x03R\x16drainStartedAtUnixNano\x12,\n" +
-	"\x12drain_settle_nanos\x18\x0e \x01(\x03R\x10drainSettleNanos\"\x97\x02\n" +
+	"\x12drain_settle_nanos\x18\x0e \x01(\x03R\x10drainSettleNanos\"\xd6\x02\n" +
 	"\rJournalRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\atargets\x18\x02 \x03(\tR\atargets\x12L\n" +
 	"\boutcomes\x18\x03 \x03(\v20.meshgw.consensus.v1.JournalRecord.OutcomesEntryR\boutcomes\x12 \n" +
 	"\vcoordinator\x18\x04 \x01(\tR\vcoordinator\x12/\n" +
-	"\x14started_at_unix_nano\x18\x05 \x01(\x03R\x11startedAtUnixNano\x1a;\n" +
+	"\x14started_at_unix_nano\x18\x05 \x01(\x03R\x11startedAtUnixNano\x12%\n" +
+	"\x0eprior_disabled\x18\x06 \x03(\tR\rpriorDisabled\x12\x16\n" +
+	"\x06status\x18\a \x01(\tR\x06status\x1a;\n" +
 	"\rOutcomesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc9\x01\n" +
@@ -1496,7 +1676,21 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\x0eexpected_epoch\x18\x03 \x01(\x04R\rexpectedEpoch\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\tR\x02to\"J\n" +
 	"\x0fReassignCommand\x127\n" +
-	"\x05items\x18\x01 \x03(\v2!.meshgw.consensus.v1.ReassignItemR\x05itemsB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
+	"\x05items\x18\x01 \x03(\v2!.meshgw.consensus.v1.ReassignItemR\x05items\"\x82\x01\n" +
+	"\x12JournalOpenCommand\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
+	"\vcoordinator\x18\x02 \x01(\tR\vcoordinator\x12\x18\n" +
+	"\atargets\x18\x03 \x03(\tR\atargets\x12 \n" +
+	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
+	"atUnixNano\"\xa3\x01\n" +
+	"\x15JournalResolveCommand\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
+	"\x06target\x18\x03 \x01(\tR\x06target\x12\x18\n" +
+	"\aoutcome\x18\x04 \x01(\tR\aoutcome\x12 \n" +
+	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
+	"atUnixNano\x12\x0e\n" +
+	"\x02by\x18\x06 \x01(\tR\x02byB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
 
 var (
 	file_consensus_v1_consensus_proto_rawDescOnce sync.Once
@@ -1510,7 +1704,7 @@ func file_consensus_v1_consensus_proto_rawDescGZIP() []byte {
 	return file_consensus_v1_consensus_proto_rawDescData
 }
 
-var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: meshgw.consensus.v1.WorkerSpec
 	(*HealthOverrides)(nil),          // 1: meshgw.consensus.v1.HealthOverrides
@@ -1529,15 +1723,17 @@ var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*DrainWorkerCommand)(nil),       // 14: meshgw.consensus.v1.DrainWorkerCommand
 	(*ReassignItem)(nil),             // 15: meshgw.consensus.v1.ReassignItem
 	(*ReassignCommand)(nil),          // 16: meshgw.consensus.v1.ReassignCommand
-	nil,                              // 17: meshgw.consensus.v1.WorkerSpec.LabelsEntry
-	nil,                              // 18: meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	(*JournalOpenCommand)(nil),       // 17: meshgw.consensus.v1.JournalOpenCommand
+	(*JournalResolveCommand)(nil),    // 18: meshgw.consensus.v1.JournalResolveCommand
+	nil,                              // 19: meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	nil,                              // 20: meshgw.consensus.v1.JournalRecord.OutcomesEntry
 }
 var file_consensus_v1_consensus_proto_depIdxs = []int32{
-	17, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	19, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
 	1,  // 1: meshgw.consensus.v1.WorkerSpec.health:type_name -> meshgw.consensus.v1.HealthOverrides
 	2,  // 2: meshgw.consensus.v1.WorkerSpec.resilience:type_name -> meshgw.consensus.v1.ResilienceOverrides
 	0,  // 3: meshgw.consensus.v1.WorkerRecord.spec:type_name -> meshgw.consensus.v1.WorkerSpec
-	18, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	20, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
 	3,  // 5: meshgw.consensus.v1.Snapshot.workers:type_name -> meshgw.consensus.v1.WorkerRecord
 	4,  // 6: meshgw.consensus.v1.Snapshot.journal:type_name -> meshgw.consensus.v1.JournalRecord
 	0,  // 7: meshgw.consensus.v1.RegisterWorkerCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
@@ -1568,7 +1764,7 @@ func file_consensus_v1_consensus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_consensus_v1_consensus_proto_rawDesc), len(file_consensus_v1_consensus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
