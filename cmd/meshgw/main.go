@@ -164,7 +164,13 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		owner.OnOutcome(w, status, connErr)
 	}
 	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl,
-		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle }}
+		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle },
+		Journal:     node}
+	stopWeights, err := startWeights(o, nodeID, node, writer, cl, reg, log, &cfg.Admin)
+	if err != nil {
+		return err
+	}
+	defer stopWeights()
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		return err

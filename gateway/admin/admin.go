@@ -76,6 +76,10 @@ type Config struct {
 	// Imports supplies the state imported from the owners' bulletins for the workers other
 	// gateways own. Nil: those show health and breaker "unknown".
 	Imports Imports
+	// Weights runs POST /update_weights_from_disk. Nil: 503 not_durable (--ephemeral).
+	Weights WeightUpdates
+	// Journal serves GET /weight_update_journal. Nil: an empty list.
+	Journal Journal
 
 	// Logger receives one line per admin write. Nil means slog.Default().
 	Logger *slog.Logger
@@ -125,6 +129,12 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 		rt = route{get: h.meshPeers}
 	case path == "/mesh/owners":
 		rt = route{get: h.meshOwners}
+	case path == "/update_weights_from_disk":
+		rt = route{post: h.writing(h.updateWeights)}
+	case path == "/weight_update_journal":
+		rt = route{get: h.getJournal}
+	case path == "/weight_update_journal/resolve":
+		rt = route{post: h.writing(h.resolveJournal)}
 	case strings.HasPrefix(path, "/workers/"):
 		rt = route{getW: h.getWorker, put: h.writingW(h.putWorker), patch: h.writingW(h.patchWorker), del: h.writingW(h.deleteWorker)}
 	default:

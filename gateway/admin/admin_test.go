@@ -57,11 +57,14 @@ func TestAuth(t *testing.T) {
 				{method: "GET", uri: "/mesh/raft"},
 				{method: "GET", uri: "/mesh/peers"},
 				{method: "GET", uri: "/mesh/owners"},
+				{method: "GET", uri: "/weight_update_journal"},
 				// Writes are refused before anything else happens, body unread.
 				{method: "POST", uri: "/workers", body: `{"url":"http://127.0.0.1:9"}`},
 				{method: "PUT", uri: "/workers/" + string(w.ID), body: `{"disabled":true}`},
 				{method: "PATCH", uri: "/workers/" + string(w.ID), body: `{"labels":{"a":"b"}}`},
 				{method: "DELETE", uri: "/workers/" + string(w.ID)},
+				{method: "POST", uri: "/update_weights_from_disk", body: `{"model_path":"/m"}`},
+				{method: "POST", uri: "/weight_update_journal/resolve", body: `{"acknowledge":true}`},
 			} {
 				r.auth, r.from = tt.auth, tt.from
 				a := do(tt.h, r)

@@ -174,7 +174,9 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		ack := c.cfg.Fleet.Acknowledge(ctx, res.Index)
 		rep.FleetAck = &ack
 		if len(ack.Lagging) > 0 {
-			c.resolve(fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID})
+			if err := c.close(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
+				c.log.Warn("closing a weight update that did not start failed; its record stays open", "id", id, "err", err)
+			}
 			rep.Result = "not_started"
 			rep.Message = fmt.Sprintf("gateways %v did not apply the disable of the targets in time; nothing was sent, and the targets are enabled again", ack.Lagging)
 			c.cfg.Metrics.count(rep.Result)
@@ -183,7 +185,7 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		}
 	}
 	c.log.Info("weight update started", "id", id, "targets", len(targets))
-	c.send(ctx, id, body, targets, rep.Targets)
+	last := c.send(ctx, id, body, targets, rep.Targets)
 	failed := 0
 	for _, tr := range rep.Targets {
 		if tr.Outcome != fsm.OutcomeUpdated {
@@ -191,7 +193,7 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		}
 	}
 	if failed == 0 {
-		if err := c.resolve(fsm.JournalResolve{ID: id, Action: fsm.ResolveComplete, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
+		if err := c.close(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveComplete, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
 			failed = -1
 			rep.Message = "every target was updated, but closing the journal record failed (" + err.Error() +
 				"); the targets stay disabled until enabled or the record is resolved"
@@ -203,6 +205,7 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		rep.Message = fmt.Sprintf("updated %d workers", len(targets))
 	case failed > 0:
 		rep.Result = "failed"
+		c.acknowledge(ctx, id, last) // the outcomes the answer lists, on every gateway
 		rep.Message = fmt.Sprintf("%d of %d workers were not updated; journal record %s stays open and its workers stay disabled: verify each, then enable it, or resolve the record",
 			failed, len(targets), id)
 	default:
@@ -257,10 +260,13 @@ func engineHTTP(r fsm.Record) bool {
 	return r.Spec.ConnectionMode == worker.ModeHTTP && r.Spec.Provider == ""
 }
 
-// send updates the targets, Concurrency at a time, and records each outcome as it arrives.
-func (c *Coordinator) send(ctx context.Context, id string, body []byte, targets []fsm.Record, out []TargetReport) {
+// send updates the targets, Concurrency at a time, and records each outcome as it arrives. It
+// returns the highest raft index of those records.
+func (c *Coordinator) send(ctx context.Context, id string, body []byte, targets []fsm.Record, out []TargetReport) uint64 {
 	sem := make(chan struct{}, c.cfg.Concurrency)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var last uint64
 	for i, r := range targets {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -270,24 +276,57 @@ func (c *Coordinator) send(ctx context.Context, id string, body []byte, targets 
 			cancel()
 			out[i].Outcome, out[i].Status, out[i].Message = sent.Outcome, sent.Status, sent.Message
 			c.log.Info("weight update of a worker", "id", id, "worker", r.ID, "outcome", sent.Outcome, "status", sent.Status)
-			if err := c.resolve(fsm.JournalResolve{ID: id, Action: fsm.ResolveOutcome, Target: r.ID, Outcome: sent.Outcome,
-				At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
+			index, err := c.resolveIndex(fsm.JournalResolve{ID: id, Action: fsm.ResolveOutcome, Target: r.ID, Outcome: sent.Outcome,
+				At: c.cfg.Now(), By: c.cfg.NodeID})
+			if err != nil {
 				c.log.Warn("recording a weight update's outcome failed; the record shows it pending", "id", id, "worker", r.ID, "err", err)
+				return
 			}
+			mu.Lock()
+			last = max(last, index)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	return last
+}
+
+// acknowledge waits for the fleet to apply index, logging the gateways that lag.
+func (c *Coordinator) acknowledge(ctx context.Context, id string, index uint64) {
+	if c.cfg.Fleet == nil || index == 0 {
+		return
+	}
+	if ack := c.cfg.Fleet.Acknowledge(ctx, index); len(ack.Lagging) > 0 {
+		c.log.Warn("gateways did not apply a weight update's journal in time", "id", id, "lagging", ack.Lagging)
+	}
 }
 
 // resolve applies a journal change, bounded by resolveBound.
 func (c *Coordinator) resolve(cmd fsm.JournalResolve) error {
+	_, err := c.resolveIndex(cmd)
+	return err
+}
+
+// resolveIndex is resolve returning the entry's index.
+func (c *Coordinator) resolveIndex(cmd fsm.JournalResolve) (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), resolveBound)
 	defer cancel()
 	res, err := c.cfg.Writer.Apply(ctx, cmd)
 	if err == nil {
 		err = res.Err
 	}
-	return err
+	return res.Index, err
+}
+
+// close closes the record (complete or not_started) and waits for the fleet to apply it, so
+// that the answer's promise (the targets enabled again) holds on every gateway when it is sent.
+func (c *Coordinator) close(ctx context.Context, cmd fsm.JournalResolve) error {
+	index, err := c.resolveIndex(cmd)
+	if err != nil {
+		return err
+	}
+	c.acknowledge(ctx, cmd.ID, index)
+	return nil
 }
 
 func (c *Coordinator) setRunning(id string, on bool) {
