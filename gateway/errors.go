@@ -13,6 +13,7 @@ const (
 	typeOverloaded     = "overloaded_error"
 	typeUnavailable    = "service_unavailable"
 	codeNoWorkers      = "no_available_workers"
+	codeUnavailable    = "service_unavailable" // the 503 code of a route of external providers (SMG)
 	typeUpstream       = "upstream_error"
 	typeTimeout        = "timeout_error"
 	typeNotFound       = "not_found_error"

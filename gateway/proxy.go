@@ -196,11 +196,10 @@ func (c *call) proxy() {
 	reselects := 0
 	for attempt := 1; ; attempt++ {
 		snap := g.pool.Snapshot()
-		c.cands = snap.Candidates(c.cands, c.meta.Caps, c.meta.Model, last)
+		closing := c.candidates(snap, last)
 		if len(c.cands) == 0 {
 			if attempt == 1 {
-				c.fail(fasthttp.StatusServiceUnavailable, envelopeCode(typeUnavailable, codeNoWorkers,
-					"no available workers: "+snap.Why(c.meta.Caps, c.meta.Model)))
+				c.noWorkers(snap)
 				return
 			}
 			c.giveUp(res)
@@ -210,7 +209,7 @@ func (c *call) proxy() {
 		// A gate closed since the candidates were read (a disable or quarantine the pool is
 		// applying): select again, so that no request starts after a fleet-acknowledged
 		// disable returned. Candidates reads the gates too, so one more selection skips it.
-		if w.Gates() != 0 && reselects < maxReselects {
+		if w.Gates()&closing != 0 && reselects < maxReselects {
 			reselects++
 			attempt--
 			continue

@@ -306,12 +306,13 @@ func (p *Pool) rebuildLocked() bool {
 	p.dirty = false
 	p.version++
 	prev := p.snap.Load()
-	s := &Snapshot{Version: p.version, All: prev.All, Routable: prev.Routable, pool: p}
+	s := &Snapshot{Version: p.version, All: prev.All, Routable: prev.Routable, External: prev.External, pool: p}
 	for id := range p.reshaped {
 		p.flipped[id] = struct{}{} // a new or replaced worker's place in Routable changes too
 	}
 	if len(p.reshaped) > 0 {
 		s.All = p.mergeLocked(prev.All, p.reshaped, func(*Worker) bool { return true })
+		s.External = p.externalLocked(prev.External)
 	}
 	if len(p.flipped) > 0 {
 		s.Routable = p.mergeLocked(prev.Routable, p.flipped, func(w *Worker) bool { return w.Gates() == 0 })
@@ -327,6 +328,43 @@ func (p *Pool) rebuildLocked() bool {
 	p.reshaped, p.flipped = resetSet(p.reshaped), resetSet(p.flipped)
 	p.snap.Store(s)
 	return true
+}
+
+// externalLocked returns prev (Snapshot.External) with the reshaped workers put in their place.
+// External providers are few, so it costs the reshaped workers and the external ones, never a
+// pass over the pool; it returns prev itself when nothing external changed.
+func (p *Pool) externalLocked(prev []*Worker) []*Worker {
+	touched := false
+	for id := range p.reshaped {
+		if w := p.workers[id]; w != nil && w.ConnectionMode() == worker.ModeExternal {
+			touched = true
+			break
+		}
+	}
+	if !touched {
+		for _, w := range prev {
+			if _, ok := p.reshaped[w.ID]; ok {
+				touched = true
+				break
+			}
+		}
+	}
+	if !touched {
+		return prev
+	}
+	out := make([]*Worker, 0, len(prev)+1)
+	for _, w := range prev {
+		if _, ok := p.reshaped[w.ID]; !ok {
+			out = append(out, w)
+		}
+	}
+	for id := range p.reshaped {
+		if w := p.workers[id]; w != nil && w.ConnectionMode() == worker.ModeExternal {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Worker) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return out
 }
 
 // resetSet empties m, or replaces it when it grew large (a first pass's buckets are not kept).

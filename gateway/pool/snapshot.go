@@ -14,6 +14,9 @@ type Snapshot struct {
 	Version  uint64
 	All      []*Worker // every worker, sorted by id
 	Routable []*Worker // workers with every gate open, sorted by id
+	// External are the external providers' workers (connection_mode external) whatever their
+	// gates, sorted by id: the targets a route fails open to (FailOpen).
+	External []*Worker
 	pool     *Pool
 }
 
@@ -77,6 +80,46 @@ func (s *Snapshot) Candidates(dst []*Worker, need worker.Capability, model []byt
 		dst = append(dst, avoid)
 	}
 	return dst
+}
+
+// OperatorGates are the gates an operator or a removal closes: disabled, is_dead, draining.
+// Failing open never crosses them.
+const OperatorGates = GateDisabled | GateDead | GateDraining | GateRemoving
+
+// FailOpen appends to dst the external workers that have every capability in need and serve
+// model, whatever their health and breaker, but none closed by an operator (OperatorGates):
+// where a route of external providers has no routable target, the gateway forwards to one of
+// them anyway (Rolter's fail-open, DESIGN.md section 2). avoid is treated as in Candidates. Call
+// it only when Candidates found nothing.
+func (s *Snapshot) FailOpen(dst []*Worker, need worker.Capability, model []byte, avoid *Worker) []*Worker {
+	dst = dst[:0]
+	avoided := false
+	for _, w := range s.External {
+		if !w.Caps.Has(need) || !w.ServesModel(model) || w.Gates()&OperatorGates != 0 {
+			continue
+		}
+		if w == avoid {
+			avoided = true
+			continue
+		}
+		dst = append(dst, w)
+	}
+	if len(dst) == 0 && avoided {
+		dst = append(dst, avoid)
+	}
+	return dst
+}
+
+// ExternalRoute reports whether a request for need and model has an external provider among its
+// targets, whatever their state: its 503 then says service_unavailable, as SMG's answers for
+// external routes do, where an engine pool says no_available_workers.
+func (s *Snapshot) ExternalRoute(need worker.Capability, model []byte) bool {
+	for _, w := range s.External {
+		if w.Caps.Has(need) && w.ServesModel(model) {
+			return true
+		}
+	}
+	return false
 }
 
 // Why explains in one phrase why no routable worker matches need and model, for the message of a
