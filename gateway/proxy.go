@@ -57,6 +57,7 @@ type call struct {
 	model, key, reqID, clientAuth []byte
 	hasAuth                       bool
 	authSet                       bool // an attempt set Authorization to a worker's key
+	madeID                        bool // the gateway made the request id up (providers do not get it)
 	attemptBuf                    [4]byte
 	scratch                       []byte // values being copied into a header
 }
@@ -155,6 +156,7 @@ func (c *call) begin() bool {
 // The values c.hdr points to are copied first: the edits invalidate them.
 func (c *call) prepareHeaders(h *fasthttp.RequestHeader) {
 	generateID := len(c.hdr.requestID) == 0
+	c.madeID = generateID
 	if generateID {
 		c.reqID = c.g.reqID.appendNext(c.reqID[:0])
 	} else {
@@ -247,14 +249,15 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 	if up.rpc != nil {
 		return c.tryRPC(w, up, attempt, final)
 	}
-	c.aim(up)
+	req := c.aim(up)
 	if c.meta.Stream {
-		return c.tryStream(w, up, attempt, final)
+		return c.tryStream(w, up, req, attempt, final)
 	}
 	ctx := c.ctx
 	w.Acquire()
-	err := up.hc.Do(&ctx.Request, &ctx.Response)
+	err := up.hc.Do(req, &ctx.Response)
 	w.Release()
+	c.release(req)
 	if err != nil {
 		c.touch(w, 0, true)
 		ctx.Response.Reset()
@@ -270,12 +273,13 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 }
 
 // tryStream makes one attempt whose answer is read as a stream, relayed per SSE event.
-func (c *call) tryStream(w *pool.Worker, up *upstream, attempt int, final bool) result {
+func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, attempt int, final bool) result {
 	ctx := c.ctx
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	w.Acquire()
-	err := up.hc.Do(&ctx.Request, resp)
+	err := up.hc.Do(req, resp)
+	c.release(req)
 	if err != nil {
 		w.Release()
 		fasthttp.ReleaseResponse(resp)
@@ -309,8 +313,12 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, attempt int, final bool) 
 }
 
 // aim points the request at the worker: Host, and the worker's API key (or the client's own
-// Authorization when the worker has none).
-func (c *call) aim(up *upstream) {
+// Authorization when the worker has none). An external provider gets a request of its own
+// (providerRequest).
+func (c *call) aim(up *upstream) *fasthttp.Request {
+	if up.provider != nil {
+		return c.providerRequest(up)
+	}
 	req := &c.ctx.Request
 	req.URI().SetHost(up.host)
 	req.URI().SetScheme(up.scheme)
@@ -327,6 +335,7 @@ func (c *call) aim(up *upstream) {
 		req.Header.Del(fasthttp.HeaderAuthorization)
 		c.authSet = false
 	}
+	return req
 }
 
 // commit finalizes the headers of an upstream answer the client will get.

@@ -33,7 +33,9 @@ type upstream struct {
 	open func(*upstream)      // sets hc or rpc; run once by ready
 	hc   *fasthttp.HostClient // HTTP workers, once ready
 	rpc  rpcTransport         // gRPC and ZMQ workers (hc is nil), once ready
-	host string               // host:port for the Host header
+	// provider is set, once ready, for external providers: their endpoints and auth header.
+	provider *provider
+	host     string // host:port for the Host header
 	// scheme is the worker's, "http" or "https": the request keeps the scheme it came in with
 	// (https under --tls-http), which fasthttp would refuse to send to a worker of the other.
 	scheme string
@@ -59,6 +61,12 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 		up.open = func(up *upstream) { up.rpc = g.newGRPCTransport(host) }
 	case worker.ModeZMQ:
 		up.open = func(up *upstream) { up.rpc = g.newZMQTransport(raw) }
+	case worker.ModeExternal:
+		kind, key, models := w.Provider(), w.APIKey(), w.Models
+		up.open = func(up *upstream) {
+			up.hc = g.newHostClient(host, tls)
+			up.provider = newProvider(raw, kind, key, models)
+		}
 	default:
 		up.open = func(up *upstream) { up.hc = g.newHostClient(host, tls) }
 	}

@@ -89,6 +89,9 @@ func (w *Worker) SameSpec(s worker.Spec) bool { return reflect.DeepEqual(w.spec,
 // ConnectionMode is the spec's connection_mode, read without copying the spec.
 func (w *Worker) ConnectionMode() string { return w.spec.ConnectionMode }
 
+// Provider is the spec's provider (external workers only), read without copying the spec.
+func (w *Worker) Provider() string { return w.spec.Provider }
+
 // APIKey returns the key the data plane forwards as a bearer token; never log or return it.
 func (w *Worker) APIKey() string { return w.spec.APIKey }
 
