@@ -115,7 +115,8 @@ func (b *Breaker) openState() State {
 }
 
 // Record counts the outcome of one request (the caller records one outcome per request per
-// worker, however many attempts it made; the gateway keeps the last answer of each worker). Success resets the failure count and, after
+// engine worker, however many attempts it made, and one per attempt on an external provider:
+// step 4 of the package doc). Success resets the failure count and, after
 // SuccessThreshold in a row, closes a half-open circuit. Failure resets the success count, opens
 // a closed circuit at FailureThreshold in a row, and reopens a half-open one for a full timeout.
 // On an open circuit (a request that was let through before it opened) outcomes are counted but

@@ -12,10 +12,13 @@
 //  3. Classify every attempt's answer: Classifier.Classify(status), or Classify(NoResponse) when
 //     the worker never answered, or ClassifyGRPC(code). Use Classifier.Retryable to decide on
 //     another attempt.
-//  4. Record one outcome per request per worker, however many attempts went to it (the gateway
-//     keeps the last answer each worker gave the request, and reports it when the request
-//     ends). Record nothing for a shed by the gateway itself (admission, no_available_workers)
-//     or a request the client abandoned.
+//  4. Record one outcome per request per engine worker, however many attempts went to it (the
+//     gateway keeps the last answer each worker gave the request, and reports it when the
+//     request ends). An external provider's worker is the exception, as in SMG: record every
+//     attempt, so that one request whose three attempts failed there counts three failures
+//     (SMG does the same for HTTP workers in PD mode, which meshgw does not have). Record
+//     nothing for a shed by the gateway itself (admission, no_available_workers) or a request
+//     the client abandoned.
 //  5. When health checks flip the worker to ready from pending, not_ready or failed, call
 //     Promote: an open circuit goes half-open at once (a health readmission) and a closed one
 //     forgets its failures. Passing probes on a ready worker are not a promotion.

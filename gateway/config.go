@@ -84,9 +84,11 @@ type Config struct {
 	// RequestLog (--request-log) writes one route_completed or route_rejected record per model
 	// request at INFO (reqlog.go); it is off while Logger drops INFO. Default false.
 	RequestLog bool
-	// OnOutcome receives, once per worker a request touched, that worker's last outcome: the
-	// status it answered, or connErr when it gave no answer (connection error, timeout, or a
-	// stream cut mid-way). Shedding by the gateway itself reports nothing. Default: no-op.
+	// OnOutcome receives, once per worker a request touched, that worker's last outcome (once
+	// per attempt on an external provider, whose breaker counts every failed attempt as SMG's
+	// does): the status it answered, or connErr when it gave no answer (connection error,
+	// timeout, or a stream cut mid-way). Shedding by the gateway itself reports nothing.
+	// Default: no-op.
 	OnOutcome func(w *pool.Worker, status int, connErr bool)
 
 	// clientWatchAfter is how long a stream runs before its client connection is watched for

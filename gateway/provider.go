@@ -9,6 +9,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // azureAPIVersion is the api-version of every request to Azure OpenAI: the data plane
@@ -152,6 +153,11 @@ func (c *call) release(req *fasthttp.Request) {
 		fasthttp.ReleaseRequest(req)
 	}
 }
+
+// eachAttempt reports whether every attempt on w is an outcome of its own for its breaker, as
+// SMG counts external providers' (one failed request of three attempts is three failures);
+// an engine's retries count once, its last outcome.
+func eachAttempt(w *pool.Worker) bool { return w.ConnectionMode() == worker.ModeExternal }
 
 // candidates reads the workers an attempt may pick into c.cands: the routable ones, else, when
 // the request's route has external providers, those an operator did not close, whatever their

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -294,6 +295,52 @@ func TestNewProvider(t *testing.T) {
 			}
 			if p.authName != "" {
 				t.Errorf("a worker without a key got auth header %q", p.authName)
+			}
+		})
+	}
+}
+
+// An external provider's breaker hears every failed attempt (SMG), where an engine's hears one
+// outcome per request, its last.
+func TestExternalCountsEveryAttempt(t *testing.T) {
+	tests := []struct {
+		name     string
+		external bool
+		answers  []int // the worker's answers in turn; the last repeats
+		want     []int // the outcomes reported for the worker
+	}{
+		{"external, every attempt fails", true, []int{503}, []int{503, 503, 503}},
+		{"external, fails twice then answers", true, []int{502, 500, 200}, []int{502, 500, 200}},
+		{"engine, every attempt fails", false, []int{503}, []int{503}},
+		{"engine, fails twice then answers", false, []int{502, 500, 200}, []int{200}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Config{Retry: RetryConfig{MaxAttempts: 3}})
+			var mu sync.Mutex
+			n := 0
+			h := func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				st := tc.answers[min(n, len(tc.answers)-1)]
+				n++
+				mu.Unlock()
+				w.WriteHeader(st)
+			}
+			var w *pool.Worker
+			if tc.external {
+				_, w = e.external(h, "openai")
+			} else {
+				_, w = e.upstream(h)
+			}
+			e.post("/v1/chat/completions", `{"model":"m","messages":[]}`)
+			var got []int
+			for _, o := range e.outcomesCopy() {
+				if o.worker == w.ID {
+					got = append(got, o.status)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("outcomes %v, want %v", got, tc.want)
 			}
 		})
 	}

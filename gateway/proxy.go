@@ -24,6 +24,7 @@ type touch struct {
 	w       *pool.Worker
 	status  int
 	connErr bool
+	attempt int
 }
 
 // call is one model request in flight, pooled so the hot path allocates nothing of its own.
@@ -395,16 +396,17 @@ func (c *call) fail(status int, body []byte) {
 	c.stamp(nil, 0)
 }
 
-// touch records w's latest outcome; retries on one worker count once.
+// touch records w's latest outcome of the current attempt. Retries on one engine count once,
+// its last outcome; an external provider's attempts count each (eachAttempt).
 func (c *call) touch(w *pool.Worker, status int, connErr bool) {
 	for i := 0; i < c.nTouch; i++ {
-		if c.touched[i].w == w {
-			c.touched[i].status, c.touched[i].connErr = status, connErr
+		if t := &c.touched[i]; t.w == w && (t.attempt == c.attempt || !eachAttempt(w)) {
+			t.status, t.connErr, t.attempt = status, connErr, c.attempt
 			return
 		}
 	}
 	if c.nTouch < maxTouched {
-		c.touched[c.nTouch] = touch{w, status, connErr}
+		c.touched[c.nTouch] = touch{w, status, connErr, c.attempt}
 		c.nTouch++
 	}
 }
