@@ -158,7 +158,7 @@ type WorkersSummary struct {
 // providers in Config.Admin.
 func (g *Gateway) Status() any {
 	snap := g.pool.Snapshot()
-	ws := WorkersSummary{Total: len(snap.All), Routable: len(snap.Routable)}
+	ws := WorkersSummary{Total: len(snap.All), Routable: snap.RoutableCount()}
 	for _, w := range snap.All {
 		ws.Inflight += int(w.Inflight())
 	}

@@ -40,7 +40,7 @@ func (g *Gateway) refreshReadiness() {
 	g.ready.mu.Lock()
 	defer g.ready.mu.Unlock()
 	snap := g.pool.Snapshot()
-	b := readyBody{Status: "ready", HealthyWorkers: len(snap.Routable), TotalWorkers: len(snap.All)}
+	b := readyBody{Status: "ready", HealthyWorkers: snap.RoutableCount(), TotalWorkers: len(snap.All)}
 	status := fasthttp.StatusOK
 	switch {
 	case g.draining.Load():

@@ -82,6 +82,19 @@ func (s *Snapshot) Candidates(dst []*Worker, need worker.Capability, model []byt
 	return dst
 }
 
+// RoutableCount is the number of routable workers as DESIGN.md section 2 defines them: every
+// gate open and the breaker allowing traffic. /status, /readiness and GET /workers agree with
+// the data plane on it (Routable itself leaves breakers to each request).
+func (s *Snapshot) RoutableCount() int {
+	n := 0
+	for _, w := range s.Routable {
+		if w.Allow() {
+			n++
+		}
+	}
+	return n
+}
+
 // OperatorGates are the gates an operator or a removal closes: disabled, is_dead, draining.
 // Failing open never crosses them.
 const OperatorGates = GateDisabled | GateDead | GateDraining | GateRemoving
