@@ -20,6 +20,9 @@ type entry struct {
 	mode    Mode
 	hasMode bool
 	m       Machine
+	// keylessLLMProbe is set while the worker names an llm_probe_model without an API key: it
+	// was warned about once, and gets the free probe.
+	keylessLLMProbe bool
 
 	// Schedule: the worker's turns fall on anchor + k·interval.
 	anchor  time.Time
@@ -52,6 +55,17 @@ func (c *Checker) configure(e *entry, spec *worker.Spec) {
 	if spec.ConnectionMode == worker.ModeGRPC {
 		e.target.Service = c.opts.GRPCService
 	}
+	keyless := e.target.LLMProbeModel != "" && e.target.APIKey == ""
+	if keyless {
+		// An unauthenticated completion would measure only the provider's refusal (Rolter).
+		e.target.LLMProbeModel = ""
+		keyless = !e.set.Disabled // warn only about probes that run
+		if keyless && !e.keylessLLMProbe {
+			c.log.Warn("health.llm_probe_model is set but the worker has no api_key: probing with the free probe (GET /v1/models) instead",
+				"worker", e.label, "id", string(e.id), "llm_probe_model", e.set.LLMProbeModel)
+		}
+	}
+	e.keylessLLMProbe = keyless
 }
 
 // probed reports whether e is probed at all (draining aside).

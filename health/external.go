@@ -12,8 +12,9 @@ import (
 // ExternalProber probes external providers the Rolter way (DESIGN.md section 6). The free probe
 // GETs {api_base}/v1/models with the provider's own auth header: any answer below 500 is
 // healthy (401 and 404 too), a 429 is healthy but backs probing off, and a timeout, a connection
-// error or a 5xx is a failure. With an LLM probe model set, a one-token completion replaces it and
-// is judged strictly. X-Mesh-Gateway is not sent to third parties. The zero value is ready to use.
+// error or a 5xx is a failure. With an LLM probe model set and an API key, a one-token completion
+// replaces it and is judged strictly; without a key it stays the free probe (the Checker warns
+// once). X-Mesh-Gateway is not sent to third parties. The zero value is ready to use.
 type ExternalProber struct {
 	// Client sends the probes. Default: a shared client that honours the proxy environment.
 	Client *http.Client
@@ -25,7 +26,7 @@ const AnthropicVersion = "2023-06-01"
 // Probe implements Prober.
 func (p *ExternalProber) Probe(ctx context.Context, t Target) error {
 	base := providerBase(t.URL)
-	if t.LLMProbeModel != "" {
+	if t.LLMProbeModel != "" && t.APIKey != "" { // never an unauthenticated completion (Rolter)
 		return p.completion(ctx, t, base)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
