@@ -61,7 +61,7 @@ func BenchmarkRecord(b *testing.B) {
 
 // BenchmarkRecordWithMetrics records through the Prometheus hooks, as the gateway does.
 func BenchmarkRecordWithMetrics(b *testing.B) {
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(prometheus.NewRegistry(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

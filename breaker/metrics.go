@@ -1,6 +1,17 @@
 package breaker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RemovedSeriesTTL is how long a removed worker's series stay, its state reading -1 as in SMG,
+// before they are deleted: long enough for several scrapes to see the removal, short enough
+// that workers coming and going do not grow the series without bound. The health package's
+// meshgw_worker_health follows the same rule.
+const RemovedSeriesTTL = 5 * time.Minute
 
 // Metrics publishes breakers' events as SMG's worker_cb_* series under the meshgw_ prefix,
 // labelled by worker URL. Wire one breaker with New(cfg, Options{Hooks: m.Hooks(url)}).
@@ -11,13 +22,21 @@ type Metrics struct {
 	failures     *prometheus.GaugeVec
 	successes    *prometheus.GaugeVec
 	readmissions *prometheus.CounterVec
+
+	clock Clock
+	mu    sync.Mutex
+	gone  map[string]time.Time // removed workers' labels and when they were removed
 }
 
 // NewMetrics registers the breaker metrics on reg. Every worker's
 // meshgw_worker_cb_health_readmissions_total is published at zero when Hooks is called, so a
-// dashboard's rate() has a series to start from.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+// dashboard's rate() has a series to start from. clock (nil: time.Now) times the removed
+// workers' series (RemovedSeriesTTL).
+func NewMetrics(reg prometheus.Registerer, clock Clock) (*Metrics, error) {
+	if clock == nil {
+		clock = time.Now
+	}
+	m := &Metrics{clock: clock, gone: map[string]time.Time{},
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meshgw_worker_cb_state",
 			Help: "Circuit breaker state per worker (0 closed, 1 open, 2 half_open, -1 removed).",
@@ -43,18 +62,57 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Open circuits moved to half-open at once because health checks promoted the worker to ready.",
 		}, []string{"worker"}),
 	}
-	for _, c := range []prometheus.Collector{m.state, m.transitions, m.outcomes, m.failures, m.successes, m.readmissions} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := reg.Register(m); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.state, m.transitions, m.outcomes, m.failures, m.successes, m.readmissions}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector: it first deletes the series of workers removed
+// RemovedSeriesTTL ago or more, so that no scrape sees them after that.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.prune()
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// prune deletes every series of the workers removed RemovedSeriesTTL ago or more.
+func (m *Metrics) prune() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock()
+	for w, at := range m.gone {
+		if now.Sub(at) < RemovedSeriesTTL {
+			continue
+		}
+		delete(m.gone, w)
+		l := prometheus.Labels{"worker": w}
+		m.state.Delete(l)
+		m.readmissions.Delete(l)
+		m.transitions.DeletePartialMatch(l)
+		m.outcomes.DeletePartialMatch(l)
+	}
 }
 
 // Hooks returns the hooks that publish one worker's breaker, and publishes that worker's
 // series at their starting values (closed, zero counts). worker is the worker's URL, as in SMG;
 // it must not carry credentials.
 func (m *Metrics) Hooks(worker string) Hooks {
+	m.mu.Lock()
+	delete(m.gone, worker) // back before its series were deleted: they go on
+	m.mu.Unlock()
 	state := m.state.WithLabelValues(worker)
 	failures := m.failures.WithLabelValues(worker)
 	successes := m.successes.WithLabelValues(worker)
@@ -85,8 +143,13 @@ func (m *Metrics) Hooks(worker string) Hooks {
 }
 
 // Removed marks a worker's breaker as gone: its state series reads -1 (as SMG does) and its
-// consecutive-count gauges are deleted. Its counters stay, so rates over them stay correct.
+// consecutive-count gauges are deleted. RemovedSeriesTTL later its other series (state,
+// transitions, outcomes, readmissions) are deleted too, unless Hooks published the worker
+// again meanwhile; until then its counters stay, so rates over them see the last increments.
 func (m *Metrics) Removed(worker string) {
+	m.mu.Lock()
+	m.gone[worker] = m.clock()
+	m.mu.Unlock()
 	m.state.WithLabelValues(worker).Set(-1)
 	m.failures.DeleteLabelValues(worker)
 	m.successes.DeleteLabelValues(worker)

@@ -3,6 +3,7 @@ package breaker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -10,7 +11,7 @@ import (
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m, err := NewMetrics(reg)
+	m, err := NewMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestMetrics(t *testing.T) {
 
 func TestMetricsNames(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
+	m, err := NewMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,67 @@ meshgw_worker_cb_state{worker="http://127.0.0.1:1"} 0
 	if n, err := testutil.GatherAndCount(reg, "meshgw_worker_cb_consecutive_failures", "meshgw_worker_cb_consecutive_successes"); err != nil || n != 2 {
 		t.Fatalf("consecutive gauges: %d series, %v; want 2", n, err)
 	}
-	if _, err := NewMetrics(reg); err == nil {
+	if _, err := NewMetrics(reg, nil); err == nil {
 		t.Fatal("registering twice on one registry succeeded")
+	}
+}
+
+// A removed worker's series read -1 for RemovedSeriesTTL, then are deleted; a worker published
+// again before that keeps them.
+func TestRemovedSeriesTTL(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	clk := newFakeClock()
+	m, err := NewMetrics(reg, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gone, back = "http://127.0.0.1:1", "http://127.0.0.1:2"
+	for _, w := range []string{gone, back} {
+		b := New(testConfig(), Options{Clock: clk.Now, Hooks: m.Hooks(w)})
+		for range 3 {
+			b.Record(Failure) // opens: a transition and outcomes
+		}
+		m.Removed(w)
+	}
+	series := func(w string) (n int, state float64) {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		state = -2
+		for _, mf := range mfs {
+			for _, s := range mf.GetMetric() {
+				for _, lp := range s.GetLabel() {
+					if lp.GetName() == "worker" && lp.GetValue() == w {
+						n++
+						if mf.GetName() == "meshgw_worker_cb_state" {
+							state = s.GetGauge().GetValue()
+						}
+					}
+				}
+			}
+		}
+		return n, state
+	}
+	if n, st := series(gone); n == 0 || st != -1 {
+		t.Fatalf("right after removal: %d series, state %v; want the -1 kept", n, st)
+	}
+	clk.Advance(RemovedSeriesTTL / 2)
+	m.Hooks(back) // registered again
+	clk.Advance(RemovedSeriesTTL/2 - time.Nanosecond)
+	if n, st := series(gone); n == 0 || st != -1 {
+		t.Fatalf("just before the TTL: %d series, state %v; want the -1 kept", n, st)
+	}
+	clk.Advance(time.Nanosecond)
+	if n, _ := series(gone); n != 0 {
+		t.Errorf("%d series of a worker removed %v ago, want none", n, RemovedSeriesTTL)
+	}
+	if n, st := series(back); n == 0 || st != 0 {
+		t.Errorf("a worker registered again: %d series, state %v; want its series, closed", n, st)
+	}
+	clk.Advance(10 * RemovedSeriesTTL)
+	if n, _ := series(back); n == 0 {
+		t.Error("a worker registered again lost its series")
 	}
 }

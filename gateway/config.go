@@ -91,6 +91,11 @@ type Config struct {
 	// Default: no-op.
 	OnOutcome func(w *pool.Worker, status int, connErr bool)
 
+	// Clock is the time source of the metrics' bookkeeping: a removed worker's
+	// meshgw_worker_retries_total is deleted breaker.RemovedSeriesTTL after a scrape first found
+	// the worker gone. Default: time.Now.
+	Clock func() time.Time
+
 	// clientWatchAfter is how long a stream runs before its client connection is watched for
 	// a close (clientWatch). Default defaultClientWatchAfter; tests shorten it.
 	clientWatchAfter time.Duration
@@ -189,6 +194,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.OnOutcome == nil {
 		c.OnOutcome = func(*pool.Worker, int, bool) {}
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 }
 

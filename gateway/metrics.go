@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
 )
@@ -31,10 +34,11 @@ type metrics struct {
 	retries   *prometheus.CounterVec
 	durByRt   [numMetricRoutes]prometheus.Observer
 	reqByCode [numMetricRoutes][600]atomic.Pointer[prometheus.Counter]
+	retried   retried
 }
 
-func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget *bodyBudget) *metrics {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget *bodyBudget, clock func() time.Time) *metrics {
+	m := &metrics{retried: retried{pool: p, clock: clock, gone: map[string]time.Time{}},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meshgw_http_requests_total", Help: "Model and /v1/models requests answered, by route and status.",
 		}, []string{"route", "status"}),
@@ -52,7 +56,8 @@ func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget 
 	if reg == nil {
 		return m
 	}
-	reg.MustRegister(m.requests, m.duration, m.retries,
+	m.retried.vec = m.retries
+	reg.MustRegister(m.requests, m.duration, &m.retried,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "meshgw_admission_inflight", Help: "Model requests in flight.",
 		}, func() float64 { return float64(adm.inflight.Load()) }),
@@ -90,6 +95,60 @@ func (m *metrics) observe(route, status int, seconds float64) {
 		slot.Store(c)
 	}
 	(*c).Inc()
+}
+
+// retry counts a retry after a failure on the worker at url.
+func (m *metrics) retry(url string) {
+	m.retries.WithLabelValues(url).Inc()
+	m.retried.mu.Lock()
+	if _, ok := m.retried.gone[url]; !ok {
+		m.retried.gone[url] = time.Time{}
+	}
+	m.retried.mu.Unlock()
+}
+
+// retried collects meshgw_worker_retries_total, whose series of a worker removed from the pool
+// is deleted breaker.RemovedSeriesTTL after a scrape first found it gone, as the owner deletes
+// the worker's breaker and health series.
+type retried struct {
+	vec   *prometheus.CounterVec
+	pool  *pool.Pool
+	clock func() time.Time
+	mu    sync.Mutex
+	gone  map[string]time.Time // the labels of the series, and when a scrape found the worker gone (zero: not yet)
+}
+
+func (r *retried) Describe(ch chan<- *prometheus.Desc) { r.vec.Describe(ch) }
+
+func (r *retried) Collect(ch chan<- prometheus.Metric) {
+	r.prune()
+	r.vec.Collect(ch)
+}
+
+func (r *retried) prune() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.gone) == 0 {
+		return
+	}
+	present := make(map[string]bool, len(r.gone))
+	for _, w := range r.pool.Snapshot().All {
+		if _, ok := r.gone[w.URL]; ok {
+			present[w.URL] = true
+		}
+	}
+	now := r.clock()
+	for url, since := range r.gone {
+		switch {
+		case present[url]:
+			r.gone[url] = time.Time{}
+		case since.IsZero():
+			r.gone[url] = now
+		case now.Sub(since) >= breaker.RemovedSeriesTTL:
+			r.vec.DeleteLabelValues(url)
+			delete(r.gone, url)
+		}
+	}
 }
 
 // activeCollector reports each worker's in-flight requests at scrape time, so the hot path pays

@@ -102,7 +102,7 @@ func TestExternalRouteFailsOpen(t *testing.T) {
 				}
 				ws = append(ws, w)
 			}
-			status, _, body := e.post("/v1/chat/completions", `{"model":"m","messages":[]}`)
+			status, hdr, body := e.post("/v1/chat/completions", `{"model":"m","messages":[]}`)
 			if status != tc.status {
 				t.Fatalf("status %d (%s), want %d", status, body, tc.status)
 			}
@@ -115,8 +115,8 @@ func TestExternalRouteFailsOpen(t *testing.T) {
 			}
 			if !tc.anyOfExt {
 				want := `"served_by":"` + string(rune('a'+tc.served)) + `"`
-				if !strings.Contains(body, want) {
-					t.Fatalf("answer %s, want it from target %d", body, tc.served)
+				if !strings.Contains(body, want) || hdr.Get("X-Mesh-Worker") != string(ws[tc.served].ID) {
+					t.Fatalf("answer %s from %s, want it from target %d", body, hdr.Get("X-Mesh-Worker"), tc.served)
 				}
 			}
 		})

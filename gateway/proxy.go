@@ -230,7 +230,7 @@ func (c *call) proxy() {
 			c.giveUp(res)
 			return
 		}
-		g.metrics.retries.WithLabelValues(w.URL).Inc() // made at the first retry, not per worker
+		g.metrics.retry(w.URL) // made at the first retry, not per worker
 		if err := g.cfg.Sleep(c.ctx, backoff(g.cfg.Retry, attempt, randFloat())); err != nil {
 			c.giveUp(res)
 			return

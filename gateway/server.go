@@ -65,7 +65,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), budget: newBodyBudget(cfg.MaxBufferedBody), stop: make(chan struct{})}
 	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
-	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget)
+	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget, cfg.Clock)
 	g.reqID.init()
 	acfg := cfg.Admin
 	acfg.APIKey, acfg.Pool, acfg.NodeID, acfg.Status = cfg.AdminAPIKey, g.pool, cfg.NodeID, g.Status

@@ -130,15 +130,16 @@ func New(opts Options) (*Checker, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
-	met, err := newMetrics(opts.Registerer)
+	clock := opts.Clock
+	if clock == nil {
+		clock = realClock{}
+	}
+	met, err := newMetrics(opts.Registerer, clock.Now)
 	if err != nil {
 		return nil, fmt.Errorf("health: register metrics: %w", err)
 	}
-	c := &Checker{cfg: opts.Config, opts: opts, clock: opts.Clock, log: opts.Logger, met: met,
+	c := &Checker{cfg: opts.Config, opts: opts, clock: clock, log: opts.Logger, met: met,
 		max: opts.MaxInFlight, workers: make(map[worker.ID]*entry)}
-	if c.clock == nil {
-		c.clock = realClock{}
-	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

@@ -167,7 +167,7 @@ func New(o Options) (*Manager, error) {
 	}
 	m.lists = m.listers()
 	m.life, m.stop = context.WithCancel(context.Background())
-	bmet, err := breaker.NewMetrics(o.Registerer)
+	bmet, err := breaker.NewMetrics(o.Registerer, m.bclock)
 	if err != nil {
 		return nil, fmt.Errorf("owned: register breaker metrics: %w", err)
 	}
@@ -206,7 +206,7 @@ func (m *Manager) Close() {
 // Own starts, or updates in place (a PATCH), the health checks and the breaker of a worker this
 // gateway owns; the worker should already be in the pool. dead (the is_dead quarantine) stops
 // its probes and holds it pending (its meshgw_worker_health reads -1 meanwhile, as for a worker
-// no longer checked); its breaker is kept. Own is idempotent. An invalid spec is logged and
+// no longer checked, and is deleted after health.RemovedSeriesTTL); its breaker is kept. Own is idempotent. An invalid spec is logged and
 // ignored.
 func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 	spec = spec.Clone()
