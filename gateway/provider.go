@@ -14,8 +14,8 @@ import (
 
 // azureAPIVersion is the api-version of every request to Azure OpenAI: the data plane
 // inference API's latest GA release with deployment paths (chat completions, completions,
-// embeddings, audio).
-const azureAPIVersion = "2024-10-21"
+// embeddings, audio), as the health probes send it.
+const azureAPIVersion = health.AzureAPIVersion
 
 // provider is how an external provider's worker is reached (DESIGN.md section 2): the
 // OpenAI-compatible endpoint of each route, and the provider's own auth header, as the health

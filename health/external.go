@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 )
@@ -22,6 +23,10 @@ type ExternalProber struct {
 
 // AnthropicVersion is the anthropic-version header sent to Anthropic.
 const AnthropicVersion = "2023-06-01"
+
+// AzureAPIVersion is the api-version of requests to Azure OpenAI's deployment paths: the data
+// plane inference API's latest GA release (the gateway sends the same).
+const AzureAPIVersion = "2024-10-21"
 
 // Probe implements Prober.
 func (p *ExternalProber) Probe(ctx context.Context, t Target) error {
@@ -46,11 +51,19 @@ func (p *ExternalProber) Probe(ctx context.Context, t Target) error {
 	return nil
 }
 
-// completion sends a max_tokens 1 completion and judges it strictly.
+// completion sends a max_tokens 1 completion and judges it strictly, where the data plane
+// sends chat completions (Anthropic aside: its native Messages API).
 func (p *ExternalProber) completion(ctx context.Context, t Target, base string) error {
 	path := "/v1/chat/completions"
-	if t.Provider == "anthropic" {
+	switch t.Provider {
+	case "anthropic":
 		path = "/v1/messages"
+	case "gemini":
+		base = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(base, "/"), "/openai"), "/v1beta")
+		path = "/v1beta/openai/chat/completions"
+	case "azure_openai":
+		base = strings.TrimSuffix(base, "/openai")
+		path = "/openai/deployments/" + url.PathEscape(t.LLMProbeModel) + "/chat/completions?api-version=" + AzureAPIVersion
 	}
 	body, _ := json.Marshal(map[string]any{
 		"model":      t.LLMProbeModel,

@@ -134,24 +134,29 @@ func checkJudged(t *testing.T, err error, code int, ok, throttled bool, reason s
 }
 
 func TestExternalLLMProbeRequest(t *testing.T) {
-	for _, tc := range []struct{ provider, path string }{
-		{"openai", "/v1/chat/completions"}, {"gemini", "/v1/chat/completions"}, {"anthropic", "/v1/messages"},
+	// The data plane's OpenAI-compatible endpoints (gateway/provider.go), Anthropic's native one.
+	for _, tc := range []struct{ provider, base, path, query string }{
+		{"openai", "/v1", "/v1/chat/completions", ""},
+		{"gemini", "/v1", "/v1beta/openai/chat/completions", ""},
+		{"gemini", "/v1beta/openai", "/v1beta/openai/chat/completions", ""},
+		{"azure_openai", "", "/openai/deployments/tiny/chat/completions", "api-version=" + AzureAPIVersion},
+		{"anthropic", "/v1", "/v1/messages", ""},
 	} {
-		t.Run(tc.provider, func(t *testing.T) {
+		t.Run(tc.provider+tc.base, func(t *testing.T) {
 			var body map[string]any
-			var method, path string
+			var method, path, query string
 			srv := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				method, path = r.Method, r.URL.Path
+				method, path, query = r.Method, r.URL.Path, r.URL.RawQuery
 				b, _ := io.ReadAll(r.Body)
 				json.Unmarshal(b, &body)
 			}))
-			tg := extTarget(srv.URL+"/v1", tc.provider)
+			tg := extTarget(srv.URL+tc.base, tc.provider)
 			tg.LLMProbeModel = "tiny"
 			if err := (&ExternalProber{}).Probe(context.Background(), tg); err != nil {
 				t.Fatal(err)
 			}
-			if method != http.MethodPost || path != tc.path {
-				t.Errorf("request = %s %s, want POST %s", method, path, tc.path)
+			if method != http.MethodPost || path != tc.path || query != tc.query {
+				t.Errorf("request = %s %s?%s, want POST %s?%s", method, path, query, tc.path, tc.query)
 			}
 			if body["model"] != "tiny" || body["max_tokens"] != 1.0 {
 				t.Errorf("body = %v, want model tiny with max_tokens 1", body)
