@@ -211,3 +211,29 @@ func TestWatchMarksUnfinishedRecords(t *testing.T) {
 		t.Fatalf("after the coordinator died: %+v", j)
 	}
 }
+
+// An engine that does not answer within the per-target timeout ends unknown (it may hold either
+// version); the record stays open, and the engines that answered are recorded updated.
+func TestUpdateHangIsUnknown(t *testing.T) {
+	hang := make(chan struct{})
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client hanging up
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer s.Close()
+	defer close(hang) // before the Close, which waits for the handler
+	urls, _ := engines(t, 1, nil)
+	c, w, ids := setup(t, append(urls, s.URL), nil)
+	c.cfg.TargetTimeout = 100 * time.Millisecond
+	rep, err := c.Update(context.Background(), []byte(`{"model_path": "/m"}`), Target{})
+	if err != nil || rep.Result != "failed" {
+		t.Fatalf("update: %+v, %v", rep, err)
+	}
+	j := w.f.Journal()
+	if len(j) != 1 || j[0].Outcomes[ids[0]] != fsm.OutcomeUpdated || j[0].Outcomes[ids[1]] != fsm.OutcomeUnknown {
+		t.Fatalf("journal: %+v", j)
+	}
+}
