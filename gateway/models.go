@@ -28,6 +28,8 @@ type modelList struct {
 // discovered (pool.Worker.ListedModels), else --model when it is set. Nothing is asked here.
 func (g *Gateway) serveModels(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
+	var idBuf [64]byte
+	defer g.stampID(ctx, idBuf[:0]) // after the answer is written: writeError resets it
 	if !ctx.IsGet() {
 		writeError(ctx, fasthttp.StatusMethodNotAllowed, bodyMethod)
 		g.metrics.observe(routeModels, fasthttp.StatusMethodNotAllowed, 0)

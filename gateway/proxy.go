@@ -69,6 +69,7 @@ var callPool = sync.Pool{New: func() any { return &call{cands: make([]*pool.Work
 func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
 	if !ctx.IsPost() {
 		writeError(ctx, fasthttp.StatusMethodNotAllowed, bodyMethod)
+		g.stampID(ctx, nil)
 		return
 	}
 	switch earlyVerdict(ctx) {

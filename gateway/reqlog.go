@@ -127,12 +127,20 @@ func (g *Gateway) requestID(ctx *fasthttp.RequestCtx, dst []byte) []byte {
 // admission limit, a declared body too large), and logs its route_rejected record.
 func (g *Gateway) shed(ctx *fasthttp.RequestCtx, route reqmeta.Route, status int, outcome string) {
 	var buf [64]byte
-	id := g.requestID(ctx, buf[:0])
+	id := g.stampID(ctx, buf[:0])
+	if g.cfg.RequestLog {
+		g.logShed(route, id, status, ms(time.Since(ctx.Time())), outcome)
+	}
+}
+
+// stampID sets the request id (X-Mesh-Request-Id, and X-Request-Id, which OpenAI's SDKs read)
+// and the gateway on an answer the gateway makes without a call (a refusal before one began,
+// GET /v1/models), and returns the id, appended to dst.
+func (g *Gateway) stampID(ctx *fasthttp.RequestCtx, dst []byte) []byte {
+	id := g.requestID(ctx, dst)
 	h := &ctx.Response.Header
 	h.SetCanonical(keyRequestID, id)
 	h.SetCanonical(keyClientID, id)
 	h.SetCanonical(keyGateway, g.nodeID)
-	if g.cfg.RequestLog {
-		g.logShed(route, id, status, ms(time.Since(ctx.Time())), outcome)
-	}
+	return id
 }
