@@ -3,10 +3,12 @@ package gateway
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/meshgw/meshgw/worker"
 )
@@ -99,5 +101,44 @@ func TestRequestIDsUnderConcurrency(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// The gateway's own 502 (the worker gave no answer) and 504 name the worker and the attempt,
+// as a worker's own answer does, so that an operator can tell them apart.
+func TestGatewayFailureNamesTheWorker(t *testing.T) {
+	e := newEnv(t, Config{NodeID: "gw-a", Retry: RetryConfig{MaxAttempts: 2}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := e.add(worker.Spec{URL: "http://" + ln.Addr().String()})
+	ln.Close() // connections are refused from now on
+	status, hdr, body := e.post("/v1/completions", `{"prompt":"x"}`, "x-request-id", "r-502")
+	if status != 502 || !strings.Contains(body, "upstream request failed") {
+		t.Fatalf("got %d %s, want the gateway's 502", status, body)
+	}
+	want := map[string]string{"X-Mesh-Worker": string(dead.ID), "X-Mesh-Route-Attempt": "2", "X-Mesh-Owner": "gw-a",
+		"X-Mesh-Gateway": "gw-a", "X-Mesh-Request-Id": "r-502", "X-Request-Id": "r-502"}
+	for k, v := range want {
+		if got := hdr.Get(k); got != v {
+			t.Errorf("502: %s = %q, want %q", k, got, v)
+		}
+	}
+}
+
+func TestGatewayTimeoutNamesTheWorker(t *testing.T) {
+	e := newEnv(t, Config{NodeID: "gw-a", RequestTimeout: 200 * time.Millisecond})
+	release := make(chan struct{})
+	defer close(release)
+	_, w := e.upstream(func(rw http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	status, hdr, _ := e.post("/v1/completions", `{}`)
+	if status != 504 || hdr.Get("X-Mesh-Worker") != string(w.ID) || hdr.Get("X-Mesh-Route-Attempt") != "1" || hdr.Get("X-Mesh-Owner") != "gw-a" {
+		t.Errorf("504: %d, X-Mesh-Worker %q, attempt %q, owner %q", status, hdr.Get("X-Mesh-Worker"), hdr.Get("X-Mesh-Route-Attempt"), hdr.Get("X-Mesh-Owner"))
 	}
 }

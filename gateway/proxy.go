@@ -309,7 +309,7 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, at
 	w.Release()
 	if err != nil {
 		c.touch(w, 0, true)
-		c.fail(fasthttp.StatusBadGateway, bodyUpstream)
+		c.failAt(fasthttp.StatusBadGateway, bodyUpstream)
 	}
 	return result{status: st, done: true}
 }
@@ -376,15 +376,24 @@ func (c *call) giveUp(res result) {
 	case c.sbody.overLimit:
 		c.fail(fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(c.g.cfg.MaxPayload))
 	case res.timeout:
-		c.fail(fasthttp.StatusGatewayTimeout, bodyTimeout)
+		c.failAt(fasthttp.StatusGatewayTimeout, bodyTimeout)
 	case res.connErr:
-		c.fail(fasthttp.StatusBadGateway, bodyUpstream)
+		c.failAt(fasthttp.StatusBadGateway, bodyUpstream)
 	case !c.meta.Stream && c.ctx.Response.StatusCode() == res.status:
 		// The last answer is still in the response: pass it on.
 		c.commit(c.lastW, c.attempt, res.status)
 	default:
-		c.fail(res.status, envelope(res.status, typeUpstream, "upstream answered "+strconv.Itoa(res.status)))
+		c.failAt(res.status, envelope(res.status, typeUpstream, "upstream answered "+strconv.Itoa(res.status)))
 	}
+}
+
+// failAt writes a gateway-made error answer about the last attempt (no answer, a timeout),
+// naming its worker and attempt as the worker's own answer would: an operator tells the
+// gateway's 502 from a worker's by the body, not by missing headers.
+func (c *call) failAt(status int, body []byte) {
+	writeError(c.ctx, status, body)
+	c.status = status
+	c.stamp(c.lastW, c.attempt)
 }
 
 // fail writes a gateway-made error answer.
