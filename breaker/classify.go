@@ -17,9 +17,11 @@ func DefaultCapacityStatusCodes() []int { return []int{429} }
 // DefaultRetryableStatusCodes returns a fresh copy of the default retryable_status_codes.
 func DefaultRetryableStatusCodes() []int { return []int{408, 429, 500, 502, 503, 504} }
 
-// Classifier turns a worker's answer into the Outcome its breaker records, and tells the retry
-// loop which answers are worth another attempt. The zero value uses the default lists. A
-// Classifier is immutable and safe for concurrent use; classifying allocates nothing.
+// Classifier turns a worker's answer into the Outcome its breaker records. The zero value uses
+// the default lists. A Classifier is immutable and safe for concurrent use; classifying
+// allocates nothing. The gateway's retry loop does not ask it: a worker's
+// retryable_status_codes classifies outcomes only, and every worker is retried on the same
+// statuses (SMG's semantics, despite the list's name).
 type Classifier struct {
 	capacity  *statusSet // nil: defaultCapacity
 	retryable *statusSet // nil: defaultRetryable
@@ -63,9 +65,9 @@ func (c Classifier) Classify(status int) Outcome {
 	return Success
 }
 
-// Retryable reports whether an attempt that ended with status (or NoResponse) may be retried
-// on another attempt: no response, or a status on the retryable list (capacity statuses such
-// as 429 included, when the list has them).
+// Retryable reports whether status (or NoResponse) is on the retryable list: no response, or a
+// status on the list (capacity statuses such as 429 included, when the list has them). It
+// describes the list; the gateway does not decide its retries with it.
 func (c Classifier) Retryable(status int) bool {
 	return status < 100 || c.retryableSet().has(status)
 }

@@ -10,8 +10,8 @@
 //     not throttled); an open one refuses until its timeout (60 s) has passed, when the check
 //     itself moves it to half-open.
 //  3. Classify every attempt's answer: Classifier.Classify(status), or Classify(NoResponse) when
-//     the worker never answered, or ClassifyGRPC(code). Use Classifier.Retryable to decide on
-//     another attempt.
+//     the worker never answered, or ClassifyGRPC(code). The lists classify outcomes only: what
+//     the gateway retries does not depend on them (SMG).
 //  4. Record one outcome per request per engine worker, however many attempts went to it (the
 //     gateway keeps the last answer each worker gave the request, and reports it when the
 //     request ends). An external provider's worker is the exception, as in SMG: record every

@@ -48,8 +48,8 @@ func (c Classifier) ClassifyGRPC(code codes.Code) Outcome {
 	return c.Classify(HTTPStatusFromGRPC(code))
 }
 
-// RetryableGRPC reports whether a gRPC call that ended with code may be retried: its mapped
-// HTTP status is on the retryable list.
+// RetryableGRPC reports whether a gRPC call that ended with code has its mapped HTTP status on
+// the retryable list (Retryable).
 func (c Classifier) RetryableGRPC(code codes.Code) bool {
 	return code != codes.Canceled && c.Retryable(HTTPStatusFromGRPC(code))
 }

@@ -267,7 +267,7 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 	}
 	st := ctx.Response.StatusCode()
 	c.touch(w, st, false)
-	if !final && up.isRetryable(st) {
+	if !final && retryableStatus(st) {
 		return result{status: st}
 	}
 	c.commit(w, attempt, st)
@@ -290,7 +290,7 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, at
 	}
 	st := resp.StatusCode()
 	c.touch(w, st, false)
-	if !final && up.isRetryable(st) {
+	if !final && retryableStatus(st) {
 		_ = resp.CloseBodyStream()
 		fasthttp.ReleaseResponse(resp)
 		w.Release()

@@ -199,7 +199,8 @@ func TestRetryOverrides(t *testing.T) {
 		{"disable-retries flag", Config{Retry: RetryConfig{Disabled: true}}, nil, 1},
 		{"worker disable_retry", Config{}, func(s *worker.Spec) { t := true; s.Resilience = &worker.Resilience{DisableRetry: &t} }, 1},
 		{"worker max_retries", Config{}, func(s *worker.Spec) { n := 2; s.Resilience = &worker.Resilience{MaxRetries: &n} }, 2},
-		{"worker retryable codes", Config{}, func(s *worker.Spec) { s.Resilience = &worker.Resilience{RetryableStatusCodes: []int{500}} }, 1},
+		// The list only classifies outcomes for the breaker (TestWorkerRetryableCodesDoNotChangeRetries).
+		{"worker retryable codes", Config{}, func(s *worker.Spec) { s.Resilience = &worker.Resilience{RetryableStatusCodes: []int{500}} }, DefaultMaxAttempts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

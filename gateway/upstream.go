@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -38,20 +37,15 @@ type upstream struct {
 	host     string // host:port for the Host header
 	// scheme is the worker's, "http" or "https": the request keeps the scheme it came in with
 	// (https under --tls-http), which fasthttp would refuse to send to a worker of the other.
-	scheme string
-	auth   []byte // "Bearer <api key>", nil when the worker has none
-	// retryable are the statuses retried on this worker (its resilience override, else the
-	// defaults).
-	retryable []int
-	maxTries  int // per-worker attempt cap, 0 for none
-	noRetry   bool
+	scheme   string
+	auth     []byte // "Bearer <api key>", nil when the worker has none
+	maxTries int    // per-worker attempt cap, 0 for none
+	noRetry  bool
 }
-
-var defaultRetryable = []int{408, 429, 500, 502, 503, 504}
 
 func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	u, _ := url.Parse(w.URL)
-	up := &upstream{host: u.Host, scheme: "http", retryable: defaultRetryable}
+	up := &upstream{host: u.Host, scheme: "http"}
 	if u.Scheme == "https" {
 		up.scheme = "https"
 	}
@@ -73,10 +67,9 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	if k := w.APIKey(); k != "" {
 		up.auth = []byte("Bearer " + k)
 	}
+	// A worker's retryable_status_codes does not change what is retried (retryableStatus); it
+	// only tells its breaker which answers are failures (breaker.Classifier).
 	if r := w.Resilience(); r != nil {
-		if len(r.RetryableStatusCodes) > 0 {
-			up.retryable = slices.Clone(r.RetryableStatusCodes)
-		}
 		if r.MaxRetries != nil {
 			up.maxTries = *r.MaxRetries
 		}
@@ -127,7 +120,17 @@ func retryStaleConn(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
 	return false, attempts < 2 && (errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF))
 }
 
-func (u *upstream) isRetryable(status int) bool { return slices.Contains(u.retryable, status) }
+// retryableStatus reports whether an attempt answered with status is retried: 408, 429, 500,
+// 502, 503 and 504, whatever the worker's retryable_status_codes say. That list only classifies
+// outcomes for the worker's circuit breaker, as in SMG, despite its name; a worker narrows or
+// stops retries with max_retries and disable_retry.
+func retryableStatus(status int) bool {
+	switch status {
+	case 408, 429, 500, 502, 503, 504:
+		return true
+	}
+	return false
+}
 
 // attemptLimit is the number of attempts a request may make when its last attempt failed on
 // this worker.

@@ -65,7 +65,7 @@ func (c *call) tryRPC(w *pool.Worker, up *upstream, attempt int, final bool) res
 		status = fasthttp.StatusOK
 	}
 	c.touch(w, status, false)
-	if !final && up.isRetryable(status) {
+	if !final && retryableStatus(status) {
 		st.close()
 		cancel()
 		w.Release()
@@ -185,7 +185,7 @@ func (c *call) rpcFailed(w *pool.Worker, up *upstream, attempt int, final bool, 
 		return result{connErr: true, timeout: timeout}
 	}
 	c.touch(w, status, false)
-	if !final && up.isRetryable(status) {
+	if !final && retryableStatus(status) {
 		return result{status: status}
 	}
 	writeError(c.ctx, status, envelope(status, typeUpstream, "upstream answered "+strconv.Itoa(status)))

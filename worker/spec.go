@@ -60,6 +60,12 @@ type Health struct {
 
 // Resilience holds per-worker overrides of the breaker and retry flags; nil fields use the flag.
 // A status list the user sets replaces the default; it does not add to it.
+//
+// Both status lists only classify the worker's answers for its circuit breaker (breaker.
+// Classifier): a status in RetryableStatusCodes and not in CapacityStatusCodes is a failure.
+// Despite its name, RetryableStatusCodes does not change what the gateway retries, as in SMG:
+// every worker's 408, 429, 500, 502, 503 and 504 are retried; MaxRetries and DisableRetry
+// narrow the retries of a worker.
 type Resilience struct {
 	CapacityStatusCodes  []int `json:"capacity_status_codes,omitempty"`
 	RetryableStatusCodes []int `json:"retryable_status_codes,omitempty"`
