@@ -147,14 +147,9 @@ func (s *scanner) topField(key []byte) error {
 			s.m.Caps |= worker.CapAudioOutput
 		}
 		return nil
-	case "image_data", "audio_data", "video_data": // SGLang's native /generate media fields
-		if err := s.value(false); err != nil {
-			return err
-		}
-		if string(s.b[start:s.i]) != "null" {
-			s.m.Caps |= mediaField(key[0])
-		}
-		return nil
+	case "image_data", "audio_data", "video_data", // SGLang's native /generate media fields
+		"images", "image", "audios", "audio_inputs", "videos", "video": // and the Omni router's
+		return s.media(mediaField(key[0]))
 	}
 	if string(key) == s.prompt {
 		err := s.value(true)
@@ -164,6 +159,52 @@ func (s *scanner) topField(key []byte) error {
 		return err
 	}
 	return s.value(false)
+}
+
+// media scans the value of a top-level media field and requires c when it carries something.
+// A value the scanned prefix cuts off carries something once it has a byte past its opening.
+func (s *scanner) media(c worker.Capability) error {
+	start := s.i
+	err := s.value(false)
+	v := s.b[start:s.i]
+	if err != nil {
+		v = s.b[start:]
+	}
+	if given(v, err != nil) {
+		s.m.Caps |= c
+	}
+	return err
+}
+
+// given reports whether the raw JSON value v carries anything: it is not null, false, "", [] or
+// {} (what the SGLang-Omni router, in Python, reads as false). cut says v is the start of a value
+// the scan did not see the end of.
+func given(v []byte, cut bool) bool {
+	switch string(v) {
+	case "null", "false", `""`, "[]", "{}":
+		return false
+	}
+	if len(v) == 0 {
+		return false
+	}
+	switch v[0] {
+	case '[', '{':
+		inner := v[1:]
+		if !cut {
+			inner = inner[:len(inner)-1]
+		}
+		for _, c := range inner {
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				return true
+			}
+		}
+		return false
+	case '"':
+		return len(v) > 1
+	case 'n', 'f': // null or false, cut short
+		return !cut
+	}
+	return true
 }
 
 func mediaField(first byte) worker.Capability {
