@@ -2,6 +2,7 @@ package pool
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/meshgw/meshgw/worker"
@@ -163,4 +164,50 @@ func (s *Snapshot) Why(need worker.Capability, model []byte) string {
 		return "no routable worker serving model \"" + string(model) + "\" has capabilities " + need.String()
 	}
 	return "every matching worker has an open circuit breaker"
+}
+
+// Differ tells what routing cannot guess among the workers that have need, all of them
+// whatever their state (so the answer does not change with health): whether they serve
+// different models (when models is set), and which capabilities of unsure those that serve
+// model (empty: any) do not all have. A request whose model or capabilities could not be read
+// must name them where the workers differ. It reads every such worker once, and stops early
+// when everything asked about differs.
+func (s *Snapshot) Differ(need worker.Capability, model []byte, models bool, unsure worker.Capability) (modelsDiffer bool, capsDiffer worker.Capability) {
+	var first []string
+	seen := false
+	all, some := worker.CapAll, worker.Capability(0)
+	for _, w := range s.All {
+		if !w.Caps.Has(need) {
+			continue
+		}
+		if models && !modelsDiffer {
+			if !seen {
+				first, seen = w.Models, true
+			} else if !sameModels(first, w.Models) {
+				modelsDiffer = true
+			}
+		}
+		if unsure != 0 && w.ServesModel(model) {
+			all &= w.Caps
+			some |= w.Caps
+		}
+		capsDiffer = (some &^ all) & unsure
+		if (!models || modelsDiffer) && capsDiffer == unsure {
+			break
+		}
+	}
+	return modelsDiffer, capsDiffer
+}
+
+// sameModels reports whether a and b (lists without duplicates) hold the same models.
+func sameModels(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, m := range a {
+		if !slices.Contains(b, m) {
+			return false
+		}
+	}
+	return true
 }
