@@ -132,11 +132,20 @@ func (c *call) begin() bool {
 	}
 	h := &ctx.Request.Header
 	c.hdr.scan(h)
+	if !c.route.JSON() {
+		c.hdr.hints.Boundary = h.MultipartFormBoundary()
+	}
 	parse := reqmeta.Parse
 	if c.streamed {
 		parse = reqmeta.ParsePrefix
 	}
-	if err := parse(&c.meta, c.route, body, c.hdr.hints); err != nil {
+	err = parse(&c.meta, c.route, body, c.hdr.hints)
+	if err == nil && (c.meta.UnreadModel || c.meta.UnreadCaps != 0) {
+		if e := c.checkUnread(); e != nil {
+			err = e
+		}
+	}
+	if err != nil {
 		c.fail(fasthttp.StatusBadRequest, envelope(400, typeInvalidRequest, err.Error()))
 		return false
 	}

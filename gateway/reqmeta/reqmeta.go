@@ -1,6 +1,7 @@
 // Package reqmeta reads what routing needs from a model request: the model, whether it streams,
 // and the capabilities it requires, from a hand-written single-pass scan of at most the first
-// MiB of the JSON body and from the X-Mesh-Route-* hint headers.
+// MiB of a JSON body, or of the fields of a multipart upload, and from the X-Mesh-Route-* hint
+// headers.
 package reqmeta
 
 import (
@@ -31,7 +32,8 @@ const (
 	RouteEmbeddings                  // POST /v1/embeddings
 	RouteGenerate                    // POST /generate (SGLang native)
 	RouteSpeech                      // POST /v1/audio/speech
-	RouteTranscriptions              // POST /v1/audio/transcriptions (multipart: not parsed)
+	RouteTranscriptions              // POST /v1/audio/transcriptions (multipart form)
+	RouteTranslations                // POST /v1/audio/translations (multipart form)
 	NumRoutes
 )
 
@@ -46,7 +48,12 @@ var routeInfo = [NumRoutes]struct {
 	RouteGenerate:       {"/generate", worker.CapCompletions, "text"},
 	RouteSpeech:         {"/v1/audio/speech", worker.CapSpeech, "input"},
 	RouteTranscriptions: {"/v1/audio/transcriptions", worker.CapAudioInput, ""},
+	RouteTranslations:   {"/v1/audio/translations", worker.CapAudioInput, ""},
 }
+
+// bodyCaps are the capabilities a JSON body can require beyond its route's.
+const bodyCaps = worker.CapStreaming | worker.CapImageInput | worker.CapAudioInput |
+	worker.CapVideoInput | worker.CapAudioOutput
 
 // Path returns the route's URL path.
 func (r Route) Path() string { return routeInfo[r].path }
@@ -56,8 +63,18 @@ func (r Route) String() string { return routeInfo[r].path }
 // Capability returns what the route itself requires of a worker.
 func (r Route) Capability() worker.Capability { return routeInfo[r].cap }
 
-// JSON reports whether the route's body is JSON (and so is scanned).
-func (r Route) JSON() bool { return r != RouteTranscriptions }
+// JSON reports whether the route's body is JSON (and so is scanned); the others take a
+// multipart form, whose fields are read.
+func (r Route) JSON() bool { return r != RouteTranscriptions && r != RouteTranslations }
+
+// inferable are the capabilities beyond the route's that a body on it can require: a form says
+// only whether it streams.
+func (r Route) inferable() worker.Capability {
+	if r.JSON() {
+		return bodyCaps
+	}
+	return worker.CapStreaming
+}
 
 // RouteOf returns the model route at path.
 func RouteOf(path []byte) (Route, bool) {
@@ -73,16 +90,24 @@ func RouteOf(path []byte) (Route, bool) {
 // and are valid only as long as they are.
 type Meta struct {
 	Model     []byte            // empty: any model
+	ModelSet  bool              // the body (or the model hint) named the model, null included
 	Stream    bool              // the client asked for a streamed answer
 	StreamSet bool              // the body (or the stream hint) said so explicitly
 	Caps      worker.Capability // every capability a worker needs
 	Prompt    []byte            // raw JSON of the prompt field, for prefix_hash
-	Truncated bool              // only a prefix was scanned: the body exceeded ScanLimit, or was streamed
+	Truncated bool              // only a prefix was read: the body exceeded ScanLimit, was streamed, or could not be read further
+	// What a truncated read left unknown, and no hint supplied: the model, when the part read
+	// named none (UnreadModel), and the capabilities beyond Caps that the unread rest may
+	// require (UnreadCaps). Routing must not guess them where the workers differ in them.
+	UnreadModel bool
+	UnreadCaps  worker.Capability
 }
 
-// Hints are the raw values of the hint headers, nil when absent.
+// Hints are the raw values of the hint headers, nil when absent, and the request's multipart
+// boundary (from its Content-Type) for the routes that take a form.
 type Hints struct {
 	Model, Capabilities, Stream []byte
+	Boundary                    []byte
 }
 
 // Error is a request the gateway answers with 400 invalid_request_error. Header names the hint
@@ -120,6 +145,12 @@ func parse(m *Meta, route Route, body []byte, prefix bool, h Hints) error {
 				return err
 			}
 		}
+	} else {
+		complete, err := scanForm(m, body, h.Boundary)
+		if err != nil {
+			return err
+		}
+		m.Truncated = !complete
 	}
 	if m.Stream {
 		m.Caps |= worker.CapStreaming
@@ -128,6 +159,15 @@ func parse(m *Meta, route Route, body []byte, prefix bool, h Hints) error {
 	m.Caps |= route.Capability()
 	if err := applyHints(m, route, inferred, h); err != nil {
 		return err
+	}
+	if m.Truncated {
+		m.UnreadModel = !m.ModelSet
+		if h.Capabilities == nil {
+			m.UnreadCaps = route.inferable() &^ m.Caps
+			if m.StreamSet {
+				m.UnreadCaps &^= worker.CapStreaming
+			}
+		}
 	}
 	return nil
 }
@@ -143,7 +183,7 @@ func applyHints(m *Meta, route Route, inferred worker.Capability, h Hints) error
 			return &Error{Header: HeaderModel, Msg: HeaderModel + " \"" + string(hm) +
 				"\" contradicts the body's model \"" + string(m.Model) + "\""}
 		}
-		m.Model = hm
+		m.Model, m.ModelSet = hm, true
 	}
 	if h.Stream != nil {
 		v, ok := parseBool(h.Stream)

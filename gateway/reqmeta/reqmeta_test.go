@@ -51,7 +51,7 @@ func TestCapabilityInference(t *testing.T) {
 		{"empty media fields require nothing", RouteChat, `{"images":[],"image":null,"audios":[ ],"audio_inputs":"","videos":{},"video":false,"image_data":null}`, "", false, chat},
 		{"media inside the prompt is not top-level", RouteChat, `{"messages":[{"role":"user","images":["x"],"content":"hi"}]}`, "", false, chat},
 		{"speech", RouteSpeech, `{"model":"tts","input":"hello","voice":"v"}`, "tts", false, worker.CapSpeech},
-		{"transcriptions not parsed", RouteTranscriptions, "--boundary\r\nnot json", "", false, audIn},
+		{"transcriptions without a boundary", RouteTranscriptions, "--boundary\r\nnot json", "", false, audIn},
 		{"escaped model", RouteChat, `{"model":"a\u0062c\n"}`, "abc\n", false, chat},
 		{"last model wins", RouteChat, `{"model":"a","model":"b"}`, "b", false, chat},
 		{"model null", RouteChat, `{"model":"a","model":null}`, "", false, chat},

@@ -227,11 +227,11 @@ func (s *scanner) model() error {
 		if esc || !utf8.Valid(raw) {
 			raw = decodeString(s.b[a-1 : b+1])
 		}
-		s.m.Model = raw
+		s.m.Model, s.m.ModelSet = raw, true
 		return nil
 	}
 	if s.lit("null") {
-		s.m.Model = nil
+		s.m.Model, s.m.ModelSet = nil, true
 		return nil
 	}
 	if s.i >= len(s.b) {
