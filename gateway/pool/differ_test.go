@@ -60,3 +60,17 @@ func TestDiffer(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDiffer is what a request whose model the gateway could not read pays in a pool of
+// 10,000 workers that all serve one model: one read of every worker.
+func BenchmarkDiffer(b *testing.B) {
+	p := New(Config{})
+	addN(b, p, 10000, func(i int, s *worker.Spec) { s.Models = []string{"m"} })
+	snap := p.Snapshot()
+	b.ReportAllocs()
+	for b.Loop() {
+		if models, _ := snap.Differ(worker.CapChat, nil, true, worker.CapImageInput|worker.CapStreaming); models {
+			b.Fatal("one model reported as several")
+		}
+	}
+}
