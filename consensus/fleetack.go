@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -50,6 +51,9 @@ type FleetAckOptions struct {
 	// Logger receives the WARN line of a write some peers did not acknowledge in time. Nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// Registerer receives meshgw_fleet_acks_total and meshgw_fleet_ack_lagging_total. Nil means
+	// they are not registered.
+	Registerer prometheus.Registerer
 }
 
 // AckReport says which live peers acknowledged a write (their data plane applied its index)
@@ -81,6 +85,7 @@ type FleetAck struct {
 	o    FleetAckOptions
 	log  *slog.Logger
 	dial []grpc.DialOption
+	met  *ackMetrics
 
 	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
 	// its commit index covers every entry of earlier terms.
@@ -104,8 +109,12 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	if creds == nil {
 		creds = insecure.NewCredentials()
 	}
+	met, err := newAckMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	a := &FleetAck{
-		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"),
+		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"), met: met,
 		dial:   []grpc.DialOption{grpc.WithTransportCredentials(creds)},
 		nudges: make(chan struct{}, 1), stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn),
 	}
@@ -140,6 +149,7 @@ func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 			rep.Lagging = append(rep.Lagging, id)
 		}
 	}
+	a.met.observe(rep)
 	if len(rep.Lagging) > 0 {
 		a.log.Warn("peers did not apply a write within the fleet-ack timeout; they may still route by the state before it",
 			"index", index, "lagging", rep.Lagging, "acked", rep.Acked, "timeout", a.o.Timeout)
@@ -249,6 +259,7 @@ func (a *FleetAck) Close() error {
 	a.mu.Unlock()
 	close(a.stop)
 	a.wg.Wait()
+	a.met.unregister()
 	var errs []error
 	for _, cc := range conns {
 		errs = append(errs, cc.Close())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
@@ -72,6 +74,7 @@ func (m *staticMembers) Watch() (<-chan struct{}, func()) { return make(chan str
 type ackCluster struct {
 	*cluster
 	acks    []*FleetAck
+	regs    []*prometheus.Registry // each FleetAck's metrics
 	addrs   map[string]string
 	members *staticMembers
 }
@@ -109,7 +112,9 @@ func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i
 			t.Fatal(err)
 		}
 		c.addrs[n.ID()] = ln.Addr().String()
-		a, err := NewFleetAck(n, FleetAckOptions{Local: local(i, n), Members: c.members, ResolveRPC: resolve, Timeout: timeout, Logger: quiet()})
+		reg := prometheus.NewRegistry()
+		a, err := NewFleetAck(n, FleetAckOptions{Local: local(i, n), Members: c.members, ResolveRPC: resolve, Timeout: timeout,
+			Logger: quiet(), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,6 +124,7 @@ func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i
 		go func() { defer close(served); _ = s.Serve(ln) }()
 		t.Cleanup(func() { _ = a.Close(); s.Stop(); <-served })
 		c.acks = append(c.acks, a)
+		c.regs = append(c.regs, reg)
 	}
 	return c
 }
@@ -189,6 +195,20 @@ func TestFleetAckNamesLaggingPeers(t *testing.T) {
 	}
 	if took < timeout-50*time.Millisecond || took > timeout+2*time.Second {
 		t.Errorf("the acknowledgement took %v; want about the timeout %v", took, timeout)
+	}
+	// The writer counts the lagging write once, and each peer that lagged, for the alert.
+	wantMetrics := `
+# HELP meshgw_fleet_ack_lagging_total Fleet-acknowledged writes of this gateway that a live peer did not apply within --fleet-ack-timeout-secs, by that peer's node id.
+# TYPE meshgw_fleet_ack_lagging_total counter
+meshgw_fleet_ack_lagging_total{peer="n3"} 1
+meshgw_fleet_ack_lagging_total{peer="n8"} 1
+# HELP meshgw_fleet_acks_total Admin writes this gateway waited on the fleet for, by result: acked (every live peer applied it in time) or lagging (some did not).
+# TYPE meshgw_fleet_acks_total counter
+meshgw_fleet_acks_total{result="acked"} 0
+meshgw_fleet_acks_total{result="lagging"} 1
+`
+	if err := testutil.GatherAndCompare(c.regs[0], strings.NewReader(wantMetrics), "meshgw_fleet_ack_lagging_total", "meshgw_fleet_acks_total"); err != nil {
+		t.Error(err)
 	}
 }
 

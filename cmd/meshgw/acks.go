@@ -16,6 +16,7 @@ func (c *cluster) startFleetAck() error {
 	a, err := consensus.NewFleetAck(c.node, consensus.FleetAckOptions{
 		Local: &c.applied, Members: c.mesh, ResolveRPC: c.resolveRPC,
 		Timeout: time.Duration(c.o.cluster.fleetAckTimeout) * time.Second, Credentials: c.o.tls.dialCreds(), Logger: c.base,
+		Registerer: c.reg,
 	})
 	if err != nil {
 		return err

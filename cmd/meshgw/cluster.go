@@ -40,6 +40,7 @@ type cluster struct {
 	nodeID string
 	log    *slog.Logger
 	base   *slog.Logger // without the component, for the mesh, which names its own
+	reg    prometheus.Registerer
 
 	node    *consensus.Node
 	mesh    *mesh.Mesh
@@ -67,7 +68,7 @@ type cluster struct {
 // services registers more gRPC services (outcome reports) before the listener serves.
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
 	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
-	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, caughtUp: make(chan struct{})}
+	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, reg: reg, caughtUp: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {

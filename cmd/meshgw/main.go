@@ -180,6 +180,10 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	importer := fleet.NewImporter(fleet.ImporterConfig{NodeID: nodeID, Pool: gw.Pool(), Heard: cl.mesh.Heard,
 		DroppedEpoch: cl.mesh.DroppedEpoch, Logger: log})
 	imports.i.Store(importer)
+	if err := reg.Register(importer.Collector()); err != nil {
+		gw.Close()
+		return err
+	}
 	cl.mesh.SetBulletinReceiver(importer)
 	publisher := fleet.NewPublisher(cl.mesh, &owner, gw.Pool(), nil, log)
 	defer publisher.Close()

@@ -167,9 +167,15 @@ func TestImportedStateGoesStaleButStays(t *testing.T) {
 	if !f.routable(id) {
 		t.Fatal("a stale ready worker left routing; it must keep its last value")
 	}
+	if n, stale := f.im.countStale(); n != 1 || stale != 1 {
+		t.Errorf("meshgw_mesh_imported_workers, meshgw_mesh_stale_imports = %d, %d; want 1, 1", n, stale)
+	}
 	f.heard["a"] = f.clk.Now()
 	if st, _ := f.im.Imported(id); st.Stale {
 		t.Fatal("still stale after the owner was heard from")
+	}
+	if n, stale := f.im.countStale(); n != 1 || stale != 0 {
+		t.Errorf("after news: meshgw_mesh_imported_workers, meshgw_mesh_stale_imports = %d, %d; want 1, 0", n, stale)
 	}
 }
 
