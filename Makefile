@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/meshgw/meshgw/version.Version=$(VERSION) -X github.com/meshgw/meshgw/version.Commit=$(COMMIT)
 
-.PHONY: all build demo test test-short lint fuzz proto bench bench-quick clean help
+.PHONY: all build demo test test-short lint fuzz proto bench bench-quick clean help docs deploy-check
 
 all: build
 
@@ -21,14 +21,22 @@ build: ## Build meshgw, meshctl and fakeworker (every cmd/) into bin/, stamped w
 demo: build ## Start a local mesh with fake engines and print what to try.
 	scripts/demo.sh
 
-test: build ## Install test dependencies, lint, run every test, and run each fuzzer for 2 s.
+test: build ## Install test dependencies, lint, run every test, check deploy/ with the real tools, and run each fuzzer for 2 s.
 	scripts/test-deps.sh
 	scripts/lint.sh
 	$(GO) test -count=1 -timeout 15m ./...
+	scripts/deploy-check.sh
 	scripts/fuzz.sh
 
 test-short: ## Go tests without the slow multi-process suites.
 	$(GO) test -count=1 -short ./...
+
+deploy-check: build ## Check deploy/ with promtool, grpc_health_probe, systemd-analyze and the parsers of Docker, compose, kustomize.
+	scripts/test-deps.sh
+	scripts/deploy-check.sh
+
+docs: ## Regenerate docs/flags.md from meshgw's flags (go test ./cmd/meshgw fails while it is stale).
+	MESHGW_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagsReference' ./cmd/meshgw
 
 lint: ## gofmt, go vet and staticcheck.
 	scripts/lint.sh

@@ -16,4 +16,6 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 "$tools/staticcheck" ./...
+# deploy/check is a module of its own (the deployment tools' dependencies stay out of meshgw's).
+(cd deploy/check && go vet ./... && "$tools/staticcheck" ./...)
 echo "lint: gofmt, go vet and staticcheck are clean"

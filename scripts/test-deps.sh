@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond Go: the OpenAI Node SDK (pinned by
-# test/node/package-lock.json) and promtool (Debian's prometheus package). Idempotent: it does
-# nothing when everything is already there.
+# test/node/package-lock.json), promtool (Debian's prometheus package) and, for
+# scripts/deploy-check.sh, grpc_health_probe (the Go module test/harness pins, into bin/tools).
+# systemd-analyze comes with Debian's systemd, which the machine has. Idempotent: it does nothing
+# when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,4 +31,15 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "test-deps: npm ci in test/node" >&2
   (cd test/node && npm ci --no-audit --no-fund --loglevel=error)
   echo "$want" >"$stamp"
+fi
+
+# grpc_health_probe, at the version the Go tests build (test/harness/grpcprobe.go), so that the
+# two never disagree.
+probe=$(grep -o 'github.com/grpc-ecosystem/grpc-health-probe@v[0-9.]*' test/harness/grpcprobe.go)
+probe_stamp="bin/tools/.grpc-health-probe-${probe##*@}"
+if [ ! -f "$probe_stamp" ] || [ ! -x bin/tools/grpc-health-probe ]; then
+  echo "test-deps: go install $probe into bin/tools" >&2
+  mkdir -p bin/tools
+  GOBIN="$PWD/bin/tools" CGO_ENABLED=0 GOFLAGS= go install "$probe"
+  touch "$probe_stamp"
 fi
