@@ -164,6 +164,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 	if rec.Draining {
 		// Before the owner's health follows (a bulletin on its way, a restart), the record says.
 		r.HealthState, r.DrainDeadline = pool.HealthDraining.String(), timePtr(rec.DrainDeadline())
+		r.Routable = false // nor is it routable, even before this gateway's pool applied the record
 	}
 	return r
 }
