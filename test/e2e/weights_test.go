@@ -216,3 +216,29 @@ func workerIDOf(t *testing.T, g *clusterGW, e *harness.Proc) string {
 	}
 	return rec.ID
 }
+
+// Under --ephemeral nothing durable could record a weight update, so the route answers 503
+// not_durable and no engine gets the update (SGLang-Omni semantics); the journal reads empty.
+func TestWeightUpdateEphemeral(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	b := harness.Build(t)
+	e := harness.StartEngine(t, b, "engine-eph")
+	g := harness.StartGateway(t, b, "eph", "--ephemeral", "--worker-urls", e.URL)
+	a := newAdmin(g, "")
+	code, body := a.do(t, "POST", "/update_weights_from_disk", `{"model_path":"/m","weight_version":"v9"}`)
+	var ans struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &ans); err != nil || code != 503 || ans.Error.Code != "not_durable" ||
+		!strings.Contains(ans.Error.Message, "nothing durable could record") {
+		t.Fatalf("weight update under --ephemeral: %d %s", code, body)
+	}
+	if v := weightVersion(t, e); v == "v9" {
+		t.Fatal("the engine got the update")
+	}
+	if code, body := a.do(t, "GET", "/weight_update_journal", ""); code != 200 || body != `{"records":[]}` {
+		t.Fatalf("journal under --ephemeral: %d %s", code, body)
+	}
+}
