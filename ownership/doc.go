@@ -1,5 +1,13 @@
-// Package ownership decides who owns which worker: today, the failover of a dead or departed
-// owner's workers to live peers (DESIGN.md section 5, Failover).
+// Package ownership decides who owns which worker: the failover of a dead or departed owner's
+// workers to live peers, the handoff of a draining peer's workers, the transfer of one worker,
+// and the rebalance that evens out ownership (DESIGN.md section 5).
+//
+// Every decision is a pure function of the records, the peers and, where time matters, now:
+// PlanFailover, PlanHandoff, PlanTransfer and PlanRebalance. Each returns moves fenced by the
+// (owner, epoch) it read; the scenario scripts of testdata/ show them at work. They share two
+// rules: only a live peer (alive, not draining) receives a worker, and a worker goes to the
+// peer of the highest rendezvous hash of its region first, so that a handoff puts a worker
+// where a failover would have.
 //
 // The contract of failover:
 //

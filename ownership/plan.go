@@ -32,6 +32,9 @@ type Peer struct {
 	Status mesh.Status
 	// Since is when the peer entered Status.
 	Since time.Time
+	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is given no
+	// worker, and its workers move to the peers that are not draining.
+	Draining bool
 }
 
 // Worker is one worker record as failover reads it.
@@ -63,33 +66,24 @@ type Move struct {
 //  1. An owner is gone when the peers list it dead, left or unknown (with a Since) for longer
 //     than grace; exactly the grace is not longer. An alive or suspect owner, an owner gone for
 //     less, and an owner that is neither listed nor given as unknown keep their workers.
-//  2. A worker of a gone owner goes to the live (alive) peer of the highest rendezvous hash of
-//     (worker id, peer id), ties to the lowest id, among the live peers of the worker's region
-//     (its spec's, else its owner's) when there is one, else among every live peer.
+//  2. A worker of a gone owner goes to the live (alive, not draining) peer of the highest
+//     rendezvous hash of (worker id, peer id), ties to the lowest id, among the live peers of
+//     the worker's region (its spec's, else its owner's) when there is one, else among every
+//     live peer.
 //  3. With no live peer, nothing moves. Host-local workers never move.
 func PlanFailover(workers []Worker, peers []Peer, now time.Time, grace time.Duration) []Move {
 	byID := peersByID(peers)
-	var live []Peer
-	for _, p := range byID {
-		if p.Status == mesh.StatusAlive {
-			live = append(live, p)
-		}
-	}
+	live := receivers(byID)
 	if len(live) == 0 {
 		return nil
 	}
-	slices.SortFunc(live, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
 	var moves []Move
 	for _, w := range workers {
 		owner, ok := byID[w.Owner]
 		if w.HostLocal || !ok || !goneFor(owner, now, grace) {
 			continue
 		}
-		region := w.Region
-		if region == "" {
-			region = owner.Region
-		}
-		if to := pick(w.ID, live, region); to != "" && to != w.Owner {
+		if to := pick(w.ID, live, regionOf(w, byID)); to != "" && to != w.Owner {
 			moves = append(moves, Move{ID: w.ID, From: w.Owner, Epoch: w.Epoch, To: to})
 		}
 	}
@@ -129,6 +123,26 @@ func peersByID(peers []Peer) map[string]Peer {
 		}
 	}
 	return byID
+}
+
+// receivers are the peers that may be given workers: alive and not draining, sorted by id.
+func receivers(byID map[string]Peer) []Peer {
+	var live []Peer
+	for _, p := range byID {
+		if p.Status == mesh.StatusAlive && !p.Draining {
+			live = append(live, p)
+		}
+	}
+	slices.SortFunc(live, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	return live
+}
+
+// regionOf is a worker's region: its spec's, else its owner's.
+func regionOf(w Worker, byID map[string]Peer) string {
+	if w.Region != "" {
+		return w.Region
+	}
+	return byID[w.Owner].Region
 }
 
 // goneFor reports whether p has been gone for longer than grace at now.
