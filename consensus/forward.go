@@ -165,9 +165,9 @@ func NewForwarder(node *Node, o ForwardOptions) (*Forwarder, error) {
 // leader has applied it, or ctx ends (without a deadline, the node's Config.ApplyTimeout
 // bounds it). Every error says whether the write happened:
 //
-//   - nil or a business error of package fsm: applied, and the Result is the leader's (but
-//     for Result.Reassign, which a forwarded answer does not carry: apply Reassign on the
-//     leader, as failover does);
+//   - nil or a business error of package fsm: applied, and the Result is the leader's (with
+//     Result.Reassign for a Handoff; a gateway never forwards Reassign, which failover applies
+//     on the leader);
 //   - *NotLeaderError (MaxHops answers followed), ErrNoLeader (also *LeaderUnreachableError:
 //     no leader could be reached within NoLeaderWait), ErrTimeout, ErrShutdown (this node or
 //     forwarder), ctx.Err(), *fsm.InvalidError (the command does not encode): nothing was

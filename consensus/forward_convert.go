@@ -11,8 +11,8 @@ import (
 
 // The wire form of an fsm.Result in a forwarding answer. The record goes as the snapshot
 // encodes it (fsm.RecordToProto and fsm.RecordFromProto); TestForwardResultRoundTrip fails when
-// a field of Record or Spec does not survive. Result.Reassign has no wire form: failover
-// applies Reassign on the leader, never through a forwarder.
+// a field of Record or Spec does not survive. Result.Reassign travels for Handoff entries, which
+// gateways forward; failover applies Reassign on the leader, never through a forwarder.
 
 var outcomeToWire = map[fsm.Outcome]consensusv1.ApplyOutcome{
 	fsm.Rejected:  consensusv1.ApplyOutcome_APPLY_OUTCOME_REJECTED,
@@ -44,6 +44,30 @@ func resultToWire(res fsm.Result) *consensusv1.ApplyResponse {
 	if res.Err != nil {
 		out.Error = businessErrorToWire(res.Err)
 	}
+	if r := res.Reassign; r != nil {
+		out.Reassign = &consensusv1.ReassignOutcome{}
+		for _, id := range r.Moved {
+			out.Reassign.Moved = append(out.Reassign.Moved, string(id))
+		}
+		for _, s := range r.Skipped {
+			out.Reassign.Skipped = append(out.Reassign.Skipped, &consensusv1.ReassignSkipped{Id: string(s.ID), Reason: s.Reason})
+		}
+	}
+	return out
+}
+
+// reassignFromWire rebuilds Result.Reassign; nil when the answer carries none.
+func reassignFromWire(r *consensusv1.ReassignOutcome) *fsm.ReassignResult {
+	if r == nil {
+		return nil
+	}
+	out := &fsm.ReassignResult{}
+	for _, id := range r.Moved {
+		out.Moved = append(out.Moved, worker.ID(id))
+	}
+	for _, s := range r.Skipped {
+		out.Skipped = append(out.Skipped, fsm.ReassignSkip{ID: worker.ID(s.Id), Reason: s.Reason})
+	}
 	return out
 }
 
@@ -56,7 +80,7 @@ func resultFromWire(a *consensusv1.ApplyResponse) (fsm.Result, error) {
 		return fsm.Result{}, fmt.Errorf("%w: the leader applied index %d with an outcome this version does not know (%d)",
 			ErrOutcomeUnknown, a.Index, a.Outcome)
 	}
-	res := fsm.Result{Index: a.Index, Outcome: o}
+	res := fsm.Result{Index: a.Index, Outcome: o, Reassign: reassignFromWire(a.Reassign)}
 	if a.Record != nil {
 		res.Record = fsm.RecordFromProto(a.Record)
 	}

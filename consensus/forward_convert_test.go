@@ -14,6 +14,7 @@ import (
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // fullRecord returns a record with every field of Record and of its Spec set, recursively.
@@ -91,6 +92,9 @@ func TestForwardResultRoundTrip(t *testing.T) {
 		{"conflict", fsm.Result{Index: 15, Outcome: fsm.Rejected, Record: &full, Err: &fsm.ConflictError{ID: full.ID, Reason: "revision 3, not 2"}}},
 		{"conflict without id", fsm.Result{Index: 16, Outcome: fsm.Rejected, Err: &fsm.ConflictError{Reason: "cluster id is already set"}}},
 		{"invalid", fsm.Result{Index: 17, Outcome: fsm.Rejected, Err: &fsm.InvalidError{Field: "owner", Msg: "empty"}}},
+		{"handoff", fsm.Result{Index: 18, Outcome: fsm.Updated, Reassign: &fsm.ReassignResult{Moved: []worker.ID{"w-1", "w-2"},
+			Skipped: []fsm.ReassignSkip{{ID: "w-3", Reason: "n3 is draining"}}}}},
+		{"handoff that moved nothing", fsm.Result{Index: 19, Outcome: fsm.Unchanged, Reassign: &fsm.ReassignResult{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 //   - register, set_flags without a revision, replace_spec without a revision (PUT), transfer
 //     without an epoch and drain are idempotent: a second copy is Unchanged (a disable with the
 //     same reason and author changes nothing, whatever its time; a drain keeps the first one's
-//     start);
+//     start); a handoff's second copy skips each move it made as "already owned by";
 //   - set_flags and replace_spec with a revision (PATCH), transfer with an epoch and remove
 //     (fenced or not) are compare-and-sets: a second copy is rejected (a conflict, or not
 //     found) when the first applied.

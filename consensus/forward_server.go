@@ -37,9 +37,8 @@ type forwardServer struct {
 }
 
 // forwardable are the entry types a gateway forwards to the leader: the admin API's writes
-// (Register, ReplaceSpec, SetFlags, Remove, Drain, the journal's), an owner's fenced Remove, and
-// Transfer. The
-// other types this version applies are leaderOnly: a gateway never forwards InitCluster (the
+// (Register, ReplaceSpec, SetFlags, Remove, Drain, the journal's, Handoff), an owner's fenced
+// Remove, and Transfer. The other types this version applies are leaderOnly: a gateway never forwards InitCluster (the
 // leader of a new cluster proposes it on itself) or Reassign (failover runs on the leader and
 // applies it there, never through a Forwarder: its result has no wire form); the service
 // refuses them. A type this version does not apply is refused as an invalid entry, unless it is
@@ -57,6 +56,7 @@ var (
 		// the coordinator reads the journal it needs from its own applied state.
 		fsm.TypeJournalOpen:    true,
 		fsm.TypeJournalResolve: true,
+		fsm.TypeHandoff:        true,
 	}
 	leaderOnly = map[fsm.CommandType]bool{
 		fsm.TypeInitCluster: true,

@@ -34,6 +34,9 @@ const (
 	// a node that skipped it would go on routing to the worker, and, as its owner, never remove
 	// it.
 	TypeDrain CommandType = 10
+	// TypeHandoff is an operator's ownership change: drain marks and fenced moves (Handoff). It
+	// carries no IgnoreUnknownFlag: a node that skipped it would disagree on every owner.
+	TypeHandoff CommandType = 11
 
 	// IgnoreUnknownFlag, set on a type byte, tells a node that does not know the type to skip
 	// the entry instead of panicking (Consul's rule): for commands a newer version may add
@@ -52,6 +55,7 @@ var typeNames = map[CommandType]string{
 	TypeJournalResolve: "journal_resolve",
 	TypeReassign:       "reassign",
 	TypeDrain:          "drain",
+	TypeHandoff:        "handoff",
 }
 
 // String names the type as the apply-duration metric labels it.

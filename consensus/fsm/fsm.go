@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -32,6 +33,9 @@ type state struct {
 	workers   map[worker.ID]*Record
 	journal   []*JournalRecord
 	applied   uint64
+	// draining marks the peers being drained (Handoff), by id. Never modified in place: a change
+	// stores a new map, so a snapshot can share it.
+	draining map[string]time.Time
 
 	// touched is not replicated state: the ids the apply in progress changed (put and del
 	// note them), for the change log; journalChanged says it changed the journal.
@@ -247,6 +251,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		applied:   f.st.applied,
 		workers:   slices.Collect(maps.Values(f.st.workers)),
 		journal:   slices.Clone(f.st.journal),
+		draining:  f.st.draining,
 	}, nil
 }
 

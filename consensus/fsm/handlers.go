@@ -25,6 +25,7 @@ var handlers = [256]handler{
 	TypeTransfer:    on(applyTransfer),
 	TypeReassign:    on(applyReassign),
 	TypeDrain:       on(applyDrain),
+	TypeHandoff:     on(applyHandoff),
 
 	TypeJournalOpen:    on(applyJournalOpen),
 	TypeJournalResolve: on(applyJournalResolve),

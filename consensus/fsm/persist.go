@@ -54,6 +54,7 @@ func (f *FSM) SaveSince(v uint64) (Saved, error) {
 	for _, j := range f.st.journal {
 		meta.Journal = append(meta.Journal, journalToProto(j))
 	}
+	meta.Draining = drainingToProto(f.st.draining)
 	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(meta)
 	if err != nil {
 		return Saved{}, fmt.Errorf("encode the applied state: %w", err)
@@ -94,7 +95,7 @@ func (f *FSM) Load(l Loader) (uint64, bool, error) {
 	if err := proto.Unmarshal(meta[1:], &m); err != nil {
 		return 0, false, fmt.Errorf("decode the saved state: %w", err)
 	}
-	st.clusterID, st.applied = m.ClusterId, m.AppliedIndex
+	st.clusterID, st.applied, st.draining = m.ClusterId, m.AppliedIndex, drainingFromProto(m.Draining)
 	for _, p := range m.Journal {
 		st.journal = append(st.journal, journalFromProto(p))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +24,7 @@ type snapshot struct {
 	applied   uint64
 	workers   []*Record
 	journal   []*JournalRecord
+	draining  map[string]time.Time
 }
 
 var _ raft.FSMSnapshot = (*snapshot)(nil)
@@ -50,6 +52,7 @@ func (s *snapshot) write(w io.Writer) error {
 	for _, j := range s.journal {
 		msg.Journal = append(msg.Journal, journalToProto(j))
 	}
+	msg.Draining = drainingToProto(s.draining)
 	buf := make([]byte, 1, 1+proto.Size(msg))
 	buf[0] = snapshotFormat
 	buf, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf, msg)
@@ -82,6 +85,7 @@ func readSnapshot(r io.Reader) (state, error) {
 		clusterID: msg.ClusterId,
 		applied:   msg.AppliedIndex,
 		workers:   make(map[worker.ID]*Record, len(msg.Workers)),
+		draining:  drainingFromProto(msg.Draining),
 	}
 	for _, p := range msg.Workers {
 		r := recordFromProto(p)

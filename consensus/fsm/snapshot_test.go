@@ -47,10 +47,11 @@ type view struct {
 	Applied   uint64
 	Workers   []Record
 	Journal   []JournalRecord
+	Draining  []DrainingPeer
 }
 
 func viewOf(f *FSM) view {
-	return view{f.ClusterID(), f.AppliedIndex(), f.Workers(), f.Journal()}
+	return view{f.ClusterID(), f.AppliedIndex(), f.Workers(), f.Journal(), f.Draining()}
 }
 
 // bigFSM applies n registrations and a mix of flag changes, transfers and drains, and puts two records

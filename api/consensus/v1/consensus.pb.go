@@ -627,11 +627,13 @@ func (x *JournalRecord) GetStatus() string {
 
 // Snapshot is the whole FSM state. Workers are sorted by id so that equal states encode equally.
 type Snapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	Workers       []*WorkerRecord        `protobuf:"bytes,3,rep,name=workers,proto3" json:"workers,omitempty"`
-	Journal       []*JournalRecord       `protobuf:"bytes,4,rep,name=journal,proto3" json:"journal,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId    string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Workers      []*WorkerRecord        `protobuf:"bytes,3,rep,name=workers,proto3" json:"workers,omitempty"`
+	Journal      []*JournalRecord       `protobuf:"bytes,4,rep,name=journal,proto3" json:"journal,omitempty"`
+	// The peers being drained, sorted by id. Absent on snapshots written before handoff existed.
+	Draining      []*DrainingPeer `protobuf:"bytes,5,rep,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -694,6 +696,69 @@ func (x *Snapshot) GetJournal() []*JournalRecord {
 	return nil
 }
 
+func (x *Snapshot) GetDraining() []*DrainingPeer {
+	if x != nil {
+		return x.Draining
+	}
+	return nil
+}
+
+// DrainingPeer is a gateway an operator drains (DESIGN.md section 5, Handoff): it is given no
+// worker, its workers move to the peers that are not draining, its raft leadership and voter
+// seat go to them, then it leaves the configuration and the mesh.
+type DrainingPeer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When the drain was asked, as the proposer's clock read it.
+	SinceUnixNano int64 `protobuf:"varint,2,opt,name=since_unix_nano,json=sinceUnixNano,proto3" json:"since_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainingPeer) Reset() {
+	*x = DrainingPeer{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainingPeer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainingPeer) ProtoMessage() {}
+
+func (x *DrainingPeer) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainingPeer.ProtoReflect.Descriptor instead.
+func (*DrainingPeer) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DrainingPeer) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DrainingPeer) GetSinceUnixNano() int64 {
+	if x != nil {
+		return x.SinceUnixNano
+	}
+	return 0
+}
+
 // InitClusterCommand sets the cluster id once, after bootstrap.
 type InitClusterCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -704,7 +769,7 @@ type InitClusterCommand struct {
 
 func (x *InitClusterCommand) Reset() {
 	*x = InitClusterCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[6]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +781,7 @@ func (x *InitClusterCommand) String() string {
 func (*InitClusterCommand) ProtoMessage() {}
 
 func (x *InitClusterCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[6]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +794,7 @@ func (x *InitClusterCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitClusterCommand.ProtoReflect.Descriptor instead.
 func (*InitClusterCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{6}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InitClusterCommand) GetClusterId() string {
@@ -753,7 +818,7 @@ type RegisterWorkerCommand struct {
 
 func (x *RegisterWorkerCommand) Reset() {
 	*x = RegisterWorkerCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[7]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +830,7 @@ func (x *RegisterWorkerCommand) String() string {
 func (*RegisterWorkerCommand) ProtoMessage() {}
 
 func (x *RegisterWorkerCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[7]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +843,7 @@ func (x *RegisterWorkerCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerCommand.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{7}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegisterWorkerCommand) GetId() string {
@@ -824,7 +889,7 @@ type FlagChange struct {
 
 func (x *FlagChange) Reset() {
 	*x = FlagChange{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[8]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +901,7 @@ func (x *FlagChange) String() string {
 func (*FlagChange) ProtoMessage() {}
 
 func (x *FlagChange) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[8]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +914,7 @@ func (x *FlagChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlagChange.ProtoReflect.Descriptor instead.
 func (*FlagChange) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{8}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FlagChange) GetDisabled() bool {
@@ -902,7 +967,7 @@ type ReplaceSpecCommand struct {
 
 func (x *ReplaceSpecCommand) Reset() {
 	*x = ReplaceSpecCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[9]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +979,7 @@ func (x *ReplaceSpecCommand) String() string {
 func (*ReplaceSpecCommand) ProtoMessage() {}
 
 func (x *ReplaceSpecCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[9]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +992,7 @@ func (x *ReplaceSpecCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceSpecCommand.ProtoReflect.Descriptor instead.
 func (*ReplaceSpecCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{9}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReplaceSpecCommand) GetId() string {
@@ -971,7 +1036,7 @@ type SetFlagsCommand struct {
 
 func (x *SetFlagsCommand) Reset() {
 	*x = SetFlagsCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[10]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1048,7 @@ func (x *SetFlagsCommand) String() string {
 func (*SetFlagsCommand) ProtoMessage() {}
 
 func (x *SetFlagsCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[10]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1061,7 @@ func (x *SetFlagsCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFlagsCommand.ProtoReflect.Descriptor instead.
 func (*SetFlagsCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{10}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetFlagsCommand) GetId() string {
@@ -1031,7 +1096,7 @@ type Fence struct {
 
 func (x *Fence) Reset() {
 	*x = Fence{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[11]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1108,7 @@ func (x *Fence) String() string {
 func (*Fence) ProtoMessage() {}
 
 func (x *Fence) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[11]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1121,7 @@ func (x *Fence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fence.ProtoReflect.Descriptor instead.
 func (*Fence) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{11}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Fence) GetOwner() string {
@@ -1086,7 +1151,7 @@ type RemoveWorkerCommand struct {
 
 func (x *RemoveWorkerCommand) Reset() {
 	*x = RemoveWorkerCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[12]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1163,7 @@ func (x *RemoveWorkerCommand) String() string {
 func (*RemoveWorkerCommand) ProtoMessage() {}
 
 func (x *RemoveWorkerCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[12]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1176,7 @@ func (x *RemoveWorkerCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveWorkerCommand.ProtoReflect.Descriptor instead.
 func (*RemoveWorkerCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{12}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoveWorkerCommand) GetId() string {
@@ -1141,7 +1206,7 @@ type TransferOwnershipCommand struct {
 
 func (x *TransferOwnershipCommand) Reset() {
 	*x = TransferOwnershipCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[13]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1218,7 @@ func (x *TransferOwnershipCommand) String() string {
 func (*TransferOwnershipCommand) ProtoMessage() {}
 
 func (x *TransferOwnershipCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[13]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1231,7 @@ func (x *TransferOwnershipCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferOwnershipCommand.ProtoReflect.Descriptor instead.
 func (*TransferOwnershipCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{13}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TransferOwnershipCommand) GetId() string {
@@ -1208,7 +1273,7 @@ type DrainWorkerCommand struct {
 
 func (x *DrainWorkerCommand) Reset() {
 	*x = DrainWorkerCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1285,7 @@ func (x *DrainWorkerCommand) String() string {
 func (*DrainWorkerCommand) ProtoMessage() {}
 
 func (x *DrainWorkerCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[14]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1298,7 @@ func (x *DrainWorkerCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainWorkerCommand.ProtoReflect.Descriptor instead.
 func (*DrainWorkerCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{14}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DrainWorkerCommand) GetId() string {
@@ -1271,7 +1336,7 @@ type ReassignItem struct {
 
 func (x *ReassignItem) Reset() {
 	*x = ReassignItem{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1348,7 @@ func (x *ReassignItem) String() string {
 func (*ReassignItem) ProtoMessage() {}
 
 func (x *ReassignItem) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[15]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1361,7 @@ func (x *ReassignItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReassignItem.ProtoReflect.Descriptor instead.
 func (*ReassignItem) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{15}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReassignItem) GetId() string {
@@ -1339,7 +1404,7 @@ type ReassignCommand struct {
 
 func (x *ReassignCommand) Reset() {
 	*x = ReassignCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[16]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1416,7 @@ func (x *ReassignCommand) String() string {
 func (*ReassignCommand) ProtoMessage() {}
 
 func (x *ReassignCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[16]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1429,7 @@ func (x *ReassignCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReassignCommand.ProtoReflect.Descriptor instead.
 func (*ReassignCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{16}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReassignCommand) GetItems() []*ReassignItem {
@@ -1388,7 +1453,7 @@ type JournalOpenCommand struct {
 
 func (x *JournalOpenCommand) Reset() {
 	*x = JournalOpenCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[17]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1465,7 @@ func (x *JournalOpenCommand) String() string {
 func (*JournalOpenCommand) ProtoMessage() {}
 
 func (x *JournalOpenCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[17]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1478,7 @@ func (x *JournalOpenCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalOpenCommand.ProtoReflect.Descriptor instead.
 func (*JournalOpenCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{17}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JournalOpenCommand) GetId() string {
@@ -1462,7 +1527,7 @@ type JournalResolveCommand struct {
 
 func (x *JournalResolveCommand) Reset() {
 	*x = JournalResolveCommand{}
-	mi := &file_consensus_v1_consensus_proto_msgTypes[18]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1539,7 @@ func (x *JournalResolveCommand) String() string {
 func (*JournalResolveCommand) ProtoMessage() {}
 
 func (x *JournalResolveCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_consensus_v1_consensus_proto_msgTypes[18]
+	mi := &file_consensus_v1_consensus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1552,7 @@ func (x *JournalResolveCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalResolveCommand.ProtoReflect.Descriptor instead.
 func (*JournalResolveCommand) Descriptor() ([]byte, []int) {
-	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{18}
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *JournalResolveCommand) GetId() string {
@@ -1530,6 +1595,88 @@ func (x *JournalResolveCommand) GetBy() string {
 		return x.By
 	}
 	return ""
+}
+
+// HandoffCommand is an operator's ownership change (drain, transfer, rebalance) in one raft
+// entry: it first marks the peers of drain as draining (a peer already draining keeps its
+// first time) and clears the marks of undrain, then applies each item as ReassignCommand does,
+// fenced on its expected owner and epoch, skipping an item whose target is draining. Each moved
+// record's epoch becomes the entry's index.
+type HandoffCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why: "drain", "transfer" or "rebalance", for the log lines and the metrics.
+	Reason        string          `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Drain         []string        `protobuf:"bytes,2,rep,name=drain,proto3" json:"drain,omitempty"`
+	Undrain       []string        `protobuf:"bytes,3,rep,name=undrain,proto3" json:"undrain,omitempty"`
+	AtUnixNano    int64           `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	Items         []*ReassignItem `protobuf:"bytes,5,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffCommand) Reset() {
+	*x = HandoffCommand{}
+	mi := &file_consensus_v1_consensus_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffCommand) ProtoMessage() {}
+
+func (x *HandoffCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_consensus_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffCommand.ProtoReflect.Descriptor instead.
+func (*HandoffCommand) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_consensus_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *HandoffCommand) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *HandoffCommand) GetDrain() []string {
+	if x != nil {
+		return x.Drain
+	}
+	return nil
+}
+
+func (x *HandoffCommand) GetUndrain() []string {
+	if x != nil {
+		return x.Undrain
+	}
+	return nil
+}
+
+func (x *HandoffCommand) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *HandoffCommand) GetItems() []*ReassignItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
 }
 
 var File_consensus_v1_consensus_proto protoreflect.FileDescriptor
@@ -1619,13 +1766,17 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\x06status\x18\a \x01(\tR\x06status\x1a;\n" +
 	"\rOutcomesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc9\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x02\n" +
 	"\bSnapshot\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12;\n" +
 	"\aworkers\x18\x03 \x03(\v2!.meshgw.consensus.v1.WorkerRecordR\aworkers\x12<\n" +
-	"\ajournal\x18\x04 \x03(\v2\".meshgw.consensus.v1.JournalRecordR\ajournal\"3\n" +
+	"\ajournal\x18\x04 \x03(\v2\".meshgw.consensus.v1.JournalRecordR\ajournal\x12=\n" +
+	"\bdraining\x18\x05 \x03(\v2!.meshgw.consensus.v1.DrainingPeerR\bdraining\"F\n" +
+	"\fDrainingPeer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
+	"\x0fsince_unix_nano\x18\x02 \x01(\x03R\rsinceUnixNano\"3\n" +
 	"\x12InitClusterCommand\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"\x94\x01\n" +
@@ -1690,7 +1841,14 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\aoutcome\x18\x04 \x01(\tR\aoutcome\x12 \n" +
 	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
 	"atUnixNano\x12\x0e\n" +
-	"\x02by\x18\x06 \x01(\tR\x02byB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
+	"\x02by\x18\x06 \x01(\tR\x02by\"\xb3\x01\n" +
+	"\x0eHandoffCommand\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05drain\x18\x02 \x03(\tR\x05drain\x12\x18\n" +
+	"\aundrain\x18\x03 \x03(\tR\aundrain\x12 \n" +
+	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
+	"atUnixNano\x127\n" +
+	"\x05items\x18\x05 \x03(\v2!.meshgw.consensus.v1.ReassignItemR\x05itemsB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
 
 var (
 	file_consensus_v1_consensus_proto_rawDescOnce sync.Once
@@ -1704,7 +1862,7 @@ func file_consensus_v1_consensus_proto_rawDescGZIP() []byte {
 	return file_consensus_v1_consensus_proto_rawDescData
 }
 
-var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: meshgw.consensus.v1.WorkerSpec
 	(*HealthOverrides)(nil),          // 1: meshgw.consensus.v1.HealthOverrides
@@ -1712,41 +1870,45 @@ var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*WorkerRecord)(nil),             // 3: meshgw.consensus.v1.WorkerRecord
 	(*JournalRecord)(nil),            // 4: meshgw.consensus.v1.JournalRecord
 	(*Snapshot)(nil),                 // 5: meshgw.consensus.v1.Snapshot
-	(*InitClusterCommand)(nil),       // 6: meshgw.consensus.v1.InitClusterCommand
-	(*RegisterWorkerCommand)(nil),    // 7: meshgw.consensus.v1.RegisterWorkerCommand
-	(*FlagChange)(nil),               // 8: meshgw.consensus.v1.FlagChange
-	(*ReplaceSpecCommand)(nil),       // 9: meshgw.consensus.v1.ReplaceSpecCommand
-	(*SetFlagsCommand)(nil),          // 10: meshgw.consensus.v1.SetFlagsCommand
-	(*Fence)(nil),                    // 11: meshgw.consensus.v1.Fence
-	(*RemoveWorkerCommand)(nil),      // 12: meshgw.consensus.v1.RemoveWorkerCommand
-	(*TransferOwnershipCommand)(nil), // 13: meshgw.consensus.v1.TransferOwnershipCommand
-	(*DrainWorkerCommand)(nil),       // 14: meshgw.consensus.v1.DrainWorkerCommand
-	(*ReassignItem)(nil),             // 15: meshgw.consensus.v1.ReassignItem
-	(*ReassignCommand)(nil),          // 16: meshgw.consensus.v1.ReassignCommand
-	(*JournalOpenCommand)(nil),       // 17: meshgw.consensus.v1.JournalOpenCommand
-	(*JournalResolveCommand)(nil),    // 18: meshgw.consensus.v1.JournalResolveCommand
-	nil,                              // 19: meshgw.consensus.v1.WorkerSpec.LabelsEntry
-	nil,                              // 20: meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	(*DrainingPeer)(nil),             // 6: meshgw.consensus.v1.DrainingPeer
+	(*InitClusterCommand)(nil),       // 7: meshgw.consensus.v1.InitClusterCommand
+	(*RegisterWorkerCommand)(nil),    // 8: meshgw.consensus.v1.RegisterWorkerCommand
+	(*FlagChange)(nil),               // 9: meshgw.consensus.v1.FlagChange
+	(*ReplaceSpecCommand)(nil),       // 10: meshgw.consensus.v1.ReplaceSpecCommand
+	(*SetFlagsCommand)(nil),          // 11: meshgw.consensus.v1.SetFlagsCommand
+	(*Fence)(nil),                    // 12: meshgw.consensus.v1.Fence
+	(*RemoveWorkerCommand)(nil),      // 13: meshgw.consensus.v1.RemoveWorkerCommand
+	(*TransferOwnershipCommand)(nil), // 14: meshgw.consensus.v1.TransferOwnershipCommand
+	(*DrainWorkerCommand)(nil),       // 15: meshgw.consensus.v1.DrainWorkerCommand
+	(*ReassignItem)(nil),             // 16: meshgw.consensus.v1.ReassignItem
+	(*ReassignCommand)(nil),          // 17: meshgw.consensus.v1.ReassignCommand
+	(*JournalOpenCommand)(nil),       // 18: meshgw.consensus.v1.JournalOpenCommand
+	(*JournalResolveCommand)(nil),    // 19: meshgw.consensus.v1.JournalResolveCommand
+	(*HandoffCommand)(nil),           // 20: meshgw.consensus.v1.HandoffCommand
+	nil,                              // 21: meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	nil,                              // 22: meshgw.consensus.v1.JournalRecord.OutcomesEntry
 }
 var file_consensus_v1_consensus_proto_depIdxs = []int32{
-	19, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
+	21, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
 	1,  // 1: meshgw.consensus.v1.WorkerSpec.health:type_name -> meshgw.consensus.v1.HealthOverrides
 	2,  // 2: meshgw.consensus.v1.WorkerSpec.resilience:type_name -> meshgw.consensus.v1.ResilienceOverrides
 	0,  // 3: meshgw.consensus.v1.WorkerRecord.spec:type_name -> meshgw.consensus.v1.WorkerSpec
-	20, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	22, // 4: meshgw.consensus.v1.JournalRecord.outcomes:type_name -> meshgw.consensus.v1.JournalRecord.OutcomesEntry
 	3,  // 5: meshgw.consensus.v1.Snapshot.workers:type_name -> meshgw.consensus.v1.WorkerRecord
 	4,  // 6: meshgw.consensus.v1.Snapshot.journal:type_name -> meshgw.consensus.v1.JournalRecord
-	0,  // 7: meshgw.consensus.v1.RegisterWorkerCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
-	0,  // 8: meshgw.consensus.v1.ReplaceSpecCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
-	8,  // 9: meshgw.consensus.v1.ReplaceSpecCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
-	8,  // 10: meshgw.consensus.v1.SetFlagsCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
-	11, // 11: meshgw.consensus.v1.RemoveWorkerCommand.fence:type_name -> meshgw.consensus.v1.Fence
-	15, // 12: meshgw.consensus.v1.ReassignCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	6,  // 7: meshgw.consensus.v1.Snapshot.draining:type_name -> meshgw.consensus.v1.DrainingPeer
+	0,  // 8: meshgw.consensus.v1.RegisterWorkerCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
+	0,  // 9: meshgw.consensus.v1.ReplaceSpecCommand.spec:type_name -> meshgw.consensus.v1.WorkerSpec
+	9,  // 10: meshgw.consensus.v1.ReplaceSpecCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
+	9,  // 11: meshgw.consensus.v1.SetFlagsCommand.flags:type_name -> meshgw.consensus.v1.FlagChange
+	12, // 12: meshgw.consensus.v1.RemoveWorkerCommand.fence:type_name -> meshgw.consensus.v1.Fence
+	16, // 13: meshgw.consensus.v1.ReassignCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
+	16, // 14: meshgw.consensus.v1.HandoffCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_consensus_v1_consensus_proto_init() }
@@ -1757,14 +1919,14 @@ func file_consensus_v1_consensus_proto_init() {
 	file_consensus_v1_consensus_proto_msgTypes[0].OneofWrappers = []any{}
 	file_consensus_v1_consensus_proto_msgTypes[1].OneofWrappers = []any{}
 	file_consensus_v1_consensus_proto_msgTypes[2].OneofWrappers = []any{}
-	file_consensus_v1_consensus_proto_msgTypes[8].OneofWrappers = []any{}
+	file_consensus_v1_consensus_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_consensus_v1_consensus_proto_rawDesc), len(file_consensus_v1_consensus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -382,7 +382,9 @@ type ApplyResponse struct {
 	LeaderId      string `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	LeaderAddress string `protobuf:"bytes,7,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
 	// OUTCOME_UNKNOWN, INVALID_ENTRY, TIMEOUT: what the leader said, for the caller's error.
-	Message       string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	// APPLIED, for a HandoffCommand: which workers moved and which items were skipped, and why.
+	Reassign      *ReassignOutcome `protobuf:"bytes,9,opt,name=reassign,proto3" json:"reassign,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -473,6 +475,119 @@ func (x *ApplyResponse) GetMessage() string {
 	return ""
 }
 
+func (x *ApplyResponse) GetReassign() *ReassignOutcome {
+	if x != nil {
+		return x.Reassign
+	}
+	return nil
+}
+
+// ReassignOutcome is what a HandoffCommand's items did, in the order of the items.
+type ReassignOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Moved         []string               `protobuf:"bytes,1,rep,name=moved,proto3" json:"moved,omitempty"`
+	Skipped       []*ReassignSkipped     `protobuf:"bytes,2,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReassignOutcome) Reset() {
+	*x = ReassignOutcome{}
+	mi := &file_consensus_v1_forward_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReassignOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReassignOutcome) ProtoMessage() {}
+
+func (x *ReassignOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_forward_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReassignOutcome.ProtoReflect.Descriptor instead.
+func (*ReassignOutcome) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_forward_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReassignOutcome) GetMoved() []string {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
+}
+
+func (x *ReassignOutcome) GetSkipped() []*ReassignSkipped {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+// ReassignSkipped is an item that did not apply: the worker id and why.
+type ReassignSkipped struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReassignSkipped) Reset() {
+	*x = ReassignSkipped{}
+	mi := &file_consensus_v1_forward_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReassignSkipped) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReassignSkipped) ProtoMessage() {}
+
+func (x *ReassignSkipped) ProtoReflect() protoreflect.Message {
+	mi := &file_consensus_v1_forward_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReassignSkipped.ProtoReflect.Descriptor instead.
+func (*ReassignSkipped) Descriptor() ([]byte, []int) {
+	return file_consensus_v1_forward_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ReassignSkipped) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReassignSkipped) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_consensus_v1_forward_proto protoreflect.FileDescriptor
 
 const file_consensus_v1_forward_proto_rawDesc = "" +
@@ -486,7 +601,7 @@ const file_consensus_v1_forward_proto_rawDesc = "" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05field\x18\x04 \x01(\tR\x05field\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\xef\x02\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xb1\x03\n" +
 	"\rApplyResponse\x128\n" +
 	"\x06status\x18\x01 \x01(\x0e2 .meshgw.consensus.v1.ApplyStatusR\x06status\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12;\n" +
@@ -495,7 +610,14 @@ const file_consensus_v1_forward_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\v2\".meshgw.consensus.v1.BusinessErrorR\x05error\x12\x1b\n" +
 	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12%\n" +
 	"\x0eleader_address\x18\a \x01(\tR\rleaderAddress\x12\x18\n" +
-	"\amessage\x18\b \x01(\tR\amessage*\x90\x02\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x12@\n" +
+	"\breassign\x18\t \x01(\v2$.meshgw.consensus.v1.ReassignOutcomeR\breassign\"g\n" +
+	"\x0fReassignOutcome\x12\x14\n" +
+	"\x05moved\x18\x01 \x03(\tR\x05moved\x12>\n" +
+	"\askipped\x18\x02 \x03(\v2$.meshgw.consensus.v1.ReassignSkippedR\askipped\"9\n" +
+	"\x0fReassignSkipped\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason*\x90\x02\n" +
 	"\vApplyStatus\x12\x1c\n" +
 	"\x18APPLY_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14APPLY_STATUS_APPLIED\x10\x01\x12\x1b\n" +
@@ -535,29 +657,33 @@ func file_consensus_v1_forward_proto_rawDescGZIP() []byte {
 }
 
 var file_consensus_v1_forward_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_consensus_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_consensus_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_consensus_v1_forward_proto_goTypes = []any{
-	(ApplyStatus)(0),       // 0: meshgw.consensus.v1.ApplyStatus
-	(ApplyOutcome)(0),      // 1: meshgw.consensus.v1.ApplyOutcome
-	(BusinessErrorKind)(0), // 2: meshgw.consensus.v1.BusinessErrorKind
-	(*ApplyRequest)(nil),   // 3: meshgw.consensus.v1.ApplyRequest
-	(*BusinessError)(nil),  // 4: meshgw.consensus.v1.BusinessError
-	(*ApplyResponse)(nil),  // 5: meshgw.consensus.v1.ApplyResponse
-	(*WorkerRecord)(nil),   // 6: meshgw.consensus.v1.WorkerRecord
+	(ApplyStatus)(0),        // 0: meshgw.consensus.v1.ApplyStatus
+	(ApplyOutcome)(0),       // 1: meshgw.consensus.v1.ApplyOutcome
+	(BusinessErrorKind)(0),  // 2: meshgw.consensus.v1.BusinessErrorKind
+	(*ApplyRequest)(nil),    // 3: meshgw.consensus.v1.ApplyRequest
+	(*BusinessError)(nil),   // 4: meshgw.consensus.v1.BusinessError
+	(*ApplyResponse)(nil),   // 5: meshgw.consensus.v1.ApplyResponse
+	(*ReassignOutcome)(nil), // 6: meshgw.consensus.v1.ReassignOutcome
+	(*ReassignSkipped)(nil), // 7: meshgw.consensus.v1.ReassignSkipped
+	(*WorkerRecord)(nil),    // 8: meshgw.consensus.v1.WorkerRecord
 }
 var file_consensus_v1_forward_proto_depIdxs = []int32{
 	2, // 0: meshgw.consensus.v1.BusinessError.kind:type_name -> meshgw.consensus.v1.BusinessErrorKind
 	0, // 1: meshgw.consensus.v1.ApplyResponse.status:type_name -> meshgw.consensus.v1.ApplyStatus
 	1, // 2: meshgw.consensus.v1.ApplyResponse.outcome:type_name -> meshgw.consensus.v1.ApplyOutcome
-	6, // 3: meshgw.consensus.v1.ApplyResponse.record:type_name -> meshgw.consensus.v1.WorkerRecord
+	8, // 3: meshgw.consensus.v1.ApplyResponse.record:type_name -> meshgw.consensus.v1.WorkerRecord
 	4, // 4: meshgw.consensus.v1.ApplyResponse.error:type_name -> meshgw.consensus.v1.BusinessError
-	3, // 5: meshgw.consensus.v1.Forward.Apply:input_type -> meshgw.consensus.v1.ApplyRequest
-	5, // 6: meshgw.consensus.v1.Forward.Apply:output_type -> meshgw.consensus.v1.ApplyResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	6, // 5: meshgw.consensus.v1.ApplyResponse.reassign:type_name -> meshgw.consensus.v1.ReassignOutcome
+	7, // 6: meshgw.consensus.v1.ReassignOutcome.skipped:type_name -> meshgw.consensus.v1.ReassignSkipped
+	3, // 7: meshgw.consensus.v1.Forward.Apply:input_type -> meshgw.consensus.v1.ApplyRequest
+	5, // 8: meshgw.consensus.v1.Forward.Apply:output_type -> meshgw.consensus.v1.ApplyResponse
+	8, // [8:9] is the sub-list for method output_type
+	7, // [7:8] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_consensus_v1_forward_proto_init() }
@@ -572,7 +698,7 @@ func file_consensus_v1_forward_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_consensus_v1_forward_proto_rawDesc), len(file_consensus_v1_forward_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,186 @@
+package fsm
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// Handoff is an operator's ownership change in one raft entry (DESIGN.md section 5): a drain,
+// a transfer or a rebalance. It first marks the peers of Drain as draining (one already
+// draining keeps its first Since) and clears the marks of Undrain, then applies each item as
+// Reassign does, fenced on (owner, epoch); an item whose target is draining after the marks is
+// skipped too. Unlike Reassign, a gateway forwards it to the leader, and its result travels
+// back. A second copy of one entry changes nothing: its items are skipped ("already owned by").
+type Handoff struct {
+	// Reason is "drain", "transfer" or "rebalance": for the log lines and the metrics.
+	Reason  string
+	Drain   []string
+	Undrain []string
+	At      time.Time
+	Items   []ReassignItem
+}
+
+// DrainingPeer is a peer marked draining, and since when.
+type DrainingPeer struct {
+	ID    string
+	Since time.Time
+}
+
+// Type implements Command.
+func (Handoff) Type() CommandType { return TypeHandoff }
+
+func (c Handoff) message() proto.Message {
+	m := &consensusv1.HandoffCommand{Reason: c.Reason, Drain: c.Drain, Undrain: c.Undrain, AtUnixNano: unixNano(c.At),
+		Items: make([]*consensusv1.ReassignItem, len(c.Items))}
+	for i, it := range c.Items {
+		m.Items[i] = &consensusv1.ReassignItem{Id: string(it.ID), ExpectedOwner: it.From.Owner, ExpectedEpoch: it.From.Epoch, To: it.To}
+	}
+	return m
+}
+
+// applyHandoff marks and clears draining peers, then moves each item whose fence holds. An empty
+// peer id, or an item with an empty id, owner or target, makes the whole entry invalid. The
+// outcome is Updated when a mark or an owner changed, else Unchanged.
+func applyHandoff(s *state, index uint64, m *consensusv1.HandoffCommand) Result {
+	for i, id := range m.Drain {
+		if id == "" {
+			return invalid(fmt.Sprintf("drain[%d]", i), "empty")
+		}
+	}
+	for i, id := range m.Undrain {
+		if id == "" {
+			return invalid(fmt.Sprintf("undrain[%d]", i), "empty")
+		}
+	}
+	if res, ok := checkItems(m.Items); !ok {
+		return res
+	}
+	marked := s.mark(m.Drain, m.Undrain, fromUnixNano(m.AtUnixNano))
+	res := moveItems(s, index, m.Items, func(to string) bool { _, d := s.draining[to]; return d })
+	if marked {
+		res.Outcome = Updated
+	}
+	return res
+}
+
+// mark applies the drain marks, copying the map on a change (snapshots share the old one), and
+// reports whether anything changed.
+func (s *state) mark(drain, undrain []string, at time.Time) bool {
+	next := maps.Clone(s.draining)
+	if next == nil {
+		next = make(map[string]time.Time)
+	}
+	changed := false
+	for _, id := range drain {
+		if _, ok := next[id]; !ok {
+			next[id], changed = at, true
+		}
+	}
+	for _, id := range undrain {
+		if _, ok := next[id]; ok {
+			delete(next, id)
+			changed = true
+		}
+	}
+	if changed {
+		s.draining = next
+	}
+	return changed
+}
+
+// checkItems validates the items of a Reassign or a Handoff.
+func checkItems(items []*consensusv1.ReassignItem) (Result, bool) {
+	for i, it := range items {
+		field := fmt.Sprintf("items[%d]", i)
+		switch {
+		case it.Id == "":
+			return invalid(field+".id", "empty"), false
+		case it.To == "":
+			return invalid(field+".to", "empty"), false
+		case it.ExpectedOwner == "":
+			return invalid(field+".expected_owner", "empty"), false
+		}
+	}
+	return Result{}, true
+}
+
+// moveItems moves each item whose fence holds and whose target refuse does not refuse. The
+// outcome is Updated when at least one record moved, else Unchanged.
+func moveItems(s *state, index uint64, items []*consensusv1.ReassignItem, refuse func(to string) bool) Result {
+	out := &ReassignResult{}
+	for _, it := range items {
+		id := worker.ID(it.Id)
+		cur, ok := s.workers[id]
+		switch {
+		case !ok:
+			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: "not found"})
+			continue
+		case cur.Owner == it.To:
+			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: "already owned by " + it.To})
+			continue
+		case cur.Owner != it.ExpectedOwner || cur.Epoch != it.ExpectedEpoch:
+			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: fmt.Sprintf(
+				"fenced: owner %q at epoch %d, not %q at epoch %d",
+				cur.Owner, cur.Epoch, it.ExpectedOwner, it.ExpectedEpoch)})
+			continue
+		case refuse != nil && refuse(it.To):
+			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: it.To + " is draining"})
+			continue
+		}
+		next := *cur
+		next.Owner = it.To
+		next.Epoch = index
+		next.Revision = index
+		s.put(&next)
+		out.Moved = append(out.Moved, id)
+	}
+	res := Result{Outcome: Unchanged, Reassign: out}
+	if len(out.Moved) > 0 {
+		res.Outcome = Updated
+	}
+	return res
+}
+
+// Draining returns the peers marked draining, sorted by id.
+func (f *FSM) Draining() []DrainingPeer {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return drainingList(f.st.draining)
+}
+
+func drainingList(m map[string]time.Time) []DrainingPeer {
+	out := make([]DrainingPeer, 0, len(m))
+	for id, since := range m {
+		out = append(out, DrainingPeer{ID: id, Since: since})
+	}
+	slices.SortFunc(out, func(a, b DrainingPeer) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// drainingToProto and drainingFromProto are the snapshot's and the saved state's form.
+func drainingToProto(m map[string]time.Time) []*consensusv1.DrainingPeer {
+	var out []*consensusv1.DrainingPeer
+	for _, d := range drainingList(m) {
+		out = append(out, &consensusv1.DrainingPeer{Id: d.ID, SinceUnixNano: unixNano(d.Since)})
+	}
+	return out
+}
+
+func drainingFromProto(ps []*consensusv1.DrainingPeer) map[string]time.Time {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Time, len(ps))
+	for _, p := range ps {
+		out[p.Id] = fromUnixNano(p.SinceUnixNano)
+	}
+	return out
+}

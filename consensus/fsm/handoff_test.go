@@ -1,0 +1,134 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/worker"
+)
+
+// TestHandoff runs Handoff entries at index 100 against records registered at indexes 1, 2, 3
+// (owner n1) with n3 already marked draining at index 4, and checks the result, the owners and
+// the marks.
+func TestHandoff(t *testing.T) {
+	specs := []worker.Spec{spec(t, "http://127.0.0.1:8001", 0), spec(t, "http://127.0.0.1:8002", 0), spec(t, "http://127.0.0.1:8003", 0)}
+	a, b, c := specs[0].ID(), specs[1].ID(), specs[2].ID()
+	from := func(epoch uint64) Fence { return Fence{Owner: "n1", Epoch: epoch} }
+	tests := []struct {
+		name      string
+		cmd       Handoff
+		want      Outcome
+		wantErr   error
+		wantRes   *ReassignResult
+		wantOwner map[worker.ID]string
+		wantMarks []string
+	}{
+		{"drain n1 and move its workers in one entry", Handoff{Reason: "drain", Drain: []string{"n1"}, At: t1,
+			Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}, {ID: b, From: from(2), To: "n2"}, {ID: c, From: from(3), To: "n4"}}},
+			Updated, nil, &ReassignResult{Moved: []worker.ID{a, b, c}},
+			map[worker.ID]string{a: "n2", b: "n2", c: "n4"}, []string{"n1", "n3"}},
+		{"a draining target is skipped", Handoff{Reason: "transfer", Items: []ReassignItem{{ID: a, From: from(1), To: "n3"}}},
+			Unchanged, nil, &ReassignResult{Skipped: []ReassignSkip{{ID: a, Reason: "n3 is draining"}}},
+			map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
+		{"a target drained by the same entry is skipped", Handoff{Reason: "drain", Drain: []string{"n2"},
+			Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}}},
+			Updated, nil, &ReassignResult{Skipped: []ReassignSkip{{ID: a, Reason: "n2 is draining"}}},
+			map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n2", "n3"}},
+		{"a stale fence is skipped", Handoff{Reason: "rebalance", Items: []ReassignItem{
+			{ID: a, From: Fence{Owner: "n2", Epoch: 1}, To: "n4"}, {ID: b, From: from(2), To: "n4"}}},
+			Updated, nil, &ReassignResult{Moved: []worker.ID{b}, Skipped: []ReassignSkip{
+				{ID: a, Reason: `fenced: owner "n1" at epoch 1, not "n2" at epoch 1`}}},
+			map[worker.ID]string{a: "n1", b: "n4", c: "n1"}, []string{"n3"}},
+		{"undrain clears a mark", Handoff{Reason: "drain", Undrain: []string{"n3", "n9"}},
+			Updated, nil, &ReassignResult{}, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, nil},
+		{"draining again keeps the mark and changes nothing", Handoff{Reason: "drain", Drain: []string{"n3"}, At: t1},
+			Unchanged, nil, &ReassignResult{}, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
+		{"an empty peer rejects the entry", Handoff{Drain: []string{""}, Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}}},
+			Rejected, ErrInvalid, nil, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
+		{"an empty target rejects the entry", Handoff{Drain: []string{"n1"}, Items: []ReassignItem{{ID: a, From: from(1)}}},
+			Rejected, ErrInvalid, nil, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := New(quiet())
+			for i, s := range specs {
+				applyAt(t, f, uint64(i+1), Register{Spec: s, Owner: "n1"})
+			}
+			applyAt(t, f, 4, Handoff{Reason: "drain", Drain: []string{"n3"}, At: t0})
+			res := applyAt(t, f, 100, tt.cmd)
+			if res.Outcome != tt.want || !errors.Is(res.Err, tt.wantErr) || (tt.wantErr == nil) != (res.Err == nil) {
+				t.Fatalf("outcome %v err %v; want %v %v", res.Outcome, res.Err, tt.want, tt.wantErr)
+			}
+			if d := cmp.Diff(tt.wantRes, res.Reassign); d != "" {
+				t.Errorf("result (-want +got):\n%s", d)
+			}
+			for id, owner := range tt.wantOwner {
+				r, _ := f.Worker(id)
+				if r.Owner != owner || (owner != "n1") != (r.Epoch == 100) {
+					t.Errorf("%s: owner %s epoch %d; want %s", id, r.Owner, r.Epoch, owner)
+				}
+			}
+			var marks []string
+			for _, d := range f.Draining() {
+				marks = append(marks, d.ID)
+				if d.ID == "n3" && !d.Since.Equal(t0) {
+					t.Errorf("n3 draining since %v, want the first mark's %v", d.Since, t0)
+				}
+			}
+			if d := cmp.Diff(tt.wantMarks, marks); d != "" {
+				t.Errorf("marks (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestHandoffSentTwice: a second copy of an applied entry (a forwarder's re-send) moves nothing
+// and says each worker is already owned by its target.
+func TestHandoffSentTwice(t *testing.T) {
+	f := New(quiet())
+	s := spec(t, "http://127.0.0.1:8001", 0)
+	applyAt(t, f, 1, Register{Spec: s, Owner: "n1"})
+	cmd := Handoff{Reason: "transfer", Items: []ReassignItem{{ID: s.ID(), From: Fence{Owner: "n1", Epoch: 1}, To: "n2"}}}
+	applyAt(t, f, 2, cmd)
+	res := applyAt(t, f, 3, cmd)
+	want := &ReassignResult{Skipped: []ReassignSkip{{ID: s.ID(), Reason: "already owned by n2"}}}
+	if d := cmp.Diff(want, res.Reassign); d != "" || res.Outcome != Unchanged {
+		t.Errorf("outcome %v, result (-want +got):\n%s", res.Outcome, d)
+	}
+}
+
+// TestDrainMarksSurviveSaveAndSnapshot: the marks come back from the saved state (a restart) and
+// from a snapshot (a follower that installs it).
+func TestDrainMarksSurviveSaveAndSnapshot(t *testing.T) {
+	f := New(quiet())
+	applyAt(t, f, 1, Register{Spec: spec(t, "http://127.0.0.1:8001", 0), Owner: "n1"})
+	applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n1", "n2"}, At: t1})
+	want := viewOf(f)
+	if len(want.Draining) != 2 {
+		t.Fatalf("setup: %+v", want.Draining)
+	}
+	saved, err := f.SaveSince(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var disk memState
+	disk.save(saved.Delta)
+	loaded := New(quiet())
+	if _, ok, err := loaded.Load(&disk); err != nil || !ok {
+		t.Fatalf("load: %v %v", ok, err)
+	}
+	if d := cmp.Diff(want, viewOf(loaded)); d != "" {
+		t.Errorf("loaded (-want +got):\n%s", d)
+	}
+	restored := New(quiet())
+	if err := restored.Restore(io.NopCloser(bytes.NewReader(persist(t, f)))); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, viewOf(restored)); d != "" {
+		t.Errorf("restored (-want +got):\n%s", d)
+	}
+}
