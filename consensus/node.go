@@ -298,6 +298,9 @@ func (n *Node) WorkersShared() []fsm.Record { return n.fsm.WorkersShared() }
 // to, or ok=false when the reader must read every record; see fsm.FSM.ChangedSince.
 func (n *Node) ChangedSince(v uint64) (fsm.Changes, bool) { return n.fsm.ChangedSince(v) }
 
+// Draining returns the peers marked draining (fsm.Handoff), sorted by id.
+func (n *Node) Draining() []fsm.DrainingPeer { return n.fsm.Draining() }
+
 // Journal returns copies of the open weight-update records.
 func (n *Node) Journal() []fsm.JournalRecord { return n.fsm.Journal() }
 

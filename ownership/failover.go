@@ -44,6 +44,8 @@ type Membership interface {
 type Store interface {
 	// WorkersShared returns every record; failover only reads them.
 	WorkersShared() []fsm.Record
+	// Draining returns the peers marked draining: they are given no worker.
+	Draining() []fsm.DrainingPeer
 	// Apply proposes a command on the leader and returns its result.
 	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 }
@@ -63,6 +65,9 @@ type FailoverConfig struct {
 	// Registerer receives meshgw_ownership_failovers_total and
 	// meshgw_ownership_failover_workers_total. Nil means no metrics.
 	Registerer prometheus.Registerer
+	// Metrics counts the moved workers in meshgw_ownership_handoffs_total{reason="failover"}.
+	// Nil means not counted there.
+	Metrics *Metrics
 	// Logger receives one line per failover. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -197,7 +202,7 @@ func (r *FailoverReconciler) pass(ctx context.Context, missing map[string]time.T
 	}()
 	now := time.Now()
 	workers := workersOf(r.store.WorkersShared())
-	peers := withUnknown(r.cfg.Membership.Peers(), workers, missing, now)
+	peers := withUnknown(WithDraining(r.cfg.Membership.Peers(), r.store.Draining()), workers, missing, now)
 	next, ok = NextFailover(workers, peers, now, r.cfg.Grace)
 	moves := PlanFailover(workers, peers, now, r.cfg.Grace)
 	if len(moves) == 0 {
@@ -259,6 +264,7 @@ func (r *FailoverReconciler) report(moves []Move, peers []Peer, res *fsm.Reassig
 			r.failovers.Inc()
 			r.moved.Add(float64(n))
 		}
+		r.cfg.Metrics.handedOff(ReasonFailover, n)
 	}
 	if len(res.Skipped) > 0 {
 		r.log.Info("some failover moves were fenced off; the next pass plans again",

@@ -93,6 +93,8 @@ func newStore(t *testing.T, owners ...string) *fsmStore {
 
 func (s *fsmStore) WorkersShared() []fsm.Record { return s.f.WorkersShared() }
 
+func (s *fsmStore) Draining() []fsm.DrainingPeer { return s.f.Draining() }
+
 func (s *fsmStore) Apply(_ context.Context, c fsm.Command) (fsm.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
