@@ -17,9 +17,8 @@ type Metrics struct {
 	handoffs *prometheus.CounterVec
 }
 
-// NewMetrics registers the metrics on reg. owned reads the applied records at each scrape; nil
-// leaves meshgw_ownership_workers_owned out.
-func NewMetrics(reg prometheus.Registerer, owned func() []fsm.Record) (*Metrics, error) {
+// NewMetrics registers meshgw_ownership_handoffs_total on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "meshgw_ownership_handoffs_total",
 		Help: "Workers this gateway moved to another owner, by reason: drain, transfer, rebalance (operators' moves, counted where they were asked) and failover (counted on the raft leader).",
@@ -30,13 +29,16 @@ func NewMetrics(reg prometheus.Registerer, owned func() []fsm.Record) (*Metrics,
 	if err := reg.Register(m.handoffs); err != nil {
 		return nil, fmt.Errorf("ownership: register metrics: %w", err)
 	}
-	if owned != nil {
-		if err := reg.Register(ownedCollector(owned)); err != nil {
-			reg.Unregister(m.handoffs)
-			return nil, fmt.Errorf("ownership: register metrics: %w", err)
-		}
-	}
 	return m, nil
+}
+
+// RegisterOwned registers meshgw_ownership_workers_owned{peer} on reg; owned reads the applied
+// records at each scrape.
+func RegisterOwned(reg prometheus.Registerer, owned func() []fsm.Record) error {
+	if err := reg.Register(ownedCollector(owned)); err != nil {
+		return fmt.Errorf("ownership: register metrics: %w", err)
+	}
+	return nil
 }
 
 func (m *Metrics) handedOff(r Reason, n int) {

@@ -17,8 +17,11 @@ import (
 func newOperator(t *testing.T, s *fsmStore, m Membership, maxMoves int) (*Operator, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg, s.WorkersShared)
+	metrics, err := NewMetrics(reg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterOwned(reg, s.WorkersShared); err != nil {
 		t.Fatal(err)
 	}
 	return NewOperator(OperatorConfig{Records: s, Membership: m, Apply: s, Metrics: metrics, MaxMovesPerEntry: maxMoves,

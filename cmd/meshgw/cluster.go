@@ -42,11 +42,14 @@ type cluster struct {
 	base   *slog.Logger // without the component, for the mesh, which names its own
 	reg    prometheus.Registerer
 
-	node    *consensus.Node
-	mesh    *mesh.Mesh
-	fwd     *consensus.Forwarder
-	rpc     *grpc.Server
-	rpcAddr string // advertised
+	node *consensus.Node
+	mesh *mesh.Mesh
+	// owners is the mesh as ownership reads it; handoffs counts the moves of every reason.
+	owners   ownership.Membership
+	handoffs *ownership.Metrics
+	fwd      *consensus.Forwarder
+	rpc      *grpc.Server
+	rpcAddr  string // advertised
 
 	// acks makes admin writes fleet-acknowledged (acks.go); applied is the data plane it
 	// reports, set once the reconciler exists.
@@ -82,9 +85,13 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
+	c.owners = owners{members}
+	if c.handoffs, err = ownership.NewMetrics(reg); err != nil {
+		return nil, err
+	}
 	failover, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{
-		Membership: owners{members}, Grace: o.cluster.ownerFailoverGraceDuration(),
-		ReconcileInterval: o.cluster.reconcileIntervalDuration(), Registerer: reg, Logger: log,
+		Membership: c.owners, Grace: o.cluster.ownerFailoverGraceDuration(),
+		ReconcileInterval: o.cluster.reconcileIntervalDuration(), Registerer: reg, Metrics: c.handoffs, Logger: log,
 	})
 	if err != nil {
 		return nil, err
@@ -102,6 +109,9 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	}
 	if c.node, err = consensus.Start(cfg); err != nil {
 		return nil, err
+	}
+	if err := ownership.RegisterOwned(reg, c.node.WorkersShared); err != nil {
+		return nil, errors.Join(err, c.node.Shutdown())
 	}
 	rpcLn, err := c.listenRPC()
 	if err != nil {

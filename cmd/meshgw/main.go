@@ -29,6 +29,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/ownership"
 	"github.com/meshgw/meshgw/version"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -163,7 +164,10 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		}
 		owner.OnOutcome(w, status, connErr)
 	}
+	operator := ownership.NewOperator(ownership.OperatorConfig{Records: node, Membership: cl.owners, Apply: writer,
+		Metrics: cl.handoffs, Logger: log})
 	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl,
+		Ownership:   operator,
 		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle },
 		Journal:     node}
 	stopWeights, err := startWeights(o, nodeID, node, writer, cl, reg, log, &cfg.Admin)

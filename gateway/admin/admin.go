@@ -80,6 +80,9 @@ type Config struct {
 	Weights WeightUpdates
 	// Journal serves GET /weight_update_journal. Nil: an empty list.
 	Journal Journal
+	// Ownership moves workers for POST /workers/{id}/transfer and POST /mesh/rebalance. Nil:
+	// those answer 503 unavailable.
+	Ownership Ownership
 
 	// Logger receives one line per admin write. Nil means slog.Default().
 	Logger *slog.Logger
@@ -135,6 +138,10 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 		rt = route{get: h.getJournal}
 	case path == "/weight_update_journal/resolve":
 		rt = route{post: h.writing(h.resolveJournal)}
+	case path == "/mesh/rebalance":
+		rt = route{post: h.writing(h.rebalance)}
+	case isTransfer(path):
+		rt = route{post: h.writing(h.transferWorker)}
 	case strings.HasPrefix(path, "/workers/"):
 		rt = route{getW: h.getWorker, put: h.writingW(h.putWorker), patch: h.writingW(h.patchWorker), del: h.writingW(h.deleteWorker)}
 	default:

@@ -65,6 +65,8 @@ func TestAuth(t *testing.T) {
 				{method: "DELETE", uri: "/workers/" + string(w.ID)},
 				{method: "POST", uri: "/update_weights_from_disk", body: `{"model_path":"/m"}`},
 				{method: "POST", uri: "/weight_update_journal/resolve", body: `{"acknowledge":true}`},
+				{method: "POST", uri: "/workers/" + string(w.ID) + "/transfer", body: `{"to":"n2"}`},
+				{method: "POST", uri: "/mesh/rebalance", body: `{"dry_run":true}`},
 			} {
 				r.auth, r.from = tt.auth, tt.from
 				a := do(tt.h, r)
@@ -148,9 +150,11 @@ func TestMethodsAndRoutes(t *testing.T) {
 		{"POST", "/status", 405, "method_not_allowed", "GET"},
 		{"PUT", "/mesh/raft", 405, "method_not_allowed", "GET"},
 		{"HEAD", "/workers", 200, "", ""},
-		{"GET", "/workers/" + rec.ID + "/transfer", 404, "not_found", ""},
+		{"GET", "/workers/" + rec.ID + "/transfer", 405, "method_not_allowed", "POST"},
 		{"GET", "/workers/", 404, "not_found", ""},
-		{"POST", "/workers/" + rec.ID + "/transfer", 404, "not_found", ""},
+		{"POST", "/workers/" + rec.ID + "/nope", 404, "not_found", ""},
+		{"POST", "/workers/" + rec.ID + "/transfer", 503, "unavailable", ""}, // this env moves no workers
+		{"GET", "/mesh/rebalance", 405, "method_not_allowed", "POST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.uri, func(t *testing.T) {
