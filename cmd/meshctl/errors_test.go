@@ -39,6 +39,11 @@ func TestExitCodes(t *testing.T) {
 		{"api key env unset", []string{"workers", "add", "http://x:1", "--api-key-env", "NOPE"}, nil, 2,
 			"--api-key-env: $NOPE is not set or empty", 0},
 		{"workers alone", []string{"workers"}, nil, 2, "workers: name a subcommand", 0},
+		{"transfer without --to", []string{"workers", "transfer", "w-3f1c0a9b2d44"}, nil, 2, "workers transfer: --to NODE is required", 0},
+		{"transfer without a worker", []string{"workers", "transfer", "--to", "gw-2"}, nil, 2, "workers transfer: accepts 1 arg(s)", 0},
+		{"transfer refused", []string{"workers", "transfer", "w-000000000000", "--to", "gw-9"}, nil, 1,
+			"meshctl: 404 peer_not_found: gw-9 is not a peer of this mesh", 1},
+		{"rebalance with an argument", []string{"rebalance", "now"}, nil, 2, "rebalance: unknown command \"now\"", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

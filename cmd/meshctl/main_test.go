@@ -90,23 +90,31 @@ const peersAnswer = `{"peers": [
  {"id": "gw-3", "address": "127.0.0.1:39533", "status": "foreign", "raft": "", "region": "", "color": "",
   "version": "0.9.0", "owned": 0, "applied_index": 7}]}`
 
+const rebalanceAnswerJSON = `{"dry_run": false, "moves": [
+ {"worker": "w-3f1c0a9b2d44", "url": "http://127.0.0.1:8013", "from": "gw-1", "epoch": 5, "to": "gw-4"},
+ {"worker": "w-00aa11bb22cc", "url": "http://10.0.0.9:9000", "from": "gw-2", "epoch": 7, "to": "gw-5"}],
+ "moved": 2, "skipped": [], "owners": {"gw-1": 3, "gw-2": 3, "gw-3": 2, "gw-4": 2, "gw-5": 2}, "fleet_ack": {"index": 40}}`
+
 func fakeAnswers() map[string]canned {
 	enc := "/workers/http%3A%2F%2F127.0.0.1%3A8013"
 	return map[string]canned{
-		"GET /workers":                   {200, `{"workers": [` + recA + `,` + recB + `], "total": 2}`},
-		"GET /workers?model=llama-3":     {200, `{"workers": [` + recA + `], "total": 1}`},
-		"GET /workers/w-3f1c0a9b2d44":    {200, recA},
-		"GET " + enc:                     {200, recA},
-		"POST /workers":                  {201, recA},
-		"PUT /workers/w-3f1c0a9b2d44":    {200, recADisabled},
-		"PUT " + enc:                     {200, recA},
-		"DELETE " + enc:                  {202, `{"id": "w-3f1c0a9b2d44", "status": "draining", "drain_settle_secs": 10}`},
-		"DELETE /workers/w-00aa11bb22cc": {200, `{"id": "w-00aa11bb22cc", "status": "removed", "drain_settle_secs": 0}`},
-		"GET /workers/w-000000000000":    {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
-		"PUT /workers/w-000000000000":    {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
-		"GET /mesh/raft":                 {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
-		"GET /mesh/peers":                {200, peersAnswer},
-		"GET /status":                    {200, `{"node_id": "gw-1", "draining": false, "workers": {"total": 2, "routable": 1}, "admission": {"inflight": 3}}`},
+		"GET /workers":                          {200, `{"workers": [` + recA + `,` + recB + `], "total": 2}`},
+		"GET /workers?model=llama-3":            {200, `{"workers": [` + recA + `], "total": 1}`},
+		"GET /workers/w-3f1c0a9b2d44":           {200, recA},
+		"GET " + enc:                            {200, recA},
+		"POST /workers":                         {201, recA},
+		"PUT /workers/w-3f1c0a9b2d44":           {200, recADisabled},
+		"PUT " + enc:                            {200, recA},
+		"DELETE " + enc:                         {202, `{"id": "w-3f1c0a9b2d44", "status": "draining", "drain_settle_secs": 10}`},
+		"DELETE /workers/w-00aa11bb22cc":        {200, `{"id": "w-00aa11bb22cc", "status": "removed", "drain_settle_secs": 0}`},
+		"GET /workers/w-000000000000":           {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
+		"PUT /workers/w-000000000000":           {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
+		"GET /mesh/raft":                        {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
+		"GET /mesh/peers":                       {200, peersAnswer},
+		"POST /workers/w-3f1c0a9b2d44/transfer": {200, recA},
+		"POST /workers/w-000000000000/transfer": {404, `{"error": {"message": "gw-9 is not a peer of this mesh", "code": "peer_not_found"}}`},
+		"POST /mesh/rebalance":                  {200, rebalanceAnswerJSON},
+		"GET /status":                           {200, `{"node_id": "gw-1", "draining": false, "workers": {"total": 2, "routable": 1}, "admission": {"inflight": 3}}`},
 	}
 }
 
@@ -147,6 +155,10 @@ func TestRequests(t *testing.T) {
 		{"raft", []string{"raft"}, nil, call{"GET", "/mesh/raft", "", ""}},
 		{"peers", []string{"peers"}, nil, call{"GET", "/mesh/peers", "", ""}},
 		{"status", []string{"status"}, nil, call{"GET", "/status", "", ""}},
+		{"transfer", []string{"workers", "transfer", "w-3f1c0a9b2d44", "--to", "gw-2"}, nil,
+			call{"POST", "/workers/w-3f1c0a9b2d44/transfer", `{"to":"gw-2"}`, ""}},
+		{"rebalance", []string{"rebalance"}, nil, call{"POST", "/mesh/rebalance", `{"dry_run":false}`, ""}},
+		{"rebalance dry run", []string{"rebalance", "--dry-run"}, nil, call{"POST", "/mesh/rebalance", `{"dry_run":true}`, ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,6 +196,13 @@ func TestTables(t *testing.T) {
 		args []string
 		want string
 	}{
+		{"rebalance", []string{"rebalance"}, `
+WORKER          URL                    FROM  TO
+w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1  gw-4
+w-00aa11bb22cc  http://10.0.0.9:9000   gw-2  gw-5
+moved 2 of 2
+owners: gw-1=3 gw-2=3 gw-3=2 gw-4=2 gw-5=2
+`},
 		{"list", []string{"workers", "list"}, `
 WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS
 10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)

@@ -15,7 +15,7 @@ import (
 func (a *app) workersCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workers",
-		Short: "List, register, disable, quarantine and remove workers",
+		Short: "List, register, disable, quarantine, remove and transfer workers",
 		Long: "The workers subcommands read and change the fleet's worker records. A worker is named\n" +
 			"by its id (w-3f1c0a9b2d44, w-3f1c0a9b2d44@1 for a data-parallel rank) or by its URL.",
 		Example: "  meshctl workers list\n  meshctl workers disable http://127.0.0.1:8013 --reason maintenance",
@@ -24,7 +24,7 @@ func (a *app) workersCommand() *cobra.Command {
 			return fmt.Errorf("workers: name a subcommand (see meshctl workers --help)")
 		},
 	}
-	cmd.AddCommand(a.listCommand(), a.getCommand(), a.addCommand(), a.removeCommand())
+	cmd.AddCommand(a.listCommand(), a.getCommand(), a.addCommand(), a.removeCommand(), a.transferCommand())
 	for _, f := range flagCommands {
 		cmd.AddCommand(a.flagCommand(f))
 	}
