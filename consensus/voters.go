@@ -40,6 +40,10 @@ type Peer struct {
 	// (a first join, or a state directory that was lost): it is not a live voter (rule 8), a
 	// voter seat it holds is taken back (rule 3b), and it is not promoted (rule 5).
 	Rejoining bool
+	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not added
+	// or promoted, its voter seat goes to a peer that is not draining (rules 5 and 5b), and a
+	// draining leader hands the leadership over (rule 10).
+	Draining bool
 }
 
 // VoterOptions are the knobs of PlanMembership. The zero value of each field is its default.
@@ -80,6 +84,9 @@ const (
 	// ChangeUpdateAddress gives a server a new address and keeps its suffrage (raft's AddVoter
 	// for a voter, AddNonvoter for a non-voter).
 	ChangeUpdateAddress
+	// ChangeTransferLeadership hands the leadership to a voter (raft's
+	// LeadershipTransferToServer): the leader is draining.
+	ChangeTransferLeadership
 )
 
 // String returns the kind as the log line names it.
@@ -95,6 +102,8 @@ func (k ChangeKind) String() string {
 		return "remove"
 	case ChangeUpdateAddress:
 		return "update-address"
+	case ChangeTransferLeadership:
+		return "transfer-leadership"
 	}
 	return "unknown"
 }
@@ -130,10 +139,14 @@ type Change struct {
 //     rule 5 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
 //     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
 //     the grace is removed.
-//  5. While there are fewer voters than Voters, an alive non-voter already in the configuration
-//     that is not rejoining is promoted: the one whose region holds the fewest voters, then the lowest id. Peers added
-//     by this plan wait for the next pass, so that raft has started to catch them up. Regions
-//     are those of the voters the mesh lists (Self's from its own entry in peers).
+//  5. While there are fewer voters that are not draining than Voters, an alive non-voter already
+//     in the configuration that is neither rejoining nor draining is promoted: the one whose
+//     region holds the fewest voters, then the lowest id. Peers added by this plan wait for the
+//     next pass, so that raft has started to catch them up. Regions are those of the voters the
+//     mesh lists (Self's from its own entry in peers). Draining peers are never added (rule 1).
+//     5b. Once no promotion is planned and at least one voter is not draining, a draining voter
+//     other than Self is demoted, the lowest id first: its seat went to a peer that is not
+//     draining. It leaves the configuration when it leaves the mesh (rule 3).
 //  6. While there are more voters than Voters, one is demoted: not alive first, then the one
 //     whose region holds the most voters, then the highest id.
 //  7. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
@@ -143,10 +156,13 @@ type Change struct {
 //     suspect, dead and unknown ones do not count) form its quorum. Removing a voter that left or died never needs
 //     more live voters than keeping it (quorum(V-1) <= quorum(V), and it was not live), so the
 //     guard refuses it only when quorum is lost already; promoting needs the same.
-//  9. One voter change per plan, in the order of rules 3, 4, 5, 6: every single-server change
+//  9. One voter change per plan, in the order of rules 3, 4, 5, 10, 5b, 6: every single-server change
 //     is its own raft configuration entry and the next is decided on the configuration it left.
 //     Changes to non-voters and addresses cannot affect the quorum and are all planned at once.
 //     A plan is therefore bounded by the number of servers and peers plus one.
+//  10. When Self is draining and an alive voter that is neither draining nor rejoining exists
+//     (the lowest id), the leadership is handed to it, after any promotion: the next leader
+//     demotes Self by rule 5b.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
@@ -255,7 +271,7 @@ func (p *planner) nonvoterRemovals() []Change {
 func (p *planner) newcomers() []Change {
 	var out []Change
 	for _, peer := range p.peers {
-		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != mesh.StatusAlive || peer.RaftAddress == "" {
+		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != mesh.StatusAlive || peer.RaftAddress == "" || peer.Draining {
 			continue
 		}
 		out = append(out, Change{Kind: ChangeAddNonvoter, ID: peer.ID, Address: peer.RaftAddress,
@@ -270,12 +286,15 @@ func (p *planner) deadReason(what string, s seat) string {
 
 // voterChange is rules 3 to 6 for voters, under the quorum guard of rule 8, one at a time.
 func (p *planner) voterChange() (Change, bool) {
-	voters, live := 0, 0
+	voters, live, staying := 0, 0, 0
 	for _, s := range p.seats {
 		if s.voter {
 			voters++
 			if s.live() {
 				live++
+			}
+			if !s.draining() {
+				staying++
 			}
 		}
 	}
@@ -294,10 +313,18 @@ func (p *planner) voterChange() (Change, bool) {
 		}
 	}
 	regions := p.voterRegions()
-	if voters < p.o.Voters && holdsQuorum(voters+1, live+1) {
+	if staying < p.o.Voters && holdsQuorum(voters+1, live+1) {
 		if s, ok := p.promotable(regions); ok {
 			return Change{Kind: ChangePromote, ID: s.id, Address: s.peer.RaftAddress,
-				Reason: fmt.Sprintf("%d voters of %d wanted; region %q holds %d", voters, p.o.Voters, s.peer.Region, regions[s.peer.Region])}, true
+				Reason: fmt.Sprintf("%d voters that are not draining of %d wanted; region %q holds %d", staying, p.o.Voters, s.peer.Region, regions[s.peer.Region])}, true
+		}
+	}
+	if c, ok := p.handOver(); ok {
+		return c, true
+	}
+	if staying >= 1 && voters-1 >= 1 {
+		if s, ok := p.firstVoter(seat.draining); ok && holdsQuorum(voters-1, live-boolInt(s.live())) {
+			return Change{Kind: ChangeDemote, ID: s.id, Reason: "the voter is draining; its seat went to a peer that is not"}, true
 		}
 	}
 	if voters > p.o.Voters {
@@ -308,6 +335,34 @@ func (p *planner) voterChange() (Change, bool) {
 	}
 	return Change{}, false
 }
+
+// handOver is rule 10: a draining Self hands the leadership to the live voter of lowest id that
+// is not draining.
+func (p *planner) handOver() (Change, bool) {
+	self, ok := p.self()
+	if !ok || !self.draining() {
+		return Change{}, false
+	}
+	to, ok := p.firstVoter(func(s seat) bool { return s.live() && !s.draining() })
+	if !ok {
+		return Change{}, false
+	}
+	return Change{Kind: ChangeTransferLeadership, ID: to.id, Address: to.address,
+		Reason: "this leader is draining"}, true
+}
+
+// self returns Self's seat.
+func (p *planner) self() (seat, bool) {
+	for _, s := range p.seats {
+		if s.self {
+			return s, true
+		}
+	}
+	return seat{}, false
+}
+
+// draining reports whether the mesh says the seat's peer is draining.
+func (s seat) draining() bool { return s.known && s.peer.Draining }
 
 // holdsQuorum reports whether live voters form a quorum of a configuration with voters voters.
 func holdsQuorum(voters, live int) bool { return voters > 0 && live >= voters/2+1 }
@@ -358,7 +413,7 @@ func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
-		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.Rejoining {
+		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.Rejoining || s.peer.Draining {
 			continue
 		}
 		if !found || regions[s.peer.Region] < regions[best.peer.Region] {
@@ -388,6 +443,9 @@ func (p *planner) demotable(regions map[string]int) (seat, bool) {
 func demoteBefore(a, b seat, regions map[string]int) bool {
 	if a.live() != b.live() {
 		return !a.live()
+	}
+	if a.draining() != b.draining() {
+		return a.draining()
 	}
 	if ra, rb := regions[a.peer.Region], regions[b.peer.Region]; ra != rb {
 		return ra > rb

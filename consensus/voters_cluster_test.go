@@ -24,6 +24,14 @@ import (
 // bootstrap and wait as followers outside the configuration until the leader adds them.
 func startJoiningCluster(t *testing.T, r *VoterReconciler, regions ...string) *cluster {
 	t.Helper()
+	c := startJoiningClusterWith(t, []*VoterReconciler{r}, regions...)
+	return c
+}
+
+// startJoiningClusterWith is startJoiningCluster where node i runs rs[i] (when there is one) as
+// its leader loop.
+func startJoiningClusterWith(t *testing.T, rs []*VoterReconciler, regions ...string) *cluster {
+	t.Helper()
 	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
 	for i := range regions {
 		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))
@@ -39,14 +47,17 @@ func startJoiningCluster(t *testing.T, r *VoterReconciler, regions ...string) *c
 			Registerer: prometheus.NewRegistry(),
 			Tune:       clusterRaft,
 		}
-		if i == 0 {
-			cfg.LeaderLoop = r.Run
-		} else {
+		if i < len(rs) {
+			cfg.LeaderLoop = rs[i].Run
+		}
+		if i > 0 {
 			cfg.StateDir = joiningStateDir(t, cfg.NodeID)
 		}
 		c.nodes = append(c.nodes, startNode(t, cfg))
 	}
-	r.Attach(c.nodes[0])
+	for i, r := range rs {
+		r.Attach(c.nodes[i])
+	}
 	return c
 }
 
@@ -169,5 +180,35 @@ func TestVoterReconcilerCluster(t *testing.T) {
 		if !strings.Contains(line, "reason=") {
 			t.Fatalf("a change line without its reason: %s", line)
 		}
+	}
+}
+
+// TestVoterReconcilerDrainHandsOver: every node runs the voter reconciler as its leader loop.
+// Once the leader n1 is marked draining, it hands the leadership to n2, which demotes n1: the
+// draining peer ends as a non-voter that no longer leads, ready to leave.
+func TestVoterReconcilerDrainHandsOver(t *testing.T) {
+	m := newFakeMembership()
+	for i := range 3 {
+		id := fmt.Sprintf("n%d", i+1)
+		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
+	}
+	var rs []*VoterReconciler
+	for range 3 {
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	c := startJoiningClusterWith(t, rs, "a", "a", "a")
+	leader := c.nodes[0]
+	waitReady(t, leader)
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter")
+
+	m.set(Peer{ID: "n1", RaftAddress: "mem-n1", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	waitFor(t, "n2 to lead", func() bool { return c.nodes[1].IsLeader() })
+	waitServers(t, c.nodes[1], "n1:nonvoter", "n2:voter", "n3:voter")
+	if leader.IsLeader() {
+		t.Fatal("the draining n1 still leads")
 	}
 }

@@ -38,9 +38,20 @@ func (n *Node) changeMembership(c Change, prevIndex uint64, timeout time.Duratio
 			return n.raft.AddVoter(id, addr, prevIndex, timeout)
 		}
 		return n.raft.AddNonvoter(id, addr, prevIndex, timeout)
+	case ChangeTransferLeadership:
+		return handedOver{n.raft.LeadershipTransferToServer(id, addr), prevIndex}
 	}
 	return failedFuture{fmt.Errorf("consensus: unknown membership change %d", c.Kind)}
 }
+
+// handedOver is the future of a leadership transfer: it changes no configuration, so its index
+// is the one the change was planned on.
+type handedOver struct {
+	raft.Future
+	index uint64
+}
+
+func (h handedOver) Index() uint64 { return h.index }
 
 // failedFuture is a raft.IndexFuture that has already failed.
 type failedFuture struct{ err error }

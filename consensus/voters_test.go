@@ -38,6 +38,9 @@ func moved(p Peer, addr string) Peer { p.RaftAddress = addr; return p }
 // rejoining is p with a new, not yet caught-up raft state.
 func rejoining(p Peer) Peer { p.Rejoining, p.Incarnation = true, "inc-"+p.ID; return p }
 
+// draining is p drained by an operator.
+func draining(p Peer) Peer { p.Draining = true; return p }
+
 // ignoreReason compares plans without their free-text reasons.
 var ignoreReason = cmpopts.IgnoreFields(Change{}, "Reason")
 
@@ -57,6 +60,35 @@ func TestPlanMembership(t *testing.T) {
 	}{
 		{name: "a mesh of one", cfg: conf(voter("n1")), peers: []Peer{alive("n1", "a")}},
 		{name: "no membership yet", cfg: conf(voter("n1"))},
+
+		// Draining peers (rules 1, 5, 5b, 10): blue drains, green takes the seats.
+		{name: "a draining peer is not added", cfg: conf(voter("n1")),
+			peers: []Peer{alive("n1", "a"), draining(alive("n2", "a"))}},
+		{name: "draining voters: a peer that stays is promoted first", opts: VoterOptions{Self: "b1"},
+			cfg: conf(voter("b1"), voter("b2"), voter("b3"), nonvoter("g1"), nonvoter("g2"), nonvoter("g3")),
+			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
+				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want: []Change{promote("g1")}},
+		{name: "a draining peer is never promoted", opts: VoterOptions{Self: "b1"},
+			cfg:   conf(voter("b1"), nonvoter("b2"), nonvoter("g1")),
+			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), alive("g1", "a")},
+			want:  []Change{promote("g1")}},
+		{name: "a draining leader hands over once the seats are filled", opts: VoterOptions{Self: "b1"},
+			cfg: conf(voter("b1"), voter("b2"), voter("b3"), voter("g1"), voter("g2"), voter("g3")),
+			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
+				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want: []Change{{Kind: ChangeTransferLeadership, ID: "g1", Address: "a-g1"}}},
+		{name: "the new leader demotes the draining voters", opts: VoterOptions{Self: "g1"},
+			cfg: conf(voter("b1"), voter("b2"), voter("b3"), voter("g1"), voter("g2"), voter("g3")),
+			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
+				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want: []Change{demote("b1")}},
+		{name: "a drained non-voter leaves the configuration when it leaves the mesh", opts: VoterOptions{Self: "g1"},
+			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
+			peers: []Peer{draining(peer("b1", "a", mesh.StatusLeft, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want:  []Change{remove("b1")}},
+		{name: "a draining leader alone keeps leading", cfg: conf(voter("n1"), nonvoter("n2")),
+			peers: []Peer{draining(alive("n1", "a")), draining(alive("n2", "a"))}},
 
 		// Rule 1: newcomers.
 		{name: "alive peers join as non-voters", cfg: conf(voter("n1")),

@@ -122,6 +122,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
 	members.m.Store(c.mesh)
+	members.node.Store(c.node)
 	voters.Attach(c.node)
 	failover.Attach(c.node)
 	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)

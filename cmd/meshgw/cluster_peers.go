@@ -12,23 +12,42 @@ import (
 // membership adapts the mesh's members to the voter reconciler's view of the peers. The mesh
 // starts after raft (its metadata carries raft's address), so it is set late; the reconciler
 // is attached to the node only once it is.
-type membership struct{ m atomic.Pointer[mesh.Mesh] }
+type membership struct {
+	m atomic.Pointer[mesh.Mesh]
+	// node gives the drain marks of the applied state; set once raft started.
+	node atomic.Pointer[consensus.Node]
+}
 
-// Peers implements consensus.Membership: every member but foreign ones, this node included.
+// Peers implements consensus.Membership: every member but foreign ones, this node included,
+// with the drain marks of the applied state.
 func (a *membership) Peers() []consensus.Peer {
 	if m := a.m.Load(); m != nil {
-		return raftPeers(m.Members())
+		return raftPeers(m.Members(), a.marks())
 	}
 	return nil
 }
 
-// raftPeers are members as the voter reconciler reads them, foreign ones left out.
-func raftPeers(members []mesh.Member) []consensus.Peer {
+// marks returns the ids of the peers marked draining.
+func (a *membership) marks() map[string]bool {
+	n := a.node.Load()
+	if n == nil {
+		return nil
+	}
+	out := make(map[string]bool)
+	for _, d := range n.Draining() {
+		out[d.ID] = true
+	}
+	return out
+}
+
+// raftPeers are members as the voter reconciler reads them, foreign ones left out; draining
+// names the peers marked draining.
+func raftPeers(members []mesh.Member, draining map[string]bool) []consensus.Peer {
 	out := make([]consensus.Peer, 0, len(members))
 	for _, mb := range members {
 		if mb.Status != mesh.StatusForeign {
 			out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since,
-				Incarnation: mb.Meta.Incarnation, Rejoining: mb.Meta.Rejoining})
+				Incarnation: mb.Meta.Incarnation, Rejoining: mb.Meta.Rejoining, Draining: draining[mb.ID]})
 		}
 	}
 	return out

@@ -27,9 +27,9 @@ func TestPeersOfMembers(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"raft", raftPeers(members), []consensus.Peer{
+		{"raft", raftPeers(members, map[string]bool{"s": true}), []consensus.Peer{
 			{ID: "a", RaftAddress: "raft-a", Region: "r-a", Status: mesh.StatusAlive, Since: t0},
-			{ID: "s", RaftAddress: "raft-s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0},
+			{ID: "s", RaftAddress: "raft-s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0, Draining: true},
 			{ID: "d", RaftAddress: "raft-d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
 			{ID: "l", RaftAddress: "raft-l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
 		}},
