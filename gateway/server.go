@@ -42,6 +42,9 @@ type Gateway struct {
 	srv      *fasthttp.Server
 	probeSrv *fasthttp.Server
 	draining atomic.Bool
+	// handedOff: this gateway was drained (HandOff): readiness says draining, the data plane
+	// serves on.
+	handedOff atomic.Bool
 	// lingering counts the refused connections reading out their client's body (closeLingering).
 	lingering atomic.Int64
 	lnMu      sync.Mutex
@@ -186,6 +189,17 @@ func (g *Gateway) Close() {
 
 // Draining reports whether Shutdown has begun.
 func (g *Gateway) Draining() bool { return g.draining.Load() }
+
+// HandOff turns readiness 503 "draining" for good while the data plane goes on serving: the
+// gateway is drained (DESIGN.md section 5, Handoff), and a load balancer should take it out
+// before it stops. Calling it again does nothing.
+func (g *Gateway) HandOff() {
+	if g.handedOff.Swap(true) {
+		return
+	}
+	g.refreshReadiness()
+	g.log.Info("drained: readiness is now 503 draining; the data plane serves until the gateway stops")
+}
 
 // poolChanged runs after every snapshot swap: the auto admission limit and readiness follow the
 // worker count.
