@@ -26,4 +26,12 @@
 //     applied twice. A pass that moved something is followed at once by another.
 //  5. Each moved record's epoch becomes the entry's raft index; the new owner's fleet reconciler
 //     sees the record name it and starts probing the worker.
+//  6. A pass with nothing to fail over moves what draining peers still own (PlanHandoff), as
+//     drain: a drain's own moves go through the Operator, and this pass catches what came after.
+//
+// The contract of an operator's change (Operator): the caller runs a read barrier, the Operator
+// plans on the applied records and the mesh with the drain marks, and writes fsm.Handoff entries
+// (forwarded to the leader from any gateway) whose moves are fenced like failover's; a drain's
+// marks go in the same entry as its first moves. The caller then waits for the fleet to apply
+// the last entry's index before it answers.
 package ownership

@@ -206,6 +206,11 @@ func (r *FailoverReconciler) pass(ctx context.Context, missing map[string]time.T
 	next, ok = NextFailover(workers, peers, now, r.cfg.Grace)
 	moves := PlanFailover(workers, peers, now, r.cfg.Grace)
 	if len(moves) == 0 {
+		// A draining peer's workers that the drain did not move (a registration that came
+		// after it, or a drain whose later entries failed) move here, as drain.
+		if moves, _ = PlanHandoff(workers, peers); len(moves) > 0 {
+			return r.handOff(ctx, moves), next, ok, nil
+		}
 		return 0, next, ok, nil
 	}
 	moves = moves[:min(len(moves), r.cfg.MaxMovesPerEntry)]
@@ -219,6 +224,24 @@ func (r *FailoverReconciler) pass(ctx context.Context, missing map[string]time.T
 		return 0, next, ok, err
 	}
 	return r.report(moves, peers, res.Reassign), next, ok, nil
+}
+
+// handOff applies one Reassign entry of a draining peer's workers and returns how many moved.
+func (r *FailoverReconciler) handOff(ctx context.Context, moves []Move) int {
+	moves = moves[:min(len(moves), r.cfg.MaxMovesPerEntry)]
+	items := make([]fsm.ReassignItem, len(moves))
+	for i, m := range moves {
+		items[i] = fsm.ReassignItem{ID: m.ID, From: fsm.Fence{Owner: m.From, Epoch: m.Epoch}, To: m.To}
+	}
+	res, err := r.store.Apply(ctx, fsm.Reassign{Items: items})
+	if err != nil || res.Reassign == nil {
+		r.log.Warn("handing off a draining peer's workers did not apply; the next pass plans again", "workers", len(items), "err", err)
+		return 0
+	}
+	n := len(res.Reassign.Moved)
+	r.log.Info("handed off draining peers' workers", "workers", n, "first_owner", moves[0].From)
+	r.cfg.Metrics.handedOff(ReasonDrain, n)
+	return n
 }
 
 // report logs one line per failed-over owner and counts the metrics; it returns how many

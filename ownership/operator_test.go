@@ -148,3 +148,32 @@ func TestFailoverSkipsDrainingPeers(t *testing.T) {
 		t.Errorf("owners: %v; want every worker on g1", got)
 	}
 }
+
+// TestFailoverHandsOffDrainingOwners: the leader's pass moves the workers a draining peer still
+// owns (registered after its drain), as drain.
+func TestFailoverHandsOffDrainingOwners(t *testing.T) {
+	s := newStore(t, "blue", "blue", "green")
+	if _, err := s.Apply(context.Background(), fsm.Handoff{Drain: []string{"blue"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := newMembership(peer("blue", "", mesh.StatusAlive, t0), peer("green", "", mesh.StatusAlive, t0))
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Metrics: metrics, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Attach(s)
+	if moved, _, _, err := r.pass(context.Background(), map[string]time.Time{}); err != nil || moved != 2 {
+		t.Fatalf("pass: %d moved, %v", moved, err)
+	}
+	if got := s.owners(); got["green"] != 3 {
+		t.Errorf("owners: %v", got)
+	}
+	if got := testutil.ToFloat64(metrics.handoffs.WithLabelValues("drain")); got != 2 {
+		t.Errorf("handoffs_total{drain} = %v", got)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+	"sync"
 	"sync/atomic"
 
 	"github.com/meshgw/meshgw/consensus"
@@ -54,12 +56,44 @@ func raftPeers(members []mesh.Member, draining map[string]bool) []consensus.Peer
 }
 
 // Watch implements consensus.Membership with the mesh's coalesced signal of membership
-// changes (not of peers' progress, which moves at every raft write).
+// changes (not of peers' progress, which moves at every raft write), and a signal when the
+// drain marks of the applied state change.
 func (a *membership) Watch() (<-chan struct{}, func()) {
-	if m := a.m.Load(); m != nil {
-		return m.WatchMembership()
+	m := a.m.Load()
+	if m == nil {
+		return nil, func() {} // a nil channel never fires; the reconciler's timer still runs
 	}
-	return nil, func() {} // a nil channel never fires; the reconciler's timer still runs
+	members, stopMembers := m.WatchMembership()
+	n := a.node.Load()
+	if n == nil {
+		return members, stopMembers
+	}
+	changes, stopChanges := n.Watch()
+	out, done := make(chan struct{}, 1), make(chan struct{})
+	signal := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		last := a.marks()
+		for {
+			select {
+			case <-done:
+				return
+			case <-members:
+				signal()
+			case <-changes:
+				if now := a.marks(); !maps.Equal(now, last) {
+					last = now
+					signal()
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() { once.Do(func() { close(done); stopMembers(); stopChanges() }) }
 }
 
 // owners adapts the mesh's members to the failover reconciler's view of the peers, sharing the

@@ -32,6 +32,9 @@ type clusterFlags struct {
 	reconcileInterval  int
 	ownerFailoverGrace int
 	fleetAckTimeout    int
+	leaveOnTerminate   bool
+	drainTimeout       int
+	autoRebalance      bool
 
 	gw    *gatewayFlags // for --host, which the listeners default to
 	state *stateFlags   // for --raft-advertise, which makes a gateway clustered (standalone)
@@ -52,6 +55,9 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
 	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(consensus.DefaultFleetAckTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
+	fs.BoolVar(&f.leaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, drain this gateway as meshctl drain does (its workers, raft leadership and voter seat go to other gateways, then it leaves) before it stops; without it a quick restart comes back as the owner")
+	fs.IntVar(&f.drainTimeout, "drain-timeout-secs", int(defaultDrainTimeout/time.Second), "seconds a drain (POST /mesh/drain, --leave-on-terminate) waits for the drained gateways to hand everything over and leave before it answers what is left")
+	fs.BoolVar(&f.autoRebalance, "auto-rebalance", false, "the raft leader evens out worker ownership (as meshctl rebalance does) once membership settles after a join or a failover")
 	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(consensus.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
 }
 
@@ -72,6 +78,7 @@ func (f *clusterFlags) validate() error {
 		checkMin("reconcile-interval-secs", f.reconcileInterval, 1),
 		checkMin("owner-failover-grace-secs", f.ownerFailoverGrace, 1),
 		checkMin("fleet-ack-timeout-secs", f.fleetAckTimeout, 1),
+		checkMin("drain-timeout-secs", f.drainTimeout, 1),
 		checkHost("mesh-bind-host", f.meshBindHost),
 		checkHost("rpc-host", f.rpcHost),
 		checkKey(f.meshEncryptKey),
@@ -176,6 +183,10 @@ func (f *clusterFlags) deadVoterGraceDuration() time.Duration {
 
 func (f *clusterFlags) ownerFailoverGraceDuration() time.Duration {
 	return time.Duration(f.ownerFailoverGrace) * time.Second
+}
+
+func (f *clusterFlags) drainTimeoutDuration() time.Duration {
+	return time.Duration(f.drainTimeout) * time.Second
 }
 
 func (f *clusterFlags) reconcileIntervalDuration() time.Duration {

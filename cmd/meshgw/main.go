@@ -167,7 +167,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	operator := ownership.NewOperator(ownership.OperatorConfig{Records: node, Membership: cl.owners, Apply: writer,
 		Metrics: cl.handoffs, Logger: log})
 	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl,
-		Ownership:   operator,
+		Ownership: operator, Drainer: operator, Drains: cl, DrainTimeout: o.cluster.drainTimeoutDuration(),
 		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle },
 		Journal:     node}
 	stopWeights, err := startWeights(o, nodeID, node, writer, cl, reg, log, &cfg.Admin)
@@ -208,6 +208,8 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	restoreImports(importer, node, log)
 	defer fleet.KeepImports(importer, node, 0, log)()
 	cl.startPoolLoops(gw.Pool())
+	left := make(chan struct{})
+	cl.goLoop("drain duty", func() { cl.drainDuty(gw, left) })
 	defer registerWorkers(writer, o.registrations(), log)()
 	errc := make(chan error, 3)
 	go func() { errc <- gw.Serve(o.tls.httpListener(ln)) }()
@@ -231,6 +233,9 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 		if err != nil {
 			log.Error("listener failed; shutting down", "err", err)
 		}
+	}
+	if o.cluster.leaveOnTerminate && ctx.Err() != nil {
+		cl.leaveOnTerminate(operator, gw, left, o.cluster.drainTimeoutDuration())
 	}
 	err = shutdown(gw, metricsSrv, time.Duration(o.gw.shutdownGrace)*time.Second, log)
 	cl.leave() // then the deferred stops: registrations, reconciler, checks, and cl.shutdown

@@ -83,6 +83,12 @@ type Config struct {
 	// Ownership moves workers for POST /workers/{id}/transfer and POST /mesh/rebalance. Nil:
 	// those answer 503 unavailable.
 	Ownership Ownership
+	// Drainer, Drains and Peers serve POST /mesh/drain, which waits up to DrainTimeout
+	// (--drain-timeout-secs) for the drained gateways to hand everything over and leave; Drains
+	// serves GET /mesh/drain. Nil: those answer 503 unavailable.
+	Drainer      Drainer
+	Drains       Drains
+	DrainTimeout time.Duration
 
 	// Logger receives one line per admin write. Nil means slog.Default().
 	Logger *slog.Logger
@@ -138,6 +144,8 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 		rt = route{get: h.getJournal}
 	case path == "/weight_update_journal/resolve":
 		rt = route{post: h.writing(h.resolveJournal)}
+	case path == "/mesh/drain":
+		rt = route{get: h.drainProgress, post: h.writing(h.drainPeers)}
 	case path == "/mesh/rebalance":
 		rt = route{post: h.writing(h.rebalance)}
 	case isTransfer(path):

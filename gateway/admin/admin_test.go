@@ -67,11 +67,13 @@ func TestAuth(t *testing.T) {
 				{method: "POST", uri: "/weight_update_journal/resolve", body: `{"acknowledge":true}`},
 				{method: "POST", uri: "/workers/" + string(w.ID) + "/transfer", body: `{"to":"n2"}`},
 				{method: "POST", uri: "/mesh/rebalance", body: `{"dry_run":true}`},
+				{method: "POST", uri: "/mesh/drain", body: `{"peer":"n2"}`},
+				{method: "GET", uri: "/mesh/drain"},
 			} {
 				r.auth, r.from = tt.auth, tt.from
 				a := do(tt.h, r)
 				want := tt.status
-				if want == 200 && (r.method != "GET" || r.uri == "/mesh/raft" || r.uri == "/mesh/peers") {
+				if want == 200 && (r.method != "GET" || r.uri == "/mesh/raft" || r.uri == "/mesh/peers" || r.uri == "/mesh/drain") {
 					want = 503 // authorized, but this handler has no raft node and no mesh
 				}
 				if a.status != want || (tt.code != "" && a.errCode() != tt.code) {
@@ -154,6 +156,7 @@ func TestMethodsAndRoutes(t *testing.T) {
 		{"GET", "/workers/", 404, "not_found", ""},
 		{"POST", "/workers/" + rec.ID + "/nope", 404, "not_found", ""},
 		{"POST", "/workers/" + rec.ID + "/transfer", 503, "unavailable", ""}, // this env moves no workers
+		{"PUT", "/mesh/drain", 405, "method_not_allowed", "GET, POST"},
 		{"GET", "/mesh/rebalance", 405, "method_not_allowed", "POST"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/fleet"
+	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/ownership"
+)
+
+const (
+	// defaultDrainTimeout is --drain-timeout-secs.
+	defaultDrainTimeout = 120 * time.Second
+	// drainDutyPoll backs up the applied state's signals in the drain duty: a change of the raft
+	// configuration (a demotion) has no signal of its own.
+	drainDutyPoll = 250 * time.Millisecond
+)
+
+// DrainStates implements admin.Drains: the progress of the drains of peers (of every peer marked
+// draining when peers is empty), from this gateway's applied records, its mesh and the raft
+// configuration it knows.
+func (c *cluster) DrainStates(peers []string) []ownership.DrainState {
+	if len(peers) == 0 {
+		for _, d := range c.node.Draining() {
+			peers = append(peers, d.ID)
+		}
+	}
+	var view ownership.RaftView
+	if info, err := c.node.Info(); err == nil {
+		view.Leader = info.Leader
+		view.Servers = make(map[string]string, len(info.Servers))
+		for _, s := range info.Servers {
+			view.Servers[s.ID] = s.Suffrage
+		}
+	}
+	return ownership.DrainStates(peers, workersOf(c.node.WorkersShared()), c.owners.Peers(), view)
+}
+
+// workersOf reads the records as the ownership decisions do.
+func workersOf(recs []fsm.Record) []ownership.Worker {
+	out := make([]ownership.Worker, len(recs))
+	for i, r := range recs {
+		out[i] = ownership.Worker{ID: r.ID, Owner: r.Owner, Epoch: r.Epoch, Region: r.Spec.Region, HostLocal: r.Spec.HostLocal()}
+	}
+	return out
+}
+
+// handingOff is the data plane as the drain duty drives it; *gateway.Gateway implements it.
+type handingOff interface{ HandOff() }
+
+// drainDuty is this gateway's part of its own drain (DESIGN.md section 5, Handoff), run once its
+// raft state is current: when the applied state marks it draining, readiness turns 503 draining;
+// once it owns no worker that can move, does not lead and holds no voter seat, it leaves the
+// mesh, and the leader removes it from the raft configuration. left is closed then.
+func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
+	select {
+	case <-c.caughtUp: // a restarted gateway's old marks are cleared by catching up first
+	case <-c.ctx.Done():
+		return
+	}
+	changes, stop := c.node.Watch()
+	defer stop()
+	tick := time.NewTicker(drainDutyPoll)
+	defer tick.Stop()
+	marked := false
+	for {
+		if c.markedDraining() {
+			if !marked {
+				marked = true
+				c.log.Info("this gateway is being drained: its workers, raft leadership and voter seat go to gateways that stay")
+				gw.HandOff()
+			}
+			if s := c.DrainStates([]string{c.nodeID}); len(s) == 1 && s[0].Owned == s[0].Stuck && !s[0].Leader && s[0].Raft != "voter" {
+				c.log.Info("drained: leaving the mesh", "stuck_workers", s[0].Stuck)
+				c.leave()
+				close(left)
+				return
+			}
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-changes:
+		case <-tick.C:
+		}
+	}
+}
+
+// markedDraining reports whether the applied state marks this gateway draining.
+func (c *cluster) markedDraining() bool {
+	return slices.ContainsFunc(c.node.Draining(), func(d fsm.DrainingPeer) bool { return d.ID == c.nodeID })
+}
+
+// leaveOnTerminate drains this gateway as POST /mesh/drain {"peer": self} does, then waits until
+// the drain duty left the mesh or the timeout passed. A mesh without another alive gateway is
+// not drained: there is nobody to hand over to, and a quick restart comes back as the owner.
+func (c *cluster) leaveOnTerminate(op *ownership.Operator, gw handingOff, left <-chan struct{}, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	gw.HandOff()
+	others := 0
+	for _, p := range op.Peers() {
+		if p.ID != c.nodeID && p.Status == mesh.StatusAlive && !p.Draining {
+			others++
+		}
+	}
+	if others == 0 {
+		c.log.Warn("--leave-on-terminate: no other alive gateway takes the workers; stopping without a drain")
+		return
+	}
+	c.log.Info("--leave-on-terminate: draining this gateway before it stops", "timeout", timeout)
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		out, err := op.Drain(ctx, []string{c.nodeID})
+		if err == nil {
+			c.log.Info("--leave-on-terminate: workers handed off", "moved", len(out.Moved), "stuck", len(out.Stuck))
+			break
+		}
+		if !fleet.Retryable(err) || ctx.Err() != nil {
+			c.log.Warn("--leave-on-terminate: the drain did not apply; stopping with this gateway's workers", "err", err)
+			return
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	select {
+	case <-left:
+		c.log.Info("--leave-on-terminate: drained and left the mesh")
+	case <-ctx.Done():
+		c.log.Warn("--leave-on-terminate: the drain did not finish in time", "left", c.DrainStates([]string{c.nodeID}))
+	}
+}
