@@ -70,7 +70,7 @@ func (a *app) rootCommand() *cobra.Command {
 	f.DurationVar(&a.timeout, "timeout", 15*time.Second, "how long to wait for the gateway's answer")
 	a.tls.register(f)
 	root.AddCommand(a.peersCommand(), a.ownersCommand(), a.workersCommand(), a.raftCommand(), a.statusCommand(), a.certCommand(),
-		a.journalCommand(), a.probeCommand(), a.rebalanceCommand(),
+		a.journalCommand(), a.probeCommand(), a.rebalanceCommand(), a.drainCommand(),
 		completionCommand())
 	return root
 }

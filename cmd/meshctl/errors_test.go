@@ -43,6 +43,10 @@ func TestExitCodes(t *testing.T) {
 		{"transfer without a worker", []string{"workers", "transfer", "--to", "gw-2"}, nil, 2, "workers transfer: accepts 1 arg(s)", 0},
 		{"transfer refused", []string{"workers", "transfer", "w-000000000000", "--to", "gw-9"}, nil, 1,
 			"meshctl: 404 peer_not_found: gw-9 is not a peer of this mesh", 1},
+		{"drain both", []string{"drain", "gw-1", "--color", "blue"}, nil, 2, "drain: name one gateway or --color COLOR, not both", 0},
+		{"drain neither", []string{"drain"}, nil, 2, "drain: name one gateway or --color COLOR", 0},
+		{"drain two peers", []string{"drain", "gw-1", "gw-2"}, nil, 2, "drain: accepts at most 1 arg(s)", 0},
+		{"drain refused", []string{"drain", "--color", "green"}, nil, 1, "meshctl: 409 no_peer_left: draining gw-2 would leave", 1},
 		{"rebalance with an argument", []string{"rebalance", "now"}, nil, 2, "rebalance: unknown command \"now\"", 0},
 	}
 	for _, tt := range tests {
@@ -171,5 +175,21 @@ func TestGatewayURLNotEchoed(t *testing.T) {
 		if code == 0 || strings.Contains(stdout+stderr, "zzsecretzz") {
 			t.Errorf("--gateway %s: exit %d, %q %q", gw, code, stdout, stderr)
 		}
+	}
+}
+
+// TestDrainNotFinished: a drain the gateway answers before it finished (202) prints what is
+// left and exits 1 with one line on stderr.
+func TestDrainNotFinished(t *testing.T) {
+	f, srv := newFake(t)
+	f.answers[`POST /mesh/drain {"peer":"gw-3"}`] = canned{202, `{"peers": ["gw-3"], "moved": 2, "stuck": ["w-ipc"], "done": false,
+ "states": [{"peer": "gw-3", "status": "alive", "owned": 1, "stuck": 1, "leader": false, "raft": "nonvoter", "done": false}]}`}
+	code, stdout, stderr := runCLI(t, srv.URL, nil, "drain", "gw-3")
+	if code != 1 || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "the drain did not finish within the gateway's --drain-timeout-secs; it goes on: gw-3: 1 workers (1 host-local), nonvoter, in the mesh") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "not finished: gw-3: 1 workers (1 host-local), nonvoter, in the mesh; moved 2 workers") {
+		t.Errorf("stdout %q", stdout)
 	}
 }

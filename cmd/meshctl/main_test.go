@@ -40,7 +40,10 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{r.Method, r.URL.RequestURI(), string(b), r.Header.Get("Authorization")})
 	f.mu.Unlock()
-	a, ok := f.answers[r.Method+" "+r.URL.RequestURI()]
+	a, ok := f.answers[r.Method+" "+r.URL.RequestURI()+" "+string(b)] // an answer for this body
+	if !ok {
+		a, ok = f.answers[r.Method+" "+r.URL.RequestURI()]
+	}
 	if !ok {
 		a = canned{404, `{"error": {"message": "no such admin route", "code": "not_found"}}`}
 	}
@@ -95,26 +98,33 @@ const rebalanceAnswerJSON = `{"dry_run": false, "moves": [
  {"worker": "w-00aa11bb22cc", "url": "http://10.0.0.9:9000", "from": "gw-2", "epoch": 7, "to": "gw-5"}],
  "moved": 2, "skipped": [], "owners": {"gw-1": 3, "gw-2": 3, "gw-3": 2, "gw-4": 2, "gw-5": 2}, "fleet_ack": {"index": 40}}`
 
+const drainAnswerJSON = `{"peers": ["gw-1", "gw-2"], "moved": 6, "stuck": [], "done": true, "states": [
+ {"peer": "gw-1", "status": "left", "owned": 0, "stuck": 0, "leader": false, "raft": "", "done": true},
+ {"peer": "gw-2", "status": "left", "owned": 0, "stuck": 0, "leader": false, "raft": "", "done": true}],
+ "fleet_ack": {"index": 50}}`
+
 func fakeAnswers() map[string]canned {
 	enc := "/workers/http%3A%2F%2F127.0.0.1%3A8013"
 	return map[string]canned{
-		"GET /workers":                          {200, `{"workers": [` + recA + `,` + recB + `], "total": 2}`},
-		"GET /workers?model=llama-3":            {200, `{"workers": [` + recA + `], "total": 1}`},
-		"GET /workers/w-3f1c0a9b2d44":           {200, recA},
-		"GET " + enc:                            {200, recA},
-		"POST /workers":                         {201, recA},
-		"PUT /workers/w-3f1c0a9b2d44":           {200, recADisabled},
-		"PUT " + enc:                            {200, recA},
-		"DELETE " + enc:                         {202, `{"id": "w-3f1c0a9b2d44", "status": "draining", "drain_settle_secs": 10}`},
-		"DELETE /workers/w-00aa11bb22cc":        {200, `{"id": "w-00aa11bb22cc", "status": "removed", "drain_settle_secs": 0}`},
-		"GET /workers/w-000000000000":           {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
-		"PUT /workers/w-000000000000":           {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
-		"GET /mesh/raft":                        {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
-		"GET /mesh/peers":                       {200, peersAnswer},
-		"POST /workers/w-3f1c0a9b2d44/transfer": {200, recA},
-		"POST /workers/w-000000000000/transfer": {404, `{"error": {"message": "gw-9 is not a peer of this mesh", "code": "peer_not_found"}}`},
-		"POST /mesh/rebalance":                  {200, rebalanceAnswerJSON},
-		"GET /status":                           {200, `{"node_id": "gw-1", "draining": false, "workers": {"total": 2, "routable": 1}, "admission": {"inflight": 3}}`},
+		"GET /workers":                           {200, `{"workers": [` + recA + `,` + recB + `], "total": 2}`},
+		"GET /workers?model=llama-3":             {200, `{"workers": [` + recA + `], "total": 1}`},
+		"GET /workers/w-3f1c0a9b2d44":            {200, recA},
+		"GET " + enc:                             {200, recA},
+		"POST /workers":                          {201, recA},
+		"PUT /workers/w-3f1c0a9b2d44":            {200, recADisabled},
+		"PUT " + enc:                             {200, recA},
+		"DELETE " + enc:                          {202, `{"id": "w-3f1c0a9b2d44", "status": "draining", "drain_settle_secs": 10}`},
+		"DELETE /workers/w-00aa11bb22cc":         {200, `{"id": "w-00aa11bb22cc", "status": "removed", "drain_settle_secs": 0}`},
+		"GET /workers/w-000000000000":            {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
+		"PUT /workers/w-000000000000":            {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
+		"GET /mesh/raft":                         {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
+		"GET /mesh/peers":                        {200, peersAnswer},
+		"POST /workers/w-3f1c0a9b2d44/transfer":  {200, recA},
+		"POST /workers/w-000000000000/transfer":  {404, `{"error": {"message": "gw-9 is not a peer of this mesh", "code": "peer_not_found"}}`},
+		"POST /mesh/rebalance":                   {200, rebalanceAnswerJSON},
+		"POST /mesh/drain":                       {200, drainAnswerJSON},
+		"POST /mesh/drain {\"color\":\"green\"}": {409, `{"error": {"message": "draining gw-2 would leave no alive gateway to take the workers", "code": "no_peer_left"}}`},
+		"GET /status":                            {200, `{"node_id": "gw-1", "draining": false, "workers": {"total": 2, "routable": 1}, "admission": {"inflight": 3}}`},
 	}
 }
 
@@ -159,6 +169,8 @@ func TestRequests(t *testing.T) {
 			call{"POST", "/workers/w-3f1c0a9b2d44/transfer", `{"to":"gw-2"}`, ""}},
 		{"rebalance", []string{"rebalance"}, nil, call{"POST", "/mesh/rebalance", `{"dry_run":false}`, ""}},
 		{"rebalance dry run", []string{"rebalance", "--dry-run"}, nil, call{"POST", "/mesh/rebalance", `{"dry_run":true}`, ""}},
+		{"drain a peer", []string{"drain", "gw-1"}, nil, call{"POST", "/mesh/drain", `{"peer":"gw-1"}`, ""}},
+		{"drain a color", []string{"drain", "--color", "blue"}, nil, call{"POST", "/mesh/drain", `{"color":"blue"}`, ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,6 +208,12 @@ func TestTables(t *testing.T) {
 		args []string
 		want string
 	}{
+		{"drain", []string{"drain", "--color", "blue"}, `
+PEER  STATUS  OWNED  LEADER  RAFT  DONE
+gw-1  left    0      false   -     true
+gw-2  left    0      false   -     true
+drained gw-1, gw-2: moved 6 workers
+`},
 		{"rebalance", []string{"rebalance"}, `
 WORKER          URL                    FROM  TO
 w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1  gw-4
