@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/test/harness"
+)
+
+// handoffBound bounds a drain: the moves, the leadership transfer, the voter changes and the
+// drained gateways' leave, each a raft entry or a gossip round with --mesh-profile local.
+const handoffBound = 60 * time.Second
+
+// blueGreen is the fleet of the blue/green tests: three blue gateways that own four engines, one
+// disabled and one failing its probes, and three green gateways that joined.
+type blueGreen struct {
+	b           harness.Bins
+	blue, green []*clusterGW
+	engines     []*harness.Proc
+	disabled    string // the disabled engine's URL
+	failing     string // the URL of the engine that fails its probes
+}
+
+// startBlueGreen runs steps 1 to 3 of the rollout: blue (with blueArgs) takes the engines, one
+// is disabled and one fails its probes, and green joins.
+func startBlueGreen(t *testing.T, blueArgs ...string) *blueGreen {
+	t.Helper()
+	f := &blueGreen{b: harness.Build(t)}
+	for i := range 4 {
+		f.engines = append(f.engines, harness.StartEngine(t, f.b, fmt.Sprintf("engine-%d", i)))
+	}
+	for i := range 3 {
+		f.blue = append(f.blue, newClusterGW(t, fmt.Sprintf("blue%d", i+1), append([]string{"--color", "blue"}, blueArgs...)...))
+	}
+	f.blue[0].start(t, f.b)
+	f.blue[1].start(t, f.b, f.blue[0].meshAddr())
+	f.blue[2].start(t, f.b, f.blue[0].meshAddr())
+	waitFormed(t, f.blue...)
+	// Each blue gateway registers some engines, and owns them.
+	for i, e := range f.engines {
+		newAdmin(f.blue[i%3].Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, e.URL))
+	}
+	f.disabled, f.failing = f.engines[0].URL, f.engines[1].URL
+	newAdmin(f.blue[1].Gateway, "").must(t, 200, "PUT", "/workers/"+workerRef(f.disabled), `{"disabled":true,"reason":"blue/green test"}`)
+	fault(t, f.engines[1], `{"health_status":500}`)
+	for _, g := range f.blue {
+		harness.WaitFor(t, clusterBound, g.id+" sees the failing engine not_ready and the others ready", func() bool {
+			return f.healthIs(t, g, map[string]string{f.failing: "not_ready", f.engines[2].URL: "ready", f.engines[3].URL: "ready"})
+		})
+	}
+	for i := range 3 {
+		g := newClusterGW(t, fmt.Sprintf("green%d", i+1), "--color", "green")
+		g.start(t, f.b, f.blue[0].meshAddr())
+		f.green = append(f.green, g)
+	}
+	for _, g := range f.green {
+		harness.WaitFor(t, clusterBound, g.id+" lists the four engines, ready where blue has them ready", func() bool {
+			return f.healthIs(t, g, map[string]string{f.engines[2].URL: "ready", f.engines[3].URL: "ready", f.failing: "not_ready"})
+		})
+	}
+	return f
+}
+
+// healthIs reports whether g's GET /workers shows each URL with the health state given.
+func (f *blueGreen) healthIs(t *testing.T, g *clusterGW, want map[string]string) bool {
+	for u, h := range want {
+		w, ok := workerOn(t, g, u)
+		if !ok || w.HealthState != h {
+			return false
+		}
+	}
+	return true
+}
+
+func workerRef(u string) string { return strings.NewReplacer(":", "%3A", "/", "%2F").Replace(u) }
+
+// clientLoops sends chats, plain and streamed, through the green gateways until stop is called,
+// which returns how many were sent and which failed.
+func clientLoops(t *testing.T, gws []*clusterGW) (stop func() (sent int64, failures []string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var sent atomic.Int64
+	var mu sync.Mutex
+	var failures []string
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i, g := range gws {
+		for _, stream := range []bool{false, true} {
+			wg.Go(func() {
+				for n := 0; ctx.Err() == nil; n++ {
+					err := oneChat(client, g.URL, stream, fmt.Sprintf("loop %d/%v #%d", i, stream, n))
+					sent.Add(1)
+					if err != nil {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("%s stream=%v: %v", g.id, stream, err))
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	return func() (int64, []string) {
+		cancel()
+		wg.Wait()
+		return sent.Load(), failures
+	}
+}
+
+// oneChat sends one chat completion, streamed or not, and checks that it came back whole.
+func oneChat(client *http.Client, url string, stream bool, prompt string) error {
+	body := fmt.Sprintf(`{"model":"fake-model","stream":%v,"messages":[{"role":"user","content":%q}]}`, stream, prompt)
+	resp, err := client.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if !stream {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			return fmt.Errorf("%d %s %v", resp.StatusCode, b, err)
+		}
+		return nil
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%d %s", resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "data: [DONE]" {
+			return nil
+		}
+	}
+	return fmt.Errorf("the stream ended without [DONE]: %v", sc.Err())
+}
+
+// checkHandedOver checks what the rollout promises, on every green gateway: every worker owned
+// by a green gateway, the disabled one still disabled, the failing one arrived not_ready at its
+// new owner, and the raft leader and every voter green, no blue gateway left in the
+// configuration.
+func (f *blueGreen) checkHandedOver(t *testing.T) {
+	t.Helper()
+	green := map[string]bool{}
+	for _, g := range f.green {
+		green[g.id] = true
+	}
+	for _, g := range f.green {
+		var list struct {
+			Workers []adminRecord `json:"workers"`
+		}
+		if !getJSON(t, g, "/workers", &list) || len(list.Workers) != 4 {
+			t.Fatalf("%s: GET /workers: %+v", g.id, list)
+		}
+		for _, w := range list.Workers {
+			if !green[w.Owner] {
+				t.Errorf("%s: %s is owned by %s, not a green gateway", g.id, w.URL, w.Owner)
+			}
+			if (w.URL == f.disabled) != w.Disabled {
+				t.Errorf("%s: %s disabled=%v", g.id, w.URL, w.Disabled)
+			}
+			if w.URL == f.failing && w.HealthState != "not_ready" {
+				t.Errorf("%s: the failing engine arrived %s, not not_ready", g.id, w.HealthState)
+			}
+		}
+		var r raftAnswer
+		if !getJSON(t, g, "/mesh/raft", &r) || !green[r.Leader] {
+			t.Errorf("%s: the leader is %q", g.id, r.Leader)
+		}
+		for _, s := range r.Servers {
+			if !green[s.ID] {
+				t.Errorf("%s: %s is still in the raft configuration as a %s", g.id, s.ID, s.Suffrage)
+			}
+		}
+	}
+}
+
+// checkWritesAfter stops the blue gateways if they run and checks that a write through green
+// still works and is acknowledged by the green gateways, none lagging.
+func (f *blueGreen) checkWritesAfter(t *testing.T) {
+	t.Helper()
+	body := newAdmin(f.green[1].Gateway, "").must(t, 200, "PUT", "/workers/"+workerRef(f.disabled), `{"disabled":false}`)
+	var rec struct {
+		FleetAck struct {
+			Acked, Lagging []string
+		} `json:"fleet_ack"`
+	}
+	if err := json.Unmarshal([]byte(body), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.FleetAck.Acked) != 3 || len(rec.FleetAck.Lagging) != 0 {
+		t.Errorf("a write after blue stopped: fleet_ack %+v", rec.FleetAck)
+	}
+}
+
+// TestBlueGreenDrain is the rollout of docs/operations.md: blue owns the engines (one disabled,
+// one failing), green joins, clients loop through green, `meshctl drain --color blue` hands
+// everything to green, blue stops with SIGTERM, and writes still work; no client request is
+// lost.
+func TestBlueGreenDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	start := time.Now()
+	f := startBlueGreen(t)
+	t.Logf("blue and green formed in %v", time.Since(start).Round(time.Millisecond))
+	stop := clientLoops(t, f.green)
+
+	c := &ctl{bin: f.b.Meshctl, gateway: f.green[0].URL, wait: handoffBound}
+	drainAt := time.Now()
+	code, stdout, stderr := c.run(t, nil, "drain", "--color", "blue")
+	if code != 0 {
+		t.Fatalf("meshctl drain --color blue: exit %d\n%s%s", code, stdout, stderr)
+	}
+	t.Logf("meshctl drain --color blue took %v:\n%s", time.Since(drainAt).Round(time.Millisecond), stdout)
+	f.checkHandedOver(t)
+	for _, g := range f.blue {
+		if code := harness.Get(g.URL + "/readiness"); code != http.StatusServiceUnavailable {
+			t.Errorf("%s: readiness %d after its drain, want 503", g.id, code)
+		}
+	}
+	for _, g := range f.blue {
+		if err := g.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range f.blue {
+		if code, err := g.Wait(clusterBound); err != nil || code != 0 {
+			t.Fatalf("%s: exit %d, %v", g.id, code, err)
+		}
+	}
+	f.checkWritesAfter(t)
+	sent, failures := stop()
+	if len(failures) > 0 || sent == 0 {
+		t.Fatalf("%d of %d client requests failed: %v", len(failures), sent, failures)
+	}
+	t.Logf("%d client requests, none lost; total %v", sent, time.Since(start).Round(time.Millisecond))
+}
+
+// TestBlueGreenLeaveOnTerminate is the same rollout with --leave-on-terminate: SIGTERM alone
+// drains each blue gateway before it stops.
+func TestBlueGreenLeaveOnTerminate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	start := time.Now()
+	f := startBlueGreen(t, "--leave-on-terminate", "--drain-timeout-secs", "40")
+	stop := clientLoops(t, f.green)
+	termAt := time.Now()
+	for _, g := range f.blue {
+		if err := g.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range f.blue {
+		if code, err := g.Wait(handoffBound); err != nil || code != 0 {
+			t.Fatalf("%s: exit %d, %v\n%s", g.id, code, err, g.Output())
+		}
+	}
+	t.Logf("the blue gateways drained and stopped %v after SIGTERM", time.Since(termAt).Round(time.Millisecond))
+	for _, g := range f.green {
+		harness.WaitFor(t, clusterBound, g.id+" sees no blue gateway in the raft configuration", func() bool {
+			var r raftAnswer
+			if !getJSON(t, g, "/mesh/raft", &r) {
+				return false
+			}
+			for _, s := range r.Servers {
+				if strings.HasPrefix(s.ID, "blue") {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	f.checkHandedOver(t)
+	f.checkWritesAfter(t)
+	sent, failures := stop()
+	if len(failures) > 0 || sent == 0 {
+		t.Fatalf("%d of %d client requests failed: %v", len(failures), sent, failures)
+	}
+	t.Logf("%d client requests, none lost; total %v", sent, time.Since(start).Round(time.Millisecond))
+}
