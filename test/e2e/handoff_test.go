@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,4 +289,85 @@ func TestBlueGreenLeaveOnTerminate(t *testing.T) {
 		t.Fatalf("%d of %d client requests failed: %v", len(failures), sent, failures)
 	}
 	t.Logf("%d client requests, none lost; total %v", sent, time.Since(start).Round(time.Millisecond))
+}
+
+// TestRebalanceAfterJoin: three gateways own twelve workers four each; two more join; `meshctl
+// rebalance` moves exactly the minimum, four (the counts become 3 3 2 2 2), and a second
+// rebalance moves nothing. `meshctl workers transfer` then moves one worker, seen by every
+// gateway.
+func TestRebalanceAfterJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	b := harness.Build(t)
+	var gws []*clusterGW
+	for i := range 5 {
+		gws = append(gws, newClusterGW(t, fmt.Sprintf("r%d", i+1)))
+	}
+	gws[0].start(t, b)
+	gws[1].start(t, b, gws[0].meshAddr())
+	gws[2].start(t, b, gws[0].meshAddr())
+	waitFormed(t, gws[:3]...)
+	for i := range 12 {
+		u := fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t)) // nothing listens: ownership needs no engine
+		newAdmin(gws[i%3].Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, u))
+	}
+	gws[3].start(t, b, gws[0].meshAddr())
+	gws[4].start(t, b, gws[0].meshAddr())
+	harness.WaitFor(t, clusterBound, "r1 lists five alive peers", func() bool {
+		var p peersAnswer
+		alive := 0
+		if getJSON(t, gws[0], "/mesh/peers", &p) {
+			for _, peer := range p.Peers {
+				if peer.Status == "alive" {
+					alive++
+				}
+			}
+		}
+		return alive == 5
+	})
+
+	c := &ctl{bin: b.Meshctl, gateway: gws[4].URL}
+	if out := c.must(t, "rebalance", "--dry-run"); !strings.Contains(out, "dry run: 4 moves planned, nothing moved") {
+		t.Fatalf("rebalance --dry-run:\n%s", out)
+	}
+	var ans struct {
+		Moved  int            `json:"moved"`
+		Owners map[string]int `json:"owners"`
+	}
+	if err := json.Unmarshal([]byte(c.must(t, "rebalance", "-o", "json")), &ans); err != nil {
+		t.Fatal(err)
+	}
+	counts := []int{ans.Owners["r1"], ans.Owners["r2"], ans.Owners["r3"], ans.Owners["r4"], ans.Owners["r5"]}
+	slices.Sort(counts)
+	if ans.Moved != 4 || fmt.Sprint(counts) != "[2 2 2 3 3]" || ans.Owners["r4"] != 2 || ans.Owners["r5"] != 2 {
+		t.Fatalf("rebalance moved %d (want the minimum, 4), owners %v", ans.Moved, ans.Owners)
+	}
+	if out := c.must(t, "rebalance"); !strings.Contains(out, "balanced: nothing to move") {
+		t.Fatalf("a second rebalance:\n%s", out)
+	}
+	// Transfer one of r1's workers to r5: every gateway sees the new owner at once.
+	var list struct {
+		Workers []adminRecord `json:"workers"`
+	}
+	if !getJSON(t, gws[0], "/workers", &list) {
+		t.Fatal("GET /workers")
+	}
+	var moved adminRecord
+	for _, w := range list.Workers {
+		if w.Owner == "r1" {
+			moved = w
+			break
+		}
+	}
+	c.must(t, "workers", "transfer", moved.ID, "--to", "r5")
+	for _, g := range gws {
+		if w, ok := workerOn(t, g, moved.URL); !ok || w.Owner != "r5" || w.Epoch <= moved.Epoch {
+			t.Errorf("%s: after the transfer: %+v", g.id, w)
+		}
+	}
+	if code, _, stderr := c.run(t, nil, "workers", "transfer", moved.ID, "--to", "r9"); code != 1 ||
+		!strings.Contains(stderr, "404 peer_not_found: r9 is not a peer of this mesh") {
+		t.Errorf("transfer to an unknown peer: exit %d %s", code, stderr)
+	}
 }
