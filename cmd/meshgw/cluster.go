@@ -96,14 +96,25 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
+	var rebalance *ownership.AutoRebalancer
+	if o.cluster.autoRebalance {
+		if rebalance, err = ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Membership: c.owners,
+			ReconcileInterval: o.cluster.reconcileIntervalDuration(), Metrics: c.handoffs, Logger: log}); err != nil {
+			return nil, err
+		}
+	}
 	cfg := o.state.consensus(nodeID, o.cluster.raftBind(), o.cluster.meshAdvertiseHost, dir, log)
 	cfg.Registerer, cfg.Join, cfg.BootstrapExpect, cfg.TLS = reg, o.cluster.join, o.cluster.bootstrapExpect, o.tls.raftTLS()
 	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
-	// The voter reconciler and failover run side by side for the term; both end with ctx.
+	// The voter reconciler, failover and the automatic rebalance run side by side for the
+	// term; all end with ctx.
 	cfg.LeaderLoop = func(ctx context.Context) {
 		c.markCaughtUp("this node leads")
 		var wg sync.WaitGroup
 		wg.Go(func() { failover.Run(ctx) })
+		if rebalance != nil {
+			wg.Go(func() { rebalance.Run(ctx) })
+		}
 		voters.Run(ctx)
 		wg.Wait()
 	}
@@ -125,6 +136,9 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	members.node.Store(c.node)
 	voters.Attach(c.node)
 	failover.Attach(c.node)
+	if rebalance != nil {
+		rebalance.Attach(c.node)
+	}
 	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)
 	c.node.RegisterForward(c.rpc)
 	if err := c.startFleetAck(); err != nil {
