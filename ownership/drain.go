@@ -63,6 +63,20 @@ func statusOf(byID map[string]Peer, id string) mesh.Status {
 	return mesh.StatusUnknown
 }
 
+// Finished returns the drain marks to clear (sorted): those of peers whose drain is done (see
+// DrainStates). A gateway restarted later with the same id then joins as a new one instead of
+// draining again; one that still owns a host-local worker keeps its mark, and its workers wait
+// for it.
+func Finished(marks []string, workers []Worker, mesh []Peer, r RaftView) []string {
+	var out []string
+	for _, s := range DrainStates(marks, workers, mesh, r) {
+		if s.Done {
+			out = append(out, s.Peer)
+		}
+	}
+	return out
+}
+
 // AllDone reports whether every state is done.
 func AllDone(states []DrainState) bool {
 	for _, s := range states {

@@ -35,3 +35,14 @@ func TestDrainStates(t *testing.T) {
 		t.Errorf("an alive peer is done: %+v", s)
 	}
 }
+
+func TestFinished(t *testing.T) {
+	workers := []Worker{{ID: "w-ipc", Owner: "b2", Epoch: 3, HostLocal: true}, w("w-a", "g1", 4, "")}
+	peers := []Peer{peer("b1", "", mesh.StatusLeft, t0), peer("b2", "", mesh.StatusLeft, t0), peer("b3", "", mesh.StatusAlive, t0),
+		peer("b4", "", mesh.StatusLeft, t0), peer("g1", "", mesh.StatusAlive, t0)}
+	r := RaftView{Leader: "g1", Servers: map[string]string{"g1": "voter", "b4": "nonvoter"}}
+	got := Finished([]string{"b1", "b2", "b3", "b4", "b5"}, workers, peers, r)
+	if d := cmp.Diff([]string{"b1", "b5"}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

@@ -58,6 +58,8 @@ type cluster struct {
 
 	caughtUp     chan struct{}
 	caughtUpOnce sync.Once
+	// started is closed once node and mesh are set, for the leader's duties that read them.
+	started chan struct{}
 
 	ctx      context.Context // ends at shutdown
 	cancel   context.CancelFunc
@@ -71,7 +73,8 @@ type cluster struct {
 // services registers more gRPC services (outcome reports) before the listener serves.
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
 	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
-	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, reg: reg, caughtUp: make(chan struct{})}
+	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, reg: reg, caughtUp: make(chan struct{}),
+		started: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
@@ -115,6 +118,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 		if rebalance != nil {
 			wg.Go(func() { rebalance.Run(ctx) })
 		}
+		wg.Go(func() { c.clearFinishedDrains(ctx) })
 		voters.Run(ctx)
 		wg.Wait()
 	}
@@ -134,6 +138,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	}
 	members.m.Store(c.mesh)
 	members.node.Store(c.node)
+	close(c.started)
 	voters.Attach(c.node)
 	failover.Attach(c.node)
 	if rebalance != nil {

@@ -28,6 +28,11 @@ func (c *cluster) DrainStates(peers []string) []ownership.DrainState {
 			peers = append(peers, d.ID)
 		}
 	}
+	return ownership.DrainStates(peers, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView())
+}
+
+// raftView is the raft configuration this node knows, as the drain decisions read it.
+func (c *cluster) raftView() ownership.RaftView {
 	var view ownership.RaftView
 	if info, err := c.node.Info(); err == nil {
 		view.Leader = info.Leader
@@ -36,7 +41,45 @@ func (c *cluster) DrainStates(peers []string) []ownership.DrainState {
 			view.Servers[s.ID] = s.Suffrage
 		}
 	}
-	return ownership.DrainStates(peers, workersOf(c.node.WorkersShared()), c.owners.Peers(), view)
+	return view
+}
+
+// clearFinishedDrains is the leader's duty of clearing the drain marks of the gateways whose
+// drain is done (ownership.Finished): gone from the mesh and the raft configuration, owning
+// nothing. One restarted later with the same id then joins as a new gateway. It runs until ctx
+// ends, on membership and drain signals, and every second while marks exist (a configuration
+// change has no signal).
+func (c *cluster) clearFinishedDrains(ctx context.Context) {
+	select {
+	case <-c.started:
+	case <-ctx.Done():
+		return
+	}
+	signals, stop := c.owners.Watch()
+	defer stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		var ids []string
+		for _, d := range c.node.Draining() {
+			ids = append(ids, d.ID)
+		}
+		if len(ids) > 0 {
+			if done := ownership.Finished(ids, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView()); len(done) > 0 {
+				if _, err := c.node.Apply(ctx, fsm.Handoff{Reason: ownership.ReasonDrain.String(), Undrain: done, At: time.Now()}); err != nil {
+					c.log.Warn("clearing the marks of finished drains did not apply; the next pass tries again", "peers", done, "err", err)
+				} else {
+					c.log.Info("drains finished: marks cleared", "peers", done)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-signals:
+		case <-tick.C:
+		}
+	}
 }
 
 // workersOf reads the records as the ownership decisions do.

@@ -224,6 +224,22 @@ func TestBlueGreenDrain(t *testing.T) {
 	}
 	t.Logf("meshctl drain --color blue took %v:\n%s", time.Since(drainAt).Round(time.Millisecond), stdout)
 	f.checkHandedOver(t)
+	// The runbook's checks, as an operator runs them.
+	var owners struct {
+		Owners []struct{ Worker, Owner string } `json:"owners"`
+	}
+	if err := json.Unmarshal([]byte(c.must(t, "owners", "-o", "json")), &owners); err != nil || len(owners.Owners) != 4 {
+		t.Fatalf("meshctl owners -o json: %v %+v", err, owners)
+	}
+	for _, o := range owners.Owners {
+		if !strings.HasPrefix(o.Owner, "green") {
+			t.Errorf("meshctl owners: %s owned by %s", o.Worker, o.Owner)
+		}
+	}
+	var r raftAnswer
+	if err := json.Unmarshal([]byte(c.must(t, "raft", "-o", "json")), &r); err != nil || !strings.HasPrefix(r.Leader, "green") {
+		t.Errorf("meshctl raft -o json: %v, leader %q", err, r.Leader)
+	}
 	for _, g := range f.blue {
 		if code := harness.Get(g.URL + "/readiness"); code != http.StatusServiceUnavailable {
 			t.Errorf("%s: readiness %d after its drain, want 503", g.id, code)
@@ -240,11 +256,26 @@ func TestBlueGreenDrain(t *testing.T) {
 		}
 	}
 	f.checkWritesAfter(t)
+	f.waitMarksCleared(t)
 	sent, failures := stop()
 	if len(failures) > 0 || sent == 0 {
 		t.Fatalf("%d of %d client requests failed: %v", len(failures), sent, failures)
 	}
 	t.Logf("%d client requests, none lost; total %v", sent, time.Since(start).Round(time.Millisecond))
+}
+
+// waitMarksCleared waits until the leader cleared the drain marks of the gateways that are gone,
+// as every green gateway sees it.
+func (f *blueGreen) waitMarksCleared(t *testing.T) {
+	t.Helper()
+	for _, g := range f.green {
+		harness.WaitFor(t, clusterBound, g.id+" shows no gateway draining", func() bool {
+			var d struct {
+				Draining []json.RawMessage `json:"draining"`
+			}
+			return getJSON(t, g, "/mesh/drain", &d) && len(d.Draining) == 0
+		})
+	}
 }
 
 // TestBlueGreenLeaveOnTerminate is the same rollout with --leave-on-terminate: SIGTERM alone
@@ -284,6 +315,7 @@ func TestBlueGreenLeaveOnTerminate(t *testing.T) {
 	}
 	f.checkHandedOver(t)
 	f.checkWritesAfter(t)
+	f.waitMarksCleared(t)
 	sent, failures := stop()
 	if len(failures) > 0 || sent == 0 {
 		t.Fatalf("%d of %d client requests failed: %v", len(failures), sent, failures)
