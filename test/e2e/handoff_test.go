@@ -402,4 +402,17 @@ func TestRebalanceAfterJoin(t *testing.T) {
 		!strings.Contains(stderr, "404 peer_not_found: r9 is not a peer of this mesh") {
 		t.Errorf("transfer to an unknown peer: exit %d %s", code, stderr)
 	}
+	// r5 took the requests: it counts the moves by reason, and every gateway the owners.
+	text := scrape(t, gws[4].Gateway)
+	for _, m := range []struct {
+		reason string
+		want   float64
+	}{{"rebalance", 4}, {"transfer", 1}, {"drain", 0}, {"failover", 0}} {
+		if v := mustMetric(t, text, "meshgw_ownership_handoffs_total", "reason", m.reason); v != m.want {
+			t.Errorf("meshgw_ownership_handoffs_total{reason=%q} = %v, want %v", m.reason, v, m.want)
+		}
+	}
+	if v := mustMetric(t, scrape(t, gws[0].Gateway), "meshgw_ownership_workers_owned", "peer", "r5"); v != 3 {
+		t.Errorf("r1 says r5 owns %v workers, want 3", v)
+	}
 }
