@@ -11,8 +11,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// drainProgressEvery is how often `meshctl drain` reads the drain's progress while it waits.
-const drainProgressEvery = time.Second
+// drainProgressEvery is how often `meshctl drain` reads the drain's progress while it waits; a
+// variable for tests.
+var drainProgressEvery = time.Second
 
 // drainState is one gateway's drain as GET and POST /mesh/drain answer it.
 type drainState struct {
