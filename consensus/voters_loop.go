@@ -182,6 +182,11 @@ func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
 		deadline := time.Now().Add(r.cfg.ChangeTimeout)
 		f := r.node.changeMembership(c, index, r.cfg.ChangeTimeout)
 		next, err := waitIndex(ctx, f, time.Until(deadline))
+		if c.Kind == ChangeTransferLeadership && (err == nil || ctx.Err() != nil) {
+			// Done once this node no longer leads: its leader loop, and ctx, end then.
+			r.log.Info("raft leadership handed over", attrs...)
+			return applied + 1, nil
+		}
 		if err != nil {
 			r.log.Warn("raft membership change failed", append(attrs, "err", err)...)
 			return applied, err
