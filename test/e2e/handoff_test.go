@@ -416,3 +416,38 @@ func TestRebalanceAfterJoin(t *testing.T) {
 		t.Errorf("r1 says r5 owns %v workers, want 3", v)
 	}
 }
+
+// TestAutoRebalance: with --auto-rebalance, the leader evens out ownership by itself once a
+// joined gateway has been alive for the settle time (10 s).
+func TestAutoRebalance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	b := harness.Build(t)
+	a1, a2 := newClusterGW(t, "a1", "--auto-rebalance"), newClusterGW(t, "a2", "--auto-rebalance")
+	a1.start(t, b)
+	for range 6 {
+		u := fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t))
+		newAdmin(a1.Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, u))
+	}
+	joined := time.Now()
+	a2.start(t, b, a1.meshAddr())
+	harness.WaitFor(t, 10*time.Second+clusterBound, "a2 owns three of the six workers", func() bool {
+		var owners struct {
+			Owners []struct{ Owner string } `json:"owners"`
+		}
+		n := 0
+		if getJSON(t, a2, "/mesh/owners", &owners) {
+			for _, o := range owners.Owners {
+				if o.Owner == "a2" {
+					n++
+				}
+			}
+		}
+		return n == 3
+	})
+	if d := time.Since(joined); d < 10*time.Second {
+		t.Errorf("rebalanced %v after a2 joined, before it settled", d)
+	}
+	t.Logf("rebalanced %v after a2 joined", time.Since(joined).Round(time.Millisecond))
+}
