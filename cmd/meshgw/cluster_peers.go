@@ -131,6 +131,10 @@ func (c *cluster) Peers() []admin.Peer {
 			roles[info.Leader] = "leader"
 		}
 	}
+	draining := make(map[string]bool)
+	for _, d := range c.node.Draining() {
+		draining[d.ID] = true
+	}
 	members := c.mesh.Members()
 	out := make([]admin.Peer, 0, len(members))
 	for _, m := range members {
@@ -147,6 +151,7 @@ func (c *cluster) Peers() []admin.Peer {
 			Incarnation:  m.Meta.Incarnation,
 			Rejoining:    m.Meta.Rejoining,
 			Self:         m.ID == c.nodeID,
+			Draining:     draining[m.ID],
 		})
 	}
 	return out

@@ -41,6 +41,8 @@ type Peer struct {
 	Rejoining bool `json:"rejoining,omitempty"`
 	// Self marks the answering gateway.
 	Self bool `json:"self,omitempty"`
+	// Draining marks a gateway being drained (POST /mesh/drain, --leave-on-terminate).
+	Draining bool `json:"draining,omitempty"`
 }
 
 // PeerList is the answer of GET /mesh/peers.
