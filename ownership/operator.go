@@ -122,6 +122,9 @@ func (o *Operator) Transfer(ctx context.Context, rec fsm.Record, to string) (Out
 		return out, err
 	}
 	if len(out.Moved) == 0 && len(out.Skipped) > 0 {
+		if reason := out.Skipped[0].Reason; reason == to+" is draining" { // marked after the plan read
+			return out, &TransferError{ErrPeerUnavailable, reason + ": it takes no workers"}
+		}
 		return out, fmt.Errorf("%w: %s", ErrFenced, out.Skipped[0].Reason)
 	}
 	return out, nil

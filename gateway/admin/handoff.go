@@ -59,8 +59,8 @@ func (h *Handler) transferWorker(ctx *fasthttp.RequestCtx) {
 		writeErr(ctx, fasthttp.StatusBadRequest, codeInvalidField, "to: required, the node id of the peer that takes the worker")
 		return
 	}
-	ref := strings.TrimSuffix(strings.TrimPrefix(string(ctx.Request.URI().PathOriginal()), "/workers/"), transferSuffix)
-	ref, _, _ = strings.Cut(ref, "?")
+	ref, _, _ := strings.Cut(string(ctx.Request.URI().PathOriginal()), "?")
+	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "/workers/"), transferSuffix)
 	// Judge the move against the leader's state: the fence is the owner and epoch it has.
 	if !h.barrier(ctx) {
 		return

@@ -49,6 +49,7 @@ func TestTransfer(t *testing.T) {
 		{"moves", path, `{"to":"n2"}`, 200, "", "n2"},
 		{"to the owner: nothing to do", path, `{"to":"n2"}`, 200, "", "n2"},
 		{"by URL", "/workers/" + url.PathEscape(workerURL(8001)) + "/transfer", `{"to":"n1"}`, 200, "", "n1"},
+		{"with a query", path + "?pretty=1", `{"to":"n2"}`, 200, "", "n2"},
 		{"to an unknown peer", path, `{"to":"n9"}`, 404, "peer_not_found", ""},
 		{"to a dead peer", path, `{"to":"n4"}`, 409, "peer_unavailable", ""},
 		{"to a draining peer", path, `{"to":"n3"}`, 409, "peer_unavailable", ""},
