@@ -451,3 +451,48 @@ func TestAutoRebalance(t *testing.T) {
 	}
 	t.Logf("rebalanced %v after a2 joined", time.Since(joined).Round(time.Millisecond))
 }
+
+// TestPlainSIGTERMKeepsOwnership: without --leave-on-terminate, SIGTERM hands nothing over: a
+// gateway restarted within the failover grace comes back as the owner of its worker, at the
+// same epoch, and nobody was marked draining.
+func TestPlainSIGTERMKeepsOwnership(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	b := harness.Build(t)
+	engine := harness.StartEngine(t, b, "engine-keep")
+	grace := []string{"--owner-failover-grace-secs", "30"}
+	k1, k2, k3 := newClusterGW(t, "k1", grace...), newClusterGW(t, "k2", grace...), newClusterGW(t, "k3", grace...)
+	k1.start(t, b)
+	k2.start(t, b, k1.meshAddr())
+	k3.start(t, b, k1.meshAddr())
+	waitFormed(t, k1, k2, k3)
+	newAdmin(k2.Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, engine.URL))
+	before, ok := workerOn(t, k1, engine.URL)
+	if !ok || before.Owner != "k2" {
+		t.Fatalf("before: %+v", before)
+	}
+	if err := k2.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := k2.Wait(clusterBound); err != nil || code != 0 {
+		t.Fatalf("k2: exit %d, %v", code, err)
+	}
+	k2.start(t, b, k1.meshAddr())
+	harness.WaitFor(t, clusterBound, "k2 probes its worker again", func() bool {
+		w, ok := workerOn(t, k2, engine.URL)
+		return ok && w.Origin == "local" && w.LastHealthCheck != nil
+	})
+	for _, g := range []*clusterGW{k1, k2, k3} {
+		w, ok := workerOn(t, g, engine.URL)
+		if !ok || w.Owner != "k2" || w.Epoch != before.Epoch {
+			t.Errorf("%s: after the restart %+v; want k2 at epoch %d", g.id, w, before.Epoch)
+		}
+		var d struct {
+			Draining []json.RawMessage `json:"draining"`
+		}
+		if !getJSON(t, g, "/mesh/drain", &d) || len(d.Draining) != 0 {
+			t.Errorf("%s: draining %s", g.id, d.Draining)
+		}
+	}
+}
