@@ -9,14 +9,10 @@ import (
 )
 
 // pendingFlags are flags the deployment files name before the meshgw they are checked with has
-// them: step 7's handoff (issue 15) adds them. While `meshgw --help` does not list one, the files
-// may name it only as a MESHGW_ variable, which an older meshgw ignores; once it is listed it
-// is checked like any other, and its entry here can go.
-var pendingFlags = map[string]string{
-	"leave-on-terminate": "issue 15 (handoff)",
-	"drain-timeout-secs": "issue 15 (handoff)",
-	"auto-rebalance":     "issue 15 (handoff)",
-}
+// them. While `meshgw --help` does not list one, the files may name it only as a MESHGW_
+// variable, which an older meshgw ignores; once it is listed it is checked like any other, and
+// its entry here can go. Step 7's handoff (issue 15) added the last ones.
+var pendingFlags = map[string]string{}
 
 // flagUse is one flag a deployment file gives meshgw: on its command line or as a variable.
 type flagUse struct {
