@@ -190,6 +190,9 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = bridge
 	rc.NotifyCh = n.notifyCh
+	if err := n.recoverIfAsked(rc); err != nil {
+		return errors.Join(err, closeTransport(n.trans))
+	}
 	rc.NoSnapshotRestoreOnStart = n.skipSnapshotRestore()
 	if n.stores.db != nil {
 		rc.RestoreCommittedLogs = true // raft stages its commit index with each append (replay.go)
