@@ -109,6 +109,13 @@ func TestRestartAloneRoutesImportedWorkers(t *testing.T) {
 	for _, e := range []*harness.Proc{up, down} {
 		newAdmin(gws[1].Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, e.URL))
 	}
+	// The fault comes once engine-down is ready: a worker that fails from its registration on
+	// stays pending (DESIGN section 2: pending turns failed only after 10 × F probes), and the
+	// test wants it not_ready.
+	harness.WaitFor(t, clusterBound, "ia imports both engines ready from ib", func() bool {
+		ws, err := bulWorkers(gws[0].Gateway)
+		return err == nil && ws[up.URL].HealthState == "ready" && ws[down.URL].HealthState == "ready"
+	})
 	fault(t, down, `{"health_status":503}`)
 	harness.WaitFor(t, clusterBound, "ia imports engine-up ready and engine-down not ready from ib", func() bool {
 		ws, err := bulWorkers(gws[0].Gateway)
