@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond Go: the OpenAI Node SDK (pinned by
-# test/node/package-lock.json), promtool (Debian's prometheus package) and, for
+# test/node/package-lock.json), promtool (Debian's prometheus package), iptables (Debian's: the
+# chaos harness's partitions, DROP rules inside the network namespace it makes as root) and, for
 # scripts/deploy-check.sh, grpc_health_probe (the Go module test/harness pins, into bin/tools).
 # systemd-analyze comes with Debian's systemd, which the machine has. Idempotent: it does nothing
 # when everything is already there.
@@ -10,6 +11,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+# Only as root: a non-root chaos run works on the host's loopback without partitions anyway.
+if [ "$(id -u)" = 0 ] && ! command -v iptables >/dev/null 2>&1; then need_apt+=(iptables); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "test-deps: installing ${need_apt[*]} from Debian" >&2
   if [ "$(id -u)" != 0 ]; then
