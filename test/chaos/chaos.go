@@ -1,0 +1,240 @@
+// Package chaos runs meshgw's chaos test across processes: it starts a cluster of gateways and
+// fake engines, drives client and admin workloads through every gateway while a nemesis
+// injects faults drawn from a seed, then heals, reads the final state and checks the
+// invariants of DESIGN.md section 14 into a Report.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/meshgw/meshgw/test/chaos/check"
+	"github.com/meshgw/meshgw/test/chaos/cluster"
+	"github.com/meshgw/meshgw/test/chaos/history"
+	"github.com/meshgw/meshgw/test/chaos/nemesis"
+	"github.com/meshgw/meshgw/test/chaos/workload"
+)
+
+// Config is a run.
+type Config struct {
+	Seed                uint64
+	Duration            time.Duration
+	Nodes, Engines      int
+	Faults              []string // kinds; empty means every kind
+	Meshgw, Fakeworker  string   // binaries
+	Dir                 string   // state directories and logs
+	Topology            *cluster.Topology
+	Out                 io.Writer     // progress lines and the summary
+	Progress            time.Duration // between progress lines (5 s when 0)
+	Hold                time.Duration // longest fault (6 s when 0)
+	MinServed           float64       // fail_static's bound (0.95 when 0)
+	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0)
+	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)
+	LeakCheck           func() error  // no_goroutine_leak; nil skips it
+	LinearizableTimeout time.Duration // Porcupine's budget (2 min when 0)
+}
+
+func (c *Config) defaults() {
+	if c.Progress == 0 {
+		c.Progress = 5 * time.Second
+	}
+	if c.Hold == 0 {
+		c.Hold = 6 * time.Second
+	}
+	if c.MinServed == 0 {
+		c.MinServed = 0.95
+	}
+	if c.OwnerBound == 0 {
+		c.OwnerBound = 20 * time.Second
+	}
+	if c.Grace == 0 {
+		c.Grace = 3 * time.Second
+	}
+	if c.LinearizableTimeout == 0 {
+		c.LinearizableTimeout = 2 * time.Minute
+	}
+	if len(c.Faults) == 0 {
+		c.Faults = nemesis.All
+	}
+}
+
+// Run runs the test and returns its report; an error means the run itself could not proceed
+// (a cluster that never formed), not that an invariant broke.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	cfg.defaults()
+	rep := Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Engines: cfg.Engines, Isolated: cfg.Topology != nil}
+	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Out, format+"\n", args...) }
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d657368))
+	c, err := cluster.New(cluster.Config{Meshgw: cfg.Meshgw, Fakeworker: cfg.Fakeworker, Nodes: cfg.Nodes,
+		Engines: cfg.Engines, Dir: cfg.Dir, Topology: cfg.Topology, Grace: cfg.Grace})
+	if err != nil {
+		return rep, err
+	}
+	defer c.Close()
+	logf("chaos: starting %d gateways and %d engines in %s", cfg.Nodes, cfg.Engines, cfg.Dir)
+	if err := c.Start(ctx); err != nil {
+		return rep, fmt.Errorf("the cluster did not form: %w", err)
+	}
+	rec := history.NewRecorder()
+	admin := &workload.Admin{Rec: rec, Key: cluster.AdminKey, Client: workload.AdminClient()}
+	gateways := make([]workload.Gateway, len(c.Nodes))
+	for i, n := range c.Nodes {
+		gateways[i] = workload.Gateway{ID: n.ID, URL: n.URL()}
+	}
+	flags, weight, probed := plan(c, rec)
+	for i, e := range c.Engines {
+		w := workload.NewWorker(e.URL())
+		if op := admin.Do(ctx, 0, history.Register, w, gateways[i%len(gateways)]); op.Outcome != history.OK {
+			return rep, fmt.Errorf("register %s through %s: %d %s", w.URL, gateways[i%len(gateways)].ID, op.Status, op.Code)
+		}
+	}
+
+	nem := &nemesis.Nemesis{C: c, Rec: rec, Rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), Log: logf, Hold: cfg.Hold}
+	if cfg.Topology != nil {
+		nem.Net = &cluster.Net{}
+	}
+	if weight != nil {
+		nem.WeightEngine = c.Engines[len(c.Engines)-1].URL()
+	}
+	kinds := nem.Plan(cfg.Faults)
+	for k, why := range nem.Skipped() {
+		logf("chaos: skipping %s: %s", k, why)
+	}
+
+	work, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	spawn := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	for _, g := range gateways {
+		spawn(func() { workload.Requests(work, rec, g, false) })
+		spawn(func() { workload.Requests(work, rec, g, true) })
+	}
+	for i := range 3 {
+		r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+		spawn(func() { workload.Operations(work, admin, i+1, r, flags, gateways) })
+	}
+	if weight != nil {
+		r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+		spawn(func() { workload.Weights(work, admin, 9, r, *weight, gateways) })
+	}
+	spawn(func() { workload.Sample(work, rec, cluster.AdminKey, gateways, probed, time.Second) })
+	spawn(func() { progress(work, cfg, c, nem, rec, logf) })
+
+	faults, endFaults := context.WithTimeout(ctx, cfg.Duration)
+	nem.Run(faults, kinds)
+	endFaults()
+	stop()
+	wg.Wait()
+	logf("chaos: faults over after %v; healing and reading the final state", rec.Now().Round(time.Second))
+
+	final(context.WithoutCancel(ctx), c, admin, rec, gateways, append(flags, weightList(weight)...), logf)
+	h := rec.Snapshot()
+	rep.DurationS = cfg.Duration.Seconds()
+	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), nem.Errors()
+	rep.Requests = check.CountRequests(h)
+	rep.AdminOps = map[string]int{}
+	for _, a := range h.Admin {
+		rep.AdminOps[string(a.Kind)+"_"+string(a.Outcome)]++
+	}
+	ids := make([]string, len(gateways))
+	for i, g := range gateways {
+		ids[i] = g.ID
+	}
+	rep.Invariants = map[string]check.Result{
+		"linearizable":        check.Linearizable(h, cfg.LinearizableTimeout),
+		"no_lost_ack":         check.NoLostAck(h, ids),
+		"no_disabled_routing": check.NoDisabledRouting(h),
+		"single_owner":        check.SingleOwner(h),
+		"owner_within_bound":  check.OwnerWithinBound(h, cfg.Grace, cfg.OwnerBound),
+		"fail_static":         check.FailStatic(h, cfg.MinServed),
+		"faults_healed":       healed(rep.Errors),
+	}
+	c.Close()
+	rep.Invariants["no_goroutine_leak"] = leaks(cfg.LeakCheck)
+	return rep, nil
+}
+
+// plan sets the engines' roles: the last engine (with 3 or more) takes the weight updates, the
+// others and two records with no engine behind them take the flag writes. It returns the
+// flag workers, the weight worker (nil without one) and the engines whose probes are sampled.
+func plan(c *cluster.Cluster, rec *history.Recorder) (flags []workload.Worker, weight *workload.Worker, probed map[string]string) {
+	probed = map[string]string{}
+	for i, e := range c.Engines {
+		w := workload.NewWorker(e.URL())
+		probed[w.ID] = e.URL()
+		if i == len(c.Engines)-1 && len(c.Engines) >= 3 {
+			weight = &w
+			rec.WeightWorker(w.ID)
+			continue
+		}
+		flags = append(flags, w)
+	}
+	// Records only: registered by the workload at random, so that existence is tested too. The
+	// hub's port 9 (discard) has no listener.
+	host := c.Engines[0].Host
+	for _, port := range []int{9, 19} {
+		flags = append(flags, workload.NewWorker(fmt.Sprintf("http://%s:%d", host, port)))
+	}
+	return flags, weight, probed
+}
+
+func weightList(w *workload.Worker) []workload.Worker {
+	if w == nil {
+		return nil
+	}
+	return []workload.Worker{*w}
+}
+
+func healed(errs []string) check.Result {
+	if len(errs) > 0 {
+		return check.Fail("%d faults did not heal: %s", len(errs), errs[0])
+	}
+	return check.Pass("the cluster formed again after every fault")
+}
+
+func leaks(f func() error) check.Result {
+	if f == nil {
+		return check.Skip("no leak check configured")
+	}
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+	if err := f(); err != nil {
+		return check.Fail("%v", err)
+	}
+	return check.Pass("no goroutine of the harness outlived the run (goleak)")
+}
+
+// progress prints a line every cfg.Progress: faults so far, requests, admin operations, leader.
+func progress(ctx context.Context, cfg Config, c *cluster.Cluster, nem *nemesis.Nemesis, rec *history.Recorder, logf func(string, ...any)) {
+	t := time.NewTicker(cfg.Progress)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		faults := 0
+		for _, n := range nem.Counts() {
+			faults += n
+		}
+		ops, reqs := rec.Counts()
+		leader := c.Leader()
+		if leader == "" {
+			leader = "none"
+		}
+		logf("chaos: %3.0fs faults=%d requests ok=%d no_worker=%d gateway=%d admin=%d leader=%s",
+			rec.Now().Seconds(), faults, reqs[history.Served], reqs[history.NoWorker], reqs[history.GatewayLost], ops, leader)
+	}
+}

@@ -1,0 +1,88 @@
+package chaos
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/meshgw/meshgw/test/chaos/cluster"
+	"github.com/meshgw/meshgw/test/chaos/history"
+	"github.com/meshgw/meshgw/test/chaos/workload"
+)
+
+// converge bounds the wait for the healed cluster to agree on every record.
+const converge = 60 * time.Second
+
+// final waits until the healed cluster formed and every gateway lists the same records, then
+// records each gateway's local list and one consistent read of each worker.
+func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *history.Recorder, gateways []workload.Gateway, workers []workload.Worker, logf func(string, ...any)) {
+	if err := c.WaitFormed(ctx, converge); err != nil {
+		logf("chaos: %v", err)
+	}
+	var views map[string]map[string]history.Final
+	deadline := time.Now().Add(converge)
+	for {
+		views = map[string]map[string]history.Final{}
+		for _, g := range gateways {
+			if v, ok := list(g, workers); ok {
+				views[g.ID] = v
+			}
+		}
+		if agree(views, len(gateways)) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if !agree(views, len(gateways)) {
+		logf("chaos: the gateways still disagree on the records %v after healing", converge)
+	}
+	for g, v := range views {
+		for w, f := range v {
+			rec.Final(g, w, f)
+		}
+	}
+	for i, w := range workers {
+		admin.Do(ctx, 0, history.Read, w, gateways[i%len(gateways)])
+	}
+}
+
+// list reads g's GET /workers (its local, applied view) for the workers of the run.
+func list(g workload.Gateway, workers []workload.Worker) (map[string]history.Final, bool) {
+	var ans struct {
+		Workers []struct {
+			ID       string `json:"id"`
+			Disabled bool   `json:"disabled"`
+		} `json:"workers"`
+	}
+	if !cluster.GetJSON(g.URL+"/workers", &ans) {
+		return nil, false
+	}
+	v := map[string]history.Final{}
+	for _, w := range workers {
+		v[w.ID] = history.Final{}
+	}
+	for _, w := range ans.Workers {
+		if _, ok := v[w.ID]; ok {
+			v[w.ID] = history.Final{Found: true, Disabled: w.Disabled}
+		}
+	}
+	return v, true
+}
+
+func agree(views map[string]map[string]history.Final, n int) bool {
+	if len(views) != n {
+		return false
+	}
+	var first map[string]history.Final
+	for _, v := range views {
+		if first == nil {
+			first = v
+		} else if !reflect.DeepEqual(first, v) {
+			return false
+		}
+	}
+	return true
+}

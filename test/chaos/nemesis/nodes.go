@@ -1,0 +1,162 @@
+package nemesis
+
+import (
+	"context"
+	"time"
+
+	"github.com/meshgw/meshgw/test/chaos/cluster"
+)
+
+// settle bounds the wait for the cluster to form again after a fault healed.
+const settle = 45 * time.Second
+
+func (n *Nemesis) nodeLoop(ctx context.Context, kinds []string) {
+	for i := 0; i < 100000 && ctx.Err() == nil; i++ {
+		k := kinds[n.Rng.IntN(len(kinds))]
+		d := hold(n.Rng, n.Hold)
+		target := n.target()
+		n.Log("nemesis: %s on %s for %v", k, target.ID, d.Round(time.Millisecond))
+		n.count(k)
+		switch k {
+		case Kill:
+			n.kill(ctx, target, d, false)
+		case Wipe:
+			n.kill(ctx, target, d, true)
+		case Pause:
+			n.pause(ctx, target, d)
+		default:
+			n.partition(ctx, k, target, d)
+		}
+		// Heal before the next fault: every node alive again and one leader.
+		if err := n.C.WaitFormed(context.WithoutCancel(ctx), settle); err != nil {
+			n.fail("after %s on %s: %v", k, target.ID, err)
+		}
+		wait(ctx, time.Duration(200+n.Rng.IntN(800))*time.Millisecond)
+	}
+}
+
+// target draws a node: the leader half of the time, so that elections happen.
+func (n *Nemesis) target() *cluster.Node {
+	if n.Rng.IntN(2) == 0 {
+		if l := n.C.Node(n.C.Leader()); l != nil {
+			return l
+		}
+	}
+	return n.C.Nodes[n.Rng.IntN(len(n.C.Nodes))]
+}
+
+// kill sends SIGKILL, optionally wipes the state directory, and restarts the node after d.
+func (n *Nemesis) kill(ctx context.Context, node *cluster.Node, d time.Duration, wipe bool) {
+	before := incarnation(n.C, node)
+	reason := "kill"
+	if wipe {
+		reason = "wipe"
+	}
+	n.Rec.DownFrom(node.ID, reason, false)
+	n.C.Kill(node)
+	if wipe {
+		if err := n.C.WipeState(node); err != nil {
+			n.fail("wipe %s: %v", node.ID, err)
+		}
+	}
+	wait(ctx, d)
+	err := n.C.Restart(context.WithoutCancel(ctx), node)
+	n.Rec.DownUntil(node.ID)
+	if err != nil {
+		n.fail("restart %s: %v", node.ID, err)
+		return
+	}
+	if node.Exited() {
+		n.fail("%s exited right after its restart (see its log)", node.ID)
+		return
+	}
+	if wipe && before != "" {
+		if after := incarnation(n.C, node); after == before {
+			n.fail("%s came back from a wiped state directory with its old incarnation %s", node.ID, before)
+		}
+	}
+}
+
+// incarnation is node's incarnation as the node itself publishes it ("" when unknown).
+func incarnation(c *cluster.Cluster, node *cluster.Node) string {
+	var p cluster.Peers
+	if !cluster.GetJSON(node.URL()+"/mesh/peers", &p) {
+		return ""
+	}
+	for _, peer := range p.Peers {
+		if peer.ID == node.ID {
+			return peer.Incarnation
+		}
+	}
+	return ""
+}
+
+// pause stops the node for d, then resumes it.
+func (n *Nemesis) pause(ctx context.Context, node *cluster.Node, d time.Duration) {
+	n.Rec.DownFrom(node.ID, "pause", false)
+	if err := n.C.Stop(node); err != nil {
+		n.fail("SIGSTOP %s: %v", node.ID, err)
+	}
+	wait(ctx, d)
+	if err := n.C.Cont(node); err != nil {
+		n.fail("SIGCONT %s: %v", node.ID, err)
+	}
+	n.Rec.DownUntil(node.ID)
+}
+
+// partition cuts the cluster as kind says around target for d, then heals:
+//   - partition-one: target alone against the rest;
+//   - partition-minority: target and as many others as keep the group a minority;
+//   - partition-majority: a bridge, every node keeping a majority: target's side and the other
+//     side cannot talk, but one node talks to both;
+//   - partition-oneway: packets from target to the rest are dropped, the others' still arrive.
+func (n *Nemesis) partition(ctx context.Context, kind string, target *cluster.Node, d time.Duration) {
+	others := []*cluster.Node{}
+	for _, o := range n.C.Nodes {
+		if o != target {
+			others = append(others, o)
+		}
+	}
+	n.Rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	var a, b []*cluster.Node
+	var cut []*cluster.Node // the side recorded as cut off from the majority
+	var err error
+	switch kind {
+	case PartitionOne:
+		a, b, cut = []*cluster.Node{target}, others, []*cluster.Node{target}
+		err = n.both(a, b)
+	case PartitionMinority:
+		m := (len(n.C.Nodes)-1)/2 - 1
+		a, b = append([]*cluster.Node{target}, others[:m]...), others[m:]
+		cut = a
+		err = n.both(a, b)
+	case PartitionMajority:
+		// others[0] bridges; the rest split in two halves around it.
+		rest := others[1:]
+		half := len(rest) / 2
+		a, b = append([]*cluster.Node{target}, rest[:half]...), rest[half:]
+		err = n.both(a, b)
+	case PartitionOneWay:
+		err = n.Net.Drop([]*cluster.Node{target}, others)
+	}
+	if err != nil {
+		n.fail("%s: %v", kind, err)
+	}
+	for _, c := range cut {
+		n.Rec.DownFrom(c.ID, kind, true)
+	}
+	wait(ctx, d)
+	if err := n.Net.Heal(); err != nil {
+		n.fail("%v", err)
+	}
+	for _, c := range cut {
+		n.Rec.DownUntil(c.ID)
+	}
+}
+
+func (n *Nemesis) both(a, b []*cluster.Node) error {
+	if err := n.Net.Drop(a, b); err != nil {
+		return err
+	}
+	return n.Net.Drop(b, a)
+}

@@ -1,0 +1,74 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/meshgw/meshgw/test/chaos/check"
+	"github.com/meshgw/meshgw/test/chaos/nemesis"
+)
+
+// Report is the JSON report of a run (DESIGN.md section 15), with what it skipped and why.
+type Report struct {
+	Seed       uint64                  `json:"seed"`
+	DurationS  float64                 `json:"duration_s"`
+	Nodes      int                     `json:"nodes"`
+	Engines    int                     `json:"engines"`
+	Isolated   bool                    `json:"isolated"`
+	Faults     map[string]int          `json:"faults"`
+	Skipped    map[string]string       `json:"skipped,omitempty"`
+	Requests   check.Requests          `json:"requests"`
+	AdminOps   map[string]int          `json:"admin_ops"`
+	Invariants map[string]check.Result `json:"invariants"`
+	Errors     []string                `json:"nemesis_errors,omitempty"`
+}
+
+// OK reports whether every invariant held.
+func (r Report) OK() bool {
+	for _, res := range r.Invariants {
+		if !res.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Print writes the summary a person reads.
+func (r Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "chaos: seed %d, %.0fs, %d gateways, %d engines, isolated=%v\n", r.Seed, r.DurationS, r.Nodes, r.Engines, r.Isolated)
+	fmt.Fprintf(w, "faults:")
+	for _, k := range sortedKeys(r.Faults) {
+		fmt.Fprintf(w, " %s=%d", k, r.Faults[k])
+	}
+	fmt.Fprintln(w)
+	for _, k := range sortedKeys(r.Skipped) {
+		fmt.Fprintf(w, "skipped %s: %s\n", k, r.Skipped[k])
+	}
+	fmt.Fprintf(w, "requests: ok=%d failed_no_worker=%d failed_gateway=%d gateway_down=%d\n",
+		r.Requests.OK, r.Requests.NoWorker, r.Requests.GatewayLost, r.Requests.GatewayDown)
+	fmt.Fprintf(w, "admin:")
+	for _, k := range sortedKeys(r.AdminOps) {
+		fmt.Fprintf(w, " %s=%d", k, r.AdminOps[k])
+	}
+	fmt.Fprintln(w)
+	for _, k := range sortedKeys(r.Invariants) {
+		res, verdict := r.Invariants[k], "ok  "
+		if !res.OK {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "%s %-20s %s\n", verdict, k, res.Detail)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Kinds lists every fault kind FAULTS may name.
+func Kinds() []string { return append([]string(nil), nemesis.All...) }
