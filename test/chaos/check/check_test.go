@@ -1,0 +1,189 @@
+package check
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/meshgw/meshgw/test/chaos/history"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const s = time.Second
+
+// op is an admin operation on worker w, from call to ret (seconds).
+func op(kind history.Kind, out history.Outcome, status int, call, ret float64) history.AdminOp {
+	a := history.AdminOp{Kind: kind, Worker: "w-1", Gateway: "n1", Outcome: out, Status: status,
+		Invoke: time.Duration(call * float64(s)), Complete: time.Duration(ret * float64(s))}
+	if out == history.Unknown {
+		a.Complete = history.Never
+	}
+	return a
+}
+
+func read(found, disabled bool, call, ret float64) history.AdminOp {
+	a := op(history.Read, history.OK, 200, call, ret)
+	if !found {
+		a.Status = 404
+	}
+	a.Found, a.Disabled = found, disabled
+	return a
+}
+
+// good is a history every checker accepts: w-1 registered, disabled, then a request to it
+// before the disable, a read that sees it, and a final state that holds it.
+func good() history.History {
+	return history.History{
+		Admin: []history.AdminOp{
+			op(history.Register, history.OK, 201, 0, 1),
+			op(history.Disable, history.OK, 200, 2, 3),
+			op(history.Enable, history.Unknown, 0, 2.5, 0), // may or may not have happened
+			read(true, true, 4, 5),
+		},
+		Requests: []history.Request{{Gateway: "n1", Worker: "w-1", Invoke: 1500 * time.Millisecond, Complete: 1600 * time.Millisecond, Class: history.Served}},
+		Owners: []history.OwnerSample{
+			{At: 1 * s, Gateway: "n1", Rows: []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: 3}}},
+			{At: 2 * s, Gateway: "n2", Rows: []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: 3}}},
+			{At: 40 * s, Gateway: "n2", Rows: []history.OwnerRow{{Worker: "w-1", Owner: "n2", Epoch: 9}}},
+		},
+		Probes: []history.ProbeSample{
+			{At: 1 * s, Worker: "w-1", Probes: map[string]int64{"n1": 1}},
+			{At: 2 * s, Worker: "w-1", Probes: map[string]int64{"n1": 2}},
+		},
+		Down:    []history.Down{{Node: "n1", From: 10 * s, To: 50 * s, Reason: "kill"}},
+		Final:   map[string]map[string]history.Final{"n1": {"w-1": {Found: true, Disabled: true}}, "n2": {"w-1": {Found: true, Disabled: true}}},
+		Weights: map[string]bool{},
+	}
+}
+
+// checkers runs every checker of a history.
+func checkers(h history.History) map[string]Result {
+	return map[string]Result{
+		"linearizable":        Linearizable(h, 10*time.Second),
+		"no_lost_ack":         NoLostAck(h, []string{"n1", "n2"}),
+		"no_disabled_routing": NoDisabledRouting(h),
+		"single_owner":        SingleOwner(h),
+		"owner_within_bound":  OwnerWithinBound(h, 3*s, 20*s),
+		"fail_static":         FailStatic(h, 0.95),
+	}
+}
+
+func TestGoodHistoryHolds(t *testing.T) {
+	for name, r := range checkers(good()) {
+		if !r.OK {
+			t.Errorf("%s: %s", name, r.Detail)
+		}
+	}
+}
+
+// TestEachInvariantCatchesItsBreak breaks the good history in one way per invariant and wants
+// exactly that invariant's checker to report a failure.
+func TestEachInvariantCatchesItsBreak(t *testing.T) {
+	tests := []struct {
+		name   string // the invariant that must fail
+		mutate func(h *history.History)
+	}{
+		{"linearizable", func(h *history.History) {
+			// A read after the acknowledged disable sees the worker enabled, with no enable
+			// that could explain it: the unknown enable is gone.
+			h.Admin = []history.AdminOp{h.Admin[0], h.Admin[1], read(true, false, 4, 5)}
+			h.Final = map[string]map[string]history.Final{"n1": {"w-1": {Found: true, Disabled: true}}, "n2": {"w-1": {Found: true, Disabled: true}}}
+		}},
+		{"linearizable", func(h *history.History) {
+			// A second registration answers 201 (created) for a record that exists.
+			h.Admin = append(h.Admin, op(history.Register, history.OK, 201, 6, 7))
+		}},
+		{"no_lost_ack", func(h *history.History) {
+			// The acknowledged disable vanished on n2 (and the unknown enable cannot explain
+			// it: it is gone too).
+			h.Admin = []history.AdminOp{h.Admin[0], h.Admin[1], h.Admin[3]}
+			h.Final["n2"] = map[string]history.Final{"w-1": {Found: true, Disabled: false}}
+		}},
+		{"no_lost_ack", func(h *history.History) {
+			// The acknowledged registration is gone from n1.
+			h.Final["n1"] = map[string]history.Final{}
+		}},
+		{"no_disabled_routing", func(h *history.History) {
+			// A request sent after the disable was acknowledged reached the worker, and no
+			// enable was sent.
+			h.Admin = []history.AdminOp{h.Admin[0], h.Admin[1], h.Admin[3]}
+			h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Invoke: 4 * s, Complete: 4100 * time.Millisecond, Class: history.Served})
+		}},
+		{"single_owner", func(h *history.History) {
+			// A second owner at the same epoch.
+			h.Owners = append(h.Owners, history.OwnerSample{At: 3 * s, Gateway: "n3", Rows: []history.OwnerRow{{Worker: "w-1", Owner: "n3", Epoch: 3}}})
+		}},
+		{"single_owner", func(h *history.History) {
+			// n2 probed w-1 while its own samples said n1 owned it.
+			h.Probes = append(h.Probes, history.ProbeSample{At: 3 * s, Worker: "w-1", Probes: map[string]int64{"n1": 3, "n2": 4}})
+		}},
+		{"owner_within_bound", func(h *history.History) {
+			// n2, up, still names the killed n1 owner 30 s after the kill (grace 3 s + 20 s).
+			h.Owners = append(h.Owners, history.OwnerSample{At: 40 * s, Gateway: "n3", Rows: []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: 3}}})
+		}},
+		{"fail_static", func(h *history.History) {
+			// Most requests to running gateways were lost.
+			for i := range 10 {
+				at := time.Duration(60+i) * s
+				h.Requests = append(h.Requests, history.Request{Gateway: "n2", Invoke: at, Complete: at + time.Millisecond, Class: history.GatewayLost})
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := good()
+			tt.mutate(&h)
+			for name, r := range checkers(h) {
+				if want := name != tt.name; r.OK != want {
+					t.Errorf("%s: ok=%v, want %v (%s)", name, r.OK, want, r.Detail)
+				}
+			}
+		})
+	}
+}
+
+// TestUnknownMayHaveHappened: an unknown disable may explain a read that sees the worker
+// disabled, and a final state that holds it, but an acknowledged write may not be undone by
+// nothing.
+func TestUnknownMayHaveHappened(t *testing.T) {
+	h := history.History{
+		Admin: []history.AdminOp{
+			op(history.Register, history.OK, 201, 0, 1),
+			op(history.Disable, history.Unknown, 0, 2, 0),
+			read(true, false, 3, 4),
+			read(true, true, 5, 6),
+		},
+		Final:   map[string]map[string]history.Final{"n1": {"w-1": {Found: true, Disabled: true}}},
+		Weights: map[string]bool{},
+	}
+	if r := Linearizable(h, 10*time.Second); !r.OK {
+		t.Errorf("linearizable: %s", r.Detail)
+	}
+	if r := NoLostAck(h, []string{"n1"}); !r.OK {
+		t.Errorf("no_lost_ack: %s", r.Detail)
+	}
+	// Reading enabled after disabled, with only that unknown disable: not linearizable.
+	h.Admin = append(h.Admin, read(true, false, 7, 8))
+	if r := Linearizable(h, 10*time.Second); r.OK {
+		t.Errorf("linearizable held for enabled → disabled → enabled with one disable: %s", r.Detail)
+	}
+}
+
+// TestFailStaticCountsApart: requests to a killed gateway and those that found no worker are
+// left out of the rate.
+func TestFailStaticCountsApart(t *testing.T) {
+	h := good()
+	h.Requests = append(h.Requests,
+		history.Request{Gateway: "n1", Invoke: 20 * s, Complete: 21 * s, Class: history.GatewayLost}, // n1 killed
+		history.Request{Gateway: "n2", Invoke: 20 * s, Complete: 21 * s, Class: history.NoWorker},
+	)
+	c := CountRequests(h)
+	if c != (Requests{OK: 1, NoWorker: 1, GatewayDown: 1}) {
+		t.Errorf("counts %+v", c)
+	}
+	if r := FailStatic(h, 0.95); !r.OK {
+		t.Errorf("fail_static: %s", r.Detail)
+	}
+}
