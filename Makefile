@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/meshgw/meshgw/version.Version=$(VERSION) -X github.com/meshgw/meshgw/version.Commit=$(COMMIT)
 
-.PHONY: all build demo test test-short lint fuzz proto bench bench-quick clean help docs deploy-check
+.PHONY: all build demo test test-short lint fuzz proto bench bench-quick clean help docs deploy-check chaos
 
 all: build
 
@@ -34,6 +34,18 @@ test-short: ## Go tests without the slow multi-process suites.
 deploy-check: build ## Check deploy/ with promtool, grpc_health_probe, systemd-analyze and the parsers of Docker, compose, kustomize.
 	scripts/test-deps.sh
 	scripts/deploy-check.sh
+
+# make chaos: SEED, DURATION, NODES, ENGINES, FAULTS (comma-separated kinds, default all) and REPORT.
+SEED ?= 1
+DURATION ?= 120s
+NODES ?= 3
+ENGINES ?= 3
+FAULTS ?=
+
+chaos: build ## The chaos test across processes (docs/chaos.md): SEED, DURATION, NODES, ENGINES, FAULTS, REPORT (chaos-report.json).
+	scripts/test-deps.sh
+	$(BIN)/meshgw-chaos --seed $(SEED) --duration $(DURATION) --nodes $(NODES) --engines $(ENGINES) \
+		$(if $(FAULTS),--faults $(FAULTS)) --report $(or $(REPORT),chaos-report.json)
 
 docs: ## Regenerate docs/flags.md from meshgw's flags (go test ./cmd/meshgw fails while it is stale).
 	MESHGW_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagsReference' ./cmd/meshgw

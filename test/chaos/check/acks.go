@@ -166,5 +166,5 @@ func NoDisabledRouting(h history.History) Result {
 	if bad.n > 0 {
 		return Fail("%d requests reached a disabled worker: %s", bad.n, bad.String())
 	}
-	return Pass("%d requests served, none reached a worker after its disable was acknowledged (%d followed a disable)", len(h.Requests), checked)
+	return Pass("of %d requests, %d followed an acknowledged disable of their worker, and none reached it", len(h.Requests), checked)
 }

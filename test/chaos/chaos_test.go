@@ -1,0 +1,67 @@
+package chaos_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/test/chaos"
+	"github.com/meshgw/meshgw/test/harness"
+)
+
+// TestChaosShort is the short mode of the chaos test that make test runs: seed 7, 45 s of
+// faults on 3 gateways and 3 engines (isolated in network namespaces when root with ip and
+// iptables), through the meshgw-chaos command as a user runs it; every invariant must hold.
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos run")
+	}
+	b := harness.Build(t)
+	dir := filepath.Dir(b.Meshgw)
+	bin := filepath.Join(dir, "meshgw-chaos")
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/meshgw-chaos")
+		build.Dir = harness.ModuleRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build ./cmd/meshgw-chaos: %v\n%s", err, out)
+		}
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--seed", "7", "--duration", "45s", "--nodes", "3", "--engines", "3",
+		"--report", report, "--bin", dir)
+	// On a timeout, SIGINT first: the run heals, kills its processes and removes its namespaces.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("meshgw-chaos output:\n%s", out)
+	if err != nil {
+		t.Fatalf("meshgw-chaos: %v", err)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep chaos.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	faults := 0
+	for _, n := range rep.Faults {
+		faults += n
+	}
+	if faults == 0 || rep.Requests.OK == 0 {
+		t.Errorf("the run injected %d faults and served %d requests", faults, rep.Requests.OK)
+	}
+	for _, name := range []string{"linearizable", "no_lost_ack", "no_disabled_routing", "single_owner", "owner_within_bound", "fail_static", "no_goroutine_leak"} {
+		r, ok := rep.Invariants[name]
+		if !ok || !r.OK {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
