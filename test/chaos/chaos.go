@@ -6,10 +6,13 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -139,6 +142,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	final(context.WithoutCancel(ctx), c, admin, rec, gateways, append(flags, weightList(weight)...), logf)
 	h := rec.Snapshot()
+	if err := writeHistory(filepath.Join(cfg.Dir, "history.json"), h); err != nil {
+		logf("chaos: %v", err)
+	}
 	rep.DurationS = cfg.Duration.Seconds()
 	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), nem.Errors()
 	rep.Requests = check.CountRequests(h)
@@ -237,4 +243,13 @@ func progress(ctx context.Context, cfg Config, c *cluster.Cluster, nem *nemesis.
 		logf("chaos: %3.0fs faults=%d requests ok=%d no_worker=%d gateway=%d admin=%d leader=%s",
 			rec.Now().Seconds(), faults, reqs[history.Served], reqs[history.NoWorker], reqs[history.GatewayLost], ops, leader)
 	}
+}
+
+// writeHistory saves the whole history beside the logs, for reading a failure.
+func writeHistory(path string, h history.History) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,25 @@ func TestFailStaticCountsApart(t *testing.T) {
 	}
 	if r := FailStatic(h, 0.95); !r.OK {
 		t.Errorf("fail_static: %s", r.Detail)
+	}
+}
+
+// TestDisabledRoutingFollowsTheAck: the acknowledgement binds the gateways its fleet_ack lists
+// as having applied the disable; a gateway it did not wait for (cut off, dead) is counted
+// apart, not failed.
+func TestDisabledRoutingFollowsTheAck(t *testing.T) {
+	h := good()
+	h.Admin = []history.AdminOp{h.Admin[0], h.Admin[1], h.Admin[3]}
+	h.Admin[1].Acked = []string{"n1", "n2"}
+	late := func(g string) history.Request {
+		return history.Request{Gateway: g, Worker: "w-1", Invoke: 4 * s, Complete: 4100 * time.Millisecond, Class: history.Served}
+	}
+	h.Requests = append(h.Requests, late("n3"))
+	if r := NoDisabledRouting(h); !r.OK || !strings.Contains(r.Detail, "did not wait for") {
+		t.Errorf("a gateway the ack did not wait for: ok=%v %s", r.OK, r.Detail)
+	}
+	h.Requests = append(h.Requests, late("n2"))
+	if r := NoDisabledRouting(h); r.OK {
+		t.Errorf("a gateway that acknowledged the disable routed to the worker, and the checker held: %s", r.Detail)
 	}
 }

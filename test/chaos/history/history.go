@@ -49,7 +49,11 @@ type AdminOp struct {
 	// Found and Disabled are what a read saw (Found false: 404).
 	Found    bool `json:"found,omitempty"`
 	Disabled bool `json:"disabled,omitempty"`
-	// Lagging names the gateways the write's fleet_ack says did not apply it in time.
+	// Acked and Lagging are the write's fleet_ack: the gateways that applied it before the
+	// answer, and those live but late. A gateway in neither was not live in the writer's mesh
+	// (dead, suspect, cut off) and was not waited for. Acked is nil when the answer had no
+	// fleet_ack.
+	Acked   []string `json:"acked,omitempty"`
 	Lagging []string `json:"lagging,omitempty"`
 }
 

@@ -47,6 +47,7 @@ type Admin struct {
 type answer struct {
 	Disabled bool `json:"disabled"`
 	FleetAck *struct {
+		Acked   []string `json:"acked"`
 		Lagging []string `json:"lagging"`
 	} `json:"fleet_ack"`
 	Error *struct {
@@ -77,7 +78,10 @@ func (a *Admin) Do(ctx context.Context, client int, kind history.Kind, w Worker,
 		op.Code = ans.Error.Code
 	}
 	if ans.FleetAck != nil {
-		op.Lagging = ans.FleetAck.Lagging
+		op.Acked, op.Lagging = ans.FleetAck.Acked, ans.FleetAck.Lagging
+		if op.Acked == nil {
+			op.Acked = []string{}
+		}
 	}
 	op.Outcome = classify(kind, status, op.Code, err)
 	if kind == history.Read && op.Outcome == history.OK {
