@@ -66,6 +66,9 @@ func (c *Config) defaults() {
 	}
 }
 
+// adminClients is how many admin clients run side by side.
+const adminClients = 5
+
 // Run runs the test and returns its report; an error means the run itself could not proceed
 // (a cluster that never formed), not that an invariant broke.
 func Run(ctx context.Context, cfg Config) (Report, error) {
@@ -122,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		spawn(func() { workload.Requests(work, rec, g, false) })
 		spawn(func() { workload.Requests(work, rec, g, true) })
 	}
-	for i := range 3 {
+	for i := range adminClients {
 		r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 		spawn(func() { workload.Operations(work, admin, i+1, r, flags, gateways) })
 	}

@@ -95,7 +95,7 @@ func Operations(ctx context.Context, a *Admin, client int, rng *rand.Rand, worke
 		kind := kinds[rng.IntN(len(kinds))]
 		w, g := workers[rng.IntN(len(workers))], gateways[rng.IntN(len(gateways))]
 		a.Do(ctx, client, kind, w, g)
-		if !pace(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond) {
+		if !pace(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond) {
 			return
 		}
 	}
