@@ -121,9 +121,9 @@ type Final struct {
 // History is everything a run recorded.
 type History struct {
 	Admin    []AdminOp                   `json:"admin"`
-	Requests []Request                   `json:"-"`
-	Owners   []OwnerSample               `json:"-"`
-	Probes   []ProbeSample               `json:"-"`
+	Requests []Request                   `json:"requests"`
+	Owners   []OwnerSample               `json:"owners"`
+	Probes   []ProbeSample               `json:"probes"`
 	Down     []Down                      `json:"down"`
 	Final    map[string]map[string]Final `json:"final"` // gateway → worker → what it lists
 	Weights  map[string]bool             `json:"weight_workers"`
