@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,7 +25,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meshgw/meshgw/test/chaos"
+	"github.com/meshgw/meshgw/test/chaos/check"
 	"github.com/meshgw/meshgw/test/chaos/cluster"
+	"github.com/meshgw/meshgw/test/chaos/history"
 )
 
 // insideEnv carries the topology to the copy of the command that runs inside the hub namespace.
@@ -39,6 +42,7 @@ type options struct {
 	bin            string
 	noIsolate      bool
 	keep           bool
+	check          string
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -58,6 +62,7 @@ func run(args []string) int {
 	fs.StringVar(&o.bin, "bin", "", "folder holding meshgw and fakeworker (default this command's own folder)")
 	fs.BoolVar(&o.noIsolate, "no-isolate", false, "run on the host's loopback even as root (no partitions)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the folder of state directories and logs")
+	fs.StringVar(&o.check, "check", "", "judge a saved history.json again (after a checker changed) instead of running")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -68,6 +73,9 @@ func run(args []string) int {
 	if o.nodes < 1 || o.engines < 1 || o.duration <= 0 || o.hold <= 0 {
 		fmt.Fprintln(os.Stderr, "meshgw-chaos: --nodes and --engines must be ≥ 1, --duration and --hold > 0")
 		return 2
+	}
+	if o.check != "" {
+		return recheck(o.check)
 	}
 	if o.bin == "" {
 		exe, err := os.Executable()
@@ -198,6 +206,31 @@ func inside(o options, env string, leakBase goleak.Option) int {
 		_ = os.RemoveAll(dir)
 	} else {
 		fmt.Printf("meshgw-chaos: state directories and logs in %s\n", dir)
+	}
+	return 0
+}
+
+// recheck judges a saved history again and prints the verdicts; 0 when all hold.
+func recheck(path string) int {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "meshgw-chaos:", err)
+		return 3
+	}
+	var h history.History
+	if err := json.Unmarshal(raw, &h); err != nil {
+		fmt.Fprintf(os.Stderr, "meshgw-chaos: %s: %v\n", path, err)
+		return 3
+	}
+	gateways := make([]string, 0, len(h.Final))
+	for g := range h.Final {
+		gateways = append(gateways, g)
+	}
+	sort.Strings(gateways)
+	rep := chaos.Report{Invariants: chaos.Check(h, gateways, chaos.Config{}), Requests: check.CountRequests(h)}
+	rep.Print(os.Stdout)
+	if !rep.OK() {
+		return 1
 	}
 	return 0
 }

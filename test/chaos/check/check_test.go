@@ -208,3 +208,35 @@ func TestDisabledRoutingFollowsTheAck(t *testing.T) {
 		t.Errorf("a gateway that acknowledged the disable routed to the worker, and the checker held: %s", r.Detail)
 	}
 }
+
+// TestStaleOwnerProbeOnResume is seed 11's case (5 gateways, --hold 15s, kill, pause,
+// partition-one): n2 owned w-1, was paused past the failover grace, and probed once on resume
+// before it applied the failover to n3. Its last sample before the pause named it owner, so the
+// probe is a stale view, counted in the detail; a probe after a sample that named n3 is not.
+func TestStaleOwnerProbeOnResume(t *testing.T) {
+	row := func(owner string, epoch uint64) []history.OwnerRow {
+		return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 10 * s, Gateway: "n2", Rows: row("n2", 5)}, // then paused until 21.7 s
+			{At: 15 * s, Gateway: "n3", Rows: row("n3", 9)}, // the failover
+			{At: 22400 * time.Millisecond, Gateway: "n2", Rows: row("n3", 9)},
+			{At: 23400 * time.Millisecond, Gateway: "n2", Rows: row("n3", 9)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 21400 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 12, "n3": 3}},
+			{At: 22300 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 13, "n3": 4}},
+		},
+	}
+	r := SingleOwner(h)
+	if !r.OK || !strings.Contains(r.Detail, "stale view") {
+		t.Errorf("a probe on resume: ok=%v %s", r.OK, r.Detail)
+	}
+	h.Probes = append(h.Probes,
+		history.ProbeSample{At: 23500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 13, "n3": 5}},
+		history.ProbeSample{At: 25 * s, Worker: "w-1", Probes: map[string]int64{"n2": 14, "n3": 6}})
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("n2 probed after its own sample named n3 the owner, and the checker held: %s", r.Detail)
+	}
+}

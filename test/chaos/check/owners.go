@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -41,17 +42,25 @@ func SingleOwner(h history.History) Result {
 			bad.add("%s has owners %s at epoch %d", k.worker, strings.Join(names, " and "), k.epoch)
 		}
 	}
-	probes := strayProbes(h, &bad)
-	if bad.n > 0 {
-		return Fail("%d violations: %s", bad.n, bad.String())
+	var stale examples
+	probes := strayProbes(h, &bad, &stale)
+	note := ""
+	if stale.n > 0 {
+		note = fmt.Sprintf("; %d probes came from a former owner on a stale view (a pause or partition ended before it applied the failover): %s", stale.n, stale.String())
 	}
-	return Pass("%d (worker, epoch) pairs each had one owner in %d samples; %d probe intervals checked", len(owners), len(h.Owners), probes)
+	if bad.n > 0 {
+		return Fail("%d violations: %s%s", bad.n, bad.String(), note)
+	}
+	return Pass("%d (worker, epoch) pairs each had one owner in %d samples; %d probe intervals checked%s", len(owners), len(h.Owners), probes, note)
 }
 
 // strayProbes adds to bad each gateway that probed a worker between two probe samples while
-// every one of its ownership samples around them named another owner; it returns how many
-// (worker, gateway, interval) triples it judged.
-func strayProbes(h history.History, bad *examples) int {
+// none of its own ownership samples that could describe its state then named it the owner: its
+// last sample before the interval (however old: a paused or cut-off gateway's state does not
+// move) and those within it. A gateway whose state was stale but named it owner (it resumed
+// from a pause, or a partition healed, and probed before it applied the failover) is counted in
+// stale. It returns how many (worker, gateway, interval) triples it judged.
+func strayProbes(h history.History, bad, stale *examples) int {
 	byWorker := map[string][]history.ProbeSample{}
 	for _, p := range h.Probes {
 		byWorker[p.Worker] = append(byWorker[p.Worker], p)
@@ -64,13 +73,17 @@ func strayProbes(h history.History, bad *examples) int {
 				if n <= ps[i-1].Probes[g] {
 					continue
 				}
-				seen, owned := ownedAround(h, g, w, ps[i-1].At-probeSlack, ps[i].At+probeSlack)
+				seen, owned := ownedAround(h, g, w, ps[i-1].At, ps[i].At+probeSlack)
 				if !seen {
 					continue
 				}
 				judged++
-				if !owned {
-					bad.add("%s probed %s between %v and %v without owning it", g, w, ps[i-1].At.Round(time.Millisecond), ps[i].At.Round(time.Millisecond))
+				from, to := ps[i-1].At.Round(time.Millisecond), ps[i].At.Round(time.Millisecond)
+				switch {
+				case !owned:
+					bad.add("%s probed %s between %v and %v without owning it", g, w, from, to)
+				case ownerAt(h, w, ps[i-1].At) != g && ownerAt(h, w, ps[i-1].At) != "":
+					stale.add("%s probed %s between %v and %v on a stale view that named it owner", g, w, from, to)
 				}
 			}
 		}
@@ -78,28 +91,55 @@ func strayProbes(h history.History, bad *examples) int {
 	return judged
 }
 
-// ownedAround reports whether gateway g sampled its owners in [from, to], and whether any of
-// those samples named g the owner of worker w (or did not list w: a gateway still catching up).
+// ownedAround reads gateway g's ownership samples that may describe its state between from and
+// to: its last sample at or before from, and those in (from, to]. seen: there is one; owned:
+// one names g the owner of w (or does not list w: a gateway still catching up).
 func ownedAround(h history.History, g, w string, from, to time.Duration) (seen, owned bool) {
-	for _, s := range h.Owners {
-		if s.Gateway != g || s.At < from || s.At > to {
-			continue
-		}
-		seen = true
-		listed := false
-		for _, r := range s.Rows {
-			if r.Worker == w {
-				listed = true
-				if r.Owner == g {
-					return true, true
-				}
+	var before *history.OwnerSample
+	for i := range h.Owners {
+		s := &h.Owners[i]
+		switch {
+		case s.Gateway != g || s.At > to:
+		case s.At <= from:
+			if before == nil || s.At > before.At {
+				before = s
 			}
-		}
-		if !listed {
-			return true, true
+		default:
+			seen = true
+			owned = owned || owns(*s, g, w)
 		}
 	}
-	return seen, false
+	if before != nil {
+		seen = true
+		owned = owned || owns(*before, g, w)
+	}
+	return seen, owned
+}
+
+// owns reports whether sample s names g the owner of w, or does not list w.
+func owns(s history.OwnerSample, g, w string) bool {
+	for _, r := range s.Rows {
+		if r.Worker == w {
+			return r.Owner == g
+		}
+	}
+	return true
+}
+
+// ownerAt is the owner of w at the highest epoch any gateway's sample showed by t ("" when none).
+func ownerAt(h history.History, w string, t time.Duration) string {
+	owner, epoch := "", uint64(0)
+	for _, s := range h.Owners {
+		if s.At > t {
+			continue
+		}
+		for _, r := range s.Rows {
+			if r.Worker == w && r.Epoch >= epoch {
+				owner, epoch = r.Owner, r.Epoch
+			}
+		}
+	}
+	return owner
 }
 
 // OwnerWithinBound checks that no gateway outside every fault (its view current) named as a
