@@ -143,13 +143,16 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	wg.Wait()
 	logf("chaos: faults over after %v; healing and reading the final state", rec.Now().Round(time.Second))
 
-	final(context.WithoutCancel(ctx), c, admin, rec, gateways, append(flags, weightList(weight)...), logf)
+	healErrs := final(context.WithoutCancel(ctx), c, admin, rec, gateways, append(flags, weightList(weight)...))
+	for _, e := range healErrs {
+		logf("chaos: %s", e)
+	}
 	h := rec.Snapshot()
 	if err := writeHistory(filepath.Join(cfg.Dir, "history.json"), h); err != nil {
 		logf("chaos: %v", err)
 	}
 	rep.DurationS = cfg.Duration.Seconds()
-	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), nem.Errors()
+	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), append(nem.Errors(), healErrs...)
 	rep.Requests = check.CountRequests(h)
 	rep.AdminOps = map[string]int{}
 	for _, a := range h.Admin {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -15,9 +16,11 @@ const converge = 60 * time.Second
 
 // final waits until the healed cluster formed and every gateway lists the same records, then
 // records each gateway's local list and one consistent read of each worker.
-func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *history.Recorder, gateways []workload.Gateway, workers []workload.Worker, logf func(string, ...any)) {
+// It returns what kept the cluster from healing, if anything.
+func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *history.Recorder, gateways []workload.Gateway, workers []workload.Worker) []string {
+	var errs []string
 	if err := c.WaitFormed(ctx, converge); err != nil {
-		logf("chaos: %v", err)
+		errs = append(errs, "after the faults: "+err.Error())
 	}
 	var views map[string]map[string]history.Final
 	deadline := time.Now().Add(converge)
@@ -37,7 +40,7 @@ func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *
 		}
 	}
 	if !agree(views, len(gateways)) {
-		logf("chaos: the gateways still disagree on the records %v after healing", converge)
+		errs = append(errs, fmt.Sprintf("the gateways still disagree on the records %v after healing", converge))
 	}
 	for g, v := range views {
 		for w, f := range v {
@@ -47,6 +50,7 @@ func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *
 	for i, w := range workers {
 		admin.Do(ctx, 0, history.Read, w, gateways[i%len(gateways)])
 	}
+	return errs
 }
 
 // list reads g's GET /workers (its local, applied view) for the workers of the run.

@@ -329,6 +329,28 @@ func (c *Cluster) WaitFormed(ctx context.Context, d time.Duration) error {
 	})
 }
 
+// WaitBack waits until n (running again) sees a leader and another running node lists it alive.
+func (c *Cluster) WaitBack(ctx context.Context, n *Node, d time.Duration) error {
+	return waitFor(ctx, d, n.ID+" back with a leader and seen alive", func() bool {
+		var r Raft
+		if !n.Running() || !GetJSON(n.URL()+"/mesh/raft", &r) || r.Leader == "" {
+			return false
+		}
+		for _, o := range c.Nodes {
+			var p Peers
+			if o == n || !o.Running() || !GetJSON(o.URL()+"/mesh/peers", &p) {
+				continue
+			}
+			for _, peer := range p.Peers {
+				if peer.ID == n.ID && peer.Status == "alive" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
 // freePorts returns n distinct ports of 127.0.0.1 free for TCP and UDP a moment ago, below
 // Linux's ephemeral range (so that no listener given port 0 takes one first).
 func freePorts(n int) ([]int, error) {

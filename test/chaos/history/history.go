@@ -182,12 +182,12 @@ func (r *Recorder) DownFrom(node, reason string, serving bool) {
 	r.mu.Unlock()
 }
 
-// DownUntil ends node's open down intervals now.
-func (r *Recorder) DownUntil(node string) {
+// DownUntil ends node's open down intervals of reason now.
+func (r *Recorder) DownUntil(node, reason string) {
 	now := r.Now()
 	r.mu.Lock()
 	for i := range r.h.Down {
-		if d := &r.h.Down[i]; d.Node == node && d.To == Never {
+		if d := &r.h.Down[i]; d.Node == node && d.Reason == reason && d.To == Never {
 			d.To = now
 		}
 	}

@@ -53,6 +53,10 @@ type Nemesis struct {
 	// Hold bounds how long a fault lasts, drawn in [Hold/4, Hold].
 	Hold time.Duration
 
+	// quiet keeps partitions off while a wiped node comes back: partitions hold it shared, a
+	// wipe alone.
+	quiet sync.RWMutex
+
 	mu      sync.Mutex
 	counts  map[string]int
 	skipped map[string]string
@@ -164,8 +168,9 @@ func (n *Nemesis) count(k string) {
 	n.mu.Unlock()
 }
 
-// Run injects the planned faults until ctx ends: node faults one at a time on this goroutine,
-// engine faults on another; each fault is healed before Run returns.
+// Run injects the planned faults until ctx ends: process faults, partitions and engine faults
+// on three loops side by side, each one fault at a time; each fault is healed before Run
+// returns.
 func (n *Nemesis) Run(ctx context.Context, kinds []string) {
 	var nodes, engines []string
 	for _, k := range kinds {

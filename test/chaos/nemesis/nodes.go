@@ -2,6 +2,8 @@ package nemesis
 
 import (
 	"context"
+	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/meshgw/meshgw/test/chaos/cluster"
@@ -10,11 +12,53 @@ import (
 // settle bounds the wait for the cluster to form again after a fault healed.
 const settle = 45 * time.Second
 
+// nodeLoop runs the gateway faults: process faults (kill, pause, wipe) and partitions on two
+// loops side by side, each one fault at a time, so that they overlap (a kill during a
+// partition). A wipe waits for quiet: no partition, every node alive, one leader.
 func (n *Nemesis) nodeLoop(ctx context.Context, kinds []string) {
+	var process, network []string
+	for _, k := range kinds {
+		if k == Kill || k == Pause || k == Wipe {
+			process = append(process, k)
+		} else {
+			network = append(network, k)
+		}
+	}
+	// Each loop draws from its own generator, seeded from the run's in a fixed order.
+	prng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
+	nrng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
+	var wg sync.WaitGroup
+	for _, l := range []struct {
+		kinds []string
+		rng   *rand.Rand
+	}{{process, prng}, {network, nrng}} {
+		if len(l.kinds) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.faultLoop(ctx, l.rng, l.kinds)
+		}()
+	}
+	wg.Wait()
+}
+
+func (n *Nemesis) faultLoop(ctx context.Context, rng *rand.Rand, kinds []string) {
 	for i := 0; i < 100000 && ctx.Err() == nil; i++ {
-		k := kinds[n.Rng.IntN(len(kinds))]
-		d := hold(n.Rng, n.Hold)
-		target := n.target()
+		k := kinds[rng.IntN(len(kinds))]
+		d := hold(rng, n.Hold)
+		if k == Wipe {
+			// Quiet first: no partition starts until the wiped node is back.
+			n.quiet.Lock()
+			if err := n.C.WaitFormed(ctx, settle); err != nil {
+				n.quiet.Unlock()
+				continue
+			}
+		} else if k != Kill && k != Pause {
+			n.quiet.RLock()
+		}
+		target := n.target(rng)
 		n.Log("nemesis: %s on %s for %v", k, target.ID, d.Round(time.Millisecond))
 		n.count(k)
 		switch k {
@@ -25,24 +69,32 @@ func (n *Nemesis) nodeLoop(ctx context.Context, kinds []string) {
 		case Pause:
 			n.pause(ctx, target, d)
 		default:
-			n.partition(ctx, k, target, d)
+			n.partition(ctx, rng, k, target, d)
 		}
-		// Heal before the next fault: every node alive again and one leader.
-		if err := n.C.WaitFormed(context.WithoutCancel(ctx), settle); err != nil {
+		// Heal before this loop's next fault: the target sees a leader and another node sees
+		// it alive (the other loop's fault may still hold).
+		if err := n.C.WaitBack(context.WithoutCancel(ctx), target, settle); err != nil {
 			n.fail("after %s on %s: %v", k, target.ID, err)
 		}
-		wait(ctx, time.Duration(200+n.Rng.IntN(800))*time.Millisecond)
+		switch k {
+		case Wipe:
+			n.quiet.Unlock()
+		case Kill, Pause:
+		default:
+			n.quiet.RUnlock()
+		}
+		wait(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond)
 	}
 }
 
 // target draws a node: the leader half of the time, so that elections happen.
-func (n *Nemesis) target() *cluster.Node {
-	if n.Rng.IntN(2) == 0 {
+func (n *Nemesis) target(rng *rand.Rand) *cluster.Node {
+	if rng.IntN(2) == 0 {
 		if l := n.C.Node(n.C.Leader()); l != nil {
 			return l
 		}
 	}
-	return n.C.Nodes[n.Rng.IntN(len(n.C.Nodes))]
+	return n.C.Nodes[rng.IntN(len(n.C.Nodes))]
 }
 
 // kill sends SIGKILL, optionally wipes the state directory, and restarts the node after d.
@@ -61,7 +113,7 @@ func (n *Nemesis) kill(ctx context.Context, node *cluster.Node, d time.Duration,
 	}
 	wait(ctx, d)
 	err := n.C.Restart(context.WithoutCancel(ctx), node)
-	n.Rec.DownUntil(node.ID)
+	n.Rec.DownUntil(node.ID, reason)
 	if err != nil {
 		n.fail("restart %s: %v", node.ID, err)
 		return
@@ -101,7 +153,7 @@ func (n *Nemesis) pause(ctx context.Context, node *cluster.Node, d time.Duration
 	if err := n.C.Cont(node); err != nil {
 		n.fail("SIGCONT %s: %v", node.ID, err)
 	}
-	n.Rec.DownUntil(node.ID)
+	n.Rec.DownUntil(node.ID, "pause")
 }
 
 // partition cuts the cluster as kind says around target for d, then heals:
@@ -110,14 +162,14 @@ func (n *Nemesis) pause(ctx context.Context, node *cluster.Node, d time.Duration
 //   - partition-majority: a bridge, every node keeping a majority: target's side and the other
 //     side cannot talk, but one node talks to both;
 //   - partition-oneway: packets from target to the rest are dropped, the others' still arrive.
-func (n *Nemesis) partition(ctx context.Context, kind string, target *cluster.Node, d time.Duration) {
+func (n *Nemesis) partition(ctx context.Context, rng *rand.Rand, kind string, target *cluster.Node, d time.Duration) {
 	others := []*cluster.Node{}
 	for _, o := range n.C.Nodes {
 		if o != target {
 			others = append(others, o)
 		}
 	}
-	n.Rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	var a, b []*cluster.Node
 	var cut []*cluster.Node // the side recorded as cut off from the majority
 	var err error
@@ -150,7 +202,7 @@ func (n *Nemesis) partition(ctx context.Context, kind string, target *cluster.No
 		n.fail("%v", err)
 	}
 	for _, c := range cut {
-		n.Rec.DownUntil(c.ID)
+		n.Rec.DownUntil(c.ID, kind)
 	}
 }
 
