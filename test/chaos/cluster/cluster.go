@@ -245,14 +245,14 @@ func (n *Node) Exited() bool {
 
 // Close kills every process it started.
 func (c *Cluster) Close() {
-	var g group
+	var wg sync.WaitGroup
 	for _, n := range c.Nodes {
-		g.go_(func() { c.Kill(n) })
+		wg.Go(func() { c.Kill(n) })
 	}
 	for _, e := range c.Engines {
-		g.go_(func() { e.p.kill() })
+		wg.Go(func() { e.p.kill() })
 	}
-	g.wg.Wait()
+	wg.Wait()
 }
 
 // Raft is the part of GET /mesh/raft the harness reads.

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -100,17 +99,6 @@ func waitFor(ctx context.Context, d time.Duration, what string, cond func() bool
 		}
 	}
 	return nil
-}
-
-// group runs functions concurrently and waits for them all.
-type group struct{ wg sync.WaitGroup }
-
-func (g *group) go_(f func()) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		f()
-	}()
 }
 
 // Status returns the status code of GET url with the bearer key (none when ""), 0 without an

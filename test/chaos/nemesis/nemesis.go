@@ -85,8 +85,8 @@ func (n *Nemesis) skipReason(k string) string {
 		if n.Net == nil {
 			return "not isolated (needs root, ip and iptables): the run is on the host's loopback, where partitions would need rules on the host"
 		}
-	case Wipe, Kill, Pause:
-		if len(n.C.Nodes) < 3 && k == Wipe {
+	case Wipe:
+		if len(n.C.Nodes) < 3 {
 			return "a wiped node of a cluster under 3 nodes has no quorum to rejoin"
 		}
 	case WeightFail:

@@ -1,0 +1,53 @@
+package workload
+
+import (
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/meshgw/meshgw/test/chaos/history"
+)
+
+// TestClassify: what the checker may assume of each answer. Only an answer that says nothing
+// was written is failed; everything that may have reached raft without a verdict is unknown.
+func TestClassify(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
+	read := &net.OpError{Op: "read", Err: errors.New("connection reset")}
+	tests := []struct {
+		name   string
+		kind   history.Kind
+		status int
+		code   string
+		err    error
+		want   history.Outcome
+	}{
+		{"dial error: nothing sent", history.Disable, 0, "", dial, history.Failed},
+		{"reset after sending", history.Disable, 0, "", read, history.Unknown},
+		{"timeout", history.Register, 0, "", errors.New("context deadline exceeded"), history.Unknown},
+		{"outcome_unknown", history.Enable, 503, "outcome_unknown", nil, history.Unknown},
+		{"no_leader: nothing written", history.Enable, 503, "no_leader", nil, history.Failed},
+		{"write_timeout: nothing written", history.Enable, 503, "write_timeout", nil, history.Failed},
+		{"internal error", history.Enable, 500, "internal", nil, history.Unknown},
+		{"disabled", history.Disable, 200, "", nil, history.OK},
+		{"registered", history.Register, 201, "", nil, history.OK},
+		{"not found is an answer", history.Disable, 404, "worker_not_found", nil, history.OK},
+		{"conflict", history.Register, 409, "worker_exists", nil, history.Failed},
+		{"weight update failed: targets left disabled", history.WeightUpdate, 502, "weight_update_failed", nil, history.OK},
+		{"weight update journal open", history.WeightUpdate, 409, "journal_unresolved", nil, history.Failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classify(tt.kind, tt.status, tt.code, tt.err); got != tt.want {
+				t.Errorf("classify(%s, %d, %q, %v) = %s, want %s", tt.kind, tt.status, tt.code, tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewWorkerID(t *testing.T) {
+	// Two spellings of one engine are one worker, with meshgw's id.
+	a, b := NewWorker("http://10.77.0.101:8000"), NewWorker("HTTP://10.77.0.101:8000/")
+	if a.ID != b.ID || len(a.ID) != len("w-")+12 {
+		t.Errorf("ids %q and %q", a.ID, b.ID)
+	}
+}
