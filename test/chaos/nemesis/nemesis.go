@@ -83,7 +83,7 @@ func (n *Nemesis) skipReason(k string) string {
 	switch k {
 	case PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay:
 		if n.Net == nil {
-			return "not isolated (needs root, ip and iptables): the run is on the host's loopback, where partitions would need rules on the host"
+			return "not isolated (that needs root, ip and iptables, and no --no-isolate): the run is on the host's loopback, where partitions would need rules on the host"
 		}
 	case Wipe:
 		if len(n.C.Nodes) < 3 {
