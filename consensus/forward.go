@@ -250,7 +250,9 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 			target, hops = nil, 0
 			f.node.log.Info("re-sending a write that a raft leader did not answer", "command", typ, "asked", un.leader, "resend", resends, "err", un.err)
 		default:
-			return pending.settle(res, err)
+			res, err = pending.settle(res, err)
+			res.Resent = pending != nil && err == nil
+			return res, err
 		}
 	}
 }

@@ -180,6 +180,8 @@ func TestForwardResendsToNewLeader(t *testing.T) {
 				t.Fatalf("%+v, %v; want outcome %s", a.res, a.err, tt.outcome)
 			case tt.errIs != nil && (!errors.Is(a.err, ErrOutcomeUnknown) || !errors.Is(a.err, tt.errIs)):
 				t.Fatalf("%+v, %v; want ErrOutcomeUnknown wrapping %v", a.res, a.err, tt.errIs)
+			case tt.errIs == nil && !a.res.Resent:
+				t.Fatalf("%+v: the answer of a re-sent write is not marked Resent", a.res)
 			}
 			t.Logf("%s: %v, %v", tt.stall, a.res.Outcome, a.err)
 

@@ -31,17 +31,27 @@ func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
 	if owner == "" {
 		owner = h.cfg.NodeID
 	}
-	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Register{Spec: spec, Owner: owner, At: h.now()})
+	at := h.now()
+	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Register{Spec: spec, Owner: owner, At: at})
 	h.logWrite(ctx, spec.ID(), res, err)
 	if err != nil {
 		writeError(ctx, err, codeWorkerExists)
 		return
 	}
 	status := fasthttp.StatusOK
-	if res.Outcome == fsm.Created {
+	if res.Outcome == fsm.Created || createdByFirstCopy(res, at) {
 		status = fasthttp.StatusCreated
 	}
 	h.writeWritten(ctx, status, res)
+}
+
+// createdByFirstCopy reports whether an Unchanged registration found the record its own first
+// copy created: the write was re-sent after a leader gave no answer, and the record carries
+// this request's registration time to the nanosecond. Without it the client would get 200 ("the
+// same spec was already registered") for the record it created (docs/chaos.md, finding 3).
+func createdByFirstCopy(res fsm.Result, at time.Time) bool {
+	return res.Outcome == fsm.Unchanged && res.Resent && res.Record != nil &&
+		res.Record.RegisteredAt.UnixNano() == at.UnixNano()
 }
 
 func (h *Handler) decodeRegistration(ctx *fasthttp.RequestCtx) (worker.Spec, string, *apiError) {

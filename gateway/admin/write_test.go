@@ -443,3 +443,44 @@ func TestUnknownURLNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+// fixedWriter answers every write with res, as a forwarder would after a re-send.
+type fixedWriter struct{ res fsm.Result }
+
+func (w fixedWriter) Apply(context.Context, fsm.Command) (fsm.Result, error) { return w.res, nil }
+
+// TestRegisterAnswersCreatedForItsOwnResentCopy: a registration that the forwarder re-sent
+// after the leader gave no answer, and whose first copy had committed, answers 201 (the record
+// carries its registration time), not 200 as if another client had registered it first (the
+// chaos test's finding 3); a re-sent copy that finds another request's record, or an Unchanged
+// without a re-send, stays 200.
+func TestRegisterAnswersCreatedForItsOwnResentCopy(t *testing.T) {
+	e := newEnv(t, nil)
+	body := `{"url":"http://127.0.0.1:8011"}`
+	if a := do(e.h, req{method: "POST", uri: "/workers", body: body}); a.status != 201 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	rec, ok := e.node.Worker(idOf(t, workerURL(8011)))
+	if !ok || !rec.RegisteredAt.Equal(e.cfg.Now()) {
+		t.Fatalf("record %+v (present %v)", rec, ok)
+	}
+	other := rec
+	other.RegisteredAt = rec.RegisteredAt.Add(-time.Minute)
+	tests := []struct {
+		name   string
+		res    fsm.Result
+		status int
+	}{
+		{"re-sent, its own first copy", fsm.Result{Index: 9, Outcome: fsm.Unchanged, Resent: true, Record: &rec}, 201},
+		{"re-sent, another request's record", fsm.Result{Index: 9, Outcome: fsm.Unchanged, Resent: true, Record: &other}, 200},
+		{"not re-sent", fsm.Result{Index: 9, Outcome: fsm.Unchanged, Record: &rec}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := e.handler(func(c *Config) { c.Writer = fixedWriter{tt.res} })
+			if a := do(h, req{method: "POST", uri: "/workers", body: body}); a.status != tt.status {
+				t.Errorf("%d %.200s; want %d", a.status, a.body, tt.status)
+			}
+		})
+	}
+}

@@ -35,10 +35,8 @@ var workerModel = porcupine.Model{
 			if op.unknown {
 				return true, record{Exists: true, Disabled: s.Exists && s.Disabled}
 			}
-			// 201: it did not exist. 200 says the same spec was there, but meshgw also answers
-			// 200 when it re-sent the registration after a leader gave no answer and the first
-			// copy had committed (docs/chaos.md, finding 3), so 200 is accepted either way.
-			if op.status == 201 && s.Exists {
+			// 201: it did not exist; 200: the same spec was there (docs/chaos.md, finding 3).
+			if (op.status == 201) == s.Exists {
 				return false, s
 			}
 			return true, record{Exists: true, Disabled: s.Disabled}
