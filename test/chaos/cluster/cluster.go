@@ -143,7 +143,7 @@ func (c *Cluster) args(n *Node, join []string) []string {
 		"--mesh-advertise-host", n.Host, "--mesh-profile", "local", "--state-dir", n.Dir,
 		"--shutdown-settle-secs", "0", "--health-check-interval-secs", "1", "--request-timeout-secs", "3",
 		"--owner-failover-grace-secs", strconv.Itoa(int(c.cfg.Grace / time.Second)),
-		"--log-level", "info", "--admin-api-key", AdminKey,
+		"--log-level", "info", "--admin-api-key", AdminKey, "--drain-timeout-secs", "20",
 	}
 	if n.NS != "" {
 		// Beyond loopback raft and gRPC want mutual TLS; the run's namespaces are its own.

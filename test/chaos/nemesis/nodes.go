@@ -2,7 +2,11 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +22,7 @@ const settle = 45 * time.Second
 func (n *Nemesis) nodeLoop(ctx context.Context, kinds []string) {
 	var process, network []string
 	for _, k := range kinds {
-		if k == Kill || k == Pause || k == Wipe {
+		if k == Kill || k == Pause || k == Wipe || k == Drain {
 			process = append(process, k)
 		} else {
 			network = append(network, k)
@@ -55,7 +59,7 @@ func (n *Nemesis) faultLoop(ctx context.Context, rng *rand.Rand, kinds []string)
 				n.quiet.Unlock()
 				continue
 			}
-		} else if k != Kill && k != Pause {
+		} else if k != Kill && k != Pause && k != Drain {
 			n.quiet.RLock()
 		}
 		target := n.target(rng)
@@ -68,6 +72,8 @@ func (n *Nemesis) faultLoop(ctx context.Context, rng *rand.Rand, kinds []string)
 			n.kill(ctx, target, d, true)
 		case Pause:
 			n.pause(ctx, target, d)
+		case Drain:
+			n.drain(ctx, target, d)
 		default:
 			n.partition(ctx, rng, k, target, d)
 		}
@@ -79,7 +85,7 @@ func (n *Nemesis) faultLoop(ctx context.Context, rng *rand.Rand, kinds []string)
 		switch k {
 		case Wipe:
 			n.quiet.Unlock()
-		case Kill, Pause:
+		case Kill, Pause, Drain:
 		default:
 			n.quiet.RUnlock()
 		}
@@ -211,4 +217,52 @@ func (n *Nemesis) both(a, b []*cluster.Node) error {
 		return err
 	}
 	return n.Net.Drop(b, a)
+}
+
+// drainClient bounds a drain's answer: the gateways' --drain-timeout-secs (20) and the write.
+var drainClient = &http.Client{Timeout: 60 * time.Second}
+
+// drain hands node over through another gateway (POST /mesh/drain {"peer"}): its workers,
+// raft leadership and voter seat go to the others, and it leaves; its data plane serves on.
+// After d it is stopped and started again on its state directory, joining as a new gateway
+// would. The answer is logged; a refusal or no answer is a nemesis error.
+func (n *Nemesis) drain(ctx context.Context, node *cluster.Node, d time.Duration) {
+	var via *cluster.Node
+	for _, o := range n.C.Nodes {
+		if o != node && o.Running() {
+			via = o
+			break
+		}
+	}
+	if via == nil {
+		n.fail("drain %s: no other gateway runs", node.ID)
+		return
+	}
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", via.URL()+"/mesh/drain",
+		strings.NewReader(fmt.Sprintf(`{"peer":%q}`, node.ID)))
+	if err != nil {
+		n.fail("drain %s: %v", node.ID, err)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+cluster.AdminKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := drainClient.Do(req)
+	if err != nil {
+		n.fail("drain %s through %s: %v", node.ID, via.ID, err)
+	} else {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		n.Log("nemesis: drain of %s through %s answered %d %.200s", node.ID, via.ID, resp.StatusCode, body)
+		if resp.StatusCode != 200 && resp.StatusCode != 202 {
+			n.fail("drain %s through %s: %d %.200s", node.ID, via.ID, resp.StatusCode, body)
+		}
+	}
+	wait(ctx, d)
+	n.Rec.DownFrom(node.ID, "drain-restart", false)
+	n.C.Kill(node)
+	err = n.C.Restart(context.WithoutCancel(ctx), node)
+	n.Rec.DownUntil(node.ID, "drain-restart")
+	if err != nil {
+		n.fail("restart %s after its drain: %v", node.ID, err)
+	}
 }
