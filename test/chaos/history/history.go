@@ -29,6 +29,9 @@ const (
 	Enable       Kind = "enable"
 	Read         Kind = "read"
 	WeightUpdate Kind = "weight_update"
+	// Transfer moves a worker's ownership (POST /workers/{id}/transfer); no model reads it, the
+	// ownership samples do.
+	Transfer Kind = "transfer"
 )
 
 // Never is the response time of an operation whose outcome is unknown: it may take effect at

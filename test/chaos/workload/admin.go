@@ -57,6 +57,11 @@ type answer struct {
 
 // Do sends one operation of kind on w through g and records it. client numbers the caller.
 func (a *Admin) Do(ctx context.Context, client int, kind history.Kind, w Worker, g Gateway) history.AdminOp {
+	return a.DoTo(ctx, client, kind, w, g, "")
+}
+
+// DoTo is Do with the gateway a transfer moves the worker to.
+func (a *Admin) DoTo(ctx context.Context, client int, kind history.Kind, w Worker, g Gateway, to string) history.AdminOp {
 	method, path, body := "", "/workers/"+url.PathEscape(w.URL), ""
 	switch kind {
 	case history.Register:
@@ -67,6 +72,8 @@ func (a *Admin) Do(ctx context.Context, client int, kind history.Kind, w Worker,
 		method, body = "PUT", `{"disabled":false}`
 	case history.Read:
 		method, path = "GET", path+"?consistent=true"
+	case history.Transfer:
+		method, path, body = "POST", path+"/transfer", fmt.Sprintf(`{"to":%q}`, to)
 	case history.WeightUpdate:
 		method, path = "POST", "/update_weights_from_disk?worker_id="+url.QueryEscape(w.ID)
 		body = fmt.Sprintf(`{"model_path":"/models/chaos","weight_version":"v%d"}`, a.Rec.Now().Milliseconds())

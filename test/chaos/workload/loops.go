@@ -88,13 +88,14 @@ func readBody(resp *http.Response, buf *bytes.Buffer) bool {
 }
 
 // Operations runs admin operations on workers through random gateways until ctx ends: mostly
-// disables, enables and consistent reads, some (idempotent) registrations.
+// disables, enables and consistent reads, some (idempotent) registrations and ownership
+// transfers to random gateways.
 func Operations(ctx context.Context, a *Admin, client int, rng *rand.Rand, workers []Worker, gateways []Gateway) {
-	kinds := []history.Kind{history.Disable, history.Enable, history.Read, history.Read, history.Register}
+	kinds := []history.Kind{history.Disable, history.Enable, history.Read, history.Read, history.Register, history.Transfer}
 	for i := 0; i < MaxPerLoop && ctx.Err() == nil; i++ {
 		kind := kinds[rng.IntN(len(kinds))]
 		w, g := workers[rng.IntN(len(workers))], gateways[rng.IntN(len(gateways))]
-		a.Do(ctx, client, kind, w, g)
+		a.DoTo(ctx, client, kind, w, g, gateways[rng.IntN(len(gateways))].ID)
 		if !pace(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond) {
 			return
 		}
