@@ -263,3 +263,31 @@ func TestRegisterAnswers200AfterResend(t *testing.T) {
 		t.Errorf("with 201: %s", r.Detail)
 	}
 }
+
+// TestProbeWhileOwnershipMovedTwice is seed 7's case (the short mode, after drains joined the
+// faults): a transfer gave w-1 to n2, which probed it at once, and a drain of n2 moved it back to
+// n1, all between two samples that both name n1 (epochs 208 and 264). The epoch moved, so the
+// probe may come from an owner no sample saw: counted, not failed. Probes while the epoch stays
+// put still fail (TestEachInvariantCatchesItsBreak).
+func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
+	row := func(epoch uint64) []history.OwnerRow {
+		return []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: epoch}}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 42500 * time.Millisecond, Gateway: "n2", Rows: row(208)},
+			{At: 43600 * time.Millisecond, Gateway: "n2", Rows: row(264)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 42500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 7}},
+			{At: 43500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 8}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	h.Owners[1].Rows = row(208)
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n2 while n1 owned w-1 at one epoch passed: %s", r.Detail)
+	}
+}

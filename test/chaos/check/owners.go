@@ -42,11 +42,14 @@ func SingleOwner(h history.History) Result {
 			bad.add("%s has owners %s at epoch %d", k.worker, strings.Join(names, " and "), k.epoch)
 		}
 	}
-	var stale examples
-	probes := strayProbes(h, &bad, &stale)
+	var stale, moved examples
+	probes := strayProbes(h, &bad, &stale, &moved)
 	note := ""
 	if stale.n > 0 {
 		note = fmt.Sprintf("; %d probes came from a former owner on a stale view (a pause or partition ended before it applied the failover): %s", stale.n, stale.String())
+	}
+	if moved.n > 0 {
+		note += fmt.Sprintf("; %d probes fell in an interval in which ownership moved more often than the samples show: %s", moved.n, moved.String())
 	}
 	if bad.n > 0 {
 		return Fail("%d violations: %s%s", bad.n, bad.String(), note)
@@ -59,8 +62,10 @@ func SingleOwner(h history.History) Result {
 // last sample before the interval (however old: a paused or cut-off gateway's state does not
 // move) and those within it. A gateway whose state was stale but named it owner (it resumed
 // from a pause, or a partition healed, and probed before it applied the failover) is counted in
-// stale. It returns how many (worker, gateway, interval) triples it judged.
-func strayProbes(h history.History, bad, stale *examples) int {
+// stale; one whose epoch of w changed between g's samples around the interval may have come
+// from an owner no sample saw, and is counted in moved. It returns how many (worker, gateway,
+// interval) triples it judged.
+func strayProbes(h history.History, bad, stale, moved *examples) int {
 	byWorker := map[string][]history.ProbeSample{}
 	for _, p := range h.Probes {
 		byWorker[p.Worker] = append(byWorker[p.Worker], p)
@@ -80,6 +85,10 @@ func strayProbes(h history.History, bad, stale *examples) int {
 				judged++
 				from, to := ps[i-1].At.Round(time.Millisecond), ps[i].At.Round(time.Millisecond)
 				switch {
+				case !owned && epochMoved(h, g, w, ps[i-1].At, ps[i].At):
+					// The epoch changed in between: an owner the samples never saw (a transfer
+					// to g and a drain away, within a second) may have been g.
+					moved.add("%s probed %s between %v and %v while its ownership moved", g, w, from, to)
 				case !owned:
 					bad.add("%s probed %s between %v and %v without owning it", g, w, from, to)
 				case ownerAt(h, w, ps[i-1].At) != g && ownerAt(h, w, ps[i-1].At) != "":
@@ -114,6 +123,33 @@ func ownedAround(h history.History, g, w string, from, to time.Duration) (seen, 
 		owned = owned || owns(*before, g, w)
 	}
 	return seen, owned
+}
+
+// epochMoved reports whether gateway g's samples show w's epoch changing between its last
+// sample at or before from and its first sample in [to, to+probeSlack]. Without both it says
+// no: the probe is judged by the samples there are.
+func epochMoved(h history.History, g, w string, from, to time.Duration) bool {
+	var before, after *history.OwnerSample
+	for i := range h.Owners {
+		s := &h.Owners[i]
+		switch {
+		case s.Gateway != g:
+		case s.At <= from && (before == nil || s.At > before.At):
+			before = s
+		case s.At >= to && s.At <= to+probeSlack && (after == nil || s.At < after.At):
+			after = s
+		}
+	}
+	return before != nil && after != nil && epochOf(*before, w) != epochOf(*after, w)
+}
+
+func epochOf(s history.OwnerSample, w string) uint64 {
+	for _, r := range s.Rows {
+		if r.Worker == w {
+			return r.Epoch
+		}
+	}
+	return 0
 }
 
 // owns reports whether sample s names g the owner of w, or does not list w.
