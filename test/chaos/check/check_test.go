@@ -290,4 +290,9 @@ func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
 	if r := SingleOwner(h); r.OK {
 		t.Errorf("a probe from n2 while n1 owned w-1 at one epoch passed: %s", r.Detail)
 	}
+	// n2 took no sample after the probe (killed): the others' samples tell the epoch moved.
+	h.Owners[1] = history.OwnerSample{At: 43600 * time.Millisecond, Gateway: "n3", Rows: row(264)}
+	if r := SingleOwner(h); !r.OK {
+		t.Errorf("the others saw the epoch move: %s", r.Detail)
+	}
 }

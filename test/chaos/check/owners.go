@@ -125,22 +125,35 @@ func ownedAround(h history.History, g, w string, from, to time.Duration) (seen, 
 	return seen, owned
 }
 
-// epochMoved reports whether gateway g's samples show w's epoch changing between its last
-// sample at or before from and its first sample in [to, to+probeSlack]. Without both it says
-// no: the probe is judged by the samples there are.
+// epochMoved reports whether w's epoch changed between gateway g's last sample at or before from
+// and the first sample in [to, to+probeSlack]: g's own, or, when g took none (killed right after
+// the probe), the newest epoch another gateway showed then. Without both it says no: the probe
+// is judged by the samples there are.
 func epochMoved(h history.History, g, w string, from, to time.Duration) bool {
 	var before, after *history.OwnerSample
+	var others uint64
+	seenOthers := false
 	for i := range h.Owners {
 		s := &h.Owners[i]
+		inAfter := s.At >= to && s.At <= to+probeSlack
 		switch {
 		case s.Gateway != g:
+			if inAfter {
+				others, seenOthers = max(others, epochOf(*s, w)), true
+			}
 		case s.At <= from && (before == nil || s.At > before.At):
 			before = s
-		case s.At >= to && s.At <= to+probeSlack && (after == nil || s.At < after.At):
+		case inAfter && (after == nil || s.At < after.At):
 			after = s
 		}
 	}
-	return before != nil && after != nil && epochOf(*before, w) != epochOf(*after, w)
+	switch {
+	case before == nil:
+		return false
+	case after != nil:
+		return epochOf(*before, w) != epochOf(*after, w)
+	}
+	return seenOthers && others != epochOf(*before, w)
 }
 
 func epochOf(s history.OwnerSample, w string) uint64 {
