@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 	}
 
-	nem := &nemesis.Nemesis{C: c, Rec: rec, Rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), Log: logf, Hold: cfg.Hold}
+	nem := &nemesis.Nemesis{C: c, Rec: rec, Rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), Log: logf, Hold: cfg.Hold, Stop: ctx}
 	if cfg.Topology != nil {
 		nem.Net = &cluster.Net{}
 	}
@@ -143,7 +143,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	wg.Wait()
 	logf("chaos: faults over after %v; healing and reading the final state", rec.Now().Round(time.Second))
 
-	healErrs := final(context.WithoutCancel(ctx), c, admin, rec, gateways, append(flags, weightList(weight)...))
+	// Interrupted (ctx ended), the waits for the cluster to heal end at once.
+	healErrs := final(ctx, c, admin, rec, gateways, append(flags, weightList(weight)...))
 	for _, e := range healErrs {
 		logf("chaos: %s", e)
 	}

@@ -31,7 +31,7 @@ func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *
 				views[g.ID] = v
 			}
 		}
-		if agree(views, len(gateways)) || time.Now().After(deadline) {
+		if agree(views, len(gateways)) || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 		select {

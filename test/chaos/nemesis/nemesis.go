@@ -52,6 +52,9 @@ type Nemesis struct {
 	WeightEngine string
 	// Hold bounds how long a fault lasts, drawn in [Hold/4, Hold].
 	Hold time.Duration
+	// Stop ends the heals' waits (restarts, a gateway back): the run was interrupted. Nil means
+	// they run to their bounds.
+	Stop context.Context
 
 	// quiet keeps partitions off while a wiped node comes back: partitions hold it shared, a
 	// wipe alone.
@@ -196,6 +199,14 @@ func (n *Nemesis) Run(ctx context.Context, kinds []string) {
 		n.nodeLoop(ctx, nodes)
 	}
 	wg.Wait()
+}
+
+// stop is the context of the heals' waits.
+func (n *Nemesis) stop() context.Context {
+	if n.Stop == nil {
+		return context.Background()
+	}
+	return n.Stop
 }
 
 // hold draws a fault's length.

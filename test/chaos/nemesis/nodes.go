@@ -79,7 +79,7 @@ func (n *Nemesis) faultLoop(ctx context.Context, rng *rand.Rand, kinds []string)
 		}
 		// Heal before this loop's next fault: the target sees a leader and another node sees
 		// it alive (the other loop's fault may still hold).
-		if err := n.C.WaitBack(context.WithoutCancel(ctx), target, settle); err != nil {
+		if err := n.C.WaitBack(n.stop(), target, settle); err != nil {
 			n.fail("after %s on %s: %v", k, target.ID, err)
 		}
 		switch k {
@@ -118,7 +118,7 @@ func (n *Nemesis) kill(ctx context.Context, node *cluster.Node, d time.Duration,
 		}
 	}
 	wait(ctx, d)
-	err := n.C.Restart(context.WithoutCancel(ctx), node)
+	err := n.C.Restart(n.stop(), node)
 	n.Rec.DownUntil(node.ID, reason)
 	if err != nil {
 		n.fail("restart %s: %v", node.ID, err)
@@ -238,7 +238,7 @@ func (n *Nemesis) drain(ctx context.Context, node *cluster.Node, d time.Duration
 		n.fail("drain %s: no other gateway runs", node.ID)
 		return
 	}
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", via.URL()+"/mesh/drain",
+	req, err := http.NewRequestWithContext(n.stop(), "POST", via.URL()+"/mesh/drain",
 		strings.NewReader(fmt.Sprintf(`{"peer":%q}`, node.ID)))
 	if err != nil {
 		n.fail("drain %s: %v", node.ID, err)
@@ -257,12 +257,45 @@ func (n *Nemesis) drain(ctx context.Context, node *cluster.Node, d time.Duration
 			n.fail("drain %s through %s: %d %.200s", node.ID, via.ID, resp.StatusCode, body)
 		}
 	}
+	// Restart it only once the leader has cleared its drain mark (it clears the marks of
+	// gateways gone from the mesh and the configuration): a drained gateway started again while
+	// still marked stays outside raft for good (docs/chaos.md, finding 5).
+	if err := waitUnmarked(n.stop(), via, node.ID, settle); err != nil {
+		n.fail("the drain mark of %s: %v", node.ID, err)
+	}
 	wait(ctx, d)
 	n.Rec.DownFrom(node.ID, "drain-restart", false)
 	n.C.Kill(node)
-	err = n.C.Restart(context.WithoutCancel(ctx), node)
+	err = n.C.Restart(n.stop(), node)
 	n.Rec.DownUntil(node.ID, "drain-restart")
 	if err != nil {
 		n.fail("restart %s after its drain: %v", node.ID, err)
+	}
+}
+
+// waitUnmarked waits until via's GET /mesh/drain no longer lists peer.
+func waitUnmarked(ctx context.Context, via *cluster.Node, peer string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		var ans struct {
+			Draining []struct {
+				Peer string `json:"peer"`
+			} `json:"draining"`
+		}
+		if cluster.GetJSON(via.URL()+"/mesh/drain", &ans) {
+			marked := false
+			for _, s := range ans.Draining {
+				marked = marked || s.Peer == peer
+			}
+			if !marked {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("still marked draining after %v", d)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
