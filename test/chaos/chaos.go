@@ -153,6 +153,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		logf("chaos: %v", err)
 	}
 	rep.DurationS = cfg.Duration.Seconds()
+	rep.Interrupted = ctx.Err() != nil
 	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), append(nem.Errors(), healErrs...)
 	rep.Requests = check.CountRequests(h)
 	rep.AdminOps = map[string]int{}

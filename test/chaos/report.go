@@ -22,6 +22,9 @@ type Report struct {
 	AdminOps   map[string]int          `json:"admin_ops"`
 	Invariants map[string]check.Result `json:"invariants"`
 	Errors     []string                `json:"nemesis_errors,omitempty"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before its duration ended: the
+	// invariants then judge a partial run that was not healed.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // OK reports whether every invariant held.
@@ -37,6 +40,9 @@ func (r Report) OK() bool {
 // Print writes the summary a person reads.
 func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "chaos: seed %d, %.0fs, %d gateways, %d engines, isolated=%v\n", r.Seed, r.DurationS, r.Nodes, r.Engines, r.Isolated)
+	if r.Interrupted {
+		fmt.Fprintln(w, "chaos: interrupted: the invariants judge a partial run that was not healed")
+	}
 	fmt.Fprintf(w, "faults:")
 	for _, k := range sortedKeys(r.Faults) {
 		fmt.Fprintf(w, " %s=%d", k, r.Faults[k])
