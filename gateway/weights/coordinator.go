@@ -174,7 +174,7 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		ack := c.cfg.Fleet.Acknowledge(ctx, res.Index)
 		rep.FleetAck = &ack
 		if len(ack.Lagging) > 0 {
-			if err := c.close(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
+			if err := c.finish(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
 				c.log.Warn("closing a weight update that did not start failed; its record stays open", "id", id, "err", err)
 			}
 			rep.Result = "not_started"
@@ -193,7 +193,7 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		}
 	}
 	if failed == 0 {
-		if err := c.close(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveComplete, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
+		if err := c.finish(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveComplete, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
 			failed = -1
 			rep.Message = "every target was updated, but closing the journal record failed (" + err.Error() +
 				"); the targets stay disabled until enabled or the record is resolved"
@@ -318,9 +318,9 @@ func (c *Coordinator) resolveIndex(cmd fsm.JournalResolve) (uint64, error) {
 	return res.Index, err
 }
 
-// close closes the record (complete or not_started) and waits for the fleet to apply it, so
+// finish closes the record (complete or not_started) and waits for the fleet to apply it, so
 // that the answer's promise (the targets enabled again) holds on every gateway when it is sent.
-func (c *Coordinator) close(ctx context.Context, cmd fsm.JournalResolve) error {
+func (c *Coordinator) finish(ctx context.Context, cmd fsm.JournalResolve) error {
 	index, err := c.resolveIndex(cmd)
 	if err != nil {
 		return err

@@ -22,5 +22,8 @@
 // the record; the record closes once empty), or drops the record (POST
 // /weight_update_journal/resolve {"acknowledge": true}; the targets then stay disabled until
 // enabled one by one). A coordinator that restarts marks its own open record interrupted; the
-// leader marks a record whose coordinator left the mesh, or died, coordinator_lost.
+// leader marks a record whose coordinator left the mesh, or died, coordinator_lost. An opening
+// write whose outcome is unknown (the leader failed under it) answers an error and sends
+// nothing; if it did commit, the coordinator's Watch finds a record it does not run and marks
+// it interrupted, so it is never left running unnoticed.
 package weights
