@@ -68,9 +68,10 @@ type AckReport struct {
 //
 //   - Acknowledge waits until every live peer's data plane applied a write's index. Each peer
 //     serves WaitApplied, which answers the moment its pool publishes that index: the peer
-//     pushes its applied index to the writer directly, with no gossip round in between. On the
-//     leader, WaitApplied also appends a Barrier (coalesced), so that the followers learn at
-//     once that the index committed instead of at raft's next CommitTimeout (50 to 100 ms).
+//     pushes its applied index to the writer directly, with no gossip round in between. The
+//     leader appends a Barrier (coalesced) after each write it applies, and again on each
+//     WaitApplied it serves, so that the followers learn at once that the index committed
+//     instead of at raft's next CommitTimeout (50 to 100 ms).
 //     Each node stores the commit index with that Barrier entry (storage.Store.CommitIndex), so
 //     by the time a follower applies the write, a restart would serve it (replay.go): the
 //     acknowledgement waits for no save of the applied state.
@@ -120,6 +121,8 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	}
 	a.wg.Add(1)
 	go a.nudgeLoop()
+	nudge := a.nudge
+	node.committed.Store(&nudge)
 	return a, nil
 }
 
@@ -254,6 +257,7 @@ func (a *FleetAck) Close() error {
 		return nil
 	}
 	a.closed = true
+	a.node.committed.Store(nil)
 	conns := a.conns
 	a.conns = nil
 	a.mu.Unlock()

@@ -167,6 +167,22 @@ func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
 	}
 }
 
+// The leader tells the followers that a write committed as soon as it applied it, before any
+// writer asks for an acknowledgement: a write forwarded from a follower saves the round trip of
+// its answer and of the writer's WaitApplied to the leader.
+func TestLeaderNudgesFollowersAfterEachWrite(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	res, _ := c.register(t, lead, 8102) // no Acknowledge: only the write itself
+	f := c.nodes[follower(lead, 3)]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // CommitTimeout is 2 s
+	defer cancel()
+	if got := (fsmApplied{f}).WaitApplied(ctx, res.Index); got < res.Index {
+		t.Fatalf("the follower applied %d within 1 s, not the write's %d: the leader did not nudge it", got, res.Index)
+	}
+}
+
 // Peers that are dead or left are not waited for; a live peer that never applies, or whose
 // address is unknown, lags, and the wait ends at the timeout.
 func TestFleetAckNamesLaggingPeers(t *testing.T) {

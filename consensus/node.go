@@ -46,6 +46,10 @@ type Node struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
+	// committed, when set, is called after each write this node applied as the leader: the
+	// FleetAck's nudge, so that followers learn of the commit before any writer asks.
+	committed atomic.Pointer[func()]
+
 	closed   atomic.Bool
 	shutdown sync.Once
 	shutErr  error
