@@ -128,9 +128,13 @@ func controlGoals(r *Report) []Goal {
 			gs = append(gs, Goal{fmt.Sprintf("write commit p99, %d nodes (consensus layer)", l.Nodes), fmt.Sprintf("%.2f ms", l.P99Ms),
 				fmt.Sprintf("≤ %.0f ms on 3 nodes", goalAdminWriteP99), met(l.Nodes >= 3 && l.P99Ms <= goalAdminWriteP99)})
 		}
+		floor := ""
+		if d := v.DiskCommit; d != nil {
+			floor = fmt.Sprintf("; disk floor 4 × %.2f ms", d.P50Ms)
+		}
 		for _, l := range v.FleetAck {
 			gs = append(gs, Goal{fmt.Sprintf("fleet-acknowledged write p99, %d gateways", l.Nodes),
-				fmt.Sprintf("%.2f ms (p50 %.2f ms)", l.P99Ms, l.P50Ms), fmt.Sprintf("≤ %.0f ms on loopback", goalFleetAckP99),
+				fmt.Sprintf("%.2f ms (p50 %.2f ms%s)", l.P99Ms, l.P50Ms, floor), fmt.Sprintf("≤ %.0f ms on loopback", goalFleetAckP99),
 				met(l.P99Ms <= goalFleetAckP99)})
 		}
 	}

@@ -23,6 +23,11 @@ type RaftResult struct {
 	// FleetAck is fleet-acknowledged admin writes through gateways joined on loopback, at 3
 	// and 5 gateways (fleetAckWrites).
 	FleetAck []*WriteLatency `json:"fleet_ack_writes"`
+	// DiskCommit is `raftbench commit`: one raft log append made durable on the disk of the
+	// state directories. A fleet-acknowledged write pays it four times in a row (the write on
+	// the leader, then on a follower; the Barrier that tells the followers it committed, on the
+	// leader, then on each follower), so four times its p50 is the write's floor on this disk.
+	DiskCommit *WriteLatency `json:"disk_commit,omitempty"`
 }
 
 // WriteLatency is the latency of sequential writes.
@@ -57,6 +62,13 @@ func runRaft(ctx context.Context, ps *procs, o *Options) any {
 	}
 	cl.What = "consensus.Node.Apply on the leader to the applied result; voters in one process on loopback TCP, bbolt on disk"
 	res := RaftResult{Status: "measured", Admin: admin, Cluster: &cl}
+	var dc WriteLatency
+	if err := runRaftbench(ps, c, "raftbench-commit", time.Minute, &dc, "commit", "--writes", "1000", "--dir", dir); err != nil {
+		return notMeasured("disk commits: " + err.Error())
+	}
+	dc.Nodes = 1
+	dc.What = "one raft log entry appended and made durable (one bbolt transaction) in the state directory's file system"
+	res.DiskCommit = &dc
 	for _, n := range fleetAckSizes {
 		o.Log.Info("raft: fleet-acknowledged writes", "gateways", n, "writes", c.AdminWrites)
 		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites)

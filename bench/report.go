@@ -340,7 +340,10 @@ func (r *Report) printSections(w io.Writer) {
 				fmt.Fprintf(w, "%s: failover: %s (%s)\n", sec.name, f.Status, f.Reason)
 			}
 		case RaftResult:
-			for _, l := range append([]*WriteLatency{v.Admin, v.Cluster}, v.FleetAck...) {
+			for _, l := range append([]*WriteLatency{v.DiskCommit, v.Admin, v.Cluster}, v.FleetAck...) {
+				if l == nil {
+					continue
+				}
 				fmt.Fprintf(w, "%s: %d sequential writes, %d node(s): p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f writes/s (%s)\n",
 					sec.name, l.Writes, l.Nodes, l.P50Ms, l.P99Ms, l.MaxMs, l.WritesPerSec, l.What)
 			}

@@ -5,6 +5,10 @@
 //	    as voters, and times sequential writes (a worker disabled and enabled again) through the
 //	    leader, from Apply to the committed, applied result: the p50/p99 of an admin write's
 //	    commit, without the HTTP in front of it.
+//	raftbench commit --writes 1000 --dir D
+//	    times appends of one small entry to a raft log store under D, each made durable (one
+//	    bbolt transaction): the disk's share of a write, paid once on the leader and once on a
+//	    follower per raft round.
 //	raftbench fill --state-dir D --node-id ID --workers 100000 --owner OTHER
 //	    writes a gateway's state directory holding that many worker records, owned by OTHER (so
 //	    the gateway imports them: it routes to them but runs no health checks), and snapshots
@@ -35,6 +39,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return toolcmd.Run(ctx, "raftbench", map[string]toolcmd.Subcommand{
 		"cluster": func(ctx context.Context, args []string, stderr io.Writer) (any, error) {
 			return runCluster(ctx, args, stderr)
+		},
+		"commit": func(ctx context.Context, args []string, stderr io.Writer) (any, error) {
+			return runCommit(ctx, args, stderr)
 		},
 		"fill": func(ctx context.Context, args []string, stderr io.Writer) (any, error) {
 			return runFill(ctx, args, stderr)

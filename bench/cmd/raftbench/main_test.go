@@ -16,6 +16,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		nil,
 		{"bogus"},
 		{"cluster"}, // no --dir
+		{"commit"},  // no --dir
+		{"commit", "--dir", "x", "--writes", "0"},
 		{"cluster", "--dir", "x", "--nodes", "0"},
 		{"fill", "--node-id", "n1"},  // no --state-dir
 		{"fill", "--state-dir", "x"}, // no --node-id
@@ -38,6 +40,21 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Nodes != 3 || res.Writes != 20 || res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.MaxMs < res.P99Ms || res.WritesPerSec <= 0 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestCommit times appends to a store on disk.
+func TestCommit(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"commit", "--writes", "20", "--dir", t.TempDir()}, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var res CommitResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Writes != 20 || res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.MaxMs < res.P99Ms {
 		t.Errorf("result %+v", res)
 	}
 }
