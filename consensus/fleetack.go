@@ -91,9 +91,11 @@ type FleetAck struct {
 	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
 	// its commit index covers every entry of earlier terms.
 	readyTerm atomic.Uint64
-	nudges    chan struct{}
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// waiting counts the Acknowledge calls in progress.
+	waiting atomic.Int64
+	nudges  chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
@@ -130,20 +132,47 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
 
 // Acknowledge waits until every live peer, this node included, has applied index to its data
-// plane, or Timeout (or ctx) ends the wait, and reports who did. A peer that is dead, left or
-// foreign in the mesh is not waited for; one whose gRPC address is unknown, or that cannot be
-// reached, lags. A report with laggards is also logged at WARN.
+// plane, or Timeout (or ctx) ends the wait, and reports who did. Live means alive or suspect in
+// the mesh: a suspect peer may still route (a slow link, a paused process about to resume), so
+// it is waited for and named when it lags. A peer that is dead, left or foreign when the write
+// starts is not waited for; one the mesh declares so during the wait is waited for no longer and
+// lags; one whose gRPC address is unknown, or that cannot be reached, lags. A report with
+// laggards is also logged at WARN.
 func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
 	a.nudge()
+	a.waiting.Add(1)
+	defer a.waiting.Add(-1)
+	changes, unwatch := a.watchMembership() // before the peers are read: no change slips between
+	defer unwatch()
 	peers := a.livePeers()
 	reached := make([]bool, len(peers))
+	stops := make([]context.CancelFunc, len(peers))
 	var wg sync.WaitGroup
 	for i, id := range peers {
-		wg.Go(func() { reached[i] = a.waitPeer(ctx, id, index) })
+		pctx, stop := context.WithCancel(ctx)
+		stops[i] = stop
+		wg.Go(func() {
+			defer stop()
+			reached[i] = a.waitPeer(pctx, id, index)
+		})
 	}
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	for waiting := true; waiting; {
+		select {
+		case <-all:
+			waiting = false
+		case <-changes:
+			live := a.livePeers()
+			for i, id := range peers {
+				if _, ok := slices.BinarySearch(live, id); !ok {
+					stops[i]() // dead, left or gone since the write started
+				}
+			}
+		}
+	}
 	rep := AckReport{Index: index, Acked: []string{}, Lagging: []string{}}
 	for i, id := range peers {
 		if reached[i] {
@@ -160,12 +189,23 @@ func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 	return rep
 }
 
-// livePeers are the alive members that are not foreign, this node included, sorted.
+// watchMembership watches the mesh's membership, without the progress-only changes when the
+// mesh can leave them out (mesh.Mesh.WatchMembership).
+func (a *FleetAck) watchMembership() (<-chan struct{}, func()) {
+	if m, ok := a.o.Members.(interface {
+		WatchMembership() (<-chan struct{}, func())
+	}); ok {
+		return m.WatchMembership()
+	}
+	return a.o.Members.Watch()
+}
+
+// livePeers are the members alive or suspect, this node included, sorted.
 func (a *FleetAck) livePeers() []string {
 	self := a.node.ID()
 	out := []string{self}
 	for _, m := range a.o.Members.Members() {
-		if m.Status == mesh.StatusAlive && m.ID != self {
+		if (m.Status == mesh.StatusAlive || m.Status == mesh.StatusSuspect) && m.ID != self {
 			out = append(out, m.ID)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,8 +59,9 @@ func (stuckApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
 
 // staticMembers is a mesh whose members a test sets.
 type staticMembers struct {
-	mu      sync.Mutex
-	members []mesh.Member
+	mu       sync.Mutex
+	members  []mesh.Member
+	watchers []chan struct{}
 }
 
 func (m *staticMembers) Members() []mesh.Member {
@@ -68,7 +70,32 @@ func (m *staticMembers) Members() []mesh.Member {
 	return append([]mesh.Member(nil), m.members...)
 }
 
-func (m *staticMembers) Watch() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+// Watch signals on every set.
+func (m *staticMembers) Watch() (<-chan struct{}, func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	m.watchers = append(m.watchers, ch)
+	return ch, func() {}
+}
+
+// set changes one member's status (adding it when missing) and signals the watchers.
+func (m *staticMembers) set(id string, st mesh.Status) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := slices.IndexFunc(m.members, func(x mesh.Member) bool { return x.ID == id })
+	if i < 0 {
+		m.members = append(m.members, mesh.Member{ID: id})
+		i = len(m.members) - 1
+	}
+	m.members[i].Status = st
+	for _, w := range m.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // ackCluster is an in-memory raft cluster whose nodes serve FleetAck on 127.0.0.1.
 type ackCluster struct {
@@ -225,6 +252,44 @@ meshgw_fleet_acks_total{result="lagging"} 1
 `
 	if err := testutil.GatherAndCompare(c.regs[0], strings.NewReader(wantMetrics), "meshgw_fleet_ack_lagging_total", "meshgw_fleet_acks_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// A suspect peer may still route (a slow network, a paused process about to resume): it is
+// waited for, and named lagging when it does not apply the write in time. One the mesh declares
+// dead during the wait is waited for no longer: the write answers then, naming it lagging.
+func TestFleetAckWaitsForSuspectPeers(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	c := startAckCluster(t, 3, timeout, func(i int, n *Node) Applied {
+		if i == 2 {
+			return stuckApplied{}
+		}
+		return fsmApplied{n}
+	})
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	c.members.set("n3", mesh.StatusSuspect)
+	res, _ := c.register(t, lead, 8103)
+	rep := c.acks[0].Acknowledge(context.Background(), res.Index)
+	want := AckReport{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3"}}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Fatalf("suspect n3: report (-want +got):\n%s", diff)
+	}
+
+	c.acks[0].o.Timeout = time.Minute
+	res, _ = c.register(t, lead, 8104)
+	done := make(chan AckReport, 1)
+	go func() { done <- c.acks[0].Acknowledge(context.Background(), res.Index) }()
+	waitFor(t, "n1 waiting on n3", func() bool { return c.acks[0].waiting.Load() > 0 })
+	c.members.set("n3", mesh.StatusDead)
+	select {
+	case rep = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write still waits for n3, declared dead")
+	}
+	want = AckReport{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3"}}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Fatalf("n3 declared dead: report (-want +got):\n%s", diff)
 	}
 }
 
