@@ -57,10 +57,11 @@ type Config struct {
 	// after the election, and the states it passes through are history (a worker registered but
 	// not yet disabled) that must not reach the pool. Until CaughtUp closes, only Start's first
 	// pass runs (the state raft restored from its snapshot, complete at its index: fail-static);
-	// the signals in between are held and answered by one pass when it closes. main closes it
-	// when this node's leader loop starts (after raft's Barrier); followers (the cluster step)
-	// will close it once they have applied the leader's commit index. Nil means every applied
-	// state is current.
+	// the signals in between are held and answered by one pass when it closes, save that the
+	// checks of an owned worker whose applied record names another owner, or is gone, stop at
+	// once (fence.go). main closes it when this node's leader loop starts (after raft's
+	// Barrier); followers (the cluster step) will close it once they have applied the leader's
+	// commit index. Nil means every applied state is current.
 	CaughtUp <-chan struct{}
 	// Imports is the importer of other owners' bulletins: bulletins held for records not yet
 	// applied are judged again after each pass, and what was imported of a worker whose record
@@ -97,6 +98,8 @@ type Reconciler struct {
 	// needFull says the next pass must read every record: before the first pass, and after a
 	// pass that panicked.
 	needFull bool
+	// fenced is the records' version the last fence read, while CaughtUp has not closed.
+	fenced uint64
 
 	// poolIndex is what the pool has applied and published; see applied.go.
 	poolIndex poolIndex
@@ -177,6 +180,7 @@ func (r *Reconciler) loop(ch <-chan struct{}, cancel func()) {
 		case <-ch:
 			if caughtUp != nil {
 				held = true
+				r.fence() // the held state reaches no pass, but checks this gateway lost stop now
 				continue
 			}
 			r.Reconcile()
