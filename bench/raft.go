@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -20,6 +21,10 @@ type RaftResult struct {
 	// loopback TCP with bbolt on disk, sequential writes through the leader. The admin API and
 	// its forwarding to the leader come with the gateway cluster (step 6).
 	Cluster *WriteLatency `json:"write_3_nodes"`
+	// ClusterAck is `raftbench cluster --ack`: the same writes, each also fleet-acknowledged by
+	// every node's FSM over gRPC. The gap to FleetAck is the gateway's share (HTTP, forwarding,
+	// the pool's apply).
+	ClusterAck *WriteLatency `json:"fleet_ack_3_nodes_consensus,omitempty"`
 	// FleetAck is fleet-acknowledged admin writes through gateways joined on loopback, at 3
 	// and 5 gateways (fleetAckWrites).
 	FleetAck []*WriteLatency `json:"fleet_ack_writes"`
@@ -61,7 +66,13 @@ func runRaft(ctx context.Context, ps *procs, o *Options) any {
 		return notMeasured("cluster writes: " + err.Error())
 	}
 	cl.What = "consensus.Node.Apply on the leader to the applied result; voters in one process on loopback TCP, bbolt on disk"
-	res := RaftResult{Status: "measured", Admin: admin, Cluster: &cl}
+	var ca WriteLatency
+	if err := runRaftbench(ps, c, "raftbench-cluster-ack", 2*time.Minute, &ca, "cluster", "--nodes", fmt.Sprint(c.ClusterNodes),
+		"--writes", fmt.Sprint(c.ClusterWrites), "--ack", "--dir", filepath.Join(dir, "ack")); err != nil {
+		return notMeasured("fleet-acknowledged cluster writes: " + err.Error())
+	}
+	ca.What = "the same, each also fleet-acknowledged: until every node's FSM applied it (consensus.FleetAck over loopback gRPC)"
+	res := RaftResult{Status: "measured", Admin: admin, Cluster: &cl, ClusterAck: &ca}
 	var dc WriteLatency
 	if err := runRaftbench(ps, c, "raftbench-commit", time.Minute, &dc, "commit", "--writes", "1000", "--dir", dir); err != nil {
 		return notMeasured("disk commits: " + err.Error())

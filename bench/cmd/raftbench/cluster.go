@@ -31,6 +31,9 @@ type ClusterResult struct {
 	P99Ms        float64 `json:"p99_ms"`
 	MaxMs        float64 `json:"max_ms"`
 	WritesPerSec float64 `json:"writes_per_s"` // sequential: one write at a time
+	// Acked: each write was also fleet-acknowledged (--ack): the latency runs until every
+	// node's FSM applied it, as consensus.FleetAck waits for it over gRPC.
+	Acked bool `json:"acked,omitempty"`
 }
 
 func runCluster(ctx context.Context, args []string, stderr io.Writer) (*ClusterResult, error) {
@@ -39,6 +42,7 @@ func runCluster(ctx context.Context, args []string, stderr io.Writer) (*ClusterR
 	nodes := fs.Int("nodes", 3, "voters, all in this process on 127.0.0.1")
 	writes := fs.Int("writes", 2000, "sequential writes measured (after 100 not measured)")
 	dir := fs.String("dir", "", "folder for the nodes' state directories (required; left behind for the caller to remove)")
+	ack := fs.Bool("ack", false, "fleet-acknowledge each write: time it until every node applied it (consensus.FleetAck over gRPC on loopback)")
 	if err := toolcmd.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -58,7 +62,16 @@ func runCluster(ctx context.Context, args []string, stderr io.Writer) (*ClusterR
 	if err != nil {
 		return nil, err
 	}
-	lat, took, err := timeWrites(ctx, leader, *writes)
+	var after func(index uint64) error
+	if *ack {
+		acks, err := startAcks(ns)
+		defer acks.close()
+		if err != nil {
+			return nil, err
+		}
+		after = acks.acknowledger(leader)
+	}
+	lat, took, err := timeWrites(ctx, leader, *writes, after)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +80,7 @@ func runCluster(ctx context.Context, args []string, stderr io.Writer) (*ClusterR
 		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
 	}
 	return &ClusterResult{
-		Nodes: *nodes, Writes: *writes, Fsync: true,
+		Nodes: *nodes, Writes: *writes, Fsync: true, Acked: *ack,
 		P50Ms: ms(0.50), P90Ms: ms(0.90), P99Ms: ms(0.99), MaxMs: ms(1),
 		WritesPerSec: float64(*writes) / took.Seconds(),
 	}, nil
@@ -135,8 +148,9 @@ func waitLeader(ctx context.Context, ns []*consensus.Node, within time.Duration)
 }
 
 // timeWrites registers one worker, then disables and enables it writes times in a row (after
-// 100 unmeasured), and returns each write's latency and the measured writes' total time.
-func timeWrites(ctx context.Context, leader *consensus.Node, writes int) ([]time.Duration, time.Duration, error) {
+// 100 unmeasured), and returns each write's latency and the measured writes' total time. after,
+// when set, runs after each write with its index, and counts in its latency.
+func timeWrites(ctx context.Context, leader *consensus.Node, writes int, after func(uint64) error) ([]time.Duration, time.Duration, error) {
 	s := worker.Spec{URL: "http://127.0.0.1:8000", Model: "bench-model"}
 	if err := s.Normalize(); err != nil {
 		return nil, 0, err
@@ -151,15 +165,23 @@ func timeWrites(ctx context.Context, leader *consensus.Node, writes int) ([]time
 		}
 		return fsm.SetFlags{ID: s.ID(), Flags: fsm.FlagChange{Disabled: &off}}
 	}
+	write := func(i int) (time.Duration, error) {
+		t0 := time.Now()
+		res, err := apply(ctx, leader, flip(i))
+		if err == nil && after != nil {
+			err = after(res.Index)
+		}
+		return time.Since(t0), err
+	}
 	for i := range 100 {
-		if _, err := apply(ctx, leader, flip(i)); err != nil {
+		if _, err := write(i); err != nil {
 			return nil, 0, err
 		}
 	}
 	lat := make([]time.Duration, 0, writes)
 	start := time.Now()
 	for i := range writes {
-		d, err := apply(ctx, leader, flip(i))
+		d, err := write(i)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -168,16 +190,14 @@ func timeWrites(ctx context.Context, leader *consensus.Node, writes int) ([]time
 	return lat, time.Since(start), nil
 }
 
-// apply makes one write and returns how long it took; a rejected command is an error.
-func apply(ctx context.Context, n *consensus.Node, c fsm.Command) (time.Duration, error) {
-	t0 := time.Now()
+// apply makes one write; a rejected command is an error.
+func apply(ctx context.Context, n *consensus.Node, c fsm.Command) (fsm.Result, error) {
 	res, err := n.Apply(ctx, c)
-	d := time.Since(t0)
 	if err != nil {
-		return d, err
+		return res, err
 	}
 	if res.Outcome == fsm.Rejected {
-		return d, fmt.Errorf("write rejected: %w", res.Err)
+		return res, fmt.Errorf("write rejected: %w", res.Err)
 	}
-	return d, nil
+	return res, nil
 }

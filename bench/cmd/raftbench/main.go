@@ -4,7 +4,9 @@
 //	    starts N consensus nodes on loopback TCP with bbolt stores under D, bootstrapped together
 //	    as voters, and times sequential writes (a worker disabled and enabled again) through the
 //	    leader, from Apply to the committed, applied result: the p50/p99 of an admin write's
-//	    commit, without the HTTP in front of it.
+//	    commit, without the HTTP in front of it. With --ack each write is also fleet-acknowledged
+//	    (consensus.FleetAck over loopback gRPC, each node's FSM as its data plane): the consensus
+//	    layer's share of a fleet-acknowledged admin write.
 //	raftbench commit --writes 1000 --dir D
 //	    times appends of one small entry to a raft log store under D, each made durable (one
 //	    bbolt transaction): the disk's share of a write, paid once on the leader and once on a

@@ -59,6 +59,21 @@ func TestCommit(t *testing.T) {
 	}
 }
 
+// TestClusterAck times fleet-acknowledged writes through a real 3-node cluster.
+func TestClusterAck(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"cluster", "--nodes", "3", "--writes", "20", "--ack", "--dir", t.TempDir()}, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var res ClusterResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Acked || res.Writes != 20 || res.P50Ms <= 0 || res.P99Ms < res.P50Ms {
+		t.Errorf("result %+v", res)
+	}
+}
+
 // TestFill writes records that a node started on the same folder restores, owned elsewhere.
 func TestFill(t *testing.T) {
 	dir := t.TempDir()
