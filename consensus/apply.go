@@ -61,7 +61,7 @@ func (n *Node) apply(ctx context.Context, typ fsm.CommandType, data []byte) (fsm
 	}
 	n.met.observeApply(typ.String(), time.Since(start))
 	if f := n.committed.Load(); f != nil && res.Index != 0 {
-		(*f)()
+		(*f)(res.Index)
 	}
 	return res, res.Err
 }

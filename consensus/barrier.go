@@ -37,7 +37,7 @@ type fleetAckServer struct {
 // WaitApplied implements consensusv1.FleetAckServer. It answers a little before the caller's
 // deadline when the index was not reached, so that the caller reads the applied index.
 func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitAppliedRequest) (*consensusv1.WaitAppliedResponse, error) {
-	s.a.nudge()
+	s.a.nudge(req.Index)
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := waitCtx.Done()
@@ -66,7 +66,7 @@ func (s *fleetAckServer) ReadIndex(ctx context.Context, req *consensusv1.ReadInd
 	case err == nil:
 		// The asker applies up to idx once it learns idx committed: tell it now, not at the
 		// next CommitTimeout.
-		s.a.nudge()
+		s.a.nudge(idx)
 		return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK, Index: idx}, nil
 	case errors.As(err, &nl):
 		return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER, LeaderId: nl.Leader}, nil

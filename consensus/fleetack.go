@@ -93,9 +93,16 @@ type FleetAck struct {
 	readyTerm atomic.Uint64
 	// waiting counts the Acknowledge calls in progress.
 	waiting atomic.Int64
-	nudges  chan struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// covered is the applied index when the last Barrier started, in coveredTerm: that Barrier
+	// tells the followers that every index up to it committed, so a nudge for one of them is not
+	// needed while this node leads in that term.
+	covered     atomic.Uint64
+	coveredTerm atomic.Uint64
+	// busy is set while the nudging loop runs a Barrier.
+	busy   atomic.Bool
+	nudges chan struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
@@ -123,7 +130,7 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	}
 	a.wg.Add(1)
 	go a.nudgeLoop()
-	nudge := a.nudge
+	nudge := func(index uint64) { a.nudge(index) }
 	node.committed.Store(&nudge)
 	return a, nil
 }
@@ -141,7 +148,7 @@ func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
 func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
-	a.nudge()
+	a.nudge(index)
 	a.waiting.Add(1)
 	defer a.waiting.Add(-1)
 	changes, unwatch := a.watchMembership() // before the peers are read: no change slips between
@@ -255,9 +262,10 @@ func (a *FleetAck) conn(id string) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// nudge asks the nudging loop for a Barrier when this node leads; coalesced.
-func (a *FleetAck) nudge() {
-	if !a.node.IsLeader() {
+// nudge asks the nudging loop for a Barrier that tells the followers index committed, when this
+// node leads and no Barrier started since index was applied; coalesced. Index 0 always asks.
+func (a *FleetAck) nudge(index uint64) {
+	if !a.node.IsLeader() || (index != 0 && index <= a.covered.Load() && a.coveredTerm.Load() == a.node.raft.CurrentTerm()) {
 		return
 	}
 	select {
@@ -281,9 +289,20 @@ func (a *FleetAck) nudgeLoop() {
 				continue
 			}
 			term := a.node.raft.CurrentTerm()
+			// The Barrier carries the commit index raft has when it is appended, at least the
+			// index applied now.
+			prev := a.covered.Load()
+			if a.coveredTerm.Swap(term) != term {
+				prev = 0 // a Barrier of an earlier leadership told the followers of then
+			}
+			a.covered.Store(max(prev, a.node.AppliedIndex()))
+			a.busy.Store(true)
 			if err := a.node.raft.Barrier(nudgeTimeout).Error(); err == nil {
 				a.readyTerm.Store(term)
+			} else {
+				a.covered.Store(prev) // the followers may not have learned it: nudge again
 			}
+			a.busy.Store(false)
 		}
 	}
 }

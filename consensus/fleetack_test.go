@@ -210,6 +210,27 @@ func TestLeaderNudgesFollowersAfterEachWrite(t *testing.T) {
 	}
 }
 
+// A write taken by a follower is nudged once: the leader's Barrier after it applied the write
+// covers it, so the WaitApplied the writer then sends the leader appends no second Barrier that
+// the next write would queue behind.
+func TestOneBarrierPerAcknowledgedWrite(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	f := follower(lead, 3)
+	for i := range 5 {
+		res, _ := c.register(t, lead, 8120+i)
+		if rep := c.acks[f].Acknowledge(context.Background(), res.Index); len(rep.Lagging) > 0 {
+			t.Fatalf("write %d: lagging %v", i, rep.Lagging)
+		}
+		// Let the Barriers this write started finish before counting.
+		waitFor(t, "the nudges to settle", func() bool { return len(c.acks[lead].nudges) == 0 && !c.acks[lead].busy.Load() })
+		if got := c.nodes[lead].raft.LastIndex(); got != res.Index+1 {
+			t.Fatalf("write %d at index %d: the leader's log ends at %d; want one Barrier after it, at %d", i, res.Index, got, res.Index+1)
+		}
+	}
+}
+
 // Peers that are dead or left are not waited for; a live peer that never applies, or whose
 // address is unknown, lags, and the wait ends at the timeout.
 func TestFleetAckNamesLaggingPeers(t *testing.T) {

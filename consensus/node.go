@@ -48,7 +48,7 @@ type Node struct {
 
 	// committed, when set, is called after each write this node applied as the leader: the
 	// FleetAck's nudge, so that followers learn of the commit before any writer asks.
-	committed atomic.Pointer[func()]
+	committed atomic.Pointer[func(index uint64)]
 
 	closed   atomic.Bool
 	shutdown sync.Once
