@@ -193,7 +193,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	defer publisher.Close()
 	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
 		Breaker: o.breaker.config(), Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
-		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed})
+		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, HandOver: importer.HandOver})
 	if err != nil {
 		gw.Close()
 		return err

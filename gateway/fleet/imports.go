@@ -27,10 +27,10 @@ const (
 	// DropStale: not newer than the last bulletin applied for the worker at that epoch.
 	DropStale
 	// DropEpoch: its owner or epoch differ from the applied record (an old owner still
-	// talking after a failover), or this gateway owns the worker.
+	// talking after a failover), or this gateway owns the worker at the bulletin's epoch.
 	DropEpoch
 	// Hold: the bulletin is ahead of this gateway's applied record (no record yet, or a newer
-	// epoch): it is kept and judged again when the record arrives.
+	// epoch, whoever the record names): it is kept and judged again when the record arrives.
 	Hold
 )
 
@@ -56,15 +56,17 @@ type Ref struct {
 // Judge is the acceptance rule of bulletins (DESIGN.md section 2), a pure function: a bulletin
 // applies only when it comes from the owner the applied record names, at the record's epoch,
 // with a seq newer than the last applied one (Serf's Lamport check). self is this gateway's
-// node id: it never imports a worker it owns.
+// node id: it never imports a worker it owns. A bulletin at a newer epoch than the record is
+// held even when the record names self: the worker moved away and this gateway has not applied
+// the move yet, and that bulletin is the new owner's first.
 func Judge(rec, last Ref, self string, b *mesh.Bulletin) Verdict {
 	switch {
 	case !rec.Known:
 		return Hold
-	case rec.Owner == self:
-		return DropEpoch
 	case b.Epoch > rec.Epoch:
 		return Hold
+	case rec.Owner == self:
+		return DropEpoch
 	case b.Owner != rec.Owner || b.Epoch != rec.Epoch:
 		return DropEpoch
 	case last.Known && last.Epoch == b.Epoch && b.Seq <= last.Seq:
@@ -321,7 +323,9 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 
 // ImportedStatus is an imported worker's runtime state as GET /workers shows it.
 type ImportedStatus struct {
-	// Bulletin is the last bulletin applied.
+	// Bulletin is the last bulletin applied; for a worker this gateway handed over (HandOver),
+	// before the new owner's first bulletin, its own last state, Owner this gateway's node id
+	// and Seq 0.
 	Bulletin mesh.Bulletin
 	// Received is when it arrived.
 	Received time.Time
@@ -357,12 +361,19 @@ func staleAfter(interval time.Duration) time.Duration {
 
 func (im *Importer) stale(st *ImportedStatus) bool {
 	last := st.Received
-	if im.cfg.Heard != nil {
+	if im.refreshed(st.Bulletin.Owner) {
 		if h := im.cfg.Heard(st.Bulletin.Owner); h.After(last) {
 			last = h
 		}
 	}
 	return im.cfg.Now().Sub(last) > staleAfter(st.Bulletin.ProbeInterval)
+}
+
+// refreshed reports whether news from owner keeps its imported state fresh: Heard is set and
+// owner is another gateway. State this gateway handed over (HandOver) is refreshed by nobody:
+// it ages from the hand-over until the new owner's first bulletin replaces it.
+func (im *Importer) refreshed(owner string) bool {
+	return im.cfg.Heard != nil && owner != im.cfg.NodeID
 }
 
 // Seed is owned.Options.Seed: the state a worker this gateway starts to own takes over from
@@ -386,6 +397,45 @@ func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 	}
 	return owned.Seed{Health: h, Breaker: parseBreaker(b.Breaker), BreakerFailures: b.BreakerFailures,
 		BreakerSuccesses: b.BreakerSuccesses, BreakerReopenIn: reopen}, true
+}
+
+// HandOver is owned.Options.HandOver, the mirror image of Seed: a worker this gateway stops
+// owning (a transfer, a drain's handoff, a rebalance, a failover it applies late) keeps the
+// runtime state it had here, last at the epoch this gateway owned it, until the new owner's
+// first bulletin replaces it. Without it the worker would route with no breaker (an open
+// circuit closed) and show health unknown until that bulletin arrived. The state is recorded as
+// an import from this gateway, at its epoch and seq 0, and its breaker view is attached to the
+// pool's worker before the manager detaches its own, so that no request slips in between; the
+// pool's health, already this gateway's verdict, is kept. Judge applies any bulletin of the
+// new owner over it (a newer epoch), and Seed hands it back if the worker returns first.
+// Nothing refreshes it: it goes stale after three probe intervals, counted in
+// meshgw_mesh_stale_imports, and keeps its value (fail-static), an open circuit admitting
+// trials once its timeout passes, as any import does. It is not saved for a restart (Restore
+// would drop it: its owner is not the record's). A bulletin at a newer epoch applied already
+// (it raced the move) is kept instead, and a host-local worker is never imported.
+func (im *Importer) HandOver(id worker.ID, last owned.Status) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	w := im.cfg.Pool.Get(id)
+	if w == nil || worker.IsHostLocalURL(w.URL) {
+		return
+	}
+	cur := im.state[id]
+	if cur != nil && cur.epoch > last.Epoch {
+		return
+	}
+	if cur == nil {
+		cur = &imported{rb: remoteBreaker{now: im.cfg.Now}}
+		im.state[id] = cur
+	}
+	now := im.cfg.Now()
+	b := ownedBulletin(id, &last, w, now)
+	b.Owner = im.cfg.NodeID
+	cur.set(&b, im.cfg.NodeID, now)
+	cur.rb.set(last.Breaker.State, now.Add(b.BreakerReopenIn))
+	_ = im.cfg.Pool.SetBreaker(id, &cur.rb)
+	im.log.Debug("worker handed over: routing it by its last state here until the new owner's first bulletin",
+		"worker", w.URL, "epoch", last.Epoch, "health", b.Health, "breaker", b.Breaker)
 }
 
 // remoteBreaker is an imported worker's view of its owner's breaker: selection skips the worker

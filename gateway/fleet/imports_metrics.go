@@ -50,7 +50,7 @@ func (im *Importer) countStale() (n, stale int) {
 	heard := make(map[string]time.Time)
 	for _, e := range entries {
 		last := time.Unix(0, e.at)
-		if im.cfg.Heard != nil {
+		if im.refreshed(e.owner) {
 			h, ok := heard[e.owner]
 			if !ok {
 				h = im.cfg.Heard(e.owner)

@@ -39,6 +39,8 @@ func TestJudge(t *testing.T) {
 		{"a newer epoch than the record: the record lags", rec, Ref{}, bul("c", 6, 1), Hold},
 		{"no record yet", Ref{}, Ref{}, bul("a", 5, 1), Hold},
 		{"owned here", Ref{Known: true, Owner: "me", Epoch: 5}, Ref{}, bul("a", 5, 1), DropEpoch},
+		{"the new owner's first, before the move away from here applied", Ref{Known: true, Owner: "me", Epoch: 5}, Ref{}, bul("a", 6, 1), Hold},
+		{"the new owner's first over the state handed over here", rec, Ref{Known: true, Owner: "me", Epoch: 4}, bul("a", 5, 1), Apply},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,6 +126,12 @@ func (p *Publisher) bulletin(id worker.ID) (mesh.Bulletin, bool) {
 	if !ok || w == nil || worker.IsHostLocalURL(w.URL) {
 		return mesh.Bulletin{}, false
 	}
+	return ownedBulletin(id, &st, w, p.now()), true
+}
+
+// ownedBulletin is the bulletin of an owned worker in state st, w its pool worker, at now;
+// Owner and Seq are the mesh's to set.
+func ownedBulletin(id worker.ID, st *owned.Status, w *pool.Worker, now time.Time) mesh.Bulletin {
 	b := mesh.Bulletin{
 		Worker: string(id), Epoch: st.Epoch,
 		Health: w.Health().String(), HealthFailures: st.ConsecutiveFailures, HealthSuccesses: st.ConsecutiveSuccesses,
@@ -137,9 +143,9 @@ func (p *Publisher) bulletin(id worker.ID) (mesh.Bulletin, bool) {
 	case breaker.HalfOpen:
 		b.BreakerSuccesses = st.Breaker.ConsecutiveSuccesses
 	case breaker.Open:
-		b.BreakerReopenIn = max(0, st.Breaker.ReopensAt.Sub(p.now()))
+		b.BreakerReopenIn = max(0, st.Breaker.ReopensAt.Sub(now))
 	}
-	return b, true
+	return b
 }
 
 func truncate(s string, n int) string {

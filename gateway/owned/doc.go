@@ -28,7 +28,9 @@
 //  6. When health removes a worker on its own (failed with --remove-unhealthy-workers, or the end
 //     of a Drain), the manager forgets it and calls Options.OnRemove with the epoch given to Own,
 //     so that the caller removes the record fenced by (owner, epoch); without OnRemove it removes
-//     the worker from the pool itself. Disown forgets a worker without touching the pool.
+//     the worker from the pool itself. Disown forgets a worker without touching the pool, after
+//     telling Options.HandOver its last state (the mirror image of Options.Seed), so that the
+//     former owner keeps routing it by that state until the new owner's first bulletin.
 //  7. Drain owns a worker whose record is draining (a DELETE accepted through raft; the record
 //     holds when the drain started and its settle): the worker is never probed again, whatever
 //     its state or quarantine, its health reads draining, and once the settle has passed since

@@ -64,6 +64,14 @@ type Options struct {
 	// in that health state (probed at once) with its breaker as it was. Nil, or ok false: a new
 	// worker starts pending with a closed breaker.
 	Seed func(id worker.ID) (Seed, bool)
+	// HandOver is told, by Disown, the runtime state of a worker this gateway stops owning
+	// (its record moved to another owner, or is gone), just before its breaker leaves the
+	// pool's worker: the mirror image of Seed, so that this gateway keeps routing the worker
+	// by that state until the new owner's first bulletin (gateway/fleet.Importer.HandOver
+	// attaches a read-only view of the breaker, which the manager then leaves in place). It is
+	// called with Own, Drain and Disown held off: it must not call them. Nil: the worker keeps
+	// its pool health and is left without a breaker.
+	HandOver func(id worker.ID, last Status)
 	// Listers replaces the model lister of a connection mode, for tests. Default: GET
 	// {url}/v1/models for HTTP, meshgw.engine.v1.Engine/Models for gRPC, the WELCOME of the
 	// worker's link for ZMQ. External providers are never asked.
@@ -339,11 +347,16 @@ func (m *Manager) startChecks(ow *ownedWorker, spec worker.Spec, initial health.
 	}
 }
 
-// Disown stops probing and breaking a worker (removed, or owned elsewhere now). It does not
-// remove the worker from the pool.
+// Disown stops probing and breaking a worker (removed, or owned elsewhere now), after telling
+// Options.HandOver its last state. It does not remove the worker from the pool.
 func (m *Manager) Disown(id worker.ID) {
 	m.ops.Lock()
 	defer m.ops.Unlock()
+	if f := m.opts.HandOver; f != nil {
+		if st, ok := m.Status(id); ok {
+			f(id, st)
+		}
+	}
 	if ow := m.forget(id); ow != nil {
 		m.checker.Remove(id)
 		m.log.Debug("worker disowned", "worker", ow.label, "id", string(id))

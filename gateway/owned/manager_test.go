@@ -304,6 +304,45 @@ func TestDisown(t *testing.T) {
 	})
 }
 
+// allowNone is a breaker view that admits nothing, as HandOver's hook attaches.
+type allowNone struct{}
+
+func (allowNone) Allow() bool { return false }
+
+// Disown tells Options.HandOver the worker's last state before its breaker leaves the pool's
+// worker, and leaves in place the view the hook attached: no request slips in between.
+func TestDisownHandsOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []Status
+		var f *fixture
+		f = newFixture(t, func(o *Options) {
+			o.HandOver = func(id worker.ID, last Status) {
+				got = append(got, last)
+				if w := f.pool.Get(id); w == nil || w.Allow() {
+					t.Errorf("HandOver called after the open breaker left the pool's worker: %v", w)
+				}
+				_ = f.pool.SetBreaker(id, allowNone{})
+			}
+		})
+		id := f.own(httpSpec(9001), 7)
+		synctest.Wait()
+		for range 3 {
+			f.m.OnOutcome(f.pool.Get(id), 0, true)
+		}
+		f.m.Disown(id)
+		if len(got) != 1 || got[0].Epoch != 7 || got[0].Health != health.Ready || got[0].Breaker.State != breaker.Open {
+			t.Fatalf("HandOver got %+v; want one call, epoch 7, ready, breaker open", got)
+		}
+		if w := f.pool.Get(id); w.Breaker() != pool.Breaker(allowNone{}) {
+			t.Errorf("Disown replaced the breaker view HandOver attached: %v", w.Breaker())
+		}
+		f.m.Disown(id) // not owned any more: nothing to hand over
+		if len(got) != 1 {
+			t.Errorf("HandOver called %d times, want once", len(got))
+		}
+	})
+}
+
 // The is_dead quarantine stops the probes and keeps the worker pending; releasing it verifies
 // the worker again, its breaker state kept.
 func TestQuarantine(t *testing.T) {
