@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/test/harness"
+)
+
+// TestDrainedGatewayRestartedAtOnce is docs/chaos.md finding 5: a drained gateway started
+// again on its state directory before the leader cleared its drain mark (a process supervisor
+// with Restart=always does it) must come back as a new member: its mark cleared, back in the
+// raft configuration (a non-voter promoted to the third voter seat), serving admin writes, and
+// taking ownership again. Three gateways; a follower is drained, then killed and started again
+// at once:
+//
+//   - after_done: as soon as the drain answered 200 done (the leader saw it leave and removed it
+//     from the configuration; its mark is cleared at the leader's next pass);
+//   - while_leaving: the moment it logs that it leaves the mesh, before the leader may have seen
+//     the leave (it may see the gateway dead, still a non-voter of the configuration).
+func TestDrainedGatewayRestartedAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	for _, tc := range []struct {
+		name         string
+		whileLeaving bool
+	}{
+		{name: "after_done"},
+		{name: "while_leaving", whileLeaving: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { drainRestart(t, tc.whileLeaving) })
+	}
+}
+
+// drainRestart runs one case of TestDrainedGatewayRestartedAtOnce.
+func drainRestart(t *testing.T, whileLeaving bool) {
+	b := harness.Build(t)
+	// A short drain timeout: in while_leaving the drain's answer does not wait for a gateway
+	// that came back (it answers 202 then); the test does not judge that answer.
+	extra := []string{"--drain-timeout-secs", "15"}
+	gws := []*clusterGW{newClusterGW(t, "s1", extra...), newClusterGW(t, "s2", extra...), newClusterGW(t, "s3", extra...)}
+	gws[0].start(t, b)
+	gws[1].start(t, b, gws[0].meshAddr())
+	gws[2].start(t, b, gws[0].meshAddr())
+	leaderID := waitFormed(t, gws...)
+	var leader, victim, other *clusterGW
+	for _, g := range gws {
+		switch {
+		case g.id == leaderID:
+			leader = g
+		case victim == nil:
+			victim = g
+		default:
+			other = g
+		}
+	}
+	// Each gateway owns two workers (nothing listens: ownership needs no engine).
+	urls := map[string][]string{}
+	for _, g := range gws {
+		for range 2 {
+			u := fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t))
+			newAdmin(g.Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, u))
+			urls[g.id] = append(urls[g.id], u)
+		}
+	}
+	t.Logf("leader %s; draining %s", leader.id, victim.id)
+
+	drainAt := time.Now()
+	var answer sync.WaitGroup
+	var drainCode int
+	var drainBody string
+	var drainErr error
+	answer.Go(func() { drainCode, drainBody, drainErr = postDrain(leader.URL, victim.id) })
+	if whileLeaving {
+		harness.WaitFor(t, clusterBound, victim.id+" logs that it leaves the mesh", func() bool {
+			return strings.Contains(victim.Output(), "drained: leaving the mesh")
+		})
+	} else {
+		answer.Wait()
+		if drainErr != nil || drainCode != 200 || !strings.Contains(drainBody, `"done":true`) {
+			t.Fatalf("POST /mesh/drain %s: %d %s %v", victim.id, drainCode, drainBody, drainErr)
+		}
+	}
+	victim.Kill()
+	stopped := time.Now()
+	victim.start(t, b, leader.meshAddr(), other.meshAddr())
+	t.Logf("%s drained %v after the request, stopped, and answering again %v after it stopped",
+		victim.id, stopped.Sub(drainAt).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
+
+	// Its mark is cleared on every gateway, and it is back: three alive peers, three voters.
+	for _, g := range gws {
+		harness.WaitFor(t, clusterBound, g.id+" no longer lists "+victim.id+" in GET /mesh/drain", func() bool {
+			var d struct {
+				Draining []struct{ Peer string } `json:"draining"`
+			}
+			return getJSON(t, g, "/mesh/drain", &d) && len(d.Draining) == 0
+		})
+	}
+	waitFormed(t, gws...)
+	t.Logf("%s is a voter again %v after it stopped", victim.id, time.Since(stopped).Round(time.Millisecond))
+
+	// Admin writes through it work, and it takes ownership again: a registration through it,
+	// and a transfer to it of one of the leader's workers through the third gateway.
+	u := fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t))
+	harness.WaitFor(t, clusterBound, "a registration through "+victim.id, func() bool {
+		code, _ := newAdmin(victim.Gateway, "").do(t, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, u))
+		return code == 201
+	})
+	moved := urls[leader.id][0]
+	code, body := newAdmin(other.Gateway, "").do(t, "POST", "/workers/"+workerRef(moved)+"/transfer", fmt.Sprintf(`{"to":%q}`, victim.id))
+	if code != http.StatusOK {
+		t.Fatalf("transfer of %s to %s through %s: %d %s", moved, victim.id, other.id, code, body)
+	}
+	for _, g := range gws {
+		for _, w := range []string{u, moved} {
+			harness.WaitFor(t, clusterBound, g.id+" shows "+w+" owned by "+victim.id, func() bool {
+				v, ok := workerOn(t, g, w)
+				return ok && v.Owner == victim.id
+			})
+		}
+	}
+	answer.Wait()
+	if whileLeaving {
+		var ans struct{ Done bool }
+		_ = json.Unmarshal([]byte(drainBody), &ans)
+		t.Logf("the drain answered %d (done %v) %v", drainCode, ans.Done, drainErr)
+	}
+}
+
+// postDrain sends POST /mesh/drain {"peer": peer} to the gateway at base and waits for its
+// answer (a drain answers once done, or after --drain-timeout-secs). It calls no t method: it
+// runs beside the test.
+func postDrain(base, peer string) (int, string, error) {
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Post(base+"/mesh/drain", "application/json", strings.NewReader(fmt.Sprintf(`{"peer":%q}`, peer)))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
