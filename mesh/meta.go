@@ -3,6 +3,7 @@ package mesh
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/memberlist"
@@ -51,6 +52,10 @@ type Meta struct {
 	// Rejoining is set while the node's raft state is new and no leader has confirmed that it
 	// caught up (consensus.Node.Rejoining).
 	Rejoining bool
+	// Started is when this gateway process started: every start publishes a new one, on the same
+	// state directory or not. Zero when unknown (an older build). A drain mark names the process
+	// it drains by it.
+	Started time.Time
 	// Leaving is set by Leave just before the node's leave message, so that peers report it as
 	// left rather than dead. SetMeta cannot change it.
 	Leaving bool
@@ -64,19 +69,20 @@ func EncodeMeta(m Meta) ([]byte, error) {
 		return nil, err
 	}
 	body, err := proto.Marshal(&meshv1.NodeMeta{
-		NodeId:       m.NodeID,
-		Version:      m.Version,
-		Region:       m.Region,
-		Color:        m.Color,
-		HttpAddr:     m.HTTPAddr,
-		RpcAddr:      m.RPCAddr,
-		RaftAddr:     m.RaftAddr,
-		ClusterId:    m.ClusterID,
-		AppliedIndex: m.AppliedIndex,
-		OwnedWorkers: m.OwnedWorkers,
-		Leaving:      m.Leaving,
-		Incarnation:  m.Incarnation,
-		Rejoining:    m.Rejoining,
+		NodeId:          m.NodeID,
+		Version:         m.Version,
+		Region:          m.Region,
+		Color:           m.Color,
+		HttpAddr:        m.HTTPAddr,
+		RpcAddr:         m.RPCAddr,
+		RaftAddr:        m.RaftAddr,
+		ClusterId:       m.ClusterID,
+		AppliedIndex:    m.AppliedIndex,
+		OwnedWorkers:    m.OwnedWorkers,
+		Leaving:         m.Leaving,
+		Incarnation:     m.Incarnation,
+		Rejoining:       m.Rejoining,
+		StartedUnixNano: unixNano(m.Started),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: encode node metadata: %w", err)
@@ -121,6 +127,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 		Leaving:      pb.GetLeaving(),
 		Incarnation:  pb.GetIncarnation(),
 		Rejoining:    pb.GetRejoining(),
+		Started:      fromUnixNano(pb.GetStartedUnixNano()),
 	}
 	if err := m.validate(); err != nil {
 		return Meta{}, err
@@ -147,4 +154,19 @@ func (m Meta) validate() error {
 		}
 	}
 	return nil
+}
+
+// unixNano and fromUnixNano are the wire form of a time: Unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -16,7 +17,7 @@ func fullMeta() Meta {
 	return Meta{NodeID: "gw-eu-1", Version: "v0.6.0", Region: "eu-west-1", Color: "green",
 		HTTPAddr: "10.0.12.34:30000", RPCAddr: "10.0.12.34:39529", RaftAddr: "10.0.12.34:39528",
 		ClusterID: "5f0c6c1e-3f3b-4b8e-9d2a-8f1f2e3d4c5b", AppliedIndex: 123456789, OwnedWorkers: 250,
-		Incarnation: "9f86d081884c7d65", Rejoining: true}
+		Incarnation: "9f86d081884c7d65", Rejoining: true, Started: time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.UTC)}
 }
 
 func TestMetaRoundTrip(t *testing.T) {

@@ -117,7 +117,7 @@ func (o *Operator) Transfer(ctx context.Context, rec fsm.Record, to string) (Out
 	if err != nil || !ok {
 		return Outcome{}, err
 	}
-	out, err := o.write(ctx, ReasonTransfer, nil, []Move{m})
+	out, err := o.write(ctx, ReasonTransfer, drainMarks{}, []Move{m})
 	if err != nil {
 		return out, err
 	}
@@ -141,29 +141,42 @@ func (o *Operator) rebalance(ctx context.Context, dryRun bool, settle time.Durat
 	if dryRun || len(moves) == 0 {
 		return Outcome{Moves: moves}, nil
 	}
-	return o.write(ctx, ReasonRebalance, nil, moves)
+	return o.write(ctx, ReasonRebalance, drainMarks{}, moves)
 }
 
 // Drain marks peers draining and moves their workers to the peers that are not (PlanHandoff),
-// the marks and the first moves in one entry. Peers already marked are planned for as well.
+// the marks and the first moves in one entry. Each mark names the process of its peer the mesh
+// lists (its start time), so that the gateway started again is not drained by it. Peers
+// already marked are planned for as well.
 func (o *Operator) Drain(ctx context.Context, peers []string) (Outcome, error) {
 	all := o.Peers()
 	asked := make(map[string]bool, len(peers))
 	for _, p := range peers {
 		asked[p] = true
 	}
-	for i := range all {
-		all[i].Draining = all[i].Draining || asked[all[i].ID]
+	started := make(map[string]time.Time)
+	for i, p := range all {
+		all[i].Draining = p.Draining || asked[p.ID]
+		if asked[p.ID] && !p.Started.IsZero() {
+			started[p.ID] = p.Started
+		}
 	}
 	moves, stuck := PlanHandoff(workersOf(o.cfg.Records.WorkersShared()), all)
-	out, err := o.write(ctx, ReasonDrain, peers, moves)
+	out, err := o.write(ctx, ReasonDrain, drainMarks{peers, started}, moves)
 	out.Stuck = stuck
 	return out, err
 }
 
+// drainMarks are the marks a Drain writes: the peers, and the start time of the process of each
+// the mesh lists.
+type drainMarks struct {
+	peers   []string
+	started map[string]time.Time
+}
+
 // write applies moves in Handoff entries of at most MaxMovesPerEntry, the drain marks with the
 // first, and sums what they did. It stops at the first error.
-func (o *Operator) write(ctx context.Context, reason Reason, drain []string, moves []Move) (Outcome, error) {
+func (o *Operator) write(ctx context.Context, reason Reason, drain drainMarks, moves []Move) (Outcome, error) {
 	out := Outcome{Moves: moves}
 	for first := true; first || len(moves) > 0; first = false {
 		n := min(len(moves), o.cfg.MaxMovesPerEntry)
@@ -171,7 +184,7 @@ func (o *Operator) write(ctx context.Context, reason Reason, drain []string, mov
 		moves = moves[n:]
 		cmd := fsm.Handoff{Reason: reason.String(), At: o.cfg.Now(), Items: make([]fsm.ReassignItem, len(batch))}
 		if first {
-			cmd.Drain = drain
+			cmd.Drain, cmd.Started = drain.peers, drain.started
 		}
 		for i, m := range batch {
 			cmd.Items[i] = fsm.ReassignItem{ID: m.ID, From: fsm.Fence{Owner: m.From, Epoch: m.Epoch}, To: m.To}
@@ -187,7 +200,7 @@ func (o *Operator) write(ctx context.Context, reason Reason, drain []string, mov
 		if res.Reassign != nil {
 			o.cfg.Metrics.handedOff(reason, len(res.Reassign.Moved)) // a re-sent copy's are counted once
 		}
-		o.log.Info("ownership changed", "reason", reason.String(), "drain", strings.Join(drain, ","), "moves", len(batch),
+		o.log.Info("ownership changed", "reason", reason.String(), "drain", strings.Join(drain.peers, ","), "moves", len(batch),
 			"moved", len(moved), "skipped", len(skipped), "index", res.Index)
 	}
 	return out, nil

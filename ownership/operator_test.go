@@ -28,6 +28,9 @@ func newOperator(t *testing.T, s *fsmStore, m Membership, maxMoves int) (*Operat
 		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return t0 }}), reg
 }
 
+// startedAt is p whose process started at t.
+func startedAt(p Peer, t time.Time) Peer { p.Started = t; return p }
+
 func alivePeers(ids ...string) *fakeMembership {
 	var ps []Peer
 	for _, id := range ids {
@@ -91,11 +94,15 @@ func TestOperatorRebalance(t *testing.T) {
 	}
 }
 
-// TestOperatorDrain: the marks and the moves go in one entry; afterwards the drained peers are
-// marked, own nothing but what cannot move, and a rebalance gives them nothing.
+// TestOperatorDrain: the marks and the moves go in one entry, each mark naming the process of
+// its peer the mesh lists (none for a peer that publishes no start time); afterwards the drained
+// peers are marked, own nothing but what cannot move, and a rebalance gives them nothing.
 func TestOperatorDrain(t *testing.T) {
 	s := newStore(t, "blue1", "blue1", "blue2", "green1")
-	op, _ := newOperator(t, s, alivePeers("blue1", "blue2", "green1", "green2"), 0)
+	m := alivePeers("blue2", "green1", "green2")
+	started := t0.Add(-2 * time.Hour)
+	m.set(startedAt(peer("blue1", "", mesh.StatusAlive, t0.Add(-time.Hour)), started))
+	op, _ := newOperator(t, s, m, 0)
 	out, err := op.Drain(context.Background(), []string{"blue1", "blue2"})
 	if err != nil || len(out.Moved) != 3 || len(out.Stuck) != 0 || out.Index != 5 {
 		t.Fatalf("drain: %+v, %v", out, err)
@@ -103,7 +110,7 @@ func TestOperatorDrain(t *testing.T) {
 	if got := s.owners(); got["blue1"]+got["blue2"] != 0 {
 		t.Errorf("owners after: %v", got)
 	}
-	if marks := s.f.Draining(); len(marks) != 2 || !marks[0].Since.Equal(t0) {
+	if marks := s.f.Draining(); len(marks) != 2 || !marks[0].Since.Equal(t0) || !marks[0].Started.Equal(started) || !marks[1].Started.IsZero() {
 		t.Errorf("marks: %+v", marks)
 	}
 	if r, _ := op.Rebalance(context.Background(), true); len(r.Moves) > 1 {

@@ -35,6 +35,9 @@ type Peer struct {
 	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is given no
 	// worker, and its workers move to the peers that are not draining.
 	Draining bool
+	// Started is when the peer's process started, from its node metadata (mesh.Meta.Started);
+	// zero when unknown. A drain mark names the process it drains by it.
+	Started time.Time
 }
 
 // Worker is one worker record as failover reads it.

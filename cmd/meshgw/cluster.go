@@ -38,9 +38,12 @@ const (
 type cluster struct {
 	o      *options
 	nodeID string
-	log    *slog.Logger
-	base   *slog.Logger // without the component, for the mesh, which names its own
-	reg    prometheus.Registerer
+	// startTime is when this gateway started: published in the mesh metadata (Started), it
+	// names the process a drain mark drains (handoff.go).
+	startTime time.Time
+	log       *slog.Logger
+	base      *slog.Logger // without the component, for the mesh, which names its own
+	reg       prometheus.Registerer
 
 	node *consensus.Node
 	mesh *mesh.Mesh
@@ -73,8 +76,8 @@ type cluster struct {
 // services registers more gRPC services (outcome reports) before the listener serves.
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
 	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
-	c := &cluster{o: o, nodeID: nodeID, log: log.With("component", "cluster"), base: log, reg: reg, caughtUp: make(chan struct{}),
-		started: make(chan struct{})}
+	c := &cluster{o: o, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
+		caughtUp: make(chan struct{}), started: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
@@ -237,6 +240,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 			AppliedIndex: c.node.AppliedIndex(),
 			Incarnation:  c.node.Incarnation(),
 			Rejoining:    c.node.Rejoining(),
+			Started:      c.startTime,
 		},
 		UpdateTimeout: meshUpdateTimeout,
 		Retention:     max(mesh.DefaultRetention, max(f.deadVoterGraceDuration(), f.ownerFailoverGraceDuration())+f.reconcileIntervalDuration()+time.Minute),

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway/admin"
@@ -113,7 +114,7 @@ func ownerPeers(members []mesh.Member) []ownership.Peer {
 	out := make([]ownership.Peer, 0, len(members))
 	for _, mb := range members {
 		if mb.Status != mesh.StatusForeign {
-			out = append(out, ownership.Peer{ID: mb.ID, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since})
+			out = append(out, ownership.Peer{ID: mb.ID, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since, Started: mb.Meta.Started})
 		}
 	}
 	return out
@@ -150,9 +151,18 @@ func (c *cluster) Peers() []admin.Peer {
 			AppliedIndex: m.Meta.AppliedIndex,
 			Incarnation:  m.Meta.Incarnation,
 			Rejoining:    m.Meta.Rejoining,
+			Started:      timePtr(m.Meta.Started),
 			Self:         m.ID == c.nodeID,
 			Draining:     draining[m.ID],
 		})
 	}
 	return out
+}
+
+// timePtr is t for an optional JSON field: nil when zero.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

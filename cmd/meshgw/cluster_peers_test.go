@@ -12,7 +12,8 @@ import (
 )
 
 // TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
-// with the mesh's status as it is, and nothing before the mesh started.
+// with the mesh's status as it is (and failover the start time of each process), and nothing
+// before the mesh started.
 func TestPeersOfMembers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	member := func(id string, s mesh.Status) mesh.Member {
@@ -22,6 +23,7 @@ func TestPeersOfMembers(t *testing.T) {
 		member("a", mesh.StatusAlive), member("s", mesh.StatusSuspect), member("d", mesh.StatusDead),
 		member("l", mesh.StatusLeft), member("f", mesh.StatusForeign),
 	}
+	members[0].Meta.Started = t0.Add(-time.Hour)
 	tests := []struct {
 		name string
 		got  any
@@ -34,7 +36,7 @@ func TestPeersOfMembers(t *testing.T) {
 			{ID: "l", RaftAddress: "raft-l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
 		}},
 		{"owners", ownerPeers(members), []ownership.Peer{
-			{ID: "a", Region: "r-a", Status: mesh.StatusAlive, Since: t0},
+			{ID: "a", Region: "r-a", Status: mesh.StatusAlive, Since: t0, Started: t0.Add(-time.Hour)},
 			{ID: "s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0},
 			{ID: "d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
 			{ID: "l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},

@@ -19,7 +19,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -35,7 +34,7 @@ type state struct {
 	applied   uint64
 	// draining marks the peers being drained (Handoff), by id. Never modified in place: a change
 	// stores a new map, so a snapshot can share it.
-	draining map[string]time.Time
+	draining map[string]DrainingPeer
 
 	// touched is not replicated state: the ids the apply in progress changed (put and del
 	// note them), for the change log; journalChanged says it changed the journal.

@@ -15,23 +15,38 @@ import (
 
 // Handoff is an operator's ownership change in one raft entry (DESIGN.md section 5): a drain,
 // a transfer or a rebalance. It first marks the peers of Drain as draining (one already
-// draining keeps its first Since) and clears the marks of Undrain, then applies each item as
-// Reassign does, fenced on (owner, epoch); an item whose target is draining after the marks is
-// skipped too. Unlike Reassign, a gateway forwards it to the leader, and its result travels
-// back. A second copy of one entry changes nothing: its items are skipped ("already owned by").
+// draining keeps its first Since, and takes the Started given) and clears the marks of
+// Undrain, then applies each item as Reassign does, fenced on (owner, epoch); an item whose
+// target is draining after the marks is skipped too. Unlike Reassign, a gateway forwards it to
+// the leader, and its result travels back. A second copy of one entry changes nothing: its
+// items are skipped ("already owned by").
 type Handoff struct {
 	// Reason is "drain", "transfer" or "rebalance": for the log lines and the metrics.
 	Reason  string
 	Drain   []string
 	Undrain []string
+	// Started gives, by id, the start time of the process of each peer of Drain, as the
+	// proposer's mesh knew it (DrainingPeer.Started). A peer left out is unknown.
+	Started map[string]time.Time
 	At      time.Time
 	Items   []ReassignItem
 }
 
-// DrainingPeer is a peer marked draining, and since when.
+// DrainingPeer is a peer marked draining, since when, and which process of it.
 type DrainingPeer struct {
 	ID    string
 	Since time.Time
+	// Started is the start time of the peer's process the drain is for, from its node metadata
+	// (zero: unknown, then any process of the peer is drained). Another process of the same id,
+	// the gateway started again, is not drained by the mark: the leader clears it, and the
+	// gateway joins as a new one (ownership.Finished).
+	Started time.Time
+}
+
+// For reports whether the mark drains the process of the peer that started at started: the
+// mark names that process, or none.
+func (d DrainingPeer) For(started time.Time) bool {
+	return d.Started.IsZero() || d.Started.Equal(started)
 }
 
 // Type implements Command.
@@ -40,6 +55,14 @@ func (Handoff) Type() CommandType { return TypeHandoff }
 func (c Handoff) message() proto.Message {
 	m := &consensusv1.HandoffCommand{Reason: c.Reason, Drain: c.Drain, Undrain: c.Undrain, AtUnixNano: unixNano(c.At),
 		Items: make([]*consensusv1.ReassignItem, len(c.Items))}
+	for id, t := range c.Started {
+		if !t.IsZero() {
+			if m.DrainStartedUnixNano == nil {
+				m.DrainStartedUnixNano = make(map[string]int64, len(c.Started))
+			}
+			m.DrainStartedUnixNano[id] = t.UnixNano()
+		}
+	}
 	for i, it := range c.Items {
 		m.Items[i] = &consensusv1.ReassignItem{Id: string(it.ID), ExpectedOwner: it.From.Owner, ExpectedEpoch: it.From.Epoch, To: it.To}
 	}
@@ -63,7 +86,7 @@ func applyHandoff(s *state, index uint64, m *consensusv1.HandoffCommand) Result 
 	if res, ok := checkItems(m.Items); !ok {
 		return res
 	}
-	marked := s.mark(m.Drain, m.Undrain, fromUnixNano(m.AtUnixNano))
+	marked := s.mark(m.Drain, m.Undrain, m.DrainStartedUnixNano, fromUnixNano(m.AtUnixNano))
 	res := moveItems(s, index, m.Items, func(to string) bool { _, d := s.draining[to]; return d })
 	if marked {
 		res.Outcome = Updated
@@ -72,17 +95,23 @@ func applyHandoff(s *state, index uint64, m *consensusv1.HandoffCommand) Result 
 }
 
 // mark applies the drain marks, copying the map on a change (snapshots share the old one), and
-// reports whether anything changed.
-func (s *state) mark(drain, undrain []string, at time.Time) bool {
+// reports whether anything changed. A new mark is since at and for the process of started (by
+// id, Unix nanoseconds); a mark that exists keeps its time and takes the process given.
+func (s *state) mark(drain, undrain []string, started map[string]int64, at time.Time) bool {
 	next := maps.Clone(s.draining)
 	if next == nil {
-		next = make(map[string]time.Time)
+		next = make(map[string]DrainingPeer)
 	}
 	changed := false
 	for _, id := range drain {
-		if _, ok := next[id]; !ok {
-			next[id], changed = at, true
+		cur, ok := next[id]
+		if !ok {
+			cur, changed = DrainingPeer{ID: id, Since: at}, true
 		}
+		if ns := started[id]; ns != 0 && !cur.Started.Equal(fromUnixNano(ns)) {
+			cur.Started, changed = fromUnixNano(ns), true
+		}
+		next[id] = cur
 	}
 	for _, id := range undrain {
 		if _, ok := next[id]; ok {
@@ -156,31 +185,28 @@ func (f *FSM) Draining() []DrainingPeer {
 	return drainingList(f.st.draining)
 }
 
-func drainingList(m map[string]time.Time) []DrainingPeer {
-	out := make([]DrainingPeer, 0, len(m))
-	for id, since := range m {
-		out = append(out, DrainingPeer{ID: id, Since: since})
-	}
+func drainingList(m map[string]DrainingPeer) []DrainingPeer {
+	out := slices.Collect(maps.Values(m))
 	slices.SortFunc(out, func(a, b DrainingPeer) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
 // drainingToProto and drainingFromProto are the snapshot's and the saved state's form.
-func drainingToProto(m map[string]time.Time) []*consensusv1.DrainingPeer {
+func drainingToProto(m map[string]DrainingPeer) []*consensusv1.DrainingPeer {
 	var out []*consensusv1.DrainingPeer
 	for _, d := range drainingList(m) {
-		out = append(out, &consensusv1.DrainingPeer{Id: d.ID, SinceUnixNano: unixNano(d.Since)})
+		out = append(out, &consensusv1.DrainingPeer{Id: d.ID, SinceUnixNano: unixNano(d.Since), StartedUnixNano: unixNano(d.Started)})
 	}
 	return out
 }
 
-func drainingFromProto(ps []*consensusv1.DrainingPeer) map[string]time.Time {
+func drainingFromProto(ps []*consensusv1.DrainingPeer) map[string]DrainingPeer {
 	if len(ps) == 0 {
 		return nil
 	}
-	out := make(map[string]time.Time, len(ps))
+	out := make(map[string]DrainingPeer, len(ps))
 	for _, p := range ps {
-		out[p.Id] = fromUnixNano(p.SinceUnixNano)
+		out[p.Id] = DrainingPeer{ID: p.Id, Since: fromUnixNano(p.SinceUnixNano), Started: fromUnixNano(p.StartedUnixNano)}
 	}
 	return out
 }

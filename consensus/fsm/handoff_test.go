@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -86,6 +87,51 @@ func TestHandoff(t *testing.T) {
 	}
 }
 
+// TestDrainMarkNamesAProcess: a mark names the process of its peer it drains by its start time
+// (none when the proposer did not know it); draining the peer again keeps the mark's time and
+// names the process given, since the drain is asked of the process running now; a clear removes
+// it whatever process it names.
+func TestDrainMarkNamesAProcess(t *testing.T) {
+	first, again := t0.Add(-time.Hour), t0.Add(time.Minute)
+	f := New(quiet())
+	mark := func() DrainingPeer {
+		t.Helper()
+		for _, d := range f.Draining() {
+			if d.ID == "n2" {
+				return d
+			}
+		}
+		t.Fatal("n2 is not marked")
+		return DrainingPeer{}
+	}
+	res := applyAt(t, f, 1, Handoff{Reason: "drain", Drain: []string{"n2", "n3"}, At: t0, Started: map[string]time.Time{"n2": first}})
+	if res.Outcome != Updated {
+		t.Fatalf("outcome %v", res.Outcome)
+	}
+	if m := mark(); !m.Since.Equal(t0) || !m.Started.Equal(first) || !m.For(first) || m.For(again) {
+		t.Fatalf("mark %+v: want since t0, for the process started at %v only", m, first)
+	}
+	if n3 := f.Draining()[1]; !n3.Started.IsZero() || !n3.For(first) || !n3.For(again) {
+		t.Errorf("a mark that names no process drains any: %+v", n3)
+	}
+	if res := applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n2"}, At: t1, Started: map[string]time.Time{"n2": first}}); res.Outcome != Unchanged {
+		t.Errorf("the same drain again: outcome %v, want Unchanged", res.Outcome)
+	}
+	if res := applyAt(t, f, 3, Handoff{Reason: "drain", Drain: []string{"n2"}, At: t1, Started: map[string]time.Time{"n2": again}}); res.Outcome != Updated {
+		t.Errorf("a drain of the process started since: outcome %v, want Updated", res.Outcome)
+	}
+	if m := mark(); !m.Since.Equal(t0) || !m.Started.Equal(again) {
+		t.Errorf("mark %+v: want the first time and the new process", m)
+	}
+	if res := applyAt(t, f, 4, Handoff{Reason: "drain", Drain: []string{"n2"}, At: t1}); res.Outcome != Unchanged || !mark().Started.Equal(again) {
+		t.Errorf("a drain that names no process changes nothing: %v %+v", res.Outcome, mark())
+	}
+	applyAt(t, f, 5, Handoff{Reason: "drain", Undrain: []string{"n2"}})
+	if d := f.Draining(); len(d) != 1 || d[0].ID != "n3" {
+		t.Errorf("after the clear: %+v", d)
+	}
+}
+
 // TestHandoffSentTwice: a second copy of an applied entry (a forwarder's re-send) moves nothing
 // and says each worker is already owned by its target.
 func TestHandoffSentTwice(t *testing.T) {
@@ -106,7 +152,7 @@ func TestHandoffSentTwice(t *testing.T) {
 func TestDrainMarksSurviveSaveAndSnapshot(t *testing.T) {
 	f := New(quiet())
 	applyAt(t, f, 1, Register{Spec: spec(t, "http://127.0.0.1:8001", 0), Owner: "n1"})
-	applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n1", "n2"}, At: t1})
+	applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n1", "n2"}, At: t1, Started: map[string]time.Time{"n2": t0}})
 	want := viewOf(f)
 	if len(want.Draining) != 2 {
 		t.Fatalf("setup: %+v", want.Draining)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -24,7 +23,7 @@ type snapshot struct {
 	applied   uint64
 	workers   []*Record
 	journal   []*JournalRecord
-	draining  map[string]time.Time
+	draining  map[string]DrainingPeer
 }
 
 var _ raft.FSMSnapshot = (*snapshot)(nil)

@@ -3,6 +3,7 @@ package admin
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -39,6 +40,9 @@ type Peer struct {
 	// Rejoining marks a peer whose raft state is new and not yet confirmed caught up by a
 	// leader: it votes for nobody and is not promoted to voter until then.
 	Rejoining bool `json:"rejoining,omitempty"`
+	// Started is when the peer's process started, as it published (absent from an older
+	// build): a restart changes it, and a drain mark names the process it drains by it.
+	Started *time.Time `json:"started,omitempty"`
 	// Self marks the answering gateway.
 	Self bool `json:"self,omitempty"`
 	// Draining marks a gateway being drained (POST /mesh/drain, --leave-on-terminate).

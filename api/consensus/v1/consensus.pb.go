@@ -711,8 +711,12 @@ type DrainingPeer struct {
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// When the drain was asked, as the proposer's clock read it.
 	SinceUnixNano int64 `protobuf:"varint,2,opt,name=since_unix_nano,json=sinceUnixNano,proto3" json:"since_unix_nano,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The start time of the gateway process the drain is for, from its node metadata as the
+	// proposer's mesh knew it (0 = unknown). Another process of the same id (the gateway started
+	// again) is not drained by this mark: the leader clears it and the gateway joins as a new one.
+	StartedUnixNano int64 `protobuf:"varint,3,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DrainingPeer) Reset() {
@@ -755,6 +759,13 @@ func (x *DrainingPeer) GetId() string {
 func (x *DrainingPeer) GetSinceUnixNano() int64 {
 	if x != nil {
 		return x.SinceUnixNano
+	}
+	return 0
+}
+
+func (x *DrainingPeer) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
 	}
 	return 0
 }
@@ -1605,13 +1616,17 @@ func (x *JournalResolveCommand) GetBy() string {
 type HandoffCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Why: "drain", "transfer" or "rebalance", for the log lines and the metrics.
-	Reason        string          `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
-	Drain         []string        `protobuf:"bytes,2,rep,name=drain,proto3" json:"drain,omitempty"`
-	Undrain       []string        `protobuf:"bytes,3,rep,name=undrain,proto3" json:"undrain,omitempty"`
-	AtUnixNano    int64           `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
-	Items         []*ReassignItem `protobuf:"bytes,5,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason     string          `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Drain      []string        `protobuf:"bytes,2,rep,name=drain,proto3" json:"drain,omitempty"`
+	Undrain    []string        `protobuf:"bytes,3,rep,name=undrain,proto3" json:"undrain,omitempty"`
+	AtUnixNano int64           `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	Items      []*ReassignItem `protobuf:"bytes,5,rep,name=items,proto3" json:"items,omitempty"`
+	// The start time of the process of each peer of drain, by peer id, as the proposer's mesh knew
+	// it (DrainingPeer.started_unix_nano); a peer left out is unknown. A peer already draining
+	// takes the one given, since the drain is asked again of its current process.
+	DrainStartedUnixNano map[string]int64 `protobuf:"bytes,6,rep,name=drain_started_unix_nano,json=drainStartedUnixNano,proto3" json:"drain_started_unix_nano,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *HandoffCommand) Reset() {
@@ -1675,6 +1690,13 @@ func (x *HandoffCommand) GetAtUnixNano() int64 {
 func (x *HandoffCommand) GetItems() []*ReassignItem {
 	if x != nil {
 		return x.Items
+	}
+	return nil
+}
+
+func (x *HandoffCommand) GetDrainStartedUnixNano() map[string]int64 {
+	if x != nil {
+		return x.DrainStartedUnixNano
 	}
 	return nil
 }
@@ -1773,10 +1795,11 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12;\n" +
 	"\aworkers\x18\x03 \x03(\v2!.meshgw.consensus.v1.WorkerRecordR\aworkers\x12<\n" +
 	"\ajournal\x18\x04 \x03(\v2\".meshgw.consensus.v1.JournalRecordR\ajournal\x12=\n" +
-	"\bdraining\x18\x05 \x03(\v2!.meshgw.consensus.v1.DrainingPeerR\bdraining\"F\n" +
+	"\bdraining\x18\x05 \x03(\v2!.meshgw.consensus.v1.DrainingPeerR\bdraining\"r\n" +
 	"\fDrainingPeer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
-	"\x0fsince_unix_nano\x18\x02 \x01(\x03R\rsinceUnixNano\"3\n" +
+	"\x0fsince_unix_nano\x18\x02 \x01(\x03R\rsinceUnixNano\x12*\n" +
+	"\x11started_unix_nano\x18\x03 \x01(\x03R\x0fstartedUnixNano\"3\n" +
 	"\x12InitClusterCommand\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"\x94\x01\n" +
@@ -1841,14 +1864,18 @@ const file_consensus_v1_consensus_proto_rawDesc = "" +
 	"\aoutcome\x18\x04 \x01(\tR\aoutcome\x12 \n" +
 	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
 	"atUnixNano\x12\x0e\n" +
-	"\x02by\x18\x06 \x01(\tR\x02by\"\xb3\x01\n" +
+	"\x02by\x18\x06 \x01(\tR\x02by\"\xf2\x02\n" +
 	"\x0eHandoffCommand\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05drain\x18\x02 \x03(\tR\x05drain\x12\x18\n" +
 	"\aundrain\x18\x03 \x03(\tR\aundrain\x12 \n" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
 	"atUnixNano\x127\n" +
-	"\x05items\x18\x05 \x03(\v2!.meshgw.consensus.v1.ReassignItemR\x05itemsB7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
+	"\x05items\x18\x05 \x03(\v2!.meshgw.consensus.v1.ReassignItemR\x05items\x12t\n" +
+	"\x17drain_started_unix_nano\x18\x06 \x03(\v2=.meshgw.consensus.v1.HandoffCommand.DrainStartedUnixNanoEntryR\x14drainStartedUnixNano\x1aG\n" +
+	"\x19DrainStartedUnixNanoEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01B7Z5github.com/meshgw/meshgw/api/consensus/v1;consensusv1b\x06proto3"
 
 var (
 	file_consensus_v1_consensus_proto_rawDescOnce sync.Once
@@ -1862,7 +1889,7 @@ func file_consensus_v1_consensus_proto_rawDescGZIP() []byte {
 	return file_consensus_v1_consensus_proto_rawDescData
 }
 
-var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_consensus_v1_consensus_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: meshgw.consensus.v1.WorkerSpec
 	(*HealthOverrides)(nil),          // 1: meshgw.consensus.v1.HealthOverrides
@@ -1887,6 +1914,7 @@ var file_consensus_v1_consensus_proto_goTypes = []any{
 	(*HandoffCommand)(nil),           // 20: meshgw.consensus.v1.HandoffCommand
 	nil,                              // 21: meshgw.consensus.v1.WorkerSpec.LabelsEntry
 	nil,                              // 22: meshgw.consensus.v1.JournalRecord.OutcomesEntry
+	nil,                              // 23: meshgw.consensus.v1.HandoffCommand.DrainStartedUnixNanoEntry
 }
 var file_consensus_v1_consensus_proto_depIdxs = []int32{
 	21, // 0: meshgw.consensus.v1.WorkerSpec.labels:type_name -> meshgw.consensus.v1.WorkerSpec.LabelsEntry
@@ -1904,11 +1932,12 @@ var file_consensus_v1_consensus_proto_depIdxs = []int32{
 	12, // 12: meshgw.consensus.v1.RemoveWorkerCommand.fence:type_name -> meshgw.consensus.v1.Fence
 	16, // 13: meshgw.consensus.v1.ReassignCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
 	16, // 14: meshgw.consensus.v1.HandoffCommand.items:type_name -> meshgw.consensus.v1.ReassignItem
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	23, // 15: meshgw.consensus.v1.HandoffCommand.drain_started_unix_nano:type_name -> meshgw.consensus.v1.HandoffCommand.DrainStartedUnixNanoEntry
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_consensus_v1_consensus_proto_init() }
@@ -1926,7 +1955,7 @@ func file_consensus_v1_consensus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_consensus_v1_consensus_proto_rawDesc), len(file_consensus_v1_consensus_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -59,9 +59,14 @@ type NodeMeta struct {
 	// rejoining is set while the node's raft state is new (a first join, or a state directory
 	// that was lost) and no leader has yet confirmed that it caught up. Such a node votes for
 	// nobody, and the leader neither promotes it nor counts it as a live voter.
-	Rejoining     bool `protobuf:"varint,13,opt,name=rejoining,proto3" json:"rejoining,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Rejoining bool `protobuf:"varint,13,opt,name=rejoining,proto3" json:"rejoining,omitempty"`
+	// started_unix_nano is when this gateway process started (0 = unknown, an older build): every
+	// start publishes a new one, whether on the same state directory or not. A drain mark names
+	// the process it drains by it, so that a drained gateway started again is told from the one
+	// that was drained.
+	StartedUnixNano int64 `protobuf:"varint,14,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeMeta) Reset() {
@@ -185,11 +190,18 @@ func (x *NodeMeta) GetRejoining() bool {
 	return false
 }
 
+func (x *NodeMeta) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
 var File_mesh_v1_mesh_proto protoreflect.FileDescriptor
 
 const file_mesh_v1_mesh_proto_rawDesc = "" +
 	"\n" +
-	"\x12mesh/v1/mesh.proto\x12\x0emeshgw.mesh.v1\"\x83\x03\n" +
+	"\x12mesh/v1/mesh.proto\x12\x0emeshgw.mesh.v1\"\xaf\x03\n" +
 	"\bNodeMeta\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
@@ -205,7 +217,8 @@ const file_mesh_v1_mesh_proto_rawDesc = "" +
 	" \x01(\rR\fownedWorkers\x12\x18\n" +
 	"\aleaving\x18\v \x01(\bR\aleaving\x12 \n" +
 	"\vincarnation\x18\f \x01(\tR\vincarnation\x12\x1c\n" +
-	"\trejoining\x18\r \x01(\bR\trejoiningB-Z+github.com/meshgw/meshgw/api/mesh/v1;meshv1b\x06proto3"
+	"\trejoining\x18\r \x01(\bR\trejoining\x12*\n" +
+	"\x11started_unix_nano\x18\x0e \x01(\x03R\x0fstartedUnixNanoB-Z+github.com/meshgw/meshgw/api/mesh/v1;meshv1b\x06proto3"
 
 var (
 	file_mesh_v1_mesh_proto_rawDescOnce sync.Once
