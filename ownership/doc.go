@@ -32,6 +32,14 @@
 // The contract of an operator's change (Operator): the caller runs a read barrier, the Operator
 // plans on the applied records and the mesh with the drain marks, and writes fsm.Handoff entries
 // (forwarded to the leader from any gateway) whose moves are fenced like failover's; a drain's
-// marks go in the same entry as its first moves. The caller then waits for the fleet to apply
-// the last entry's index before it answers.
+// marks go in the same entry as its first moves, each naming the process it drains (the peer's
+// start time, from its node metadata). The caller then waits for the fleet to apply the last
+// entry's index before it answers.
+//
+// The end of a drain: every raft leader, on each pass of its drain duty, clears the marks
+// Finished returns, a pure function of the marks, the records, the mesh and the raft
+// configuration: a drained peer that owns nothing, does not lead, is out of the configuration
+// and gone from the mesh (left, dead or forgotten) is done; one the mesh lists alive as another
+// process than its mark names was started again, and its drain is over whatever the rest says.
+// The gateway then joins as a new one: the voter reconciler adds it, and it takes workers again.
 package ownership

@@ -3,6 +3,7 @@ package ownership
 import (
 	"slices"
 
+	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -18,6 +19,10 @@ type DrainState struct {
 	// "" once it left it.
 	Leader bool   `json:"leader"`
 	Raft   string `json:"raft"`
+	// Restarted: the mesh lists the peer alive as another process than the one its drain mark
+	// names (the gateway was started again). That drain is over whatever the rest says: the
+	// leader clears the mark, and the gateway joins as a new one.
+	Restarted bool `json:"restarted,omitempty"`
 	// Done: it owns nothing, leads nothing, is out of the configuration and out of the mesh.
 	Done bool `json:"done"`
 }
@@ -29,11 +34,13 @@ type RaftView struct {
 	Servers map[string]string
 }
 
-// DrainStates returns the state of the drain of each of peers (sorted by id), from the records,
-// the mesh's peers and the raft configuration. It is pure. A peer is done once it owns no
-// worker, does not lead, is out of the configuration, and is gone from the mesh (left, dead or
-// no longer listed).
-func DrainStates(peers []string, workers []Worker, mesh []Peer, r RaftView) []DrainState {
+// DrainStates returns the state of the drain of each of peers (sorted by id), from the drain
+// marks, the records, the mesh's peers and the raft configuration. It is pure. A peer is done
+// once it owns no worker, does not lead, is out of the configuration, and is gone from the mesh
+// (left, dead or no longer listed). It is restarted once the mesh lists it alive with a start
+// time, and its mark names another (mesh.Meta.Started, fsm.DrainingPeer.Started); a mark or a
+// peer without one never makes a restart.
+func DrainStates(peers []string, marks []fsm.DrainingPeer, workers []Worker, mesh []Peer, r RaftView) []DrainState {
 	byID := peersByID(mesh)
 	owned, stuck := make(map[string]int), make(map[string]int)
 	for _, w := range workers {
@@ -50,9 +57,20 @@ func DrainStates(peers []string, workers []Worker, mesh []Peer, r RaftView) []Dr
 		st := statusOf(byID, id)
 		s := DrainState{Peer: id, Status: st.String(), Owned: owned[id], Stuck: stuck[id], Leader: r.Leader == id, Raft: r.Servers[id]}
 		s.Done = s.Owned == 0 && !s.Leader && s.Raft == "" && gone(st)
+		s.Restarted = restarted(marks, byID[id])
 		out = append(out, s)
 	}
 	return out
+}
+
+// restarted reports whether the mesh lists p alive as another process than the one its drain
+// mark names. A mark or a peer without a start time (an older build) never makes a restart.
+func restarted(marks []fsm.DrainingPeer, p Peer) bool {
+	if p.Status != mesh.StatusAlive || p.Started.IsZero() {
+		return false
+	}
+	i := slices.IndexFunc(marks, func(m fsm.DrainingPeer) bool { return m.ID == p.ID })
+	return i >= 0 && !marks[i].Started.IsZero() && !marks[i].For(p.Started)
 }
 
 // statusOf is a peer's mesh status, mesh.StatusUnknown when the mesh does not list it.
@@ -63,15 +81,21 @@ func statusOf(byID map[string]Peer, id string) mesh.Status {
 	return mesh.StatusUnknown
 }
 
-// Finished returns the drain marks to clear (sorted): those of peers whose drain is done (see
-// DrainStates). A gateway restarted later with the same id then joins as a new one instead of
-// draining again; one that still owns a host-local worker keeps its mark, and its workers wait
-// for it.
-func Finished(marks []string, workers []Worker, mesh []Peer, r RaftView) []string {
-	var out []string
-	for _, s := range DrainStates(marks, workers, mesh, r) {
-		if s.Done {
-			out = append(out, s.Peer)
+// Finished returns the states of the drains whose marks to clear (sorted by peer): those of
+// peers whose drain is done, and of peers restarted since (see DrainStates). Only the raft leader clears them, on each pass of
+// its duty (a pass after a leader change clears what the last leader left). A gateway started
+// again with the same id, whenever it comes back, then joins as a new one instead of draining
+// again: the voter reconciler adds it to the configuration, and it takes workers again. One
+// that is gone but still owns a host-local worker keeps its mark, and its workers wait for it.
+func Finished(marks []fsm.DrainingPeer, workers []Worker, mesh []Peer, r RaftView) []DrainState {
+	ids := make([]string, len(marks))
+	for i, m := range marks {
+		ids[i] = m.ID
+	}
+	var out []DrainState
+	for _, s := range DrainStates(ids, marks, workers, mesh, r) {
+		if s.Done || s.Restarted {
+			out = append(out, s)
 		}
 	}
 	return out

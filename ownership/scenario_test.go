@@ -31,9 +31,14 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the golden transcripts of tes
 //
 // Commands:
 //
-//	peers                        input lines "ID [region=R] [alive|suspect|dead|left|unknown] [draining]"
+//	peers                        input lines "ID [region=R] [started=D] [alive|suspect|dead|left|unknown] [draining]"
 //	workers                      input lines "NAME owner=O [region=R] [hostlocal]": registered in order
-//	set ID STATUS | drain ID | undrain ID     change a peer (its Since becomes now)
+//	set ID STATUS | drain ID | undrain ID     change a peer (its Since becomes now); a drain
+//	                             mark names the peer's process (its start time)
+//	restart ID                   the peer's process starts again: alive, started now
+//	raft [leader=ID] ID=voter|nonvoter|out ...  the raft configuration the drain decisions read
+//	finish                       the leader's pass over the drain marks: each one's state, and
+//	                             the marks it clears (Finished)
 //	tick DURATION                the clock moves on
 //	save                         keep the records as they are now: a view that goes stale
 //	failover grace=D [view=saved]
@@ -153,11 +158,15 @@ type world struct {
 	ids    map[string]worker.ID
 	saved  []Worker
 	nextIP int
+	// marks are the drain marks, by peer; raft is the configuration the drain decisions read.
+	marks map[string]fsm.DrainingPeer
+	raft  RaftView
 }
 
 func newWorld(t *testing.T) *world {
 	return &world{t: t, now: t0, peers: make(map[string]Peer), f: fsm.New(slog.New(slog.DiscardHandler)),
-		names: make(map[worker.ID]string), ids: make(map[string]worker.ID)}
+		names: make(map[worker.ID]string), ids: make(map[string]worker.ID), marks: make(map[string]fsm.DrainingPeer),
+		raft: RaftView{Servers: make(map[string]string)}}
 }
 
 func (w *world) run(b block) []string {
@@ -180,10 +189,20 @@ func (w *world) run(b block) []string {
 		case "set":
 			p.Status, p.Since = parseStatus(w.t, args[2]), w.now
 		default:
+			w.mark(p.ID, args[0] == "drain")
 			p.Draining = args[0] == "drain"
 		}
 		w.peers[args[1]] = p
 		return w.peerLines()
+	case "restart":
+		p := w.peers[args[1]]
+		p.Status, p.Since, p.Started = mesh.StatusAlive, w.now, w.now
+		w.peers[args[1]] = p
+		return w.peerLines()
+	case "raft":
+		return w.setRaft(args[1:])
+	case "finish":
+		return w.finish()
 	case "tick":
 		d, err := time.ParseDuration(args[1])
 		if err != nil {
@@ -284,6 +303,8 @@ func (w *world) setPeer(f []string) {
 		switch {
 		case strings.HasPrefix(a, "region="):
 			p.Region = strings.TrimPrefix(a, "region=")
+		case strings.HasPrefix(a, "started="):
+			p.Started = t0.Add(duration(w.t, strings.TrimPrefix(a, "started=")))
 		case a == "draining":
 			p.Draining = true
 		default:
@@ -291,6 +312,70 @@ func (w *world) setPeer(f []string) {
 		}
 	}
 	w.peers[p.ID] = p
+	w.mark(p.ID, p.Draining)
+}
+
+// mark sets (naming the peer's process, as Operator.Drain does) or clears the drain mark of id.
+// A mark that exists keeps its time.
+func (w *world) mark(id string, on bool) {
+	_, ok := w.marks[id]
+	switch {
+	case on && !ok:
+		w.marks[id] = fsm.DrainingPeer{ID: id, Since: w.now, Started: w.peers[id].Started}
+	case !on:
+		delete(w.marks, id)
+	}
+}
+
+// setRaft applies "leader=ID" and "ID=voter|nonvoter|out" to the raft view and prints it.
+func (w *world) setRaft(args []string) []string {
+	for k, v := range keyValues(args) {
+		switch {
+		case k == "leader":
+			w.raft.Leader = v
+		case v == "out":
+			delete(w.raft.Servers, k)
+		default:
+			w.raft.Servers[k] = v
+		}
+	}
+	var parts []string
+	for _, id := range slices.Sorted(maps.Keys(w.raft.Servers)) {
+		parts = append(parts, id+"="+w.raft.Servers[id])
+	}
+	return []string{"leader " + w.raft.Leader + ": " + strings.Join(parts, " ")}
+}
+
+// finish is the leader's pass over the drain marks: it prints each one's state and clears those
+// Finished returns.
+func (w *world) finish() []string {
+	marks := slices.Collect(maps.Values(w.marks))
+	ids := slices.Sorted(maps.Keys(w.marks))
+	var out []string
+	for _, s := range DrainStates(ids, marks, w.workers(), w.peerList(), w.raft) {
+		line := fmt.Sprintf("%s %s owned=%d stuck=%d raft=%q", s.Peer, s.Status, s.Owned, s.Stuck, s.Raft)
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{s.Leader, "leader"}, {s.Restarted, "restarted"}, {s.Done, "done"}} {
+			if f.on {
+				line += " " + f.name
+			}
+		}
+		out = append(out, line)
+	}
+	var cleared []string
+	for _, s := range Finished(marks, w.workers(), w.peerList(), w.raft) {
+		cleared = append(cleared, s.Peer)
+		w.mark(s.Peer, false)
+		p := w.peers[s.Peer]
+		p.Draining = false
+		w.peers[s.Peer] = p
+	}
+	if len(cleared) == 0 {
+		return append(out, "cleared: none")
+	}
+	return append(out, "cleared: "+strings.Join(cleared, " "))
 }
 
 func (w *world) register(f []string) {
@@ -328,6 +413,9 @@ func (w *world) peerLines() []string {
 	for _, id := range slices.Sorted(maps.Keys(w.peers)) {
 		p := w.peers[id]
 		line := fmt.Sprintf("%s region=%q %s since %s owns %d", id, p.Region, p.Status, p.Since.Sub(t0), counts[id])
+		if !p.Started.IsZero() {
+			line += " started " + p.Started.Sub(t0).String()
+		}
 		if p.Draining {
 			line += " draining"
 		}

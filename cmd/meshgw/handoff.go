@@ -23,12 +23,13 @@ const (
 // draining when peers is empty), from this gateway's applied records, its mesh and the raft
 // configuration it knows.
 func (c *cluster) DrainStates(peers []string) []ownership.DrainState {
+	marks := c.node.Draining()
 	if len(peers) == 0 {
-		for _, d := range c.node.Draining() {
+		for _, d := range marks {
 			peers = append(peers, d.ID)
 		}
 	}
-	return ownership.DrainStates(peers, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView())
+	return ownership.DrainStates(peers, marks, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView())
 }
 
 // raftView is the raft configuration this node knows, as the drain decisions read it.
@@ -45,8 +46,10 @@ func (c *cluster) raftView() ownership.RaftView {
 }
 
 // clearFinishedDrains is the leader's duty of clearing the drain marks of the gateways whose
-// drain is done (ownership.Finished): gone from the mesh and the raft configuration, owning
-// nothing. One restarted later with the same id then joins as a new gateway. It runs until ctx
+// drain is over (ownership.Finished): gone from the mesh and the raft configuration, owning
+// nothing, or started again since (the mesh lists another process of it). A gateway started
+// again with the same id, before or after its mark is cleared, then joins as a new gateway.
+// Every leader runs it, so a mark the last leader left is cleared by the next. It runs until ctx
 // ends, on membership and drain signals, and every second while marks exist (a configuration
 // change has no signal).
 func (c *cluster) clearFinishedDrains(ctx context.Context) {
@@ -60,17 +63,9 @@ func (c *cluster) clearFinishedDrains(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		var ids []string
-		for _, d := range c.node.Draining() {
-			ids = append(ids, d.ID)
-		}
-		if len(ids) > 0 {
-			if done := ownership.Finished(ids, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView()); len(done) > 0 {
-				if _, err := c.node.Apply(ctx, fsm.Handoff{Reason: ownership.ReasonDrain.String(), Undrain: done, At: time.Now()}); err != nil {
-					c.log.Warn("clearing the marks of finished drains did not apply; the next pass tries again", "peers", done, "err", err)
-				} else {
-					c.log.Info("drains finished: marks cleared", "peers", done)
-				}
+		if marks := c.node.Draining(); len(marks) > 0 {
+			if done := ownership.Finished(marks, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView()); len(done) > 0 {
+				c.clearMarks(ctx, done)
 			}
 		}
 		select {
@@ -80,6 +75,22 @@ func (c *cluster) clearFinishedDrains(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// clearMarks clears the drain marks of the drains states says are over, in one raft entry.
+func (c *cluster) clearMarks(ctx context.Context, states []ownership.DrainState) {
+	var ids, restarted []string
+	for _, s := range states {
+		ids = append(ids, s.Peer)
+		if s.Restarted {
+			restarted = append(restarted, s.Peer)
+		}
+	}
+	if _, err := c.node.Apply(ctx, fsm.Handoff{Reason: ownership.ReasonDrain.String(), Undrain: ids, At: time.Now()}); err != nil {
+		c.log.Warn("clearing the marks of finished drains did not apply; the next pass tries again", "peers", ids, "err", err)
+		return
+	}
+	c.log.Info("drains finished: marks cleared; a gateway started again joins as a new one", "peers", ids, "started_again", restarted)
 }
 
 // workersOf reads the records as the ownership decisions do.
@@ -95,9 +106,11 @@ func workersOf(recs []fsm.Record) []ownership.Worker {
 type handingOff interface{ HandOff() }
 
 // drainDuty is this gateway's part of its own drain (DESIGN.md section 5, Handoff), run once its
-// raft state is current: when the applied state marks it draining, readiness turns 503 draining;
-// once it owns no worker that can move, does not lead and holds no voter seat, it leaves the
-// mesh, and the leader removes it from the raft configuration. left is closed then.
+// raft state is current: when the applied state marks this process draining, readiness turns
+// 503 draining; once it owns no worker that can move, does not lead and holds no voter seat, it
+// leaves the mesh, and the leader removes it from the raft configuration. left is closed then.
+// A mark that names an earlier process of this gateway is not for it: that drain is over (the
+// gateway was started again since), and the leader clears it.
 func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 	select {
 	case <-c.caughtUp: // a restarted gateway's old marks are cleared by catching up first
@@ -132,9 +145,10 @@ func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 	}
 }
 
-// markedDraining reports whether the applied state marks this gateway draining.
+// markedDraining reports whether the applied state marks this process of the gateway draining:
+// a mark of its id that names this process, or none.
 func (c *cluster) markedDraining() bool {
-	return slices.ContainsFunc(c.node.Draining(), func(d fsm.DrainingPeer) bool { return d.ID == c.nodeID })
+	return slices.ContainsFunc(c.node.Draining(), func(d fsm.DrainingPeer) bool { return d.ID == c.nodeID && d.For(c.startTime) })
 }
 
 // leaveOnTerminate drains this gateway as POST /mesh/drain {"peer": self} does, then waits until
