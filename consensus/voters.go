@@ -30,7 +30,9 @@ type Peer struct {
 	// Region is the peer's --region; "" is a region like any other.
 	Region string
 	// Status is the peer's mesh status. Only alive, dead and left count: any other (suspect, or
-	// the zero value) is never added, promoted or removed for.
+	// the zero value) is never added, promoted or removed for, except mesh.StatusUnknown for a
+	// draining peer: the membership lists a peer marked draining that the mesh does not list
+	// with it (rule 3c).
 	Status mesh.Status
 	// Since is when the peer entered Status.
 	Since time.Time
@@ -40,9 +42,10 @@ type Peer struct {
 	// (a first join, or a state directory that was lost): it is not a live voter (rule 8), a
 	// voter seat it holds is taken back (rule 3b), and it is not promoted (rule 5).
 	Rejoining bool
-	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not added
-	// or promoted, its voter seat goes to a peer that is not draining (rules 5 and 5b), and a
-	// draining leader hands the leadership over (rule 10).
+	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not
+	// promoted, its voter seat goes to a peer that is not draining (rules 5 and 5b), it leaves the
+	// configuration once it is gone from the mesh (rule 3c), and a draining leader hands the
+	// leadership over (rule 10).
 	Draining bool
 }
 
@@ -127,10 +130,18 @@ type Change struct {
 //
 // Rules:
 //
-//  1. An alive peer with a raft address that is not in the configuration joins as a non-voter.
+//  1. An alive peer with a raft address that is not in the configuration joins as a non-voter,
+//     draining or not: a draining one catches up and sees that it is drained (it was cut off
+//     while it was removed, or it is a gateway started again whose old mark the leader is about
+//     to clear), and rule 5 never promotes it while it drains.
 //  2. A server whose alive peer publishes another raft address (a restart on a new address keeps
 //     the id) is updated in place, keeping its suffrage.
 //  3. A peer that left is removed at once, voter or not.
+//     3c. A draining non-voter that is dead, or that the mesh does not list (Status
+//     mesh.StatusUnknown), is removed at once too, without rule 4's grace: a drained gateway
+//     leaves, and one whose leave the mesh did not hear (cut off as it left) or forgot (a
+//     leader that joined since) is gone all the same. Its drain is done then (the leader clears
+//     its mark); if it was only cut off, rule 1 adds it again once it is back, and it finishes.
 //     3b. A voter whose alive peer is rejoining is removed: it came back with a new incarnation,
 //     having lost what it acknowledged, so its seat counts for nothing. Rule 1 then adds it
 //     again as a non-voter, and rule 5 promotes it once it caught up, as etcd's member remove
@@ -143,14 +154,15 @@ type Change struct {
 //     in the configuration that is neither rejoining nor draining is promoted: the one whose
 //     region holds the fewest voters, then the lowest id. Peers added by this plan wait for the
 //     next pass, so that raft has started to catch them up. Regions are those of the voters the
-//     mesh lists (Self's from its own entry in peers). Draining peers are never added (rule 1).
+//     mesh lists (Self's from its own entry in peers). Draining peers are never promoted.
 //     5b. Once no promotion is planned and at least one voter is not draining, a draining voter
 //     other than Self is demoted, the lowest id first: its seat went to a peer that is not
 //     draining. It leaves the configuration when it leaves the mesh (rule 3).
 //  6. While there are more voters than Voters, one is demoted: not alive first, then the one
 //     whose region holds the most voters, then the highest id.
 //  7. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
-//     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone.
+//     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone, unless it is draining
+//     (rule 3c, and 5b for a voter).
 //  8. Quorum guard: a change of the voter set (rules 3 to 6 on voters) is planned only if the
 //     live voters of the resulting configuration (Self and alive peers that are not rejoining;
 //     suspect, dead and unknown ones do not count) form its quorum. Removing a voter that left or died never needs
@@ -239,6 +251,20 @@ func (p *planner) deadTooLong(s seat) bool {
 
 func (s seat) left() bool { return s.known && s.peer.Status == mesh.StatusLeft }
 
+// drainedAway reports whether s is a draining seat whose peer is dead or unknown to the mesh
+// (rule 3c; one that left is rule 3's).
+func (s seat) drainedAway() bool {
+	return s.draining() && (s.peer.Status == mesh.StatusDead || s.peer.Status == mesh.StatusUnknown)
+}
+
+// awayReason says how a drainedAway seat's peer is gone, for the log line.
+func (s seat) awayReason() string {
+	if s.peer.Status == mesh.StatusUnknown {
+		return "the mesh does not list it"
+	}
+	return "dead"
+}
+
 // addressUpdates is rule 2.
 func (p *planner) addressUpdates() []Change {
 	var out []Change
@@ -262,6 +288,9 @@ func (p *planner) nonvoterRemovals() []Change {
 			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: "the non-voter left the mesh"})
 		case p.deadTooLong(s):
 			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("non-voter", s)})
+		case s.drainedAway():
+			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: fmt.Sprintf(
+				"the non-voter is draining and %s: a drained gateway does not come back to its seat", s.awayReason())})
 		}
 	}
 	return out
@@ -271,11 +300,14 @@ func (p *planner) nonvoterRemovals() []Change {
 func (p *planner) newcomers() []Change {
 	var out []Change
 	for _, peer := range p.peers {
-		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != mesh.StatusAlive || peer.RaftAddress == "" || peer.Draining {
+		if peer.ID == p.o.Self || p.inCfg[peer.ID] || peer.Status != mesh.StatusAlive || peer.RaftAddress == "" {
 			continue
 		}
-		out = append(out, Change{Kind: ChangeAddNonvoter, ID: peer.ID, Address: peer.RaftAddress,
-			Reason: "an alive peer is not in the raft configuration"})
+		reason := "an alive peer is not in the raft configuration"
+		if peer.Draining {
+			reason = "an alive peer marked draining is not in the raft configuration: it catches up to finish its drain, or to learn that it was started again since"
+		}
+		out = append(out, Change{Kind: ChangeAddNonvoter, ID: peer.ID, Address: peer.RaftAddress, Reason: reason})
 	}
 	return out
 }

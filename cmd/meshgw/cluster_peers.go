@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,13 +45,23 @@ func (a *membership) marks() map[string]bool {
 }
 
 // raftPeers are members as the voter reconciler reads them, foreign ones left out; draining
-// names the peers marked draining.
+// names the peers marked draining. A peer marked draining that the mesh does not list is
+// listed with mesh.StatusUnknown, so that the leader removes it from the configuration
+// (consensus rule 3c): a drained gateway whose leave this mesh never heard (a leader that
+// joined since, or one that forgot it) is gone.
 func raftPeers(members []mesh.Member, draining map[string]bool) []consensus.Peer {
 	out := make([]consensus.Peer, 0, len(members))
+	listed := make(map[string]bool, len(members))
 	for _, mb := range members {
+		listed[mb.ID] = true
 		if mb.Status != mesh.StatusForeign {
 			out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since,
 				Incarnation: mb.Meta.Incarnation, Rejoining: mb.Meta.Rejoining, Draining: draining[mb.ID]})
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(draining)) {
+		if draining[id] && !listed[id] {
+			out = append(out, consensus.Peer{ID: id, Status: mesh.StatusUnknown, Draining: true})
 		}
 	}
 	return out

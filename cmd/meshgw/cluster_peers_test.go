@@ -13,7 +13,8 @@ import (
 
 // TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
 // with the mesh's status as it is (and failover the start time of each process), and nothing
-// before the mesh started.
+// before the mesh started. The voter reconciler also reads a peer marked draining that the mesh
+// does not list, as unknown, so that it leaves the configuration (consensus rule 3c).
 func TestPeersOfMembers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	member := func(id string, s mesh.Status) mesh.Member {
@@ -29,11 +30,12 @@ func TestPeersOfMembers(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"raft", raftPeers(members, map[string]bool{"s": true}), []consensus.Peer{
+		{"raft", raftPeers(members, map[string]bool{"s": true, "gone": true, "f": true, "x": false}), []consensus.Peer{
 			{ID: "a", RaftAddress: "raft-a", Region: "r-a", Status: mesh.StatusAlive, Since: t0},
 			{ID: "s", RaftAddress: "raft-s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0, Draining: true},
 			{ID: "d", RaftAddress: "raft-d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
 			{ID: "l", RaftAddress: "raft-l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
+			{ID: "gone", Status: mesh.StatusUnknown, Draining: true},
 		}},
 		{"owners", ownerPeers(members), []ownership.Peer{
 			{ID: "a", Region: "r-a", Status: mesh.StatusAlive, Since: t0, Started: t0.Add(-time.Hour)},

@@ -17,6 +17,8 @@ const (
 	// drainDutyPoll backs up the applied state's signals in the drain duty: a change of the raft
 	// configuration (a demotion) has no signal of its own.
 	drainDutyPoll = 250 * time.Millisecond
+	// drainConfirmTimeout bounds the read barrier that confirms this gateway's drain mark.
+	drainConfirmTimeout = 5 * time.Second
 )
 
 // DrainStates implements admin.Drains: the progress of the drains of peers (of every peer marked
@@ -106,11 +108,12 @@ func workersOf(recs []fsm.Record) []ownership.Worker {
 type handingOff interface{ HandOff() }
 
 // drainDuty is this gateway's part of its own drain (DESIGN.md section 5, Handoff), run once its
-// raft state is current: when the applied state marks this process draining, readiness turns
-// 503 draining; once it owns no worker that can move, does not lead and holds no voter seat, it
-// leaves the mesh, and the leader removes it from the raft configuration. left is closed then.
-// A mark that names an earlier process of this gateway is not for it: that drain is over (the
-// gateway was started again since), and the leader clears it.
+// raft state is current. Its steps are nextDrainStep's: once the leader's state marks this
+// process draining (read after a barrier, so that an entry replayed while catching up after a
+// pause is not taken for the leader's state), readiness turns 503 draining; once it owns no
+// worker that can move, does not lead and holds no voter seat, it leaves the mesh, and the
+// leader removes it from the raft configuration. left is closed then. A mark that names an
+// earlier process of this gateway is not for it: that drain is over, and the leader clears it.
 func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 	select {
 	case <-c.caughtUp: // a restarted gateway's old marks are cleared by catching up first
@@ -121,20 +124,32 @@ func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 	defer stop()
 	tick := time.NewTicker(drainDutyPoll)
 	defer tick.Stop()
-	marked := false
+	handedOff := false
 	for {
-		if c.markedDraining() {
-			if !marked {
-				marked = true
+		marked, ready := c.markedDraining(), false
+		var s []ownership.DrainState
+		if handedOff && marked {
+			s = c.DrainStates([]string{c.nodeID})
+			ready = len(s) == 1 && s[0].Owned == s[0].Stuck && !s[0].Leader && s[0].Raft != "voter"
+		}
+		switch nextDrainStep(handedOff, marked, ready) {
+		case drainConfirm:
+			if c.confirmMarked() {
+				handedOff = true
 				c.log.Info("this gateway is being drained: its workers, raft leadership and voter seat go to gateways that stay")
 				gw.HandOff()
+				continue
 			}
-			if s := c.DrainStates([]string{c.nodeID}); len(s) == 1 && s[0].Owned == s[0].Stuck && !s[0].Leader && s[0].Raft != "voter" {
-				c.log.Info("drained: leaving the mesh", "stuck_workers", s[0].Stuck)
-				c.leave()
-				close(left)
-				return
-			}
+		case drainLeave:
+			c.log.Info("drained: leaving the mesh", "stuck_workers", s[0].Stuck)
+			c.leave()
+			close(left)
+			return
+		case drainLeaveUnmarked:
+			c.log.Info("drained: the leader finished this gateway's drain while it was cut off (it saw it gone); leaving the mesh")
+			c.leave()
+			close(left)
+			return
 		}
 		select {
 		case <-c.ctx.Done():
@@ -143,6 +158,65 @@ func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 		case <-tick.C:
 		}
 	}
+}
+
+// drainStep is what the drain duty does next.
+type drainStep uint8
+
+const (
+	// drainWait: nothing to do until the applied state changes.
+	drainWait drainStep = iota
+	// drainConfirm: the applied state marks this process draining; confirm it at the leader's
+	// commit index, then hand off (readiness 503 draining).
+	drainConfirm
+	// drainLeave: handed off, and nothing left that the gateways that stay can take: leave.
+	drainLeave
+	// drainLeaveUnmarked: handed off, and the mark is gone before this process left: the leader
+	// saw it gone (cut off) and finished its drain. It leaves all the same.
+	drainLeaveUnmarked
+)
+
+// String names the step for the logs and the tests.
+func (s drainStep) String() string {
+	switch s {
+	case drainWait:
+		return "wait"
+	case drainConfirm:
+		return "confirm"
+	case drainLeave:
+		return "leave"
+	case drainLeaveUnmarked:
+		return "leave-unmarked"
+	}
+	return "unknown"
+}
+
+// nextDrainStep is the drain duty's decision: handedOff says this process confirmed its mark
+// and handed off, marked that the applied state marks it, ready that it owns only what cannot
+// move, does not lead and holds no voter seat. A process that never confirmed a mark never
+// leaves: one resumed after its drain was finished while it was stopped joins as a new member.
+func nextDrainStep(handedOff, marked, ready bool) drainStep {
+	switch {
+	case !handedOff && marked:
+		return drainConfirm
+	case handedOff && !marked:
+		return drainLeaveUnmarked
+	case handedOff && ready:
+		return drainLeave
+	}
+	return drainWait
+}
+
+// confirmMarked reports whether this process is still marked draining once it applied the
+// leader's commit index (a read barrier, bounded): false when no leader answered.
+func (c *cluster) confirmMarked() bool {
+	ctx, cancel := context.WithTimeout(c.ctx, drainConfirmTimeout)
+	defer cancel()
+	if err := c.acks.Barrier(ctx); err != nil {
+		c.log.Debug("the drain mark of this gateway is not confirmed yet: no answer from the leader", "err", err)
+		return false
+	}
+	return c.markedDraining()
 }
 
 // markedDraining reports whether the applied state marks this process of the gateway draining:
