@@ -141,7 +141,10 @@ func checkItems(items []*consensusv1.ReassignItem) (Result, bool) {
 	return Result{}, true
 }
 
-// moveItems moves each item whose fence holds and whose target refuse does not refuse. The
+// moveItems is the fenced move of a Reassign (failover) and of a Handoff (drain, transfer,
+// rebalance): it moves each item whose record exists, is not already the target's, still has
+// the item's (owner, epoch), and whose target refuse (nil: none) does not refuse, in that order
+// of the skip reasons. A moved record gets the entry's index as its epoch and revision. The
 // outcome is Updated when at least one record moved, else Unchanged.
 func moveItems(s *state, index uint64, items []*consensusv1.ReassignItem, refuse func(to string) bool) Result {
 	out := &ReassignResult{}

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"fmt"
-
 	"google.golang.org/protobuf/proto"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
@@ -56,49 +54,13 @@ func (c Reassign) message() proto.Message {
 	return m
 }
 
-// applyReassign moves each item whose fence holds. An item with an empty id, owner or target
-// makes the whole entry invalid (the proposer validates first; this is the last defence), so
-// that a batch applies as a whole or not at all for malformed input. The outcome is Updated
-// when at least one record moved, else Unchanged.
+// applyReassign moves each item whose fence holds (moveItems). An item with an empty id, owner
+// or target makes the whole entry invalid (the proposer validates first; this is the last
+// defence), so that a batch applies as a whole or not at all for malformed input. The outcome is
+// Updated when at least one record moved, else Unchanged.
 func applyReassign(s *state, index uint64, m *consensusv1.ReassignCommand) Result {
-	for i, it := range m.Items {
-		field := fmt.Sprintf("items[%d]", i)
-		switch {
-		case it.Id == "":
-			return invalid(field+".id", "empty")
-		case it.To == "":
-			return invalid(field+".to", "empty")
-		case it.ExpectedOwner == "":
-			return invalid(field+".expected_owner", "empty")
-		}
+	if res, ok := checkItems(m.Items); !ok {
+		return res
 	}
-	out := &ReassignResult{}
-	for _, it := range m.Items {
-		id := worker.ID(it.Id)
-		cur, ok := s.workers[id]
-		switch {
-		case !ok:
-			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: "not found"})
-			continue
-		case cur.Owner != it.ExpectedOwner || cur.Epoch != it.ExpectedEpoch:
-			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: fmt.Sprintf(
-				"fenced: owner %q at epoch %d, not %q at epoch %d",
-				cur.Owner, cur.Epoch, it.ExpectedOwner, it.ExpectedEpoch)})
-			continue
-		case cur.Owner == it.To:
-			out.Skipped = append(out.Skipped, ReassignSkip{ID: id, Reason: "already owned by " + it.To})
-			continue
-		}
-		next := *cur
-		next.Owner = it.To
-		next.Epoch = index
-		next.Revision = index
-		s.put(&next)
-		out.Moved = append(out.Moved, id)
-	}
-	res := Result{Outcome: Unchanged, Reassign: out}
-	if len(out.Moved) > 0 {
-		res.Outcome = Updated
-	}
-	return res
+	return moveItems(s, index, m.Items, nil)
 }
