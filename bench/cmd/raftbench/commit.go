@@ -21,6 +21,8 @@ type CommitResult struct {
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	MaxMs  float64 `json:"max_ms"`
+	// WritesPerSec is one append at a time.
+	WritesPerSec float64 `json:"writes_per_s"`
 }
 
 // runCommit times appends of one small entry to a storage.Store under dir, each one bbolt
@@ -43,6 +45,7 @@ func runCommit(ctx context.Context, args []string, stderr io.Writer) (*CommitRes
 	defer s.Close()
 	entry := &raft.Log{Term: 1, Type: raft.LogCommand, Data: make([]byte, 200)}
 	lat := make([]time.Duration, 0, *writes)
+	var took time.Duration
 	for i := range 50 + *writes {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -53,12 +56,13 @@ func runCommit(ctx context.Context, args []string, stderr io.Writer) (*CommitRes
 			return nil, err
 		}
 		if i >= 50 {
-			lat = append(lat, time.Since(t0))
+			d := time.Since(t0)
+			lat, took = append(lat, d), took+d
 		}
 	}
 	slices.Sort(lat)
 	ms := func(q float64) float64 {
 		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
 	}
-	return &CommitResult{Writes: len(lat), P50Ms: ms(0.5), P99Ms: ms(0.99), MaxMs: ms(1)}, nil
+	return &CommitResult{Writes: len(lat), P50Ms: ms(0.5), P99Ms: ms(0.99), MaxMs: ms(1), WritesPerSec: float64(len(lat)) / took.Seconds()}, nil
 }
