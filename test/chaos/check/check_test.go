@@ -296,3 +296,33 @@ func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
 		t.Errorf("the others saw the epoch move: %s", r.Detail)
 	}
 }
+
+// TestNewOwnerProbesBeforeItsSample is seed 7's case (the short mode, once faults ran on a lane
+// per kind): a transfer gave w-1 to n3 at epoch 22; n3 applied it and probed at once, right
+// after its own sample (still naming n1 at epoch 13) was taken, and the sampler missed its next
+// one. n2's sample inside the interval already named n3 at epoch 22: the probe may come from
+// the owner, counted, not failed. A probe while no sample names n3 at a newer epoch still fails.
+func TestNewOwnerProbesBeforeItsSample(t *testing.T) {
+	row := func(owner string, epoch uint64) []history.OwnerRow {
+		return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 1196 * time.Millisecond, Gateway: "n3", Rows: row("n1", 13)},
+			{At: 2206 * time.Millisecond, Gateway: "n2", Rows: row("n3", 22)},
+			{At: 2217 * time.Millisecond, Gateway: "n3", Rows: row("n1", 13)},
+			{At: 4235 * time.Millisecond, Gateway: "n3", Rows: row("n3", 22)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 1196 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n1": 1, "n3": 0}},
+			{At: 2223 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n1": 2, "n3": 1}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	h.Owners[1].Rows = row("n1", 13)
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n3 while every sample named n1 at epoch 13 passed: %s", r.Detail)
+	}
+}

@@ -85,9 +85,11 @@ func strayProbes(h history.History, bad, stale, moved *examples) int {
 				judged++
 				from, to := ps[i-1].At.Round(time.Millisecond), ps[i].At.Round(time.Millisecond)
 				switch {
-				case !owned && epochMoved(h, g, w, ps[i-1].At, ps[i].At):
+				case !owned && (epochMoved(h, g, w, ps[i-1].At, ps[i].At) || movedTo(h, g, w, ps[i-1].At, ps[i].At+probeSlack)):
 					// The epoch changed in between: an owner the samples never saw (a transfer
-					// to g and a drain away, within a second) may have been g.
+					// to g and a drain away, within a second) may have been g; or another
+					// gateway already named g the owner at a newer epoch than g's last sample
+					// (g applied the move and probed at once, and took no sample in time).
 					moved.add("%s probed %s between %v and %v while its ownership moved", g, w, from, to)
 				case !owned:
 					bad.add("%s probed %s between %v and %v without owning it", g, w, from, to)
@@ -154,6 +156,34 @@ func epochMoved(h history.History, g, w string, from, to time.Duration) bool {
 		return epochOf(*before, w) != epochOf(*after, w)
 	}
 	return seenOthers && others != epochOf(*before, w)
+}
+
+// movedTo reports whether a sample of any gateway taken in (from, to] names g the owner of w at
+// an epoch newer than g's last sample at or before from showed: raft had moved w to g, and g
+// may have applied it before its own next sample.
+func movedTo(h history.History, g, w string, from, to time.Duration) bool {
+	var before *history.OwnerSample
+	for i := range h.Owners {
+		s := &h.Owners[i]
+		if s.Gateway == g && s.At <= from && (before == nil || s.At > before.At) {
+			before = s
+		}
+	}
+	if before == nil {
+		return false
+	}
+	seen := epochOf(*before, w)
+	for _, s := range h.Owners {
+		if s.At <= from || s.At > to {
+			continue
+		}
+		for _, r := range s.Rows {
+			if r.Worker == w && r.Owner == g && r.Epoch > seen {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func epochOf(s history.OwnerSample, w string) uint64 {
