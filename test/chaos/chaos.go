@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,7 @@ type Config struct {
 	Topology            *cluster.Topology
 	Out                 io.Writer     // progress lines and the summary
 	Progress            time.Duration // between progress lines (5 s when 0)
-	Hold                time.Duration // longest fault (6 s when 0)
+	Hold                time.Duration // longest usual fault (4 s when 0; one in eight up to twice it)
 	MinServed           float64       // fail_static's bound (0.95 when 0)
 	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0)
 	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)
@@ -47,7 +48,7 @@ func (c *Config) defaults() {
 		c.Progress = 5 * time.Second
 	}
 	if c.Hold == 0 {
-		c.Hold = 6 * time.Second
+		c.Hold = 4 * time.Second
 	}
 	if c.MinServed == 0 {
 		c.MinServed = 0.95
@@ -155,6 +156,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.DurationS = cfg.Duration.Seconds()
 	rep.Interrupted = ctx.Err() != nil
 	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), append(nem.Errors(), healErrs...)
+	rep.Refused = nem.Refused()
+	rep.FaultSeconds, rep.WaitSeconds = nem.Seconds()
 	rep.Requests = check.CountRequests(h)
 	rep.AdminOps = map[string]int{}
 	for _, a := range h.Admin {
@@ -237,7 +240,8 @@ func leaks(f func() error) check.Result {
 	return check.Pass("no goroutine of the harness outlived the run (goleak)")
 }
 
-// progress prints a line every cfg.Progress: faults so far, requests, admin operations, leader.
+// progress prints a line every cfg.Progress: faults so far in all and by kind, the gateways
+// faults hold now, requests, admin operations, and the leader.
 func progress(ctx context.Context, cfg Config, c *cluster.Cluster, nem *nemesis.Nemesis, rec *history.Recorder, logf func(string, ...any)) {
 	t := time.NewTicker(cfg.Progress)
 	defer t.Stop()
@@ -247,17 +251,28 @@ func progress(ctx context.Context, cfg Config, c *cluster.Cluster, nem *nemesis.
 			return
 		case <-t.C:
 		}
-		faults := 0
-		for _, n := range nem.Counts() {
-			faults += n
+		counts := nem.Counts()
+		faults, kinds := 0, ""
+		for _, k := range sortedKeys(counts) {
+			faults += counts[k]
+			kinds += fmt.Sprintf(" %s=%d", k, counts[k])
+		}
+		held := nem.Held()
+		holding := "none"
+		if len(held) > 0 {
+			var parts []string
+			for _, g := range sortedKeys(held) {
+				parts = append(parts, g+":"+held[g])
+			}
+			holding = strings.Join(parts, ",")
 		}
 		ops, reqs := rec.Counts()
 		leader := c.Leader()
 		if leader == "" {
 			leader = "none"
 		}
-		logf("chaos: %3.0fs faults=%d requests ok=%d no_worker=%d gateway=%d admin=%d leader=%s",
-			rec.Now().Seconds(), faults, reqs[history.Served], reqs[history.NoWorker], reqs[history.GatewayLost], ops, leader)
+		logf("chaos: %3.0fs faults=%d (%s) held=%s requests ok=%d no_worker=%d gateway=%d admin=%d leader=%s",
+			rec.Now().Seconds(), faults, strings.TrimSpace(kinds), holding, reqs[history.Served], reqs[history.NoWorker], reqs[history.GatewayLost], ops, leader)
 	}
 }
 

@@ -11,17 +11,26 @@ import (
 
 // Report is the JSON report of a run (DESIGN.md section 15), with what it skipped and why.
 type Report struct {
-	Seed       uint64                  `json:"seed"`
-	DurationS  float64                 `json:"duration_s"`
-	Nodes      int                     `json:"nodes"`
-	Engines    int                     `json:"engines"`
-	Isolated   bool                    `json:"isolated"`
-	Faults     map[string]int          `json:"faults"`
-	Skipped    map[string]string       `json:"skipped,omitempty"`
-	Requests   check.Requests          `json:"requests"`
-	AdminOps   map[string]int          `json:"admin_ops"`
-	Invariants map[string]check.Result `json:"invariants"`
-	Errors     []string                `json:"nemesis_errors,omitempty"`
+	Seed      uint64         `json:"seed"`
+	DurationS float64        `json:"duration_s"`
+	Nodes     int            `json:"nodes"`
+	Engines   int            `json:"engines"`
+	Isolated  bool           `json:"isolated"`
+	Faults    map[string]int `json:"faults"`
+	// Refused counts the faults that did not take (a drain the cluster refused, a forced leader
+	// change after which no other leader was elected); they are not in Faults.
+	Refused map[string]int `json:"faults_refused,omitempty"`
+	// FaultSeconds is, per kind, the time its faults held their targets, from the injection
+	// until the targets were back.
+	FaultSeconds map[string]float64 `json:"fault_seconds,omitempty"`
+	// WaitSeconds is, per kind, the time its faults waited for room before they started: the
+	// rules that keep the cluster able to make progress (docs/chaos.md, Faults).
+	WaitSeconds map[string]float64      `json:"room_wait_seconds,omitempty"`
+	Skipped     map[string]string       `json:"skipped,omitempty"`
+	Requests    check.Requests          `json:"requests"`
+	AdminOps    map[string]int          `json:"admin_ops"`
+	Invariants  map[string]check.Result `json:"invariants"`
+	Errors      []string                `json:"nemesis_errors,omitempty"`
 	// Interrupted is true when the run was stopped (Ctrl-C) before its duration ended: the
 	// invariants then judge a partial run that was not healed.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -48,6 +57,27 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(w, " %s=%d", k, r.Faults[k])
 	}
 	fmt.Fprintln(w)
+	if len(r.Refused) > 0 {
+		fmt.Fprintf(w, "refused:")
+		for _, k := range sortedKeys(r.Refused) {
+			fmt.Fprintf(w, " %s=%d", k, r.Refused[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.FaultSeconds) > 0 {
+		fmt.Fprintf(w, "fault seconds:")
+		for _, k := range sortedKeys(r.FaultSeconds) {
+			fmt.Fprintf(w, " %s=%.0f", k, r.FaultSeconds[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.WaitSeconds) > 0 {
+		fmt.Fprintf(w, "waited for room:")
+		for _, k := range sortedKeys(r.WaitSeconds) {
+			fmt.Fprintf(w, " %s=%.0f", k, r.WaitSeconds[k])
+		}
+		fmt.Fprintln(w)
+	}
 	for _, k := range sortedKeys(r.Skipped) {
 		fmt.Fprintf(w, "skipped %s: %s\n", k, r.Skipped[k])
 	}

@@ -301,6 +301,41 @@ func (c *Cluster) Leader() string {
 	return ""
 }
 
+// RaftView is the raft group as the first running gateway that names a leader sees it: the
+// leader and the voters. ok is false when no running gateway names one.
+func (c *Cluster) RaftView() (leader string, voters []string, ok bool) {
+	for _, n := range c.Nodes {
+		var r Raft
+		if !n.Running() || !GetJSON(n.URL()+"/mesh/raft", &r) || r.Leader == "" {
+			continue
+		}
+		for _, s := range r.Servers {
+			if s.Suffrage == "voter" {
+				voters = append(voters, s.ID)
+			}
+		}
+		return r.Leader, voters, true
+	}
+	return "", nil, false
+}
+
+// Rejoining reports whether some running gateway lists id as rejoining: its raft state new,
+// not yet confirmed caught up by a leader.
+func (c *Cluster) Rejoining(id string) bool {
+	for _, n := range c.Nodes {
+		var p Peers
+		if !n.Running() || !GetJSON(n.URL()+"/mesh/peers", &p) {
+			continue
+		}
+		for _, peer := range p.Peers {
+			if peer.ID == id && peer.Rejoining {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // WaitFormed waits until every node sees every node alive, none rejoining, and the same leader.
 func (c *Cluster) WaitFormed(ctx context.Context, d time.Duration) error {
 	return waitFor(ctx, d, fmt.Sprintf("%d gateways alive with one leader", len(c.Nodes)), func() bool {

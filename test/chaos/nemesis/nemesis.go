@@ -1,15 +1,18 @@
-// Package nemesis injects the faults of a chaos run, one node fault at a time and engine faults
-// beside them, each drawn from the run's seed: kill -9 and a restart on the same state
-// directory, SIGSTOP/SIGCONT, loss of a state directory, partitions, flapping and hanging
-// engines, failing weight updates; and it says which faults it skipped and why.
+// Package nemesis injects the faults of a chaos run, drawn from the run's seed, on lanes that
+// run side by side (process faults, network faults, admin faults, engine faults, weight
+// faults) under rules that keep the cluster able to make progress: kill -9 and a restart on
+// the same state directory, SIGSTOP/SIGCONT, loss of a state directory, drains, partitions,
+// forced leader changes, flapping and hanging engines, failing weight updates; and it says
+// which faults it skipped and why.
 package nemesis
 
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -34,12 +37,12 @@ const (
 	ClockJump         = "clock-jump"
 )
 
+// engineKinds are the faults of engines; the others hit gateways.
+var engineKinds = []string{EngineFlap, EngineHang, WeightFail}
+
 // All is every kind, in the order the report lists them.
 var All = []string{Kill, Pause, Wipe, PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay,
 	EngineFlap, EngineHang, WeightFail, LeaderTransfer, Drain, ClockJump}
-
-// nodeKinds are the faults of gateways; the rest hit engines.
-var nodeKinds = []string{Kill, Pause, Wipe, Drain, PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay}
 
 // Nemesis injects faults into a cluster.
 type Nemesis struct {
@@ -50,18 +53,20 @@ type Nemesis struct {
 	Log func(format string, args ...any)
 	// WeightEngine is the engine whose weight updates WeightFail makes fail ("" for none).
 	WeightEngine string
-	// Hold bounds how long a fault lasts, drawn in [Hold/4, Hold].
+	// Hold bounds how long a fault lasts: drawn in [Hold/4, Hold], and one fault in eight in
+	// [Hold, 2×Hold] (long enough for a failover: the failure detector and the grace).
 	Hold time.Duration
 	// Stop ends the heals' waits (restarts, a gateway back): the run was interrupted. Nil means
 	// they run to their bounds.
 	Stop context.Context
 
-	// quiet keeps partitions off while a wiped node comes back: partitions hold it shared, a
-	// wipe alone.
-	quiet sync.RWMutex
+	room *room
 
 	mu      sync.Mutex
 	counts  map[string]int
+	refused map[string]int
+	took    map[string]time.Duration
+	waited  map[string]time.Duration
 	skipped map[string]string
 	errs    []string
 }
@@ -71,6 +76,7 @@ func (n *Nemesis) Plan(kinds []string) (run []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.counts, n.skipped = map[string]int{}, map[string]string{}
+	n.refused, n.took, n.waited = map[string]int{}, map[string]time.Duration{}, map[string]time.Duration{}
 	for _, k := range kinds {
 		if why := n.skipReason(k); why != "" {
 			n.skipped[k] = why
@@ -97,7 +103,12 @@ func (n *Nemesis) skipReason(k string) string {
 			return "no engine is set apart for weight updates (ENGINES < 3)"
 		}
 	case LeaderTransfer:
-		return "meshgw has no route that moves only the raft leadership; a drain of the leader hands it over (the drain fault targets the leader half of the time)"
+		if n.Net == nil {
+			return "not isolated: the forced leader change cuts the leader's raft port with iptables (meshgw has no route that moves only the leadership)"
+		}
+		if len(n.C.Nodes) < 3 {
+			return "a leader change needs two other voters"
+		}
 	case Drain:
 		if !routeExists(n.C, "/mesh/drain") {
 			return "this build has no POST /mesh/drain (issue 15)"
@@ -158,10 +169,15 @@ func (n *Nemesis) Errors() []string {
 
 func (n *Nemesis) fail(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	n.Log("nemesis: %s", msg)
+	n.say("%s", msg)
 	n.mu.Lock()
 	n.errs = append(n.errs, msg)
 	n.mu.Unlock()
+}
+
+// say logs a nemesis line with the run's time.
+func (n *Nemesis) say(format string, args ...any) {
+	n.Log("nemesis: %5.1fs "+format, append([]any{n.Rec.Now().Seconds()}, args...)...)
 }
 
 func (n *Nemesis) count(k string) {
@@ -170,56 +186,41 @@ func (n *Nemesis) count(k string) {
 	n.mu.Unlock()
 }
 
-// Run injects the planned faults until ctx ends: process faults, partitions and engine faults
-// on three loops side by side, each one fault at a time; each fault is healed before Run
-// returns.
-func (n *Nemesis) Run(ctx context.Context, kinds []string) {
-	var nodes, engines []string
-	for _, k := range kinds {
-		if slices.Contains(nodeKinds, k) {
-			nodes = append(nodes, k)
-		} else {
-			engines = append(engines, k)
+// refuse counts a fault that did not take (a drain the cluster refused, a leader that did not
+// move): it is not in Counts.
+func (n *Nemesis) refuse(k string) {
+	n.mu.Lock()
+	n.refused[k]++
+	n.mu.Unlock()
+	n.room.refused(k)
+}
+
+// Refused returns how many faults of each kind did not take.
+func (n *Nemesis) Refused() map[string]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.refused)
+}
+
+// Seconds returns, per kind, the time its faults held their targets (from the injection until
+// the targets were back), and the time they waited for room (room.go) before.
+func (n *Nemesis) Seconds() (held, waited map[string]float64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	round := func(m map[string]time.Duration) map[string]float64 {
+		out := map[string]float64{}
+		for k, d := range m {
+			out[k] = math.Round(d.Seconds()*10) / 10
 		}
+		return out
 	}
-	sort.Strings(nodes)
-	sort.Strings(engines)
-	// The engine loop draws from its own generator, seeded from the run's, so that the node
-	// faults' draws do not depend on the timing of the engine faults'.
-	erng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
-	var wg sync.WaitGroup
-	if len(engines) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n.engineLoop(ctx, erng, engines)
-		}()
-	}
-	if len(nodes) > 0 {
-		n.nodeLoop(ctx, nodes)
-	}
-	wg.Wait()
+	return round(n.took), round(n.waited)
 }
 
-// stop is the context of the heals' waits.
-func (n *Nemesis) stop() context.Context {
-	if n.Stop == nil {
-		return context.Background()
+// Held returns the gateways faults hold now, and by which kind.
+func (n *Nemesis) Held() map[string]string {
+	if n.room == nil {
+		return nil
 	}
-	return n.Stop
-}
-
-// hold draws a fault's length.
-func hold(rng *rand.Rand, max time.Duration) time.Duration {
-	return max/4 + time.Duration(rng.Int64N(int64(max-max/4)+1))
-}
-
-// wait waits d, or less when ctx ends (faults are healed at once then).
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	return n.room.held()
 }

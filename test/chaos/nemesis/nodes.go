@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meshgw/meshgw/test/chaos/cluster"
@@ -16,91 +14,49 @@ import (
 // settle bounds the wait for the cluster to form again after a fault healed.
 const settle = 45 * time.Second
 
-// nodeLoop runs the gateway faults: process faults (kill, pause, wipe) and partitions on two
-// loops side by side, each one fault at a time, so that they overlap (a kill during a
-// partition). A wipe waits for quiet: no partition, every node alive, one leader.
-func (n *Nemesis) nodeLoop(ctx context.Context, kinds []string) {
-	var process, network []string
-	for _, k := range kinds {
-		if k == Kill || k == Pause || k == Wipe || k == Drain {
-			process = append(process, k)
-		} else {
-			network = append(network, k)
-		}
+// processFault kills (and wipes) or pauses node for d, then waits until it is back: it sees a
+// leader and another gateway sees it alive; a wiped gateway also until a leader confirmed it
+// caught up (room rule 4).
+func (n *Nemesis) processFault(ctx context.Context, c *claim, p plan, node *cluster.Node) {
+	n.say("%s on %s for %v", p.kind, node.ID, p.hold.Round(time.Millisecond))
+	n.count(p.kind)
+	switch p.kind {
+	case Kill:
+		n.kill(ctx, node, p.hold, false)
+	case Wipe:
+		n.kill(ctx, node, p.hold, true)
+	case Pause:
+		n.pause(ctx, node, p.hold)
 	}
-	// Each loop draws from its own generator, seeded from the run's in a fixed order.
-	prng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
-	nrng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
-	var wg sync.WaitGroup
-	for _, l := range []struct {
-		kinds []string
-		rng   *rand.Rand
-	}{{process, prng}, {network, nrng}} {
-		if len(l.kinds) == 0 {
-			continue
+	n.room.healed(c)
+	n.waitBack(p.kind, node)
+	if p.kind == Wipe {
+		if err := waitCond(n.stop(), settle, func() bool { return !n.C.Rejoining(node.ID) }); err != nil {
+			n.fail("after wipe on %s: still rejoining (not confirmed caught up) after %v", node.ID, settle)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n.faultLoop(ctx, l.rng, l.kinds)
-		}()
-	}
-	wg.Wait()
-}
-
-func (n *Nemesis) faultLoop(ctx context.Context, rng *rand.Rand, kinds []string) {
-	for i := 0; i < 100000 && ctx.Err() == nil; i++ {
-		k := kinds[rng.IntN(len(kinds))]
-		d := hold(rng, n.Hold)
-		if k == Wipe {
-			// Quiet first: no partition starts until the wiped node is back.
-			n.quiet.Lock()
-			if err := n.C.WaitFormed(ctx, settle); err != nil {
-				n.quiet.Unlock()
-				continue
-			}
-		} else if k != Kill && k != Pause && k != Drain {
-			n.quiet.RLock()
-		}
-		target := n.target(rng)
-		n.Log("nemesis: %s on %s for %v", k, target.ID, d.Round(time.Millisecond))
-		n.count(k)
-		switch k {
-		case Kill:
-			n.kill(ctx, target, d, false)
-		case Wipe:
-			n.kill(ctx, target, d, true)
-		case Pause:
-			n.pause(ctx, target, d)
-		case Drain:
-			n.drain(ctx, target, d)
-		default:
-			n.partition(ctx, rng, k, target, d)
-		}
-		// Heal before this loop's next fault: the target sees a leader and another node sees
-		// it alive (the other loop's fault may still hold).
-		if err := n.C.WaitBack(n.stop(), target, settle); err != nil {
-			n.fail("after %s on %s: %v", k, target.ID, err)
-		}
-		switch k {
-		case Wipe:
-			n.quiet.Unlock()
-		case Kill, Pause, Drain:
-		default:
-			n.quiet.RUnlock()
-		}
-		wait(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond)
 	}
 }
 
-// target draws a node: the leader half of the time, so that elections happen.
-func (n *Nemesis) target(rng *rand.Rand) *cluster.Node {
-	if rng.IntN(2) == 0 {
-		if l := n.C.Node(n.C.Leader()); l != nil {
-			return l
+// waitBack waits until node sees a leader and another gateway sees it alive; a nemesis error
+// when it does not within settle.
+func (n *Nemesis) waitBack(kind string, node *cluster.Node) {
+	if err := n.C.WaitBack(n.stop(), node, settle); err != nil {
+		n.fail("after %s on %s: %v", kind, node.ID, err)
+	}
+}
+
+// waitCond polls cond every 100 ms until it holds, ctx ends, or d passes.
+func waitCond(ctx context.Context, d time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return n.C.Nodes[rng.IntN(len(n.C.Nodes))]
+	return nil
 }
 
 // kill sends SIGKILL, optionally wipes the state directory, and restarts the node after d.
@@ -162,82 +118,124 @@ func (n *Nemesis) pause(ctx context.Context, node *cluster.Node, d time.Duration
 	n.Rec.DownUntil(node.ID, "pause")
 }
 
-// partition cuts the cluster as kind says around target for d, then heals:
-//   - partition-one: target alone against the rest;
-//   - partition-minority: target and as many others as keep the group a minority;
-//   - partition-majority: a bridge, every node keeping a majority: target's side and the other
-//     side cannot talk, but one node talks to both;
-//   - partition-oneway: packets from target to the rest are dropped, the others' still arrive.
-func (n *Nemesis) partition(ctx context.Context, rng *rand.Rand, kind string, target *cluster.Node, d time.Duration) {
-	others := []*cluster.Node{}
-	for _, o := range n.C.Nodes {
-		if o != target {
-			others = append(others, o)
-		}
-	}
-	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
-	var a, b []*cluster.Node
-	var cut []*cluster.Node // the side recorded as cut off from the majority
+// partition cuts the cluster as p.kind says around t for p.hold, then heals:
+//   - partition-one: the target alone against the rest;
+//   - partition-minority: the target and as many others as keep the group a minority;
+//   - partition-majority: a bridge, every gateway keeping a majority: the target's side and
+//     the other side cannot talk, but one gateway talks to both;
+//   - partition-oneway: packets from the target to the rest are dropped, theirs still arrive.
+//
+// It waits until every gateway it cut off is back.
+func (n *Nemesis) partition(ctx context.Context, c *claim, p plan, t target) {
+	var cut *cluster.Cut
 	var err error
-	switch kind {
-	case PartitionOne:
-		a, b, cut = []*cluster.Node{target}, others, []*cluster.Node{target}
-		err = n.both(a, b)
-	case PartitionMinority:
-		m := (len(n.C.Nodes)-1)/2 - 1
-		a, b = append([]*cluster.Node{target}, others[:m]...), others[m:]
-		cut = a
-		err = n.both(a, b)
+	var off []*cluster.Node // the side recorded as cut off from the majority
+	switch p.kind {
+	case PartitionOne, PartitionMinority:
+		off = t.a
+		cut, err = n.both(t.a, t.b)
 	case PartitionMajority:
-		// others[0] bridges; the rest split in two halves around it.
-		rest := others[1:]
-		half := len(rest) / 2
-		a, b = append([]*cluster.Node{target}, rest[:half]...), rest[half:]
-		err = n.both(a, b)
+		cut, err = n.both(t.a, t.b)
 	case PartitionOneWay:
-		err = n.Net.Drop([]*cluster.Node{target}, others)
+		cut, err = n.Net.Drop(nil, t.a, t.b)
 	}
+	desc := fmt.Sprintf("%v | %v", ids(t.a), ids(t.b))
+	if t.bridge != nil {
+		desc += " bridged by " + t.bridge.ID
+	}
+	n.say("%s on %s for %v: %s", p.kind, t.node.ID, p.hold.Round(time.Millisecond), desc)
+	n.count(p.kind)
 	if err != nil {
-		n.fail("%s: %v", kind, err)
+		n.fail("%s: %v", p.kind, err)
 	}
-	for _, c := range cut {
-		n.Rec.DownFrom(c.ID, kind, true)
+	for _, o := range off {
+		n.Rec.DownFrom(o.ID, p.kind, true)
 	}
-	wait(ctx, d)
-	if err := n.Net.Heal(); err != nil {
+	wait(ctx, p.hold)
+	if err := n.Net.Heal(cut); err != nil {
 		n.fail("%v", err)
 	}
-	for _, c := range cut {
-		n.Rec.DownUntil(c.ID, kind)
+	n.room.healed(c)
+	for _, o := range off {
+		n.Rec.DownUntil(o.ID, p.kind)
+	}
+	back := off
+	if len(back) == 0 {
+		back = []*cluster.Node{t.node}
+	}
+	for _, o := range back {
+		n.waitBack(p.kind, o)
 	}
 }
 
-func (n *Nemesis) both(a, b []*cluster.Node) error {
-	if err := n.Net.Drop(a, b); err != nil {
-		return err
+func (n *Nemesis) both(a, b []*cluster.Node) (*cluster.Cut, error) {
+	cut, err := n.Net.Drop(nil, a, b)
+	if err != nil {
+		return cut, err
 	}
-	return n.Net.Drop(b, a)
+	return n.Net.Drop(cut, b, a)
+}
+
+// raftPort is every isolated gateway's --raft-port (cluster.New).
+const raftPort = 39528
+
+// leaderChange forces the raft leadership off leader, every process running: it drops the raft
+// traffic between leader and the others (the mesh, gRPC and the data plane still pass) until
+// another gateway names a new leader, keeps it off for a quarter of d more, heals, and waits
+// until the old leader follows. meshgw has no route that moves only the leadership (a drain
+// of the leader hands it over, and leaves). A cut after which no other leader was elected
+// within settle is counted as refused, not as a fault.
+func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.Node, d time.Duration) {
+	var others []*cluster.Node
+	for _, o := range n.C.Nodes {
+		if o != leader {
+			others = append(others, o)
+		}
+	}
+	cut, err := n.Net.DropPort(nil, []*cluster.Node{leader}, others, raftPort)
+	if err == nil {
+		cut, err = n.Net.DropPort(cut, others, []*cluster.Node{leader}, raftPort)
+	}
+	if err != nil {
+		n.fail("%s: %v", LeaderTransfer, err)
+	}
+	start := time.Now()
+	moved := ""
+	_ = waitCond(ctx, settle, func() bool {
+		for _, o := range others {
+			var r cluster.Raft
+			if o.Running() && cluster.GetJSON(o.URL()+"/mesh/raft", &r) && r.Leader != "" && r.Leader != leader.ID {
+				moved = r.Leader
+				return true
+			}
+		}
+		return false
+	})
+	if moved != "" {
+		n.say("%s from %s to %s in %v", LeaderTransfer, leader.ID, moved, time.Since(start).Round(time.Millisecond))
+		n.count(LeaderTransfer)
+		wait(ctx, d/4)
+	} else {
+		n.say("%s from %s: no other leader within %v", LeaderTransfer, leader.ID, time.Since(start).Round(time.Millisecond))
+		n.refuse(LeaderTransfer)
+	}
+	if err := n.Net.Heal(cut); err != nil {
+		n.fail("%v", err)
+	}
+	n.room.healed(c)
+	n.waitBack(LeaderTransfer, leader)
 }
 
 // drainClient bounds a drain's answer: the gateways' --drain-timeout-secs (20) and the write.
 var drainClient = &http.Client{Timeout: 60 * time.Second}
 
-// drain hands node over through another gateway (POST /mesh/drain {"peer"}): its workers,
-// raft leadership and voter seat go to the others, and it leaves; its data plane serves on.
-// After d it is stopped and started again on its state directory, joining as a new gateway
-// would. The answer is logged; a refusal or no answer is a nemesis error.
-func (n *Nemesis) drain(ctx context.Context, node *cluster.Node, d time.Duration) {
-	var via *cluster.Node
-	for _, o := range n.C.Nodes {
-		if o != node && o.Running() {
-			via = o
-			break
-		}
-	}
-	if via == nil {
-		n.fail("drain %s: no other gateway runs", node.ID)
-		return
-	}
+// drain hands node over through via (POST /mesh/drain {"peer"}): its workers, raft leadership
+// and voter seat go to the others, and it leaves; its data plane serves on. Once the leader
+// cleared its drain mark, and d later, it is stopped and started again on its state directory,
+// joining as a new gateway would, and the fault ends when it is back. The answer is logged; a
+// refusal that wrote nothing is counted as refused, no answer is a nemesis error.
+func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, d time.Duration) {
+	n.say("drain on %s through %s, restarted %v after it left", node.ID, via.ID, (d / 2).Round(time.Millisecond))
 	req, err := http.NewRequestWithContext(n.stop(), "POST", via.URL()+"/mesh/drain",
 		strings.NewReader(fmt.Sprintf(`{"peer":%q}`, node.ID)))
 	if err != nil {
@@ -246,62 +244,81 @@ func (n *Nemesis) drain(ctx context.Context, node *cluster.Node, d time.Duration
 	}
 	req.Header.Set("Authorization", "Bearer "+cluster.AdminKey)
 	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
 	resp, err := drainClient.Do(req)
 	if err != nil {
 		n.fail("drain %s through %s: %v", node.ID, via.ID, err)
 	} else {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		n.Log("nemesis: drain of %s through %s answered %d %.200s", node.ID, via.ID, resp.StatusCode, body)
+		n.say("drain of %s through %s answered %d in %v %.200s", node.ID, via.ID, resp.StatusCode,
+			time.Since(start).Round(time.Millisecond), body)
 		switch resp.StatusCode {
 		case 200, 202:
 		case 503, 409:
 			// Refused, nothing written (no leader, a write timeout under a partition, no
 			// gateway left to take over): the gateway was not drained.
+			n.refuse(Drain)
 			return
 		default:
 			n.fail("drain %s through %s: %d %.200s", node.ID, via.ID, resp.StatusCode, body)
 		}
 	}
+	n.count(Drain)
+	n.room.shrink(c, []string{node.ID}) // via may take other faults now
 	// Restart it only once the leader has cleared its drain mark (it clears the marks of
 	// gateways gone from the mesh and the configuration): a drained gateway started again while
 	// still marked stays outside raft for good (docs/chaos.md, finding 5).
-	if err := waitUnmarked(n.stop(), via, node.ID, settle); err != nil {
+	if err := n.waitUnmarked(node, settle); err != nil {
 		n.fail("the drain mark of %s: %v", node.ID, err)
 	}
-	wait(ctx, d)
+	wait(ctx, d/2)
+	if !n.room.stop(n.stop(), c, node.ID) {
+		return
+	}
 	n.Rec.DownFrom(node.ID, "drain-restart", false)
 	n.C.Kill(node)
 	err = n.C.Restart(n.stop(), node)
 	n.Rec.DownUntil(node.ID, "drain-restart")
+	n.room.healed(c)
 	if err != nil {
 		n.fail("restart %s after its drain: %v", node.ID, err)
+		return
 	}
+	n.waitBack(Drain, node)
 }
 
-// waitUnmarked waits until via's GET /mesh/drain no longer lists peer.
-func waitUnmarked(ctx context.Context, via *cluster.Node, peer string, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	for {
+// waitUnmarked waits until the leader's GET /mesh/drain (another running gateway's while none
+// is known) no longer lists peer.
+func (n *Nemesis) waitUnmarked(peer *cluster.Node, d time.Duration) error {
+	err := waitCond(n.stop(), d, func() bool {
+		ask := n.C.Node(n.C.Leader())
+		if ask == nil || ask == peer || !ask.Running() {
+			ask = nil
+			for _, o := range n.C.Nodes {
+				if o != peer && o.Running() {
+					ask = o
+					break
+				}
+			}
+		}
 		var ans struct {
 			Draining []struct {
 				Peer string `json:"peer"`
 			} `json:"draining"`
 		}
-		if cluster.GetJSON(via.URL()+"/mesh/drain", &ans) {
-			marked := false
-			for _, s := range ans.Draining {
-				marked = marked || s.Peer == peer
-			}
-			if !marked {
-				return nil
+		if ask == nil || !cluster.GetJSON(ask.URL()+"/mesh/drain", &ans) {
+			return false
+		}
+		for _, s := range ans.Draining {
+			if s.Peer == peer.ID {
+				return false
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("still marked draining after %v", d)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("still marked draining after %v", d)
 	}
+	return nil
 }

@@ -1,0 +1,287 @@
+package nemesis
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meshgw/meshgw/test/chaos/cluster"
+)
+
+// maxFaults bounds each lane's count of faults, whatever the duration.
+const maxFaults = 100000
+
+// lane is one loop of faults of one kind, one at a time, drawn from its own generator.
+type lane struct {
+	kind string
+	rng  *rand.Rand
+}
+
+// lanes returns a lane per planned kind. Every kind's generator is seeded from the run's in the
+// order of All, planned or not, so that a lane's draws depend neither on the timing of the
+// others' nor on which kinds FAULTS names.
+func (n *Nemesis) lanes(kinds []string) []lane {
+	var out []lane
+	for _, k := range All {
+		rng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
+		if slices.Contains(kinds, k) {
+			out = append(out, lane{kind: k, rng: rng})
+		}
+	}
+	return out
+}
+
+// Run injects the planned faults until ctx ends, a lane per kind, side by side under the room's
+// rules (room.go); each fault is healed before Run returns.
+func (n *Nemesis) Run(ctx context.Context, kinds []string) {
+	ids := make([]string, len(n.C.Nodes))
+	for i, node := range n.C.Nodes {
+		ids[i] = node.ID
+	}
+	n.room = newRoom(ids, func() (string, []string) {
+		leader, voters, _ := n.C.RaftView()
+		return leader, voters
+	})
+	var wg sync.WaitGroup
+	for _, l := range n.lanes(kinds) {
+		wg.Go(func() { n.runLane(ctx, l) })
+	}
+	wg.Wait()
+	if n.Net != nil {
+		if err := n.Net.HealAll(); err != nil {
+			n.fail("%v", err)
+		}
+	}
+}
+
+// plan is one fault's draws, made before it waits for room so that every fault draws the same
+// number of values whatever the cluster's state.
+type plan struct {
+	kind   string
+	hold   time.Duration
+	leader bool  // target the leader when it may
+	order  []int // the targets to try (gateways or engines), in this order
+	others []int // the order of the other gateways, for the sides of a partition
+	gap    time.Duration
+}
+
+func (n *Nemesis) runLane(ctx context.Context, l lane) {
+	for i := 0; i < maxFaults && ctx.Err() == nil; i++ {
+		p := plan{kind: l.kind}
+		p.hold = hold(l.rng, n.Hold)
+		p.leader = l.rng.IntN(2) == 0
+		p.order = l.rng.Perm(max(len(n.C.Nodes), len(n.C.Engines)))
+		p.others = l.rng.Perm(len(n.C.Nodes) - 1)
+		p.gap = time.Duration(100+l.rng.IntN(400)) * time.Millisecond
+		n.inject(ctx, p)
+		wait(ctx, p.gap)
+	}
+}
+
+// inject runs one fault: it waits for room, injects, holds, heals, waits for the targets to be
+// back, and lets the room go.
+func (n *Nemesis) inject(ctx context.Context, p plan) {
+	var t target
+	asked := time.Now()
+	c := n.room.acquire(ctx, p.kind, !slices.Contains(engineKinds, p.kind), func(o offer) *claim {
+		var c *claim
+		t, c = n.pick(p, o)
+		return c
+	})
+	if c == nil {
+		return
+	}
+	start := time.Now()
+	defer func() {
+		n.room.release(c)
+		took := time.Since(start)
+		n.say("%s on %s over after %v (waited %v for room)", p.kind, strings.Join(append(c.touches(), c.engines...), ","),
+			took.Round(100*time.Millisecond), start.Sub(asked).Round(100*time.Millisecond))
+		n.mu.Lock()
+		n.took[p.kind] += took
+		n.waited[p.kind] += start.Sub(asked)
+		n.mu.Unlock()
+	}()
+	switch p.kind {
+	case Kill, Wipe, Pause:
+		n.processFault(ctx, c, p, t.node)
+	case Drain:
+		n.drain(ctx, c, t.node, t.via, p.hold)
+	case LeaderTransfer:
+		n.leaderChange(ctx, c, t.node, p.hold)
+	case PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay:
+		n.partition(ctx, c, p, t)
+	case EngineFlap, EngineHang, WeightFail:
+		n.engineFault(ctx, p, t.engine)
+	}
+}
+
+// target is what a fault hits.
+type target struct {
+	node   *cluster.Node
+	via    *cluster.Node   // a drain's entry gateway
+	a, b   []*cluster.Node // a partition's sides (a one-way cut drops what a sends to b)
+	bridge *cluster.Node   // a partition-majority's gateway that talks to both sides
+	engine string
+}
+
+// pick returns the first target in p's order whose claim fits: the leader first when p says so
+// (half of the gateway faults, so that elections happen), then p.order. A forced leader
+// change always targets the leader.
+func (n *Nemesis) pick(p plan, o offer) (target, *claim) {
+	switch p.kind {
+	case EngineFlap, EngineHang, WeightFail:
+		for _, i := range p.order {
+			e := ""
+			switch {
+			case p.kind == WeightFail:
+				e = n.WeightEngine
+			case i < len(n.C.Engines):
+				e = n.C.Engines[i].URL()
+			}
+			if c := (&claim{kind: p.kind, engines: []string{e}}); e != "" && o.fits(c) {
+				return target{engine: e}, c
+			}
+		}
+		return target{}, nil
+	}
+	var cands []*cluster.Node
+	if l := n.C.Node(o.Leader); l != nil && (p.leader || p.kind == LeaderTransfer) {
+		cands = append(cands, l)
+	}
+	if p.kind != LeaderTransfer {
+		for _, i := range p.order {
+			if i < len(n.C.Nodes) {
+				cands = append(cands, n.C.Nodes[i])
+			}
+		}
+	}
+	for _, node := range cands {
+		t, c := n.claimFor(p, node, o)
+		if c != nil && o.fits(c) {
+			return t, c
+		}
+	}
+	return target{}, nil
+}
+
+// claimFor is the claim of p's fault on node.
+func (n *Nemesis) claimFor(p plan, node *cluster.Node, o offer) (target, *claim) {
+	c := &claim{kind: p.kind}
+	t := target{node: node}
+	others := n.others(p, node)
+	switch p.kind {
+	case Kill, Pause, Wipe:
+		if !node.Running() {
+			return t, nil
+		}
+		c.proc, c.stopped, c.down = []string{node.ID}, []string{node.ID}, []string{node.ID}
+		if p.kind == Wipe {
+			// Restarted from nothing inside a partition, it could not join: it needs calm.
+			c.proc, c.only, c.wipe = nil, []string{node.ID}, true
+		}
+	case Drain:
+		// Sent through the first other gateway that runs, in no fault and cut from nobody (a
+		// gateway cut from the leader would refuse it).
+		for _, v := range others {
+			if v.Running() && o.calm(v.ID) {
+				t.via = v
+				break
+			}
+		}
+		if t.via == nil || !node.Running() || o.Leader == "" {
+			return t, nil
+		}
+		c.only, c.down = []string{node.ID, t.via.ID}, []string{node.ID}
+	case LeaderTransfer:
+		if !node.Running() {
+			return t, nil // a leader stopped or killed is not moved off: it is gone
+		}
+		c.net = []string{node.ID}
+		c.links = links([]*cluster.Node{node}, others)
+	case PartitionOne, PartitionOneWay:
+		t.a, t.b = []*cluster.Node{node}, others
+		c.net = []string{node.ID}
+		c.links = links(t.a, t.b)
+	case PartitionMinority:
+		m := (len(n.C.Nodes)-1)/2 - 1
+		t.a, t.b = append([]*cluster.Node{node}, others[:m]...), others[m:]
+		c.net = ids(t.a)
+		c.links = links(t.a, t.b)
+	case PartitionMajority:
+		// others[0] bridges; the rest split in two halves around it. The bridge is held to
+		// itself: every gateway keeps a majority in view only through it.
+		rest := others[1:]
+		half := len(rest) / 2
+		t.bridge = others[0]
+		t.a, t.b = append([]*cluster.Node{node}, rest[:half]...), rest[half:]
+		c.net, c.only = []string{node.ID}, []string{t.bridge.ID}
+		c.links = links(t.a, t.b)
+	}
+	return t, c
+}
+
+// others are the gateways but node, in p's drawn order.
+func (n *Nemesis) others(p plan, node *cluster.Node) []*cluster.Node {
+	var rest []*cluster.Node
+	for _, o := range n.C.Nodes {
+		if o != node {
+			rest = append(rest, o)
+		}
+	}
+	out := make([]*cluster.Node, 0, len(rest))
+	for _, i := range p.others {
+		out = append(out, rest[i])
+	}
+	return out
+}
+
+func links(a, b []*cluster.Node) [][2]string {
+	var out [][2]string
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, [2]string{x.ID, y.ID})
+		}
+	}
+	return out
+}
+
+func ids(nodes []*cluster.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.ID
+	}
+	return out
+}
+
+// stop is the context of the heals' waits.
+func (n *Nemesis) stop() context.Context {
+	if n.Stop == nil {
+		return context.Background()
+	}
+	return n.Stop
+}
+
+// hold draws a fault's length: in [max/4, max], and one time in eight in [max, 3×max], long
+// enough for a failover (the failure detector, then the grace). It always draws twice.
+func hold(rng *rand.Rand, max time.Duration) time.Duration {
+	long := rng.IntN(8) == 0
+	d := time.Duration(rng.Int64N(int64(max-max/4) + 1))
+	if long {
+		return max + d*8/3
+	}
+	return max/4 + d
+}
+
+// wait waits d, or less when ctx ends (faults are healed at once then).
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

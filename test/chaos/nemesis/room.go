@@ -1,0 +1,349 @@
+package nemesis
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// claim is what one fault holds while it runs, from its injection until its targets are back.
+type claim struct {
+	kind string
+	// proc and net are the gateways the fault targets with its process (kill, pause) or its
+	// network (partitions, a forced leader change): a gateway takes one fault of each at once
+	// (rule 1), so that a kill may fall inside a partition.
+	proc, net []string
+	// only are the gateways the fault needs to itself (rule 1): a wiped or drained gateway, the
+	// gateway a drain is sent through, the bridge of a partition-majority.
+	only []string
+	// stopped are the gateways whose process the fault killed or stopped, until it runs again
+	// (rule 2). A drain's target only while it is restarted.
+	stopped []string
+	// down are the gateways out of raft (rule 3): stopped, or drained (its voter seat moves and
+	// it leaves), or wiped (it votes for nobody until a leader confirmed it caught up).
+	down []string
+	wipe bool // rule 4
+	// links are the pairs of gateways that cannot talk (both ways, or one way: raft needs both)
+	// while the fault holds (rule 3).
+	links [][2]string
+	// engines are the engines the fault holds (one fault per engine).
+	engines []string
+}
+
+// touches returns every gateway c targets.
+func (c *claim) touches() []string {
+	return append(append(slices.Clone(c.only), c.proc...), c.net...)
+}
+
+// overlaps reports whether c and h may not hold at once by rule 1.
+func (c *claim) overlaps(h *claim) bool {
+	shares := func(a, b []string) bool {
+		for _, g := range a {
+			if slices.Contains(b, g) {
+				return true
+			}
+		}
+		return false
+	}
+	return shares(c.only, h.touches()) || shares(h.only, c.touches()) || shares(c.proc, h.proc) ||
+		shares(c.net, h.net) || shares(c.engines, h.engines)
+}
+
+// room decides which faults may hold at once, so that faults overlap as much as they may
+// while the cluster can still make progress:
+//
+//  1. A gateway takes at most one process fault (kill, pause) and one network fault
+//     (partition, forced leader change) at once; a wipe, a drain (its target and the gateway
+//     it is sent through) and the bridge of a partition-majority have their gateways to
+//     themselves. An engine takes one fault at a time.
+//  2. Process faults (kill, pause, wipe, a drain's restart) hold at most ⌊(n−1)/2⌋ gateways
+//     stopped at once: a majority of the gateways' processes always runs.
+//  3. Raft keeps a quorum through every fault that holds: some voter that is up reaches a
+//     majority of the voters (itself included) that are up, with no cut between them. This is
+//     what serializes the faults that affect the quorum (a kill of the leader waits while
+//     another voter is cut off, and picks a non-voter instead when its draw allows). A
+//     partition of a group is allowed when the quorum survives on either side of it: that is
+//     the fault.
+//  4. One wipe at a time: a wiped gateway holds its claim until a leader confirmed it caught up
+//     (two lost disks among the voters is beyond what raft promises).
+//
+// Gateway faults take turns by count: a lane that has had lead faults more than another
+// gateway lane now waiting for room lets that one go first, so that the faults that need much
+// room (a partition of a minority needs two gateways at once, a forced leader change the
+// leader and a quorum without it, a drain a calm gateway to go through) are not starved by
+// those that need little, and every kind ends with about as many faults. Engine faults only
+// wait for their engine.
+type room struct {
+	nodes []string
+	// view returns the raft leader and voters ("" and nil when no gateway names a leader).
+	view func() (leader string, voters []string)
+
+	mu       sync.Mutex
+	changed  chan struct{}
+	claims   map[*claim]bool
+	admitted map[string]int  // faults let in, by gateway lane
+	waiting  map[string]bool // gateway lanes waiting for room
+	voters   []string
+	leader   string
+	viewedAt time.Time
+}
+
+// lead is how many more faults a gateway lane may have had than one that waits.
+const lead = 1
+
+func newRoom(nodes []string, view func() (string, []string)) *room {
+	return &room{nodes: nodes, view: view, changed: make(chan struct{}), claims: map[*claim]bool{},
+		admitted: map[string]int{}, waiting: map[string]bool{}}
+}
+
+// offer is what a fault's pick function sees: the leader, whether a claim fits now, and
+// whether a gateway is calm: in no fault, and cut from nobody.
+type offer struct {
+	Leader string
+	fits   func(*claim) bool
+	calm   func(gateway string) bool
+}
+
+// acquire waits until pick returns a claim that fits with those held, holds it and returns
+// it; nil when ctx ended first. pick is called with the room locked: it must not block. lane
+// names the caller; gateway says its faults hit gateways (the others wait for no one's turn).
+func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func(offer) *claim) *claim {
+	r.mu.Lock()
+	if gateway {
+		r.waiting[lane] = true
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waiting, lane)
+		r.signalLocked()
+		r.mu.Unlock()
+	}()
+	for {
+		leader, voters := r.refresh()
+		r.mu.Lock()
+		if !gateway || r.turnLocked(lane) {
+			held := r.heldLocked()
+			c := pick(offer{Leader: leader, calm: r.calmLocked, fits: func(c *claim) bool { return fits(held, c, r.nodes, voters) }})
+			if c != nil {
+				r.claims[c] = true
+				if gateway {
+					r.admitted[lane]++
+				}
+				r.mu.Unlock()
+				return c
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		t := time.NewTimer(250 * time.Millisecond) // raft's view changes without a release
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// turnLocked reports whether lane may take room now: it has had at most lead faults more than
+// every gateway lane waiting.
+func (r *room) turnLocked(lane string) bool {
+	for w := range r.waiting {
+		if r.admitted[lane] > r.admitted[w]+lead {
+			return false
+		}
+	}
+	return true
+}
+
+// refused takes back a turn of lane: its fault did not take (a drain refused), so it does not
+// count against the lanes waiting.
+func (r *room) refused(lane string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.admitted[lane]--
+}
+
+func (r *room) heldLocked() []*claim {
+	held := make([]*claim, 0, len(r.claims))
+	for h := range r.claims {
+		held = append(held, h)
+	}
+	return held
+}
+
+// refresh returns the raft view, read again when older than 300 ms. The last one is kept while
+// no gateway names a leader.
+func (r *room) refresh() (string, []string) {
+	r.mu.Lock()
+	fresh := time.Since(r.viewedAt) < 300*time.Millisecond
+	leader, voters := r.leader, r.voters
+	r.mu.Unlock()
+	if fresh {
+		return leader, voters
+	}
+	l, v := r.view()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.viewedAt = time.Now()
+	r.leader = l
+	if len(v) > 0 {
+		r.voters = v
+	}
+	return r.leader, r.voters
+}
+
+// shrink lets c go of the gateways not in keep (a drain's entry gateway once it answered).
+func (r *room) shrink(c *claim, keep []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.only = slices.DeleteFunc(c.only, func(g string) bool { return !slices.Contains(keep, g) })
+	r.signalLocked()
+}
+
+// stop waits until the room lets c stop gateway g too (rule 2: a drain restarts its target),
+// and records it; false when ctx ended first.
+func (r *room) stop(ctx context.Context, c *claim, g string) bool {
+	for {
+		r.mu.Lock()
+		if r.stoppedLocked()+1 <= (len(r.nodes)-1)/2 {
+			c.stopped = append(c.stopped, g)
+			r.mu.Unlock()
+			return true
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ch:
+		}
+	}
+}
+
+func (r *room) stoppedLocked() int {
+	n := 0
+	for h := range r.claims {
+		n += len(h.stopped)
+	}
+	return n
+}
+
+// healed lets c go of its hold on the quorum (rules 2 and 3: its gateways run again and its
+// cuts are gone) while it still holds its gateways (rule 1) until they are back in the mesh.
+// A wipe keeps its target down until a leader confirmed it caught up: it votes for nobody
+// before.
+func (r *room) healed(c *claim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.stopped = nil
+	if !c.wipe {
+		c.down = nil
+	}
+	c.links = nil
+	r.signalLocked()
+}
+
+// release ends c.
+func (r *room) release(c *claim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.claims, c)
+	r.signalLocked()
+}
+
+func (r *room) signalLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// held returns the gateways faults target, with the kinds, for the progress line.
+func (r *room) held() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{}
+	for c := range r.claims {
+		for _, g := range c.touches() {
+			if out[g] != "" {
+				out[g] += "+"
+			}
+			out[g] += c.kind
+		}
+	}
+	return out
+}
+
+func (r *room) calmLocked(g string) bool {
+	for c := range r.claims {
+		if slices.Contains(c.touches(), g) || slices.Contains(c.down, g) {
+			return false
+		}
+		for _, l := range c.links {
+			if l[0] == g || l[1] == g {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fits applies the room's rules to c beside the claims held, among nodes with these voters
+// (every node when the voters are unknown).
+func fits(held []*claim, c *claim, nodes, voters []string) bool {
+	stopped := len(c.stopped)
+	for _, h := range held {
+		if c.overlaps(h) {
+			return false // rule 1
+		}
+		stopped += len(h.stopped)
+		if c.wipe && h.wipe {
+			return false // rule 4
+		}
+	}
+	if len(c.stopped) > 0 && stopped > (len(nodes)-1)/2 {
+		return false // rule 2
+	}
+	if len(c.down) == 0 && len(c.links) == 0 {
+		return true
+	}
+	if len(voters) == 0 {
+		voters = nodes
+	}
+	return quorum(append(slices.Clone(held), c), voters)
+}
+
+// quorum reports whether, with every claim holding, some voter that is up reaches a majority
+// of the voters, itself included, with no cut between it and each of them (rule 3).
+func quorum(claims []*claim, voters []string) bool {
+	down := map[string]bool{}
+	cut := map[[2]string]bool{}
+	for _, c := range claims {
+		for _, g := range c.down {
+			down[g] = true
+		}
+		for _, l := range c.links {
+			cut[l] = true
+			cut[[2]string{l[1], l[0]}] = true
+		}
+	}
+	need := len(voters)/2 + 1
+	for _, l := range voters {
+		if down[l] {
+			continue
+		}
+		reach := 1
+		for _, v := range voters {
+			if v != l && !down[v] && !cut[[2]string{l, v}] {
+				reach++
+			}
+		}
+		if reach >= need {
+			return true
+		}
+	}
+	return false
+}

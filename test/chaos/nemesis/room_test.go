@@ -1,0 +1,108 @@
+package nemesis
+
+import (
+	"testing"
+)
+
+var five = []string{"n1", "n2", "n3", "n4", "n5"}
+
+func kill(g string) *claim {
+	return &claim{kind: Kill, proc: []string{g}, stopped: []string{g}, down: []string{g}}
+}
+
+func cutOff(kind string, group, rest []string) *claim {
+	c := &claim{kind: kind, net: group}
+	for _, a := range group {
+		for _, b := range rest {
+			c.links = append(c.links, [2]string{a, b})
+		}
+	}
+	return c
+}
+
+func wipe(g string) *claim {
+	return &claim{kind: Wipe, only: []string{g}, stopped: []string{g}, down: []string{g}, wipe: true}
+}
+
+// TestRoomRules: which faults the room lets hold together, on 5 gateways with voters n1, n2
+// and n3 (meshgw's default of 3 voters).
+func TestRoomRules(t *testing.T) {
+	voters := []string{"n1", "n2", "n3"}
+	others := func(g string) []string {
+		var out []string
+		for _, o := range five {
+			if o != g {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		held []*claim
+		c    *claim
+		want bool
+	}{
+		{"a kill alone", nil, kill("n1"), true},
+		{"two kills of non-voters and one of a voter: rule 2", []*claim{kill("n4"), kill("n5")}, kill("n1"), false},
+		{"a kill of a voter while another voter is down: rule 3", []*claim{kill("n1")}, kill("n2"), false},
+		{"a kill of a non-voter while a voter is down", []*claim{kill("n1")}, kill("n4"), true},
+		{"two faults of one gateway's process: rule 1", []*claim{kill("n4")}, &claim{kind: Pause, proc: []string{"n4"}, stopped: []string{"n4"}, down: []string{"n4"}}, false},
+		{"a kill inside a partition of that gateway", []*claim{cutOff(PartitionOne, []string{"n1"}, others("n1"))}, kill("n1"), true},
+		{"two partitions of one gateway: rule 1", []*claim{cutOff(PartitionOne, []string{"n4"}, others("n4"))}, cutOff(PartitionOneWay, []string{"n4"}, others("n4")), false},
+		{"a voter cut off while another is killed: rule 3", []*claim{kill("n2")}, cutOff(PartitionOne, []string{"n1"}, others("n1")), false},
+		{"a minority holding two voters: the quorum is on its side", nil, cutOff(PartitionMinority, []string{"n1", "n2"}, []string{"n3", "n4", "n5"}), true},
+		{"a minority holding two voters while one of them is killed", []*claim{kill("n1")}, cutOff(PartitionMinority, []string{"n1", "n2"}, []string{"n3", "n4", "n5"}), false},
+		{"a forced leader change while another voter is down", []*claim{kill("n3")}, cutOff(LeaderTransfer, []string{"n1"}, others("n1")), false},
+		{"a wipe of a gateway in a partition: it needs its gateway to itself", []*claim{cutOff(PartitionOne, []string{"n4"}, others("n4"))}, wipe("n4"), false},
+		{"two wipes: rule 4", []*claim{wipe("n4")}, wipe("n5"), false},
+		{"a wipe still rejoining keeps its voter down", []*claim{{kind: Wipe, only: []string{"n1"}, down: []string{"n1"}, wipe: true}}, kill("n2"), false},
+		{"the bridge of a partition-majority is left alone", []*claim{{kind: PartitionMajority, net: []string{"n1"}, only: []string{"n3"}}}, kill("n3"), false},
+		{"engine faults: one per engine", []*claim{{kind: EngineHang, engines: []string{"e1"}}}, &claim{kind: EngineFlap, engines: []string{"e1"}}, false},
+		{"engine faults on two engines", []*claim{{kind: EngineHang, engines: []string{"e1"}}}, &claim{kind: EngineFlap, engines: []string{"e2"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fits(tt.held, tt.c, five, voters); got != tt.want {
+				t.Errorf("fits = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPartitionMajorityKeepsAQuorum: a bridge leaves a quorum whichever gateways the voters are.
+func TestPartitionMajorityKeepsAQuorum(t *testing.T) {
+	a, b, bridge := []string{"n1", "n2"}, []string{"n4", "n5"}, "n3"
+	c := &claim{kind: PartitionMajority, net: []string{"n1"}, only: []string{bridge}}
+	for _, x := range a {
+		for _, y := range b {
+			c.links = append(c.links, [2]string{x, y})
+		}
+	}
+	for _, voters := range [][]string{{"n1", "n2", "n4"}, {"n1", "n4", "n3"}, {"n1", "n2", "n3", "n4", "n5"}, {"n1", "n4", "n5"}} {
+		if !fits(nil, c, five, voters) {
+			t.Errorf("voters %v: no quorum", voters)
+		}
+	}
+	// With voters n1, n2 and n4, a kill of n1 leaves n2 and n4 apart: no quorum.
+	if fits([]*claim{c}, kill("n1"), five, []string{"n1", "n2", "n4"}) {
+		t.Errorf("a kill of n1 beside the bridge partition kept a quorum of n2 and n4")
+	}
+}
+
+// TestTurns: a gateway lane that has had more than lead faults more than a waiting one waits.
+func TestTurns(t *testing.T) {
+	r := newRoom(five, nil)
+	r.admitted = map[string]int{Kill: 5, Drain: 3}
+	r.waiting = map[string]bool{Kill: true, Drain: true}
+	if r.turnLocked(Kill) {
+		t.Errorf("kill (5) went before drain (3)")
+	}
+	if !r.turnLocked(Drain) {
+		t.Errorf("drain (3) waited")
+	}
+	r.admitted[Drain] = 4
+	if !r.turnLocked(Kill) {
+		t.Errorf("kill (5) waited for drain (4): lead is %d", lead)
+	}
+}
