@@ -14,7 +14,8 @@ import (
 // converge bounds the wait for the healed cluster to agree on every record.
 const converge = 60 * time.Second
 
-// final waits until the healed cluster formed and every gateway lists the same records, then
+// final waits until the healed cluster formed and every gateway lists the same records, none
+// of them draining (a deleted worker's owner removes its record at the drain's deadline), then
 // records each gateway's local list and one consistent read of each worker.
 // It returns what kept the cluster from healing, if anything.
 func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *history.Recorder, gateways []workload.Gateway, workers []workload.Worker) []string {
@@ -31,7 +32,7 @@ func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *
 				views[g.ID] = v
 			}
 		}
-		if agree(views, len(gateways)) || time.Now().After(deadline) || ctx.Err() != nil {
+		if (agree(views, len(gateways)) && !draining(views)) || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 		select {
@@ -39,8 +40,11 @@ func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if !agree(views, len(gateways)) {
+	switch {
+	case !agree(views, len(gateways)):
 		errs = append(errs, fmt.Sprintf("the gateways still disagree on the records %v after healing", converge))
+	case draining(views):
+		errs = append(errs, fmt.Sprintf("a deleted worker's record still drains %v after healing (its owner did not remove it)", converge))
 	}
 	for g, v := range views {
 		for w, f := range v {
@@ -57,8 +61,9 @@ func final(ctx context.Context, c *cluster.Cluster, admin *workload.Admin, rec *
 func list(g workload.Gateway, workers []workload.Worker) (map[string]history.Final, bool) {
 	var ans struct {
 		Workers []struct {
-			ID       string `json:"id"`
-			Disabled bool   `json:"disabled"`
+			ID            string  `json:"id"`
+			Disabled      bool    `json:"disabled"`
+			DrainDeadline *string `json:"drain_deadline"`
 		} `json:"workers"`
 	}
 	if !cluster.GetJSON(g.URL+"/workers", &ans) {
@@ -70,10 +75,22 @@ func list(g workload.Gateway, workers []workload.Worker) (map[string]history.Fin
 	}
 	for _, w := range ans.Workers {
 		if _, ok := v[w.ID]; ok {
-			v[w.ID] = history.Final{Found: true, Disabled: w.Disabled}
+			v[w.ID] = history.Final{Found: true, Disabled: w.Disabled, Draining: w.DrainDeadline != nil}
 		}
 	}
 	return v, true
+}
+
+// draining reports whether some gateway lists a record draining.
+func draining(views map[string]map[string]history.Final) bool {
+	for _, v := range views {
+		for _, f := range v {
+			if f.Draining {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func agree(views map[string]map[string]history.Final, n int) bool {

@@ -33,6 +33,13 @@ func read(found, disabled bool, call, ret float64) history.AdminOp {
 	return a
 }
 
+// readDraining is a read that saw the record draining.
+func readDraining(disabled bool, call, ret float64) history.AdminOp {
+	a := read(true, disabled, call, ret)
+	a.Draining = true
+	return a
+}
+
 // good is a history every checker accepts: w-1 registered, disabled, then a request to it
 // before the disable, a read that sees it, and a final state that holds it.
 func good() history.History {
@@ -42,6 +49,7 @@ func good() history.History {
 			op(history.Disable, history.OK, 200, 2, 3),
 			op(history.Enable, history.Unknown, 0, 2.5, 0), // may or may not have happened
 			read(true, true, 4, 5),
+			{Kind: history.Rebalance, Gateway: "n2", Outcome: history.OK, Status: 200, Invoke: 4 * s, Complete: 5 * s, Moved: 1},
 		},
 		Requests: []history.Request{{Gateway: "n1", Worker: "w-1", Invoke: 1500 * time.Millisecond, Complete: 1600 * time.Millisecond, Class: history.Served}},
 		Owners: []history.OwnerSample{
@@ -105,6 +113,31 @@ func TestEachInvariantCatchesItsBreak(t *testing.T) {
 		{"no_lost_ack", func(h *history.History) {
 			// The acknowledged registration is gone from n1.
 			h.Final["n1"] = map[string]history.Final{}
+		}},
+		{"linearizable", func(h *history.History) {
+			// A read after an acknowledged delete (202: draining) sees the record as if no
+			// delete had come.
+			h.Admin = append(h.Admin, op(history.Delete, history.OK, 202, 6, 7), read(true, true, 8, 9))
+			h.Final = map[string]map[string]history.Final{"n1": {}, "n2": {}}
+		}},
+		{"linearizable", func(h *history.History) {
+			// A registration refused because the record drains, with no delete sent.
+			a := op(history.Register, history.Failed, 409, 6, 7)
+			a.Code = "worker_exists"
+			h.Admin = append(h.Admin, a)
+		}},
+		{"no_lost_ack", func(h *history.History) {
+			// The acknowledged delete is lost: both gateways still list the record, and no
+			// registration came after it.
+			h.Admin = append(h.Admin, op(history.Delete, history.OK, 200, 6, 7))
+		}},
+		{"no_disabled_routing", func(h *history.History) {
+			// A request sent after a delete (202) was acknowledged reached the worker, with
+			// no registration after it. An enable does not end a drain.
+			h.Admin = []history.AdminOp{h.Admin[0], op(history.Delete, history.OK, 202, 2, 3), op(history.Enable, history.OK, 200, 3.5, 3.6),
+				readDraining(false, 3.7, 3.8)}
+			h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Invoke: 4 * s, Complete: 4100 * time.Millisecond, Class: history.Served})
+			h.Final = map[string]map[string]history.Final{"n1": {}, "n2": {}}
 		}},
 		{"no_disabled_routing", func(h *history.History) {
 			// A request sent after the disable was acknowledged reached the worker, and no
@@ -324,5 +357,81 @@ func TestNewOwnerProbesBeforeItsSample(t *testing.T) {
 	h.Owners[1].Rows = row("n1", 13)
 	if r := SingleOwner(h); r.OK {
 		t.Errorf("a probe from n3 while every sample named n1 at epoch 13 passed: %s", r.Detail)
+	}
+}
+
+// TestDeleteDrainsThenRemoves: a DELETE answered 202 puts the record in draining (reads see it
+// draining, a registration is refused), then its owner removes it on its own (a read finds
+// nothing), and a registration brings it back enabled; a request after the delete reaches the
+// worker only once it is back. The model rejects a drained record that comes back without a
+// registration, and no_lost_ack a record that outlives its acknowledged delete.
+func TestDeleteDrainsThenRemoves(t *testing.T) {
+	refused := op(history.Register, history.Failed, 409, 3.5, 3.6)
+	refused.Code = "worker_exists"
+	h := history.History{
+		Admin: []history.AdminOp{
+			op(history.Register, history.OK, 201, 0, 1),
+			op(history.Disable, history.OK, 200, 1, 2),
+			op(history.Delete, history.OK, 202, 2, 3),
+			readDraining(true, 3, 3.4),
+			refused,
+			read(false, false, 9, 9.5), // removed at the deadline
+			op(history.Register, history.OK, 201, 10, 11),
+			read(true, false, 12, 13), // a new record: enabled, not draining
+		},
+		Requests: []history.Request{
+			{Gateway: "n1", Worker: "w-1", Invoke: 11500 * time.Millisecond, Complete: 11600 * time.Millisecond, Class: history.Served},
+		},
+		Final:   map[string]map[string]history.Final{"n1": {"w-1": {Found: true}}, "n2": {"w-1": {Found: true}}},
+		Weights: map[string]bool{},
+	}
+	for name, r := range checkers(h) {
+		if !r.OK && name != "single_owner" && name != "owner_within_bound" {
+			t.Errorf("%s: %s", name, r.Detail)
+		}
+	}
+	// Without the second registration: the record may not come back, and the request after
+	// the delete reached a worker the gateways had stopped sending to.
+	h.Admin = h.Admin[:6]
+	h.Admin = append(h.Admin, read(true, true, 12, 13))
+	if r := Linearizable(h, 10*time.Second); r.OK {
+		t.Errorf("a removed record came back without a registration: %s", r.Detail)
+	}
+	if r := NoLostAck(h, []string{"n1", "n2"}); r.OK {
+		t.Errorf("the record outlived its acknowledged delete: %s", r.Detail)
+	}
+	if r := NoDisabledRouting(h); r.OK {
+		t.Errorf("a request after the acknowledged delete reached the worker: %s", r.Detail)
+	}
+}
+
+// TestUnknownDeleteMayOrMayNotHappen: a DELETE whose outcome is unknown may have drained and
+// removed the record at any time after it was sent, or never.
+func TestUnknownDeleteMayOrMayNotHappen(t *testing.T) {
+	h := history.History{
+		Admin: []history.AdminOp{
+			op(history.Register, history.OK, 201, 0, 1),
+			op(history.Delete, history.Unknown, 0, 2, 0),
+			read(true, false, 3, 4),  // not yet
+			read(false, false, 5, 6), // now gone
+		},
+		Final:   map[string]map[string]history.Final{"n1": {}},
+		Weights: map[string]bool{},
+	}
+	if r := Linearizable(h, 10*time.Second); !r.OK {
+		t.Errorf("linearizable: %s", r.Detail)
+	}
+	if r := NoLostAck(h, []string{"n1"}); !r.OK {
+		t.Errorf("no_lost_ack: %s", r.Detail)
+	}
+	h.Final["n1"] = map[string]history.Final{"w-1": {Found: true}} // or it never happened
+	h.Admin = h.Admin[:3]
+	if r := NoLostAck(h, []string{"n1"}); !r.OK {
+		t.Errorf("no_lost_ack with the record kept: %s", r.Detail)
+	}
+	// Gone, then back without a registration: no.
+	h.Admin = append(h.Admin, read(false, false, 5, 6), read(true, false, 7, 8))
+	if r := Linearizable(h, 10*time.Second); r.OK {
+		t.Errorf("the record came back after the unknown delete removed it: %s", r.Detail)
 	}
 }

@@ -32,6 +32,12 @@ const (
 	// Transfer moves a worker's ownership (POST /workers/{id}/transfer); no model reads it, the
 	// ownership samples do.
 	Transfer Kind = "transfer"
+	// Delete drains a worker, then its owner removes the record (DELETE /workers/{id}: 202,
+	// the record enters draining; 200, it is gone at once).
+	Delete Kind = "delete"
+	// Rebalance evens out ownership (POST /mesh/rebalance); it names no worker. Like transfers,
+	// the ownership samples read it.
+	Rebalance Kind = "rebalance"
 )
 
 // Never is the response time of an operation whose outcome is unknown: it may take effect at
@@ -49,9 +55,13 @@ type AdminOp struct {
 	Outcome  Outcome       `json:"outcome"`
 	Status   int           `json:"status"`
 	Code     string        `json:"code,omitempty"`
-	// Found and Disabled are what a read saw (Found false: 404).
+	// Found, Disabled and Draining are what a read saw (Found false: 404; Draining: the record
+	// had a drain_deadline).
 	Found    bool `json:"found,omitempty"`
 	Disabled bool `json:"disabled,omitempty"`
+	Draining bool `json:"draining,omitempty"`
+	// Moved is how many workers a rebalance moved.
+	Moved int `json:"moved,omitempty"`
 	// Acked and Lagging are the write's fleet_ack: the gateways that applied it before the
 	// answer, and those live but late. A gateway in neither was not live in the writer's mesh
 	// (dead, suspect, cut off) and was not waited for. Acked is nil when the answer had no
@@ -119,6 +129,7 @@ type Down struct {
 type Final struct {
 	Found    bool `json:"found"`
 	Disabled bool `json:"disabled"`
+	Draining bool `json:"draining,omitempty"`
 }
 
 // History is everything a run recorded.

@@ -45,8 +45,10 @@ type Admin struct {
 
 // answer is what the harness reads of an admin answer.
 type answer struct {
-	Disabled bool `json:"disabled"`
-	FleetAck *struct {
+	Disabled      bool    `json:"disabled"`
+	DrainDeadline *string `json:"drain_deadline"`
+	Moved         int     `json:"moved"`
+	FleetAck      *struct {
 		Acked   []string `json:"acked"`
 		Lagging []string `json:"lagging"`
 	} `json:"fleet_ack"`
@@ -74,6 +76,10 @@ func (a *Admin) DoTo(ctx context.Context, client int, kind history.Kind, w Worke
 		method, path = "GET", path+"?consistent=true"
 	case history.Transfer:
 		method, path, body = "POST", path+"/transfer", fmt.Sprintf(`{"to":%q}`, to)
+	case history.Delete:
+		method = "DELETE"
+	case history.Rebalance:
+		method, path, body = "POST", "/mesh/rebalance", `{}`
 	case history.WeightUpdate:
 		method, path = "POST", "/update_weights_from_disk?worker_id="+url.QueryEscape(w.ID)
 		body = fmt.Sprintf(`{"model_path":"/models/chaos","weight_version":"v%d"}`, a.Rec.Now().Milliseconds())
@@ -91,8 +97,11 @@ func (a *Admin) DoTo(ctx context.Context, client int, kind history.Kind, w Worke
 		}
 	}
 	op.Outcome = classify(kind, status, op.Code, err)
-	if kind == history.Read && op.Outcome == history.OK {
-		op.Found, op.Disabled = status == 200, ans.Disabled
+	switch {
+	case kind == history.Read && op.Outcome == history.OK:
+		op.Found, op.Disabled, op.Draining = status == 200, ans.Disabled, ans.DrainDeadline != nil
+	case kind == history.Rebalance && op.Outcome == history.OK:
+		op.Moved = ans.Moved
 	}
 	if op.Outcome == history.Unknown {
 		op.Complete = history.Never
@@ -104,7 +113,9 @@ func (a *Admin) DoTo(ctx context.Context, client int, kind history.Kind, w Worke
 // classify turns an answer into an outcome. A dial error sent nothing: failed. Any other
 // transport error, a timeout, a 503 outcome_unknown or a 5xx without a known code may or may
 // not have taken effect: unknown. A 503 that says nothing was written is failed, and so is
-// every refusal a model does not read (a 409, a 400).
+// every refusal (a 409, a 400): a model may still read a refusal that says what it saw (a
+// registration refused while the record drains). A weight update's 502 weight_update_failed
+// and 503 fleet_ack_timeout are answers about what it wrote: ok.
 func classify(kind history.Kind, status int, code string, err error) history.Outcome {
 	var op *net.OpError
 	switch {
@@ -114,6 +125,8 @@ func classify(kind history.Kind, status int, code string, err error) history.Out
 		return history.Unknown
 	case status == 503 && code == "outcome_unknown":
 		return history.Unknown
+	case kind == history.WeightUpdate && status == 503 && code == "fleet_ack_timeout":
+		return history.OK
 	case status == 503 || status == 401 || status == 403:
 		return history.Failed
 	case kind == history.WeightUpdate && status == 502 && code == "weight_update_failed":
@@ -121,6 +134,8 @@ func classify(kind history.Kind, status int, code string, err error) history.Out
 	case status >= 500:
 		return history.Unknown
 	case status == 200 || status == 201 || status == 404:
+		return history.OK
+	case status == 202 && kind == history.Delete:
 		return history.OK
 	}
 	return history.Failed

@@ -34,6 +34,14 @@ func TestClassify(t *testing.T) {
 		{"conflict", history.Register, 409, "worker_exists", nil, history.Failed},
 		{"weight update failed: targets left disabled", history.WeightUpdate, 502, "weight_update_failed", nil, history.OK},
 		{"weight update journal open", history.WeightUpdate, 409, "journal_unresolved", nil, history.Failed},
+		{"weight update not started: it disabled and enabled again", history.WeightUpdate, 503, "fleet_ack_timeout", nil, history.OK},
+		{"delete: draining", history.Delete, 202, "", nil, history.OK},
+		{"delete: removed", history.Delete, 200, "", nil, history.OK},
+		{"delete: gone", history.Delete, 404, "worker_not_found", nil, history.OK},
+		{"delete: no leader", history.Delete, 503, "no_leader", nil, history.Failed},
+		{"register while draining", history.Register, 409, "worker_exists", nil, history.Failed},
+		{"rebalance", history.Rebalance, 200, "", nil, history.OK},
+		{"rebalance: no leader", history.Rebalance, 503, "no_leader", nil, history.Failed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -87,15 +87,44 @@ func readBody(resp *http.Response, buf *bytes.Buffer) bool {
 	return sc.Err() == nil
 }
 
-// Operations runs admin operations on workers through random gateways until ctx ends: mostly
-// disables, enables and consistent reads, some (idempotent) registrations and ownership
-// transfers to random gateways.
+// operations are the admin operations of Operations with their weights: mostly disables,
+// enables and consistent reads, some (idempotent) registrations, which also bring deleted
+// workers back, and a few ownership transfers, deletes (drain, then remove) and rebalances.
+var operations = []struct {
+	kind   history.Kind
+	weight int
+}{
+	{history.Disable, 3}, {history.Enable, 3}, {history.Read, 4}, {history.Register, 3},
+	{history.Transfer, 2}, {history.Delete, 1}, {history.Rebalance, 1},
+}
+
+// drawOperation draws a kind by the weights of operations.
+func drawOperation(rng *rand.Rand) history.Kind {
+	total := 0
+	for _, o := range operations {
+		total += o.weight
+	}
+	n := rng.IntN(total)
+	for _, o := range operations {
+		if n < o.weight {
+			return o.kind
+		}
+		n -= o.weight
+	}
+	return history.Read
+}
+
+// Operations runs admin operations (drawOperation) on random workers through random gateways
+// until ctx ends; a transfer goes to a random gateway.
 func Operations(ctx context.Context, a *Admin, client int, rng *rand.Rand, workers []Worker, gateways []Gateway) {
-	kinds := []history.Kind{history.Disable, history.Enable, history.Read, history.Read, history.Register, history.Transfer}
 	for i := 0; i < MaxPerLoop && ctx.Err() == nil; i++ {
-		kind := kinds[rng.IntN(len(kinds))]
+		kind := drawOperation(rng)
 		w, g := workers[rng.IntN(len(workers))], gateways[rng.IntN(len(gateways))]
-		a.DoTo(ctx, client, kind, w, g, gateways[rng.IntN(len(gateways))].ID)
+		to := gateways[rng.IntN(len(gateways))].ID
+		if kind == history.Rebalance {
+			w = Worker{}
+		}
+		a.DoTo(ctx, client, kind, w, g, to)
 		if !pace(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond) {
 			return
 		}
