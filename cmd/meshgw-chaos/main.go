@@ -53,7 +53,7 @@ func run(args []string) int {
 	fs := pflag.NewFlagSet("meshgw-chaos", pflag.ContinueOnError)
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every random choice (faults, targets, operations)")
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "how long faults are injected")
-	fs.DurationVar(&o.hold, "hold", 4*time.Second, "the longest usual fault: holds are drawn in [hold/4, hold], one in eight in [hold, 2×hold]")
+	fs.DurationVar(&o.hold, "hold", 3*time.Second, "the longest usual fault: holds are drawn in [hold/3, hold], one in eight in [hold, 3×hold]")
 	fs.IntVar(&o.nodes, "nodes", 3, "gateways")
 	fs.IntVar(&o.engines, "engines", 3, "fake engines (with 3 or more, the last takes the weight updates)")
 	fs.StringVar(&o.faults, "faults", "", "comma-separated fault kinds (default every kind): "+strings.Join(chaosKinds(), ", "))

@@ -35,7 +35,7 @@ type Config struct {
 	Topology            *cluster.Topology
 	Out                 io.Writer     // progress lines and the summary
 	Progress            time.Duration // between progress lines (5 s when 0)
-	Hold                time.Duration // longest usual fault (4 s when 0; one in eight up to twice it)
+	Hold                time.Duration // longest usual fault (3 s when 0; one in eight up to three times it)
 	MinServed           float64       // fail_static's bound (0.95 when 0)
 	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0)
 	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)
@@ -48,7 +48,7 @@ func (c *Config) defaults() {
 		c.Progress = 5 * time.Second
 	}
 	if c.Hold == 0 {
-		c.Hold = 4 * time.Second
+		c.Hold = 3 * time.Second
 	}
 	if c.MinServed == 0 {
 		c.MinServed = 0.95

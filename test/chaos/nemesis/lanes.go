@@ -265,15 +265,17 @@ func (n *Nemesis) stop() context.Context {
 	return n.Stop
 }
 
-// hold draws a fault's length: in [max/4, max], and one time in eight in [max, 3×max], long
-// enough for a failover (the failure detector, then the grace). It always draws twice.
+// hold draws a fault's length: in [max/3, max], and one time in eight in [max, 3×max]. With
+// the default 3 s, every fault lasts at least a second (raft's heartbeat timeout, memberlist's
+// probe interval), and the long ones outlast the failure detector and the failover grace. It
+// always draws twice.
 func hold(rng *rand.Rand, max time.Duration) time.Duration {
 	long := rng.IntN(8) == 0
-	d := time.Duration(rng.Int64N(int64(max-max/4) + 1))
+	d := time.Duration(rng.Int64N(int64(max-max/3) + 1))
 	if long {
-		return max + d*8/3
+		return max + d*3
 	}
-	return max/4 + d
+	return max/3 + d
 }
 
 // wait waits d, or less when ctx ends (faults are healed at once then).

@@ -53,8 +53,8 @@ type Nemesis struct {
 	Log func(format string, args ...any)
 	// WeightEngine is the engine whose weight updates WeightFail makes fail ("" for none).
 	WeightEngine string
-	// Hold bounds how long a fault lasts: drawn in [Hold/4, Hold], and one fault in eight in
-	// [Hold, 2×Hold] (long enough for a failover: the failure detector and the grace).
+	// Hold bounds how long a fault lasts: drawn in [Hold/3, Hold], and one fault in eight in
+	// [Hold, 3×Hold] (long enough for a failover: the failure detector and the grace).
 	Hold time.Duration
 	// Stop ends the heals' waits (restarts, a gateway back): the run was interrupted. Nil means
 	// they run to their bounds.
