@@ -20,16 +20,22 @@ type lane struct {
 	rng  *rand.Rand
 }
 
-// lanes returns a lane per planned kind. Every kind's generator is seeded from the run's in the
-// order of All, planned or not, so that a lane's draws depend neither on the timing of the
-// others' nor on which kinds FAULTS names.
+// lanes returns a lane per planned kind, and a second one for drains on 5 gateways or more (a
+// drain takes the longest: the handover, the leave, the mark cleared, the restart). Every
+// lane's generator is seeded from the run's in the order of All, planned or not, then the
+// second drain lane's, so that a lane's draws depend neither on the timing of the others' nor
+// on which kinds FAULTS names.
 func (n *Nemesis) lanes(kinds []string) []lane {
 	var out []lane
+	seed := func() *rand.Rand { return rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64())) }
 	for _, k := range All {
-		rng := rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64()))
+		rng := seed()
 		if slices.Contains(kinds, k) {
 			out = append(out, lane{kind: k, rng: rng})
 		}
+	}
+	if rng := seed(); slices.Contains(kinds, Drain) && len(n.C.Nodes) >= 5 {
+		out = append(out, lane{kind: Drain, rng: rng})
 	}
 	return out
 }
@@ -72,7 +78,7 @@ func (n *Nemesis) runLane(ctx context.Context, l lane) {
 	for i := 0; i < maxFaults && ctx.Err() == nil; i++ {
 		p := plan{kind: l.kind}
 		p.hold = hold(l.rng, n.Hold)
-		p.leader = l.rng.IntN(2) == 0
+		p.leader = l.rng.IntN(3) == 0
 		p.order = l.rng.Perm(max(len(n.C.Nodes), len(n.C.Engines)))
 		p.others = l.rng.Perm(len(n.C.Nodes) - 1)
 		p.gap = time.Duration(100+l.rng.IntN(400)) * time.Millisecond
@@ -111,7 +117,7 @@ func (n *Nemesis) inject(ctx context.Context, p plan) {
 	case Drain:
 		n.drain(ctx, c, t.node, t.via, p.hold)
 	case LeaderTransfer:
-		n.leaderChange(ctx, c, t.node, p.hold)
+		n.leaderChange(ctx, c, t.node)
 	case PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay:
 		n.partition(ctx, c, p, t)
 	case EngineFlap, EngineHang, WeightFail:
@@ -129,8 +135,8 @@ type target struct {
 }
 
 // pick returns the first target in p's order whose claim fits: the leader first when p says so
-// (half of the gateway faults, so that elections happen), then p.order. A forced leader
-// change always targets the leader.
+// (a third of the gateway faults, so that elections happen beside the forced leader changes),
+// then p.order. A forced leader change always targets the leader.
 func (n *Nemesis) pick(p plan, o offer) (target, *claim) {
 	switch p.kind {
 	case EngineFlap, EngineHang, WeightFail:
@@ -184,8 +190,8 @@ func (n *Nemesis) claimFor(p plan, node *cluster.Node, o offer) (target, *claim)
 			c.proc, c.only, c.wipe = nil, []string{node.ID}, true
 		}
 	case Drain:
-		// Sent through the first other gateway that runs, in no fault and cut from nobody (a
-		// gateway cut from the leader would refuse it).
+		// Sent through the first other gateway that runs, in no fault and not cut from the
+		// leader (it would refuse it).
 		for _, v := range others {
 			if v.Running() && o.calm(v.ID) {
 				t.via = v

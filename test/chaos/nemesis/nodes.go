@@ -181,11 +181,11 @@ const raftPort = 39528
 
 // leaderChange forces the raft leadership off leader, every process running: it drops the raft
 // traffic between leader and the others (the mesh, gRPC and the data plane still pass) until
-// another gateway names a new leader, keeps it off for a quarter of d more, heals, and waits
-// until the old leader follows. meshgw has no route that moves only the leadership (a drain
-// of the leader hands it over, and leaves). A cut after which no other leader was elected
-// within settle is counted as refused, not as a fault.
-func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.Node, d time.Duration) {
+// another gateway names a new leader, heals, and waits until the old leader follows. meshgw has
+// no route that moves only the leadership (a drain of the leader hands it over, and leaves). A
+// cut after which no other leader was elected within settle is counted as refused, not as a
+// fault.
+func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.Node) {
 	var others []*cluster.Node
 	for _, o := range n.C.Nodes {
 		if o != leader {
@@ -214,7 +214,6 @@ func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.No
 	if moved != "" {
 		n.say("%s from %s to %s in %v", LeaderTransfer, leader.ID, moved, time.Since(start).Round(time.Millisecond))
 		n.count(LeaderTransfer)
-		wait(ctx, d/4)
 	} else {
 		n.say("%s from %s: no other leader within %v", LeaderTransfer, leader.ID, time.Since(start).Round(time.Millisecond))
 		n.refuse(LeaderTransfer)

@@ -68,12 +68,12 @@ func (c *claim) overlaps(h *claim) bool {
 //  4. One wipe at a time: a wiped gateway holds its claim until a leader confirmed it caught up
 //     (two lost disks among the voters is beyond what raft promises).
 //
-// Gateway faults take turns by count: a lane that has had lead faults more than another
-// gateway lane now waiting for room lets that one go first, so that the faults that need much
-// room (a partition of a minority needs two gateways at once, a forced leader change the
-// leader and a quorum without it, a drain a calm gateway to go through) are not starved by
-// those that need little, and every kind ends with about as many faults. Engine faults only
-// wait for their engine.
+// Gateway faults take turns by count: a kind that has had more faults than another kind now
+// waiting for room lets that one go first, so that the faults that need much room (a
+// partition of a minority needs two gateways at once, a forced leader change the leader and a
+// quorum without it, a drain a calm gateway to go through) are not starved by those that need
+// little, and every kind ends with about as many faults. Engine faults only wait for their
+// engine.
 type room struct {
 	nodes []string
 	// view returns the raft leader and voters ("" and nil when no gateway names a leader).
@@ -82,23 +82,23 @@ type room struct {
 	mu       sync.Mutex
 	changed  chan struct{}
 	claims   map[*claim]bool
-	admitted map[string]int  // faults let in, by gateway lane
-	waiting  map[string]bool // gateway lanes waiting for room
+	admitted map[string]int // faults let in, by kind of gateway fault
+	waiting  map[string]int // lanes of each kind of gateway fault waiting for room
 	voters   []string
 	leader   string
 	viewedAt time.Time
 }
 
-// lead is how many more faults a gateway lane may have had than one that waits.
-const lead = 1
+// lead is how many more faults a kind of gateway fault may have had than one that waits.
+const lead = 0
 
 func newRoom(nodes []string, view func() (string, []string)) *room {
 	return &room{nodes: nodes, view: view, changed: make(chan struct{}), claims: map[*claim]bool{},
-		admitted: map[string]int{}, waiting: map[string]bool{}}
+		admitted: map[string]int{}, waiting: map[string]int{}}
 }
 
 // offer is what a fault's pick function sees: the leader, whether a claim fits now, and
-// whether a gateway is calm: in no fault, and cut from nobody.
+// whether a gateway is calm: in no fault, and not cut from the leader.
 type offer struct {
 	Leader string
 	fits   func(*claim) bool
@@ -107,16 +107,19 @@ type offer struct {
 
 // acquire waits until pick returns a claim that fits with those held, holds it and returns
 // it; nil when ctx ended first. pick is called with the room locked: it must not block. lane
-// names the caller; gateway says its faults hit gateways (the others wait for no one's turn).
+// names the caller's kind; gateway says its faults hit gateways (the others wait for no one's
+// turn).
 func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func(offer) *claim) *claim {
 	r.mu.Lock()
 	if gateway {
-		r.waiting[lane] = true
+		r.waiting[lane]++
 	}
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		delete(r.waiting, lane)
+		if r.waiting[lane]--; r.waiting[lane] <= 0 {
+			delete(r.waiting, lane)
+		}
 		r.signalLocked()
 		r.mu.Unlock()
 	}()
@@ -125,7 +128,8 @@ func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func
 		r.mu.Lock()
 		if !gateway || r.turnLocked(lane) {
 			held := r.heldLocked()
-			c := pick(offer{Leader: leader, calm: r.calmLocked, fits: func(c *claim) bool { return fits(held, c, r.nodes, voters) }})
+			calm := func(g string) bool { return r.calmLocked(g, leader) }
+			c := pick(offer{Leader: leader, calm: calm, fits: func(c *claim) bool { return fits(held, c, r.nodes, voters) }})
 			if c != nil {
 				r.claims[c] = true
 				if gateway {
@@ -277,13 +281,14 @@ func (r *room) held() map[string]string {
 	return out
 }
 
-func (r *room) calmLocked(g string) bool {
+// calmLocked reports whether gateway g is in no fault and not cut from leader.
+func (r *room) calmLocked(g, leader string) bool {
 	for c := range r.claims {
 		if slices.Contains(c.touches(), g) || slices.Contains(c.down, g) {
 			return false
 		}
 		for _, l := range c.links {
-			if l[0] == g || l[1] == g {
+			if l == [2]string{g, leader} || l == [2]string{leader, g} {
 				return false
 			}
 		}

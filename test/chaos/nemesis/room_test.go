@@ -93,16 +93,21 @@ func TestPartitionMajorityKeepsAQuorum(t *testing.T) {
 // TestTurns: a gateway lane that has had more than lead faults more than a waiting one waits.
 func TestTurns(t *testing.T) {
 	r := newRoom(five, nil)
-	r.admitted = map[string]int{Kill: 5, Drain: 3}
-	r.waiting = map[string]bool{Kill: true, Drain: true}
+	r.admitted = map[string]int{Kill: 5 + lead, Drain: 4}
+	r.waiting = map[string]int{Kill: 1, Drain: 2}
 	if r.turnLocked(Kill) {
-		t.Errorf("kill (5) went before drain (3)")
+		t.Errorf("kill (%d) went before drain (4)", 5+lead)
 	}
 	if !r.turnLocked(Drain) {
-		t.Errorf("drain (3) waited")
+		t.Errorf("drain (4) waited")
 	}
-	r.admitted[Drain] = 4
+	r.admitted[Drain] = 5
 	if !r.turnLocked(Kill) {
-		t.Errorf("kill (5) waited for drain (4): lead is %d", lead)
+		t.Errorf("kill (%d) waited for drain (5): lead is %d", 5+lead, lead)
+	}
+	delete(r.waiting, Drain)
+	r.admitted[Drain] = 0
+	if !r.turnLocked(Kill) {
+		t.Errorf("kill waited for a drain lane that does not wait")
 	}
 }
