@@ -136,7 +136,9 @@ type target struct {
 
 // pick returns the first target in p's order whose claim fits: the leader first when p says so
 // (a third of the gateway faults, so that elections happen beside the forced leader changes),
-// then p.order. A forced leader change always targets the leader.
+// then p.order; a partition of a minority or a majority also tries the other gateways, in
+// p's order rotated, for its group or its bridge. A forced leader change always targets the
+// leader.
 func (n *Nemesis) pick(p plan, o offer) (target, *claim) {
 	switch p.kind {
 	case EngineFlap, EngineHang, WeightFail:
@@ -165,20 +167,28 @@ func (n *Nemesis) pick(p plan, o offer) (target, *claim) {
 			}
 		}
 	}
+	rotations := 1
+	if p.kind == PartitionMinority || p.kind == PartitionMajority {
+		rotations = len(n.C.Nodes) - 1 // the other gateways of the group, or the bridge, too
+	}
 	for _, node := range cands {
-		t, c := n.claimFor(p, node, o)
-		if c != nil && o.fits(c) {
-			return t, c
+		for rot := range rotations {
+			t, c := n.claimFor(p, node, rot, o)
+			if c != nil && o.fits(c) {
+				return t, c
+			}
 		}
 	}
 	return target{}, nil
 }
 
-// claimFor is the claim of p's fault on node.
-func (n *Nemesis) claimFor(p plan, node *cluster.Node, o offer) (target, *claim) {
+// claimFor is the claim of p's fault on node, with p's order of the other gateways rotated by
+// rot.
+func (n *Nemesis) claimFor(p plan, node *cluster.Node, rot int, o offer) (target, *claim) {
 	c := &claim{kind: p.kind}
 	t := target{node: node}
 	others := n.others(p, node)
+	others = append(others[rot:], others[:rot]...)
 	switch p.kind {
 	case Kill, Pause, Wipe:
 		if !node.Running() {
