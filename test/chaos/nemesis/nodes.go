@@ -179,9 +179,10 @@ func (n *Nemesis) both(a, b []*cluster.Node) (*cluster.Cut, error) {
 // raftPort is every isolated gateway's --raft-port (cluster.New).
 const raftPort = 39528
 
-// leaderChange forces the raft leadership off leader, every process running: it drops the raft
-// traffic between leader and the others (the mesh, gRPC and the data plane still pass) until
-// another gateway names a new leader, heals, and waits until the old leader follows. meshgw has
+// leaderChange forces the raft leadership off leader, every process running: it drops the
+// leader's packets to the others' raft port (the mesh, gRPC and the data plane still pass), so
+// that they hear no heartbeat, until another gateway names a new leader, heals, and waits until
+// the old leader follows. meshgw has
 // no route that moves only the leadership (a drain of the leader hands it over, and leaves). A
 // cut after which no other leader was elected within settle is counted as refused, not as a
 // fault.
@@ -192,10 +193,9 @@ func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.No
 			others = append(others, o)
 		}
 	}
+	// The leader's own raft requests (heartbeats, appends) are dropped; requests to it and its
+	// answers still pass, so the new leader reaches it at once and it steps down.
 	cut, err := n.Net.DropPort(nil, []*cluster.Node{leader}, others, raftPort)
-	if err == nil {
-		cut, err = n.Net.DropPort(cut, others, []*cluster.Node{leader}, raftPort)
-	}
 	if err != nil {
 		n.fail("%s: %v", LeaderTransfer, err)
 	}
