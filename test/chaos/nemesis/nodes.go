@@ -254,9 +254,10 @@ func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, 
 			time.Since(start).Round(time.Millisecond), body)
 		switch resp.StatusCode {
 		case 200, 202:
-		case 503, 409:
+		case 503, 409, 404:
 			// Refused, nothing written (no leader, a write timeout under a partition, no
-			// gateway left to take over): the gateway was not drained.
+			// gateway left to take over, a gateway the entry gateway's mesh does not list yet:
+			// it rejoined while that one was cut off): the gateway was not drained.
 			n.refuse(Drain)
 			return
 		default:
