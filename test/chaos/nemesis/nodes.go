@@ -179,13 +179,12 @@ func (n *Nemesis) both(a, b []*cluster.Node) (*cluster.Cut, error) {
 // raftPort is every isolated gateway's --raft-port (cluster.New).
 const raftPort = 39528
 
-// leaderChange forces the raft leadership off leader, every process running: it drops the
+// leaderChange forces the raft leadership off leader, its process running: it drops the
 // leader's packets to the others' raft port (the mesh, gRPC and the data plane still pass), so
 // that they hear no heartbeat, until another gateway names a new leader, heals, and waits until
-// the old leader follows. meshgw has
-// no route that moves only the leadership (a drain of the leader hands it over, and leaves). A
-// cut after which no other leader was elected within settle is counted as refused, not as a
-// fault.
+// the old leader follows. meshgw has no route that moves only the leadership (a drain of the
+// leader hands it over, and leaves). A cut after which no other leader was elected within
+// settle is counted as refused, not as a fault.
 func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.Node) {
 	var others []*cluster.Node
 	for _, o := range n.C.Nodes {
@@ -230,8 +229,8 @@ var drainClient = &http.Client{Timeout: 60 * time.Second}
 
 // drain hands node over through via (POST /mesh/drain {"peer"}): its workers, raft leadership
 // and voter seat go to the others, and it leaves; its data plane serves on. Once the leader
-// cleared its drain mark, and d later, it is stopped and started again on its state directory,
-// joining as a new gateway would, and the fault ends when it is back. The answer is logged; a
+// cleared its drain mark, and d/2 later, it is stopped and started again on its state
+// directory, joining as a new gateway would, and the fault ends when it is back. The answer is logged; a
 // refusal that wrote nothing is counted as refused, no answer is a nemesis error.
 func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, d time.Duration) {
 	n.say("drain on %s through %s, restarted %v after it left", node.ID, via.ID, (d / 2).Round(time.Millisecond))
@@ -266,9 +265,9 @@ func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, 
 	}
 	n.count(Drain)
 	n.room.shrink(c, []string{node.ID}) // via may take other faults now
-	// Restart it only once the leader has cleared its drain mark (it clears the marks of
-	// gateways gone from the mesh and the configuration): a drained gateway started again while
-	// still marked stays outside raft for good (docs/chaos.md, finding 5).
+	// Restart it only once the leader has cleared its drain mark, as an operator had to before
+	// docs/chaos.md finding 5 was fixed (a drained gateway started again while still marked
+	// stayed outside raft for good).
 	if err := n.waitUnmarked(node, settle); err != nil {
 		n.fail("the drain mark of %s: %v", node.ID, err)
 	}
