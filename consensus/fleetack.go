@@ -98,11 +98,11 @@ type FleetAck struct {
 	// needed while this node leads in that term.
 	covered     atomic.Uint64
 	coveredTerm atomic.Uint64
-	// busy is set while the nudging loop runs a Barrier.
-	busy   atomic.Bool
-	nudges chan struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// pending counts the nudges queued or running.
+	pending atomic.Int32
+	nudges  chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
@@ -268,9 +268,11 @@ func (a *FleetAck) nudge(index uint64) {
 	if !a.node.IsLeader() || (index != 0 && index <= a.covered.Load() && a.coveredTerm.Load() == a.node.raft.CurrentTerm()) {
 		return
 	}
+	a.pending.Add(1)
 	select {
 	case a.nudges <- struct{}{}:
 	default:
+		a.pending.Add(-1) // merged into the one queued
 	}
 }
 
@@ -285,25 +287,29 @@ func (a *FleetAck) nudgeLoop() {
 		case <-a.stop:
 			return
 		case <-a.nudges:
-			if a.node.closed.Load() || !a.node.IsLeader() {
-				continue
-			}
-			term := a.node.raft.CurrentTerm()
-			// The Barrier carries the commit index raft has when it is appended, at least the
-			// index applied now.
-			prev := a.covered.Load()
-			if a.coveredTerm.Swap(term) != term {
-				prev = 0 // a Barrier of an earlier leadership told the followers of then
-			}
-			a.covered.Store(max(prev, a.node.AppliedIndex()))
-			a.busy.Store(true)
-			if err := a.node.raft.Barrier(nudgeTimeout).Error(); err == nil {
-				a.readyTerm.Store(term)
-			} else {
-				a.covered.Store(prev) // the followers may not have learned it: nudge again
-			}
-			a.busy.Store(false)
+			a.barrier()
+			a.pending.Add(-1)
 		}
+	}
+}
+
+// barrier runs the Barrier of one nudge, when this node still leads.
+func (a *FleetAck) barrier() {
+	if a.node.closed.Load() || !a.node.IsLeader() {
+		return
+	}
+	term := a.node.raft.CurrentTerm()
+	// The Barrier carries the commit index raft has when it is appended, at least the index
+	// applied now.
+	prev := a.covered.Load()
+	if a.coveredTerm.Swap(term) != term {
+		prev = 0 // a Barrier of an earlier leadership told the followers of then
+	}
+	a.covered.Store(max(prev, a.node.AppliedIndex()))
+	if err := a.node.raft.Barrier(nudgeTimeout).Error(); err == nil {
+		a.readyTerm.Store(term)
+	} else {
+		a.covered.Store(prev) // the followers may not have learned it: nudge again
 	}
 }
 
