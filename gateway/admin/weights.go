@@ -16,7 +16,7 @@ import (
 
 // Codes of the weight update's answers.
 const (
-	codeJournalUnresolved = "journal_unresolved" // 409: a weight update's record is open
+	codeJournalUnresolved = "journal_unresolved" // 409: a weight update's record is open; 503: this one's stays open
 	codeJournalNotOpen    = "journal_not_open"   // 404: no open record (by that id)
 	codeNoTargets         = "no_targets"         // 400: the update names no HTTP engine worker
 	codeNotDurable        = "not_durable"        // 503: --ephemeral: no durable journal
@@ -63,7 +63,8 @@ func journalView(j fsm.JournalRecord) journalRecord {
 // unchanged; the targets are picked by ?model=NAME or ?worker_id=ID (an id or a URL; repeated,
 // or comma-separated), by default every enabled HTTP engine worker. 200 when every target was
 // updated; 502 weight_update_failed listing each target's outcome when some were not (the
-// journal record stays open); 503 when nothing was sent.
+// journal record stays open); 503 when nothing was sent: fleet_ack_timeout when its record
+// closed, journal_unresolved when it stays open, outcome_unknown when closing it may have applied.
 func (h *Handler) updateWeights(ctx *fasthttp.RequestCtx) {
 	if h.cfg.Weights == nil {
 		writeErr(ctx, fasthttp.StatusServiceUnavailable, codeNotDurable,
@@ -113,6 +114,10 @@ func (h *Handler) updateWeights(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusOK, rep)
 	case "not_started":
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, withError(rep, "fleet_ack_timeout"))
+	case weights.ResultUnresolved: // nothing was sent, but this update's own record stays open
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, withError(rep, codeJournalUnresolved))
+	case weights.ResultOutcomeUnknown: // nothing was sent; closing the record may have applied
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, withError(rep, codeOutcomeUnknown))
 	default:
 		writeJSON(ctx, fasthttp.StatusBadGateway, withError(rep, codeUpdateFailed))
 	}

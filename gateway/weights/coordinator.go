@@ -121,7 +121,9 @@ type Report struct {
 	Success bool `json:"success"`
 	// ID is the journal record's id.
 	ID string `json:"id"`
-	// Result is "ok", "failed" (the record stays open) or "not_started".
+	// Result is "ok", "failed" (the record stays open), "not_started" (nothing was sent and the
+	// record closed), ResultUnresolved or ResultOutcomeUnknown (nothing was sent, and closing
+	// the record failed or may have).
 	Result  string         `json:"result"`
 	Message string         `json:"message"`
 	Targets []TargetReport `json:"targets"`
@@ -174,14 +176,7 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		ack := c.cfg.Fleet.Acknowledge(ctx, res.Index)
 		rep.FleetAck = &ack
 		if len(ack.Lagging) > 0 {
-			if err := c.finish(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
-				c.log.Warn("closing a weight update that did not start failed; its record stays open", "id", id, "err", err)
-			}
-			rep.Result = "not_started"
-			rep.Message = fmt.Sprintf("gateways %v did not apply the disable of the targets in time; nothing was sent, and the targets are enabled again", ack.Lagging)
-			c.cfg.Metrics.count(rep.Result)
-			c.log.Warn("weight update not started: the fleet did not acknowledge the disable", "id", id, "lagging", ack.Lagging)
-			return rep, nil
+			return c.notStarted(ctx, rep, ack.Lagging), nil
 		}
 	}
 	c.log.Info("weight update started", "id", id, "targets", len(targets))

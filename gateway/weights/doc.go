@@ -9,7 +9,9 @@
 //  2. A journal record naming the coordinator and the targets is committed, and it disables
 //     the targets; the write is fleet-acknowledged. While a record is open a new update is
 //     refused (409, naming it). If some gateway did not apply the disable in time, the update
-//     fails closed: nothing is sent, and the record closes as not started.
+//     fails closed: nothing is sent, and the record closes as not started. A close that finds
+//     no leader is tried again for a few seconds; if it still fails, or its outcome is unknown,
+//     the answer says so: the record stays open (or may), its targets disabled.
 //  3. The body is sent, unchanged, to each target's /update_weights_from_disk, a few at a
 //     time, each bounded by a timeout. Each outcome is recorded in raft as it arrives: updated
 //     (2xx and no "success": false), failed (any other answer), or unknown (no answer: the

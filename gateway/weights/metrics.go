@@ -15,9 +15,9 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, open func() int) (*Metrics, error) {
 	m := &Metrics{updates: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "meshgw_weight_updates_total",
-		Help: "Weight updates this gateway coordinated, by result: ok, failed (the journal record stays open), not_started (the fleet did not acknowledge the disable), conflict (a record was open), rejected (bad targets), error.",
+		Help: "Weight updates this gateway coordinated, by result: ok, failed (the journal record stays open), not_started (the fleet did not acknowledge the disable; nothing was sent and the record closed), unresolved (nothing was sent, but the record could not be closed: it stays open), outcome_unknown (nothing was sent, and closing the record may or may not have applied), conflict (a record was open), rejected (bad targets), error.",
 	}, []string{"result"})}
-	for _, r := range []string{"ok", "failed", "not_started", "conflict", "rejected", "error"} {
+	for _, r := range []string{"ok", "failed", "not_started", ResultUnresolved, ResultOutcomeUnknown, "conflict", "rejected", "error"} {
 		m.updates.WithLabelValues(r)
 	}
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
