@@ -193,3 +193,19 @@ func TestDrainNotFinished(t *testing.T) {
 		t.Errorf("stdout %q", stdout)
 	}
 }
+
+// A weight update's answer carries its report beside the error envelope; meshctl reads the
+// envelope into one line (the 503 of an update whose record could not be closed: chaos
+// finding 10).
+func TestRefusalWithAReport(t *testing.T) {
+	body := `{"success": false, "id": "wu-4a791a7c250ee6c1", "result": "unresolved", "message": "m",
+ "targets": [{"id": "w-fbea9e475487", "url": "http://10.0.0.9:9000", "outcome": "pending"}],
+ "fleet_ack": {"index": 9, "acked": ["n1"], "lagging": ["n5"]},
+ "error": {"message": "gateways [n5] did not apply the disable of the targets in time; nothing was sent, but closing journal record wu-4a791a7c250ee6c1 as not started failed (no raft leader): the record stays open", "code": "journal_unresolved"}}`
+	got := "meshctl: " + oneLine(refusal(503, []byte(body)).Error())
+	want := "meshctl: 503 journal_unresolved: gateways [n5] did not apply the disable of the targets in time; nothing was sent, " +
+		"but closing journal record wu-4a791a7c250ee6c1 as not started failed (no raft leader): the record stays open"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
