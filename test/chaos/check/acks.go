@@ -28,8 +28,9 @@ func (w flagWrite) binds(g string) bool {
 }
 
 // flagWrites returns, per worker, the writes that may have set its disabled flag. A weight
-// update's 502 leaves its targets disabled (an acknowledged disable); its 503
-// fleet_ack_timeout says it disabled them and enabled them again (an acknowledged enable); a
+// update's 502, and its 503 journal_unresolved (nothing sent, its record left open), leave its
+// targets disabled (an acknowledged disable); its 503 fleet_ack_timeout says it disabled them
+// and enabled them again (an acknowledged enable); a
 // 200 may have enabled them again (those an operator had disabled before stay disabled); any
 // other answer but a refusal may have done either. A registration that created the record
 // (201, or unknown once the worker may have been deleted) left it enabled.
@@ -65,7 +66,8 @@ func flagWrites(h history.History) map[string][]flagWrite {
 			}
 		case a.Kind == history.WeightUpdate:
 			switch {
-			case a.Status == 502 && a.Code == "weight_update_failed":
+			case a.Status == 502 && a.Code == "weight_update_failed",
+				a.Status == 503 && a.Code == "journal_unresolved":
 				add(a, true, true)
 			case a.Status == 503 && a.Code == "fleet_ack_timeout":
 				add(a, false, true)

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -433,5 +434,38 @@ func TestUnknownDeleteMayOrMayNotHappen(t *testing.T) {
 	h.Admin = append(h.Admin, read(false, false, 5, 6), read(true, false, 7, 8))
 	if r := Linearizable(h, 10*time.Second); r.OK {
 		t.Errorf("the record came back after the unknown delete removed it: %s", r.Detail)
+	}
+}
+
+// TestWeightUpdateNotStarted: a weight update that sent nothing says what became of its
+// targets (chaos finding 10): 503 fleet_ack_timeout enabled them again, 503 journal_unresolved
+// left them disabled, 503 outcome_unknown may have done either.
+func TestWeightUpdateNotStarted(t *testing.T) {
+	tests := []struct {
+		code     string
+		out      history.Outcome
+		disabled bool // the final state
+		ok       bool
+	}{
+		{"fleet_ack_timeout", history.OK, false, true},
+		{"fleet_ack_timeout", history.OK, true, false}, // finding 10's history
+		{"journal_unresolved", history.OK, true, true},
+		{"journal_unresolved", history.OK, false, false},
+		{"outcome_unknown", history.Unknown, true, true},
+		{"outcome_unknown", history.Unknown, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s disabled %v", tt.code, tt.disabled), func(t *testing.T) {
+			wu := op(history.WeightUpdate, tt.out, 503, 2, 3)
+			wu.Code = tt.code
+			h := history.History{
+				Admin:   []history.AdminOp{op(history.Register, history.OK, 201, 0, 1), wu},
+				Final:   map[string]map[string]history.Final{"n1": {"w-1": {Found: true, Disabled: tt.disabled}}},
+				Weights: map[string]bool{},
+			}
+			if r := NoLostAck(h, []string{"n1"}); r.OK != tt.ok {
+				t.Errorf("no_lost_ack %v, want %v: %s", r.OK, tt.ok, r.Detail)
+			}
+		})
 	}
 }

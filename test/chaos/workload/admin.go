@@ -114,8 +114,9 @@ func (a *Admin) DoTo(ctx context.Context, client int, kind history.Kind, w Worke
 // transport error, a timeout, a 503 outcome_unknown or a 5xx without a known code may or may
 // not have taken effect: unknown. A 503 that says nothing was written is failed, and so is
 // every refusal (a 409, a 400): a model may still read a refusal that says what it saw (a
-// registration refused while the record drains). A weight update's 502 weight_update_failed
-// and 503 fleet_ack_timeout are answers about what it wrote: ok.
+// registration refused while the record drains). A weight update's 502 weight_update_failed,
+// 503 fleet_ack_timeout and 503 journal_unresolved (nothing sent, its record left open) are
+// answers about what it wrote: ok.
 func classify(kind history.Kind, status int, code string, err error) history.Outcome {
 	var op *net.OpError
 	switch {
@@ -125,7 +126,7 @@ func classify(kind history.Kind, status int, code string, err error) history.Out
 		return history.Unknown
 	case status == 503 && code == "outcome_unknown":
 		return history.Unknown
-	case kind == history.WeightUpdate && status == 503 && code == "fleet_ack_timeout":
+	case kind == history.WeightUpdate && status == 503 && (code == "fleet_ack_timeout" || code == "journal_unresolved"):
 		return history.OK
 	case status == 503 || status == 401 || status == 403:
 		return history.Failed

@@ -35,6 +35,8 @@ func TestClassify(t *testing.T) {
 		{"weight update failed: targets left disabled", history.WeightUpdate, 502, "weight_update_failed", nil, history.OK},
 		{"weight update journal open", history.WeightUpdate, 409, "journal_unresolved", nil, history.Failed},
 		{"weight update not started: it disabled and enabled again", history.WeightUpdate, 503, "fleet_ack_timeout", nil, history.OK},
+		{"weight update not started, record left open: targets left disabled", history.WeightUpdate, 503, "journal_unresolved", nil, history.OK},
+		{"weight update not started, closing it unknown", history.WeightUpdate, 503, "outcome_unknown", nil, history.Unknown},
 		{"delete: draining", history.Delete, 202, "", nil, history.OK},
 		{"delete: removed", history.Delete, 200, "", nil, history.OK},
 		{"delete: gone", history.Delete, 404, "worker_not_found", nil, history.OK},
