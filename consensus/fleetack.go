@@ -69,9 +69,10 @@ type AckReport struct {
 //   - Acknowledge waits until every live peer's data plane applied a write's index. Each peer
 //     serves WaitApplied, which answers the moment its pool publishes that index: the peer
 //     pushes its applied index to the writer directly, with no gossip round in between. The
-//     leader appends a Barrier (coalesced) after each write it applies, and again on each
-//     WaitApplied it serves, so that the followers learn at once that the index committed
-//     instead of at raft's next CommitTimeout (50 to 100 ms).
+//     leader appends a Barrier (coalesced) after each write it applies, and on a WaitApplied or
+//     ReadIndex it serves for an index no Barrier started since covers, so that the followers
+//     learn at once that the index committed instead of at raft's next CommitTimeout (50 to
+//     100 ms).
 //     Each node stores the commit index with that Barrier entry (storage.Store.CommitIndex), so
 //     by the time a follower applies the write, a restart would serve it (replay.go): the
 //     acknowledgement waits for no save of the applied state.
