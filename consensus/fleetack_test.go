@@ -28,27 +28,6 @@ func slowCommitRaft(c *raft.Config) {
 	c.CommitTimeout = 2 * time.Second
 }
 
-// fsmApplied is a data plane that follows the FSM at once: what the node applied.
-type fsmApplied struct{ n *Node }
-
-func (a fsmApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
-	sig, stop := a.n.Watch()
-	defer stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		if got := a.n.AppliedIndex(); got >= index {
-			return got
-		}
-		select {
-		case <-ctx.Done():
-			return a.n.AppliedIndex()
-		case <-sig:
-		case <-tick.C:
-		}
-	}
-}
-
 // stuckApplied is a data plane that never applies anything.
 type stuckApplied struct{}
 
@@ -172,7 +151,7 @@ func follower(lead, size int) int { return (lead + 1) % size }
 // A write is acknowledged by every live peer well before raft's CommitTimeout would have told
 // the followers it committed: the leader's nudge did.
 func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
 	res, rec := c.register(t, lead, 8101)
@@ -198,14 +177,14 @@ func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
 // writer asks for an acknowledgement: a write forwarded from a follower saves the round trip of
 // its answer and of the writer's WaitApplied to the leader.
 func TestLeaderNudgesFollowersAfterEachWrite(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
 	res, _ := c.register(t, lead, 8102) // no Acknowledge: only the write itself
 	f := c.nodes[follower(lead, 3)]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // CommitTimeout is 2 s
 	defer cancel()
-	if got := (fsmApplied{f}).WaitApplied(ctx, res.Index); got < res.Index {
+	if got := f.WaitApplied(ctx, res.Index); got < res.Index {
 		t.Fatalf("the follower applied %d within 1 s, not the write's %d: the leader did not nudge it", got, res.Index)
 	}
 }
@@ -214,7 +193,7 @@ func TestLeaderNudgesFollowersAfterEachWrite(t *testing.T) {
 // covers it, so the WaitApplied the writer then sends the leader appends no second Barrier that
 // the next write would queue behind.
 func TestOneBarrierPerAcknowledgedWrite(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
 	f := follower(lead, 3)
@@ -261,7 +240,7 @@ func TestFleetAckNamesLaggingPeers(t *testing.T) {
 		if i == 2 {
 			return stuckApplied{}
 		}
-		return fsmApplied{n}
+		return n
 	})
 	c.members.mu.Lock()
 	c.members.members = append(c.members.members,
@@ -307,7 +286,7 @@ func TestFleetAckWaitsForSuspectPeers(t *testing.T) {
 		if i == 2 {
 			return stuckApplied{}
 		}
-		return fsmApplied{n}
+		return n
 	})
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
@@ -339,7 +318,7 @@ func TestFleetAckWaitsForSuspectPeers(t *testing.T) {
 // A read barrier on a follower returns only once it applied what the leader acknowledged,
 // which raft alone would tell it only after CommitTimeout.
 func TestBarrierFollowerReadsLeaderWrites(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
 	f := follower(lead, 3)
@@ -362,7 +341,7 @@ func TestBarrierFollowerReadsLeaderWrites(t *testing.T) {
 
 // ReadIndex answers only on the leader; a follower names it.
 func TestReadIndexOnlyOnTheLeader(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} })
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
 	ctx := context.Background()

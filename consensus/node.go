@@ -151,6 +151,27 @@ func (n *Node) SavedIndex() uint64 {
 	return max(n.saver.SavedIndex(), min(n.stores.db.CommitIndex(), applied))
 }
 
+// WaitApplied returns the FSM's applied index once it reaches index, or when ctx ends (it is
+// then below). A Node is thus an Applied whose data plane is its FSM (tools and tests; a gateway
+// waits for its pool).
+func (n *Node) WaitApplied(ctx context.Context, index uint64) uint64 {
+	sig, stop := n.Watch()
+	defer stop()
+	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing applies without a signal
+	defer tick.Stop()
+	for {
+		if got := n.AppliedIndex(); got >= index {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			return n.AppliedIndex()
+		case <-sig:
+		case <-tick.C:
+		}
+	}
+}
+
 // WaitSaved returns SavedIndex once it reaches index, or when ctx ends (it is then below): an
 // acknowledged write is on disk here, so that a restart serves it from the first request. The
 // commit index is stored with the next entry appended after index (the fleet acknowledgement's

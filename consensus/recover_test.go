@@ -28,7 +28,7 @@ func TestRecoverFromPeersFile(t *testing.T) {
 		dirs[i] = d.Path
 	}
 	onDisk := func(i int, c *Config) { c.Ephemeral, c.StateDir = false, dirs[i] }
-	c := startAckCluster(t, 3, 10*time.Second, func(_ int, n *Node) Applied { return fsmApplied{n} }, onDisk)
+	c := startAckCluster(t, 3, 10*time.Second, func(_ int, n *Node) Applied { return n }, onDisk)
 	lead := c.waitLeader(t, 0, 1, 2)
 	c.register(t, lead, 8001)
 	_, rec := c.register(t, lead, 8002)

@@ -18,7 +18,7 @@ import (
 type savedApplied struct{ n *Node }
 
 func (a savedApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
-	got := fsmApplied(a).WaitApplied(ctx, index)
+	got := a.n.WaitApplied(ctx, index)
 	if got < index {
 		return got
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // acks serves consensus.FleetAck on loopback gRPC for each node of a raftbench cluster, each
-// node's data plane being its FSM (fsmApplied), so that `cluster --ack` times the consensus
+// node's data plane being its FSM (consensus.Node.WaitApplied), so that `cluster --ack` times the consensus
 // layer's share of a fleet-acknowledged write without the gateway around it.
 type acks struct {
 	nodes   []*consensus.Node
@@ -39,7 +39,7 @@ func startAcks(ns []*consensus.Node) (*acks, error) {
 	}
 	resolve := func(id string) (string, bool) { addr, ok := addrs[id]; return addr, ok }
 	for i, n := range ns {
-		fa, err := consensus.NewFleetAck(n, consensus.FleetAckOptions{Local: fsmApplied{n}, Members: members,
+		fa, err := consensus.NewFleetAck(n, consensus.FleetAckOptions{Local: n, Members: members,
 			ResolveRPC: resolve, Timeout: 5 * time.Second, Logger: quiet(nil)})
 		if err != nil {
 			return a, err
@@ -79,24 +79,3 @@ type staticMembers []mesh.Member
 func (m staticMembers) Members() []mesh.Member { return m }
 
 func (staticMembers) Watch() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
-
-// fsmApplied is a data plane that follows the node's FSM at once.
-type fsmApplied struct{ n *consensus.Node }
-
-func (a fsmApplied) WaitApplied(ctx context.Context, index uint64) uint64 {
-	sig, stop := a.n.Watch()
-	defer stop()
-	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing applies without a signal
-	defer tick.Stop()
-	for {
-		if got := a.n.AppliedIndex(); got >= index {
-			return got
-		}
-		select {
-		case <-ctx.Done():
-			return a.n.AppliedIndex()
-		case <-sig:
-		case <-tick.C:
-		}
-	}
-}
