@@ -40,18 +40,18 @@ func TestDrainedGatewayRestartedAtOnce(t *testing.T) {
 	}
 }
 
-// drainRestart runs one case of TestDrainedGatewayRestartedAtOnce.
-func drainRestart(t *testing.T, whileLeaving bool) {
-	b := harness.Build(t)
-	// A short drain timeout: in while_leaving the drain's answer does not wait for a gateway
-	// that came back (it answers 202 then); the test does not judge that answer.
-	extra := []string{"--drain-timeout-secs", "8"}
-	gws := []*clusterGW{newClusterGW(t, "s1", extra...), newClusterGW(t, "s2", extra...), newClusterGW(t, "s3", extra...)}
+// threeWithRoles starts three gateways named prefix1 to prefix3 (with extra flags), the second
+// and third joining the first, waits until they formed, and returns them with their roles: the
+// raft leader, a follower to drain or stop (the victim) and the other follower.
+func threeWithRoles(t *testing.T, b harness.Bins, prefix string, extra ...string) (gws []*clusterGW, leader, victim, other *clusterGW) {
+	t.Helper()
+	for i := range 3 {
+		gws = append(gws, newClusterGW(t, fmt.Sprintf("%s%d", prefix, i+1), extra...))
+	}
 	gws[0].start(t, b)
 	gws[1].start(t, b, gws[0].meshAddr())
 	gws[2].start(t, b, gws[0].meshAddr())
 	leaderID := waitFormed(t, gws...)
-	var leader, victim, other *clusterGW
 	for _, g := range gws {
 		switch {
 		case g.id == leaderID:
@@ -62,6 +62,15 @@ func drainRestart(t *testing.T, whileLeaving bool) {
 			other = g
 		}
 	}
+	return gws, leader, victim, other
+}
+
+// drainRestart runs one case of TestDrainedGatewayRestartedAtOnce.
+func drainRestart(t *testing.T, whileLeaving bool) {
+	b := harness.Build(t)
+	// A short drain timeout: in while_leaving the drain's answer does not wait for a gateway
+	// that came back (it answers 202 then); the test does not judge that answer.
+	gws, leader, victim, other := threeWithRoles(t, b, "s", "--drain-timeout-secs", "8")
 	// Each gateway owns two workers (nothing listens: ownership needs no engine).
 	urls := map[string][]string{}
 	for _, g := range gws {
@@ -150,23 +159,7 @@ func TestDrainOfAStoppedGateway(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	b := harness.Build(t)
-	extra := []string{"--drain-timeout-secs", "30"}
-	gws := []*clusterGW{newClusterGW(t, "p1", extra...), newClusterGW(t, "p2", extra...), newClusterGW(t, "p3", extra...)}
-	gws[0].start(t, b)
-	gws[1].start(t, b, gws[0].meshAddr())
-	gws[2].start(t, b, gws[0].meshAddr())
-	leaderID := waitFormed(t, gws...)
-	var leader, victim, other *clusterGW
-	for _, g := range gws {
-		switch {
-		case g.id == leaderID:
-			leader = g
-		case victim == nil:
-			victim = g
-		default:
-			other = g
-		}
-	}
+	gws, leader, victim, other := threeWithRoles(t, b, "p", "--drain-timeout-secs", "30")
 	var leaderWorker string
 	for _, g := range gws {
 		for range 2 {
