@@ -65,27 +65,20 @@ func (c *Coordinator) notStarted(ctx context.Context, rep Report, lagging []stri
 }
 
 // closeNotStarted closes the record id as not started (fsm.ResolveNotStarted re-enables its
-// targets) and waits for the fleet to apply it. An attempt that surely wrote nothing (no leader,
-// not the leader, not queued in time) is tried again every closeRetry until closeBound; any
-// other error, ErrOutcomeUnknown included, ends it at once.
+// targets) and waits for the fleet to apply it (finish). An attempt that surely wrote nothing (no
+// leader, not the leader, not queued in time) is tried again every closeRetry while closeBound
+// lasts; any other error, ErrOutcomeUnknown included, ends it at once.
 func (c *Coordinator) closeNotStarted(ctx context.Context, id string) error {
-	wctx, cancel := context.WithTimeout(context.Background(), closeBound)
-	defer cancel()
+	deadline := time.Now().Add(closeBound)
 	for {
-		res, err := c.cfg.Writer.Apply(wctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID})
-		switch {
-		case err == nil && res.Err != nil:
-			return res.Err
-		case err == nil:
-			c.acknowledge(ctx, id, res.Index)
-			return nil
-		case !nothingWritten(err):
+		err := c.finish(ctx, fsm.JournalResolve{ID: id, Action: fsm.ResolveNotStarted, At: c.cfg.Now(), By: c.cfg.NodeID})
+		if err == nil || !nothingWritten(err) || time.Until(deadline) < closeRetry {
 			return err
 		}
 		c.log.Warn("closing a weight update that did not start failed; trying again", "id", id, "err", err)
 		t := time.NewTimer(closeRetry)
 		select {
-		case <-wctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return err
 		case <-t.C:
