@@ -140,13 +140,12 @@ func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 				gw.HandOff()
 				continue
 			}
-		case drainLeave:
-			c.log.Info("drained: leaving the mesh", "stuck_workers", s[0].Stuck)
-			c.leave()
-			close(left)
-			return
-		case drainLeaveUnmarked:
-			c.log.Info("drained: the leader finished this gateway's drain while it was cut off (it saw it gone); leaving the mesh")
+		case drainLeave, drainLeaveUnmarked:
+			if marked {
+				c.log.Info("drained: leaving the mesh", "stuck_workers", s[0].Stuck)
+			} else {
+				c.log.Info("drained: the leader finished this gateway's drain while it was cut off (it saw it gone); leaving the mesh")
+			}
 			c.leave()
 			close(left)
 			return
