@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/test/loopport"
 )
 
 // Bins names the built binaries.
@@ -86,74 +86,22 @@ func moduleRoot() string {
 func ModuleRoot() string { return moduleRoot() }
 
 // FreePort returns a loopback port, free for TCP and UDP a moment ago, that no earlier call of
-// this process returned. It is drawn from below the kernel's ephemeral range (32768 and up on
-// Linux), so that a process binding port 0 in the meantime (raft, mesh and gRPC listeners given
-// 0) can never take it before the process it is meant for binds it.
+// this process returned (loopport.Free), drawn from below the kernel's ephemeral range so that
+// a process binding port 0 meanwhile can never take it first.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	freePorts.mu.Lock()
-	defer freePorts.mu.Unlock()
-	for range 1000 {
-		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
-		if freePorts.given[p] || !portFree(p) {
-			continue
-		}
-		freePorts.given[p] = true
-		return p
-	}
-	t.Fatalf("no free loopback port in [%d, %d) after 1000 tries", freePortLow, freePortHigh)
-	return 0
+	return FreePorts(t, 1)
 }
 
-// FreePorts returns the first of n consecutive loopback ports, each free for TCP and UDP a
-// moment ago and none returned by an earlier call of this process (a script that numbers its
-// ports from a base, such as scripts/demo.sh, takes it).
+// FreePorts returns the first of n consecutive such ports (a script that numbers its ports
+// from a base, such as scripts/demo.sh, takes it).
 func FreePorts(t testing.TB, n int) int {
 	t.Helper()
-	freePorts.mu.Lock()
-	defer freePorts.mu.Unlock()
-next:
-	for range 1000 {
-		base := freePortLow + rand.IntN(freePortHigh-freePortLow-n)
-		for p := base; p < base+n; p++ {
-			if freePorts.given[p] || !portFree(p) {
-				continue next
-			}
-		}
-		for p := base; p < base+n; p++ {
-			freePorts.given[p] = true
-		}
-		return base
-	}
-	t.Fatalf("no %d free consecutive loopback ports in [%d, %d) after 1000 tries", n, freePortLow, freePortHigh)
-	return 0
-}
-
-// The range FreePort draws from: below Linux's default ephemeral range.
-const (
-	freePortLow  = 20000
-	freePortHigh = 32000
-)
-
-var freePorts = struct {
-	mu    sync.Mutex
-	given map[int]bool
-}{given: map[int]bool{}}
-
-// portFree reports whether 127.0.0.1:p can be bound for TCP and for UDP (the mesh uses both).
-func portFree(p int) bool {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-	l, err := net.Listen("tcp", addr)
+	base, err := loopport.Free(n)
 	if err != nil {
-		return false
+		t.Fatal(err)
 	}
-	defer l.Close()
-	u, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return false
-	}
-	u.Close()
-	return true
+	return base
 }
 
 // Proc is a process started by the harness.

@@ -3,9 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meshgw/meshgw/test/loopport"
 )
 
 // Config says what to start.
@@ -386,42 +386,16 @@ func (c *Cluster) WaitBack(ctx context.Context, n *Node, d time.Duration) error 
 	})
 }
 
-// freePorts returns n distinct ports of 127.0.0.1 free for TCP and UDP a moment ago, below
-// Linux's ephemeral range (so that no listener given port 0 takes one first).
+// freePorts returns n distinct ports of 127.0.0.1 free for TCP and UDP a moment ago
+// (loopport.Free).
 func freePorts(n int) ([]int, error) {
-	freeMu.Lock()
-	defer freeMu.Unlock()
-	var out []int
-	for tries := 0; len(out) < n; tries++ {
-		if tries > 2000 {
-			return nil, errors.New("no free loopback ports in [20000, 32000)")
+	out := make([]int, n)
+	for i := range out {
+		p, err := loopport.Free(1)
+		if err != nil {
+			return nil, err
 		}
-		p := 20000 + rand.IntN(12000)
-		if given[p] || !portFree(p) {
-			continue
-		}
-		given[p] = true
-		out = append(out, p)
+		out[i] = p
 	}
 	return out, nil
-}
-
-var (
-	freeMu sync.Mutex
-	given  = map[int]bool{}
-)
-
-func portFree(p int) bool {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	defer l.Close()
-	u, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return false
-	}
-	u.Close()
-	return true
 }
