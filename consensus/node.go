@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -155,19 +154,15 @@ func (n *Node) SavedIndex() uint64 {
 // then below). A Node is thus an Applied whose data plane is its FSM (tools and tests; a gateway
 // waits for its pool).
 func (n *Node) WaitApplied(ctx context.Context, index uint64) uint64 {
-	sig, stop := n.Watch()
-	defer stop()
-	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing applies without a signal
-	defer tick.Stop()
 	for {
+		applied := n.fsm.AppliedSignal() // before the index: no entry slips between
 		if got := n.AppliedIndex(); got >= index {
 			return got
 		}
 		select {
 		case <-ctx.Done():
 			return n.AppliedIndex()
-		case <-sig:
-		case <-tick.C:
+		case <-applied:
 		}
 	}
 }
@@ -180,10 +175,10 @@ func (n *Node) WaitSaved(ctx context.Context, index uint64) uint64 {
 	if n.saver == nil {
 		return n.fsm.AppliedIndex()
 	}
-	tick := time.NewTicker(time.Millisecond) // an entry that changes nothing brings no save
-	defer tick.Stop()
 	for {
-		saved, committed := *n.saver.savedSig.Load(), n.stores.db.CommitWatch()
+		// Read before the index, so that no change slips between: a save, the commit index
+		// stored with an append, an entry applied (one that changes nothing brings no save).
+		saved, committed, applied := *n.saver.savedSig.Load(), n.stores.db.CommitWatch(), n.fsm.AppliedSignal()
 		if got := n.SavedIndex(); got >= index {
 			return got
 		}
@@ -192,7 +187,7 @@ func (n *Node) WaitSaved(ctx context.Context, index uint64) uint64 {
 			return n.SavedIndex()
 		case <-saved:
 		case <-committed:
-		case <-tick.C:
+		case <-applied:
 		}
 	}
 }
@@ -338,6 +333,10 @@ func (n *Node) ClusterID() string { return n.fsm.ClusterID() }
 // AppliedIndex returns the raft index of the last command applied on this node: what it
 // publishes for fleet-acknowledged writes.
 func (n *Node) AppliedIndex() uint64 { return n.fsm.AppliedIndex() }
+
+// AppliedSignal returns a channel closed the next time the applied index changes, by any
+// entry (fsm.FSM.AppliedSignal).
+func (n *Node) AppliedSignal() <-chan struct{} { return n.fsm.AppliedSignal() }
 
 // Version grows with every change of the applied state; see Watch.
 func (n *Node) Version() uint64 { return n.fsm.Version() }

@@ -201,7 +201,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	defer mgr.Close()
 	owner.m.Store(mgr)
 	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Imports: importer,
-		CaughtUp: cl.caughtUp, AppliedIndex: node.AppliedIndex, Logger: log})
+		CaughtUp: cl.caughtUp, AppliedIndex: node.AppliedIndex, AppliedSignal: node.AppliedSignal, Logger: log})
 	reconciler.Start()
 	cl.applied.r.Store(reconciler)
 	defer reconciler.Stop()

@@ -60,6 +60,9 @@ type FSM struct {
 
 	watchMu  sync.Mutex
 	watchers map[chan struct{}]struct{}
+
+	// appliedSig is closed, and replaced, each time the applied index grows (AppliedSignal).
+	appliedSig atomic.Pointer[chan struct{}]
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -69,7 +72,10 @@ func New(logger *slog.Logger) *FSM {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &FSM{log: logger, st: newState(), watchers: make(map[chan struct{}]struct{})}
+	f := &FSM{log: logger, st: newState(), watchers: make(map[chan struct{}]struct{})}
+	sig := make(chan struct{})
+	f.appliedSig.Store(&sig)
+	return f
 }
 
 // Apply implements raft.FSM. It returns a Result, never an error: raft errors mean the entry
@@ -96,6 +102,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 		c := res.Record.Clone()
 		res.Record = &c
 	}
+	f.signalApplied()
 	switch {
 	case h == nil:
 		f.log.Warn("skipped a command of a type this version does not know",
@@ -227,6 +234,17 @@ func (f *FSM) Watch() (<-chan struct{}, func()) {
 	}
 }
 
+// AppliedSignal returns a channel closed the next time the applied index changes: after every
+// entry applied, whether it changed the state or not (Watch signals only changes), and after a
+// restore. Read it before AppliedIndex, then wait on it, and no entry slips between.
+func (f *FSM) AppliedSignal() <-chan struct{} { return *f.appliedSig.Load() }
+
+// signalApplied wakes the AppliedSignal waiters; it runs after the applied index is visible.
+func (f *FSM) signalApplied() {
+	next := make(chan struct{})
+	close(*f.appliedSig.Swap(&next))
+}
+
 // notify signals every watcher without blocking. It runs after the change it signals is
 // visible (the version bumped and the lock released), so that a watcher reads it.
 func (f *FSM) notify() {
@@ -266,6 +284,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.changes.add(f.version.Add(1), nil) // a reset: readers read every record again
 	f.mu.Unlock()
 	f.notify()
+	f.signalApplied()
 	f.log.Info("restored state from a snapshot", "applied_index", st.applied, "workers", len(st.workers))
 	return nil
 }

@@ -357,6 +357,34 @@ func TestInvalidBodies(t *testing.T) {
 	}
 }
 
+// AppliedSignal closes after every entry, one that changes nothing included (Watch stays
+// quiet for those), so that a wait for an index needs no polling.
+func TestAppliedSignal(t *testing.T) {
+	f := New(quiet())
+	specA := spec(t, "http://127.0.0.1:8001", 0)
+	for i, c := range []Command{
+		Register{Spec: specA, Owner: "n1"},
+		Register{Spec: specA, Owner: "n1"}, // unchanged
+		Transfer{ID: "missing", To: "n2"},  // rejected
+	} {
+		sig := f.AppliedSignal()
+		select {
+		case <-sig:
+			t.Fatalf("entry %d: the signal closed before the entry applied", i+1)
+		default:
+		}
+		applyAt(t, f, uint64(i+1), c)
+		select {
+		case <-sig:
+		default:
+			t.Fatalf("entry %d applied without closing the signal", i+1)
+		}
+		if got := f.AppliedIndex(); got != uint64(i+1) {
+			t.Fatalf("entry %d: applied index %d", i+1, got)
+		}
+	}
+}
+
 func TestWatch(t *testing.T) {
 	f := New(quiet())
 	ch, stop := f.Watch()

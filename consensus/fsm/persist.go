@@ -104,6 +104,7 @@ func (f *FSM) Load(l Loader) (uint64, bool, error) {
 	f.changes.add(f.version.Add(1), nil) // a reset: readers read every record again
 	f.mu.Unlock()
 	f.notify()
+	f.signalApplied()
 	f.log.Info("loaded the applied state saved before the restart", "applied_index", st.applied, "workers", len(st.workers))
 	return st.applied, true, nil
 }

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// appliedPoll is how often WaitApplied looks at the applied index again without a signal: an
-// entry that changes no record (a disable of a disabled worker, a rejected write) is applied
-// by raft without a Watch signal, so no pass runs for it.
+// appliedPoll is how often WaitApplied looks at the applied index again when the reconciler
+// has no AppliedSignal: an entry that changes no record (a disable of a disabled worker, a
+// rejected write) is applied by raft without a Watch signal, so no pass runs for it.
 const appliedPoll = time.Millisecond
 
 // poolIndex is the raft index the pool has applied and published, with a signal for waiters.
@@ -58,6 +58,10 @@ func (r *Reconciler) WaitApplied(ctx context.Context, index uint64) uint64 {
 		}
 	}()
 	for {
+		var applied <-chan struct{} // read before the indexes: no entry slips between
+		if r.cfg.AppliedSignal != nil {
+			applied = r.cfg.AppliedSignal()
+		}
 		got, changed := r.poolIndex.get()
 		if got >= index {
 			return got
@@ -70,14 +74,19 @@ func (r *Reconciler) WaitApplied(ctx context.Context, index uint64) uint64 {
 				return got
 			}
 		}
-		if tick == nil {
-			tick = time.NewTicker(appliedPoll)
+		var poll <-chan time.Time
+		if applied == nil {
+			if tick == nil {
+				tick = time.NewTicker(appliedPoll)
+			}
+			poll = tick.C
 		}
 		select {
 		case <-ctx.Done():
 			return got
 		case <-changed:
-		case <-tick.C:
+		case <-applied:
+		case <-poll:
 		}
 	}
 }

@@ -72,6 +72,10 @@ type Config struct {
 	// it (AppliedIndex, WaitApplied: fleet-acknowledged writes). Nil: WaitApplied never reaches
 	// an index above 0.
 	AppliedIndex func() uint64
+	// AppliedSignal returns a channel closed the next time the index AppliedIndex reads grows,
+	// by any entry, one that changes no record included. WaitApplied waits on it; nil: it
+	// looks again every appliedPoll.
+	AppliedSignal func() <-chan struct{}
 	// Logger receives one line per change applied to the pool. Nil means slog.Default().
 	Logger *slog.Logger
 }
