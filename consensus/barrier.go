@@ -58,6 +58,43 @@ func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitA
 	return &consensusv1.WaitAppliedResponse{Applied: got, Reached: got >= req.Index}, nil
 }
 
+// WatchApplied implements consensusv1.FleetAckServer: it sends this node's applied index at
+// once, then each time it grows, until the caller ends the stream or Close. A node whose data
+// plane is not built yet (start-up) sends once it is.
+func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st grpc.ServerStreamingServer[consensusv1.AppliedIndex]) error {
+	ctx, cancel := context.WithCancel(st.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.a.stop: // Close ends the streams it serves
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	retry := time.NewTimer(feedRetryMin)
+	retry.Stop()
+	defer retry.Stop()
+	for want := uint64(0); ; {
+		got := s.a.o.Local.WaitApplied(ctx, want)
+		if ctx.Err() != nil {
+			return nil // the caller left, or this node closes: the caller reads EOF and follows again
+		}
+		if got < want { // no data plane yet: look again shortly
+			retry.Reset(feedRetryMin)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-retry.C:
+			}
+			continue
+		}
+		if err := st.Send(&consensusv1.AppliedIndex{Applied: got}); err != nil {
+			return err
+		}
+		want = got + 1
+	}
+}
+
 // ReadIndex implements consensusv1.FleetAckServer. Every outcome is answered with status OK.
 func (s *fleetAckServer) ReadIndex(ctx context.Context, req *consensusv1.ReadIndexRequest) (*consensusv1.ReadIndexResponse, error) {
 	idx, err := s.a.leaderReadIndex(ctx)

@@ -66,9 +66,11 @@ type AckReport struct {
 
 // FleetAck makes writes fleet-acknowledged and reads linearizable (DESIGN.md section 3):
 //
-//   - Acknowledge waits until every live peer's data plane applied a write's index. Each peer
-//     serves WaitApplied, which answers the moment its pool publishes that index: the peer
-//     pushes its applied index to the writer directly, with no gossip round in between. The
+//   - Acknowledge waits until every live peer's data plane applied a write's index. Each
+//     gateway follows every live peer's WatchApplied stream (ackfeed.go), on which the peer
+//     pushes its applied index each time its pool publishes a new one: the writer learns it
+//     directly, with no request per write and no gossip round in between. A peer that has not
+//     pushed the index after feedGrace (or serves no stream) is also asked WaitApplied. The
 //     leader appends a Barrier (coalesced) after each write it applies, and on a WaitApplied or
 //     ReadIndex it serves for an index no Barrier started since covers, so that the followers
 //     learn at once that the index committed instead of at raft's next CommitTimeout (50 to
@@ -107,6 +109,7 @@ type FleetAck struct {
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
+	feeds  map[string]*peerFeed        // by node id (ackfeed.go)
 	closed bool
 }
 
@@ -128,6 +131,7 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"), met: met,
 		dial:   []grpc.DialOption{grpc.WithTransportCredentials(creds)},
 		nudges: make(chan struct{}, 1), stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn),
+		feeds: make(map[string]*peerFeed),
 	}
 	a.wg.Add(1)
 	go a.nudgeLoop()
@@ -221,11 +225,16 @@ func (a *FleetAck) livePeers() []string {
 	return out
 }
 
-// waitPeer asks one peer (or this node's data plane) to answer once it applied index.
+// waitPeer waits until one peer's feed (or this node's data plane) reached index.
 func (a *FleetAck) waitPeer(ctx context.Context, id string, index uint64) bool {
 	if id == a.node.ID() {
 		return a.o.Local.WaitApplied(ctx, index) >= index
 	}
+	return a.waitFeed(ctx, id, index)
+}
+
+// askPeer asks one peer to answer once it applied index (WaitApplied).
+func (a *FleetAck) askPeer(ctx context.Context, id string, index uint64) bool {
 	cc, err := a.conn(id)
 	if err != nil {
 		a.log.Debug("cannot ask a peer to acknowledge", "peer", id, "err", err)

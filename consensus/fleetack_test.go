@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,10 @@ type ackCluster struct {
 	regs    []*prometheus.Registry // each FleetAck's metrics
 	addrs   map[string]string
 	members *staticMembers
+	// asked counts the WaitApplied calls each node served; watch sets how each serves
+	// WatchApplied (ackfeed_test.go).
+	asked []atomic.Int64
+	watch []atomic.Int32
 }
 
 // startAckCluster starts size nodes; local gives each node's data plane, and each tune, if
@@ -90,7 +95,8 @@ type ackCluster struct {
 func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i int, n *Node) Applied, tune ...func(i int, c *Config)) *ackCluster {
 	t.Helper()
 	c := &ackCluster{cluster: &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)},
-		addrs: make(map[string]string), members: &staticMembers{}}
+		addrs: make(map[string]string), members: &staticMembers{},
+		asked: make([]atomic.Int64, size), watch: make([]atomic.Int32, size)}
 	var servers []raft.Server
 	for i := range size {
 		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))
@@ -124,7 +130,7 @@ func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := grpc.NewServer()
+		s := grpc.NewServer(c.interceptors(i)...)
 		a.Register(s)
 		served := make(chan struct{})
 		go func() { defer close(served); _ = s.Serve(ln) }()
