@@ -60,9 +60,6 @@ func (n *Node) apply(ctx context.Context, typ fsm.CommandType, data []byte) (fsm
 		return fsm.Result{}, fmt.Errorf("%w: the FSM returned %T", ErrOutcomeUnknown, f.Response())
 	}
 	n.met.observeApply(typ.String(), time.Since(start))
-	if f := n.committed.Load(); f != nil && res.Index != 0 {
-		(*f)(res.Index)
-	}
 	return res, res.Err
 }
 

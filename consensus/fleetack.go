@@ -135,8 +135,6 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	}
 	a.wg.Add(1)
 	go a.nudgeLoop()
-	nudge := func(index uint64) { a.nudge(index) }
-	node.committed.Store(&nudge)
 	return a, nil
 }
 
@@ -288,14 +286,20 @@ func (a *FleetAck) nudge(index uint64) {
 
 // nudgeLoop appends a Barrier per nudge, merging the nudges that arrive while one is in
 // flight into the next. raft tells followers the commit index only with the next AppendEntries
-// that carries an entry, or after CommitTimeout when none comes: the Barrier is that entry.
+// that carries an entry, or after CommitTimeout when none comes: the Barrier is that entry. On
+// the leader, every entry its FSM applies is a nudge: the followers learn that a write
+// committed as soon as the leader applied it, before any writer asks (and whichever path
+// proposed it).
 func (a *FleetAck) nudgeLoop() {
 	defer a.wg.Done()
 	defer a.node.recoverLog("fleet-ack nudges")
 	for {
+		applied := a.node.AppliedSignal() // before the index: no entry slips between
+		a.nudge(a.node.AppliedIndex())    // nothing when not leading, or when a Barrier covers it
 		select {
 		case <-a.stop:
 			return
+		case <-applied:
 		case <-a.nudges:
 			a.barrier()
 			a.pending.Add(-1)
@@ -332,7 +336,6 @@ func (a *FleetAck) Close() error {
 		return nil
 	}
 	a.closed = true
-	a.node.committed.Store(nil)
 	conns := a.conns
 	a.conns = nil
 	a.mu.Unlock()

@@ -45,10 +45,6 @@ type Node struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	// committed, when set, is called after each write this node applied as the leader: the
-	// FleetAck's nudge, so that followers learn of the commit before any writer asks.
-	committed atomic.Pointer[func(index uint64)]
-
 	closed   atomic.Bool
 	shutdown sync.Once
 	shutErr  error
