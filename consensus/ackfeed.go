@@ -22,6 +22,9 @@ const (
 	// after a partition healed) or a Barrier the leader did not get through delays the write
 	// by this much at most. Asking the leader also nudges it.
 	feedGrace = 50 * time.Millisecond
+	// feedRecheck is how long a peer that served no WatchApplied is asked per write before its
+	// feed tries the stream again (the peer may have been upgraded meanwhile).
+	feedRecheck = time.Minute
 )
 
 // peerFeed is what one peer's WatchApplied stream has said: the applied index it pushed last,
@@ -72,7 +75,8 @@ func (a *FleetAck) feed(id string) *peerFeed {
 
 // follow keeps a WatchApplied stream open to peer id while the mesh lists it alive or suspect,
 // and records what it pushes. It ends when the peer is no longer live (a later
-// acknowledgement starts a new feed), when the peer does not serve WatchApplied, or at Close.
+// acknowledgement starts a new feed), feedRecheck after the peer said it serves no
+// WatchApplied, or at Close.
 func (a *FleetAck) follow(id string, f *peerFeed) {
 	defer a.wg.Done()
 	defer a.node.recoverLog("fleet-ack feed")
@@ -102,7 +106,11 @@ func (a *FleetAck) follow(id string, f *peerFeed) {
 		if status.Code(err) == codes.Unimplemented {
 			f.set(func(f *peerFeed) { f.unsupported = true })
 			a.log.Debug("a peer does not serve WatchApplied; asking it WaitApplied for each write", "peer", id)
-			<-ctx.Done() // kept in the map, so that no new feed asks again; Close ends it
+			wait.Reset(feedRecheck) // kept in the map until then, so that no new feed asks again
+			select {
+			case <-ctx.Done():
+			case <-wait.C:
+			}
 			return
 		}
 		if got {
