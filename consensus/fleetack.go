@@ -94,8 +94,6 @@ type FleetAck struct {
 	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
 	// its commit index covers every entry of earlier terms.
 	readyTerm atomic.Uint64
-	// waiting counts the Acknowledge calls in progress.
-	waiting atomic.Int64
 	// covered is the applied index when the last Barrier started, in coveredTerm: that Barrier
 	// tells the followers that every index up to it committed, so a nudge for one of them is not
 	// needed while this node leads in that term.
@@ -152,8 +150,6 @@ func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
 	a.nudge(index)
-	a.waiting.Add(1)
-	defer a.waiting.Add(-1)
 	changes, unwatch := a.watchMembership() // before the peers are read: no change slips between
 	defer unwatch()
 	peers := a.livePeers()

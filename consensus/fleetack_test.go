@@ -307,8 +307,10 @@ func TestFleetAckWaitsForSuspectPeers(t *testing.T) {
 	c.acks[0].o.Timeout = time.Minute
 	res, _ = c.register(t, lead, 8104)
 	done := make(chan AckReport, 1)
+	asked := c.asked[2].Load()
 	go func() { done <- c.acks[0].Acknowledge(context.Background(), res.Index) }()
-	waitFor(t, "n1 waiting on n3", func() bool { return c.acks[0].waiting.Load() > 0 })
+	// n3 never pushes the index: after feedGrace, n1 asks it too.
+	waitFor(t, "n1 waiting on n3", func() bool { return c.asked[2].Load() > asked })
 	c.members.set("n3", mesh.StatusDead)
 	select {
 	case rep = <-done:
