@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -17,10 +19,20 @@ var fleetAckSizes = []int{3, 5}
 // and times writes PUT disabling and enabling it in turn, sent to each gateway in turn (so
 // most are forwarded to the leader), each answered once every gateway applied it to its pool.
 // An answer naming a lagging gateway fails the measurement.
-func fleetAckWrites(ctx context.Context, ps *procs, o *Options, n, writes int) (*WriteLatency, error) {
+// With inMemory, the state directories are on tmpfs (memoryDir), so that no append waits for
+// a disk: what is left is the gateways' and the network's share.
+func fleetAckWrites(ctx context.Context, ps *procs, o *Options, n, writes int, inMemory bool) (*WriteLatency, error) {
 	dir, err := tempStateDir(o, fmt.Sprintf("fleet-ack-%d", n))
+	where := "bbolt on disk"
+	if inMemory {
+		dir, err = memoryDir(fmt.Sprintf("fleet-ack-%d", n))
+		where = "state directories on tmpfs (" + memoryFS + ": no disk wait)"
+	}
 	if err != nil {
 		return nil, err
+	}
+	if inMemory {
+		defer os.RemoveAll(dir)
 	}
 	gws := make([]*controlGateway, 0, n)
 	defer func() {
@@ -86,8 +98,34 @@ func fleetAckWrites(ctx context.Context, ps *procs, o *Options, n, writes int) (
 	p50, p99, mx := quantiles(lat)
 	return &WriteLatency{Nodes: n, Writes: len(lat), P50Ms: p50, P99Ms: p99, MaxMs: mx, WritesPerSec: float64(len(lat)) / took.Seconds(),
 		What: "PUT /workers/{id} {\"disabled\": …} sent to each gateway in turn, answered once every gateway's pool applied it " +
-			"(fleet_ack with no lagging gateway); gateways on loopback, bbolt on disk"}, nil
+			"(fleet_ack with no lagging gateway); gateways on loopback, " + where}, nil
 }
+
+// memoryFS is where memoryDir makes its directories: tmpfs on Linux.
+const memoryFS = "/dev/shm"
+
+// memoryDir makes a fresh directory on tmpfs, or says why it cannot.
+func memoryDir(name string) (string, error) {
+	if err := noTmpfs(); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(memoryFS, "meshgw-bench-"+name+"-")
+}
+
+// noTmpfs says why memoryDir cannot work here, or nil.
+func noTmpfs() error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(memoryFS, &st); err != nil {
+		return fmt.Errorf("no %s: %w", memoryFS, err)
+	}
+	if st.Type != tmpfsMagic {
+		return fmt.Errorf("%s is not tmpfs", memoryFS)
+	}
+	return nil
+}
+
+// tmpfsMagic is tmpfs's file system type (statfs(2)).
+const tmpfsMagic = 0x01021994
 
 // startMeshGateway starts one gateway of a cluster on loopback, joining join (a mesh address)
 // unless it is empty, and returns it with its own mesh address.

@@ -137,6 +137,11 @@ func controlGoals(r *Report) []Goal {
 				fmt.Sprintf("%.2f ms (p50 %.2f ms%s)", l.P99Ms, l.P50Ms, floor), fmt.Sprintf("≤ %.0f ms on loopback", goalFleetAckP99),
 				met(l.P99Ms <= goalFleetAckP99)})
 		}
+		for _, l := range v.FleetAckMemory {
+			gs = append(gs, Goal{fmt.Sprintf("the same, %d gateways, state on tmpfs", l.Nodes),
+				fmt.Sprintf("%.2f ms (p50 %.2f ms)", l.P99Ms, l.P50Ms), fmt.Sprintf("≤ %.0f ms on loopback", goalFleetAckP99),
+				met(l.P99Ms <= goalFleetAckP99)})
+		}
 	}
 	if v, ok := r.Memory.(MemoryResult); ok {
 		gs = append(gs, uploadGoals(v.Uploads)...)

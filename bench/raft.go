@@ -28,6 +28,9 @@ type RaftResult struct {
 	// FleetAck is fleet-acknowledged admin writes through gateways joined on loopback, at 3
 	// and 5 gateways (fleetAckWrites).
 	FleetAck []*WriteLatency `json:"fleet_ack_writes"`
+	// FleetAckMemory is the same with the state directories on tmpfs: the gateways' and the
+	// loopback network's share, without the disk's. Nil where there is no tmpfs.
+	FleetAckMemory []*WriteLatency `json:"fleet_ack_writes_tmpfs,omitempty"`
 	// DiskCommit is `raftbench commit`: one raft log append made durable on the disk of the
 	// state directories. A fleet-acknowledged write pays it four times in a row (the write on
 	// the leader, then on a follower; the Barrier that tells the followers it committed, on the
@@ -82,11 +85,23 @@ func runRaft(ctx context.Context, ps *procs, o *Options) any {
 	res.DiskCommit = &dc
 	for _, n := range fleetAckSizes {
 		o.Log.Info("raft: fleet-acknowledged writes", "gateways", n, "writes", c.AdminWrites)
-		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites)
+		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites, false)
 		if err != nil {
 			return notMeasured(fmt.Sprintf("fleet-acknowledged writes, %d gateways: %v", n, err))
 		}
 		res.FleetAck = append(res.FleetAck, l)
+	}
+	if err := noTmpfs(); err != nil {
+		o.Log.Info("raft: fleet-acknowledged writes on tmpfs not measured", "err", err)
+		return res
+	}
+	for _, n := range fleetAckSizes {
+		o.Log.Info("raft: fleet-acknowledged writes, state on tmpfs", "gateways", n, "writes", c.AdminWrites)
+		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites, true)
+		if err != nil {
+			return notMeasured(fmt.Sprintf("fleet-acknowledged writes on tmpfs, %d gateways: %v", n, err))
+		}
+		res.FleetAckMemory = append(res.FleetAckMemory, l)
 	}
 	return res
 }
