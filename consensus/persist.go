@@ -14,8 +14,12 @@ const saveRetry = time.Second
 
 // defaultSaveInterval is the least time between two saves of the applied state. Nothing waits
 // for a save: a restart applies the committed entries the log holds past it (replay.go), so
-// saves only bound that replay, and spacing them keeps their fsyncs off the writes' path.
-const defaultSaveInterval = 100 * time.Millisecond
+// saves only bound that replay (a second of entries applies in milliseconds), and spacing them
+// keeps their fsyncs off the writes' path. A save shares the bbolt file, so its commit holds up
+// a log append that comes meanwhile: at one save per 100 ms under a stream of fleet-acknowledged
+// writes, 5 to 8 % of the log appends on disk overlapped a save (traced in a 3- and a 5-gateway
+// run), which put one save in the path of about one write in five.
+const defaultSaveInterval = time.Second
 
 // fsmSaver is what the saver writes to; *storage.Store implements it.
 type fsmSaver interface {
