@@ -38,8 +38,8 @@ type RaftView struct {
 // marks, the records, the mesh's peers and the raft configuration. It is pure. A peer is done
 // once it owns no worker, does not lead, is out of the configuration, and is gone from the mesh
 // (left, dead or no longer listed). It is restarted once the mesh lists it alive with a start
-// time, and its mark names another (mesh.Meta.Started, fsm.DrainingPeer.Started); a mark or a
-// peer without one never makes a restart.
+// time its mark is not for (mesh.Meta.Started, fsm.DrainingPeer.For: another process, started
+// after the mark was written); a mark or a peer without one never makes a restart.
 func DrainStates(peers []string, marks []fsm.DrainingPeer, workers []Worker, mesh []Peer, r RaftView) []DrainState {
 	byID := peersByID(mesh)
 	owned, stuck := make(map[string]int), make(map[string]int)
@@ -64,7 +64,8 @@ func DrainStates(peers []string, marks []fsm.DrainingPeer, workers []Worker, mes
 }
 
 // restarted reports whether the mesh lists p alive as another process than the one its drain
-// mark names. A mark or a peer without a start time (an older build) never makes a restart.
+// mark is for (fsm.DrainingPeer.For). A mark or a peer without a start time (an older build)
+// never makes a restart.
 func restarted(marks []fsm.DrainingPeer, p Peer) bool {
 	if p.Status != mesh.StatusAlive || p.Started.IsZero() {
 		return false

@@ -70,6 +70,8 @@ func TestDrainStatesRestarted(t *testing.T) {
 		{"started again, owning the host-local worker that waited for it", mark(first), startedAt(peer("b1", "", mesh.StatusAlive, t0), again),
 			[]Worker{{ID: "w-ipc", Owner: "b1", Epoch: 3, HostLocal: true}}, out, true},
 		{"the process the mark drains, back from a partition", mark(first), startedAt(peer("b1", "", mesh.StatusAlive, t0), first), nil, out, false},
+		// docs/chaos.md finding 11: the drain's entry gateway still knew the earlier process.
+		{"started again just before the drain was written", mark(first), startedAt(peer("b1", "", mesh.StatusAlive, t0), t0.Add(-time.Second)), nil, inCfg, false},
 		{"a mark of an older build names no process", mark(time.Time{}), startedAt(peer("b1", "", mesh.StatusAlive, t0), again), nil, out, false},
 		{"a peer of an older build publishes no start", mark(first), peer("b1", "", mesh.StatusAlive, t0), nil, out, false},
 		{"started again but dead since", mark(first), startedAt(peer("b1", "", mesh.StatusDead, t0), again), nil, inCfg, false},

@@ -38,15 +38,20 @@ type DrainingPeer struct {
 	Since time.Time
 	// Started is the start time of the peer's process the drain is for, from its node metadata
 	// (zero: unknown, then any process of the peer is drained). Another process of the same id,
-	// the gateway started again, is not drained by the mark: the leader clears it, and the
-	// gateway joins as a new one (ownership.Finished).
+	// the gateway started again after the mark was written, is not drained by the mark: the
+	// leader clears it, and the gateway joins as a new one (ownership.Finished). See For.
 	Started time.Time
 }
 
 // For reports whether the mark drains the process of the peer that started at started: the
-// mark names that process, or none.
+// mark names that process, or none, or an earlier one while the mark was written after that
+// process started. The last case is a drain sent moments after the peer was started again: the
+// proposer's mesh still held the earlier process's start time (the new one's metadata had not
+// reached it), yet the drain was asked of the process running then. Since is the proposer's
+// clock and started the peer's, so the case is judged right while their skew is less than the
+// time between the start and the drain.
 func (d DrainingPeer) For(started time.Time) bool {
-	return d.Started.IsZero() || d.Started.Equal(started)
+	return d.Started.IsZero() || d.Started.Equal(started) || (d.Started.Before(started) && d.Since.After(started))
 }
 
 // Type implements Command.

@@ -132,6 +132,33 @@ func TestDrainMarkNamesAProcess(t *testing.T) {
 	}
 }
 
+// TestDrainMarkWrittenAfterARestart: a drain sent moments after the peer was started again,
+// through a gateway whose mesh still held the earlier process's start time, drains the process
+// that ran when the mark was written (docs/chaos.md finding 11); a process started after the
+// mark still does not, and the earlier process is still drained.
+func TestDrainMarkWrittenAfterARestart(t *testing.T) {
+	earlier, restarted, later := t0.Add(-time.Hour), t0.Add(-time.Second), t0.Add(time.Second)
+	m := DrainingPeer{ID: "n2", Since: t0, Started: earlier}
+	tests := []struct {
+		name    string
+		started time.Time
+		want    bool
+	}{
+		{"the process the mark names", earlier, true},
+		{"started again before the mark was written", restarted, true},
+		{"started again the moment the mark was written", t0, false},
+		{"started again after the mark was written", later, false},
+		{"a process older than the one the mark names", earlier.Add(-time.Hour), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.For(tt.started); got != tt.want {
+				t.Errorf("For(%v) = %v, want %v", tt.started, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestHandoffSentTwice: a second copy of an applied entry (a forwarder's re-send) moves nothing
 // and says each worker is already owned by its target.
 func TestHandoffSentTwice(t *testing.T) {
