@@ -3,6 +3,7 @@ package mesh
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,33 @@ func TestJoinSeesAllAliveWithMeta(t *testing.T) {
 	}
 	if want[3].Region != "ap" || want[3].OwnedWorkers != 30 || want[3].NodeID != "n4" {
 		t.Errorf("n4 publishes %+v", want[3])
+	}
+}
+
+// TestJoinPastAPeerThatDoesNotAnswer: a join whose first address accepts connections and never
+// answers (a peer that hangs, or a host whose SYNs are answered but nothing more) still makes
+// the node a member through the next address at once, not after the first one's TCP timeout
+// (docs/chaos.md: a gateway started again while one of its --join peers was cut off was seen
+// alive 5 s late).
+func TestJoinPastAPeerThatDoesNotAnswer(t *testing.T) {
+	hung, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: connects, then silence
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	seed := start(t, testConfig("n1", nil))
+	cfg := testConfig("n2", nil)
+	cfg.Tune = func(c *memberlist.Config) { fastTimers(c); c.TCPTimeout = 5 * time.Second }
+	joiner := start(t, cfg)
+	joined := make(chan error, 1)
+	go func() { _, err := joiner.Join([]string{hung.Addr().String(), seed.Addr()}); joined <- err }()
+	begin := time.Now()
+	waitFor(t, seed, "n2 alive", allAlive("n1", "n2"))
+	if took := time.Since(begin); took > 2*time.Second {
+		t.Errorf("n1 saw n2 alive after %v: the join waited for the address that does not answer", took)
+	}
+	if err := <-joined; err != nil {
+		t.Errorf("join: %v", err)
 	}
 }
 
