@@ -96,12 +96,12 @@ func ip(args ...string) error {
 	return nil
 }
 
-// Usable reports whether an isolated run can work here (root, ip and iptables), and if not why.
+// Usable reports whether an isolated run can work here (root, ip, iptables and nsenter), and if not why.
 func Usable() (bool, string) {
 	if os.Geteuid() != 0 {
 		return false, "not root"
 	}
-	for _, tool := range []string{"ip", "iptables"} {
+	for _, tool := range []string{"ip", "iptables", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return false, tool + " not found"
 		}

@@ -19,9 +19,16 @@ type Net struct {
 // Cut is the rules of one fault, healed together.
 type Cut struct{ rules []rule }
 
+// rule drops, in one namespace, what some sources send: one iptables command for all of them
+// (iptables adds a rule per source, and deletes them alike), so that a cut costs one command
+// per receiving gateway. Each command runs through nsenter, lighter than ip netns exec (which
+// also remounts /sys): on the loaded 2-core machine a partition of 5 gateways took 1 to 3 s
+// to make and heal with a command per pair through ip netns exec, all of it counted in the
+// fault's time.
 type rule struct {
-	ns, from string
-	port     int // 0: every packet; else TCP to this destination port only
+	ns    string
+	froms []string
+	port  int // 0: every packet; else TCP to this destination port only
 }
 
 // Drop drops every packet from each node of from at each node of to (one way), adding the
@@ -46,16 +53,40 @@ func (nt *Net) add(cut *Cut, from, to []*Node, port int) (*Cut, error) {
 		nt.cuts = map[*Cut]bool{}
 	}
 	nt.cuts[cut] = true
+	var hosts []string
 	for _, a := range from {
-		for _, b := range to {
-			r := rule{ns: b.NS, from: a.Host, port: port}
-			if err := r.iptables("-A"); err != nil {
-				return cut, err
-			}
-			cut.rules = append(cut.rules, r)
-		}
+		hosts = append(hosts, a.Host)
 	}
-	return cut, nil
+	rules := make([]rule, 0, len(to))
+	for _, b := range to {
+		rules = append(rules, rule{ns: b.NS, froms: hosts, port: port})
+	}
+	done, err := each(rules, "-A")
+	cut.rules = append(cut.rules, done...)
+	return cut, err
+}
+
+// each runs op (-A or -D) for every rule, side by side, and returns those it applied.
+func each(rules []rule, op string) ([]rule, error) {
+	errs := make([]error, len(rules))
+	var wg sync.WaitGroup
+	for i, r := range rules {
+		wg.Go(func() { errs[i] = r.iptables(op) })
+	}
+	wg.Wait()
+	var done []rule
+	var msgs []string
+	for i, r := range rules {
+		if errs[i] != nil {
+			msgs = append(msgs, errs[i].Error())
+			continue
+		}
+		done = append(done, r)
+	}
+	if len(msgs) > 0 {
+		return done, fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return done, nil
 }
 
 // Heal removes the rules of cut (nil heals nothing).
@@ -87,28 +118,23 @@ func (nt *Net) HealAll() error {
 }
 
 func (cut *Cut) heal() error {
-	var errs []string
-	for _, r := range cut.rules {
-		if err := r.iptables("-D"); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
+	_, err := each(cut.rules, "-D")
 	cut.rules = nil
-	if len(errs) > 0 {
-		return fmt.Errorf("heal: %s", strings.Join(errs, "; "))
+	if err != nil {
+		return fmt.Errorf("heal: %w", err)
 	}
 	return nil
 }
 
 func (r rule) iptables(op string) error {
-	args := []string{"netns", "exec", r.ns, "iptables", "-w", op, "INPUT", "-s", r.from}
+	args := []string{"--net=/var/run/netns/" + r.ns, "iptables", "-w", op, "INPUT", "-s", strings.Join(r.froms, ",")}
 	if r.port != 0 {
 		args = append(args, "-p", "tcp", "--dport", strconv.Itoa(r.port))
 	}
 	args = append(args, "-j", "DROP")
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := exec.Command("nsenter", args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("nsenter %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
