@@ -184,10 +184,10 @@ func (s *tlsStream) Close() error {
 func (s *tlsStream) Addr() net.Addr { return s.advertise }
 
 // Dial implements raft.StreamLayer: a TCP connection to addr with the TLS handshake done, both
-// within timeout.
+// within timeout, the connect within raftConnectTimeout.
 func (s *tlsStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: s.cfg.Dial}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: connectTimeout(timeout)}, Config: s.cfg.Dial}
 	return d.DialContext(ctx, "tcp", string(addr))
 }
