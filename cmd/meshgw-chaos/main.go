@@ -1,6 +1,6 @@
 // Command meshgw-chaos runs meshgw's chaos test across processes (test/chaos): N gateways and
 // M fake engines under faults drawn from a seed, with client and admin workloads, then checks
-// the invariants and writes a JSON report. As root with ip and iptables it works in network
+// the invariants and writes a JSON report. As root with ip, iptables and nsenter it works in network
 // namespaces it makes and removes itself; otherwise on the host's loopback without partitions.
 // It exits 0 only when every invariant holds (1 when one broke, 2 on usage errors, 3 when the
 // run could not proceed).
@@ -53,7 +53,7 @@ func run(args []string) int {
 	fs := pflag.NewFlagSet("meshgw-chaos", pflag.ContinueOnError)
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every random choice (faults, targets, operations)")
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "how long faults are injected")
-	fs.DurationVar(&o.hold, "hold", 3*time.Second, "the longest usual fault: holds are drawn in [hold/3, hold], one in eight in [hold, 3×hold]")
+	fs.DurationVar(&o.hold, "hold", 3*time.Second, "sets the holds: drawn in [hold/3, 2×hold/3], one in eight in [2×hold, 3×hold]")
 	fs.IntVar(&o.nodes, "nodes", 3, "gateways")
 	fs.IntVar(&o.engines, "engines", 3, "fake engines (with 3 or more, the last takes the weight updates)")
 	fs.StringVar(&o.faults, "faults", "", "comma-separated fault kinds (default every kind): "+strings.Join(chaosKinds(), ", "))

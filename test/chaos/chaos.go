@@ -35,7 +35,7 @@ type Config struct {
 	Topology            *cluster.Topology
 	Out                 io.Writer     // progress lines and the summary
 	Progress            time.Duration // between progress lines (5 s when 0)
-	Hold                time.Duration // longest usual fault (3 s when 0; one in eight up to three times it)
+	Hold                time.Duration // sets the holds: usual ones in [Hold/3, 2×Hold/3], one in eight in [2×Hold, 3×Hold] (3 s when 0)
 	MinServed           float64       // fail_static's bound (0.95 when 0)
 	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0)
 	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)
@@ -88,6 +88,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, fmt.Errorf("the cluster did not form: %w", err)
 	}
 	rec := history.NewRecorder()
+	logf("chaos: the run's clock (the times of the nemesis lines) starts at %s", time.Now().UTC().Format("15:04:05.000"))
 	admin := &workload.Admin{Rec: rec, Key: cluster.AdminKey, Client: workload.AdminClient()}
 	gateways := make([]workload.Gateway, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -157,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.Interrupted = ctx.Err() != nil
 	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), append(nem.Errors(), healErrs...)
 	rep.Refused = nem.Refused()
-	rep.FaultSeconds, rep.WaitSeconds = nem.Seconds()
+	rep.FaultSeconds, rep.BackSeconds, rep.WaitSeconds = nem.Seconds()
 	rep.Requests = check.CountRequests(h)
 	rep.AdminOps = map[string]int{}
 	for _, a := range h.Admin {

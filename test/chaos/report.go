@@ -23,6 +23,10 @@ type Report struct {
 	// FaultSeconds is, per kind, the time its faults held their targets, from the injection
 	// until the targets were back.
 	FaultSeconds map[string]float64 `json:"fault_seconds,omitempty"`
+	// BackSeconds is the part of FaultSeconds after each fault healed (its processes ran and
+	// its cuts were gone) until its targets were back: seen alive by another gateway, seeing a
+	// leader.
+	BackSeconds map[string]float64 `json:"back_seconds,omitempty"`
 	// WaitSeconds is, per kind, the time its faults waited for room before they started: the
 	// rules that keep the cluster able to make progress (docs/chaos.md, Faults).
 	WaitSeconds map[string]float64      `json:"room_wait_seconds,omitempty"`
@@ -68,6 +72,13 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "fault seconds:")
 		for _, k := range sortedKeys(r.FaultSeconds) {
 			fmt.Fprintf(w, " %s=%.0f", k, r.FaultSeconds[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.BackSeconds) > 0 {
+		fmt.Fprintf(w, "of which coming back:")
+		for _, k := range sortedKeys(r.BackSeconds) {
+			fmt.Fprintf(w, " %s=%.0f", k, r.BackSeconds[k])
 		}
 		fmt.Fprintln(w)
 	}

@@ -364,26 +364,51 @@ func (c *Cluster) WaitFormed(ctx context.Context, d time.Duration) error {
 	})
 }
 
-// WaitBack waits until n (running again) sees a leader and another running node lists it alive.
-func (c *Cluster) WaitBack(ctx context.Context, n *Node, d time.Duration) error {
-	return waitFor(ctx, d, n.ID+" back with a leader and seen alive", func() bool {
-		var r Raft
-		if !n.Running() || !GetJSON(n.URL()+"/mesh/raft", &r) || r.Leader == "" {
+// Back is how long a gateway took to come back, from the start of the wait: until it saw a
+// leader, and until another running gateway listed it alive.
+type Back struct{ Leader, Alive time.Duration }
+
+// WaitBack waits until n (running again) sees a leader while another running node lists it
+// alive, and says when each first held. It ends early, with ok false, once handed returns
+// true: someone else waits for n now.
+func (c *Cluster) WaitBack(ctx context.Context, n *Node, d time.Duration, handed func() bool) (b Back, ok bool, err error) {
+	start := time.Now()
+	err = waitFor(ctx, d, n.ID+" back with a leader and seen alive", func() bool {
+		if handed != nil && handed() {
+			return true
+		}
+		if !n.Running() {
 			return false
 		}
-		for _, o := range c.Nodes {
-			var p Peers
-			if o == n || !o.Running() || !GetJSON(o.URL()+"/mesh/peers", &p) {
-				continue
-			}
-			for _, peer := range p.Peers {
-				if peer.ID == n.ID && peer.Status == "alive" {
-					return true
-				}
+		var r Raft
+		leader := GetJSON(n.URL()+"/mesh/raft", &r) && r.Leader != ""
+		if leader && b.Leader == 0 {
+			b.Leader = max(time.Since(start), time.Nanosecond)
+		}
+		alive := c.seenAlive(n)
+		if alive && b.Alive == 0 {
+			b.Alive = max(time.Since(start), time.Nanosecond)
+		}
+		ok = leader && alive
+		return ok
+	})
+	return b, ok, err
+}
+
+// seenAlive reports whether another running node lists n alive.
+func (c *Cluster) seenAlive(n *Node) bool {
+	for _, o := range c.Nodes {
+		var p Peers
+		if o == n || !o.Running() || !GetJSON(o.URL()+"/mesh/peers", &p) {
+			continue
+		}
+		for _, peer := range p.Peers {
+			if peer.ID == n.ID && peer.Status == "alive" {
+				return true
 			}
 		}
-		return false
-	})
+	}
+	return false
 }
 
 // freePorts returns n distinct ports of 127.0.0.1 free for TCP and UDP a moment ago

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -71,6 +72,7 @@ type plan struct {
 	leader bool  // target the leader when it may
 	order  []int // the targets to try (gateways or engines), in this order
 	others []int // the order of the other gateways, for the sides of a partition
+	late   bool  // a drain's restart waits for the leader to clear its mark (one in four)
 	gap    time.Duration
 }
 
@@ -81,7 +83,8 @@ func (n *Nemesis) runLane(ctx context.Context, l lane) {
 		p.leader = l.rng.IntN(3) == 0
 		p.order = l.rng.Perm(max(len(n.C.Nodes), len(n.C.Engines)))
 		p.others = l.rng.Perm(len(n.C.Nodes) - 1)
-		p.gap = time.Duration(100+l.rng.IntN(400)) * time.Millisecond
+		p.late = l.rng.IntN(4) == 0
+		p.gap = time.Duration(50+l.rng.IntN(200)) * time.Millisecond
 		n.inject(ctx, p)
 		wait(ctx, p.gap)
 	}
@@ -103,19 +106,13 @@ func (n *Nemesis) inject(ctx context.Context, p plan) {
 	start := time.Now()
 	defer func() {
 		n.room.release(c)
-		took := time.Since(start)
-		n.say("%s on %s over after %v (waited %v for room)", p.kind, strings.Join(append(c.touches(), c.engines...), ","),
-			took.Round(100*time.Millisecond), start.Sub(asked).Round(100*time.Millisecond))
-		n.mu.Lock()
-		n.took[p.kind] += took
-		n.waited[p.kind] += start.Sub(asked)
-		n.mu.Unlock()
+		n.over(p.kind, c, start, start.Sub(asked))
 	}()
 	switch p.kind {
 	case Kill, Wipe, Pause:
 		n.processFault(ctx, c, p, t.node)
 	case Drain:
-		n.drain(ctx, c, t.node, t.via, p.hold)
+		n.drain(ctx, c, t.node, t.via, p.hold, p.late)
 	case LeaderTransfer:
 		n.leaderChange(ctx, c, t.node)
 	case PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay:
@@ -123,6 +120,31 @@ func (n *Nemesis) inject(ctx context.Context, p plan) {
 	case EngineFlap, EngineHang, WeightFail:
 		n.engineFault(ctx, p, t.engine)
 	}
+}
+
+// over logs the end of a fault that started at start after waiting for room, with its phases
+// for a gateway fault (held until the heal, then back), and adds its times to the kind's.
+func (n *Nemesis) over(kind string, c *claim, start time.Time, waited time.Duration) {
+	took := time.Since(start)
+	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+	phases, back := "", time.Duration(0)
+	if !c.healedAt.IsZero() {
+		back = time.Since(c.healedAt)
+		phases = fmt.Sprintf(": healed after %v, back %v later (leader +%v, seen alive +%v)",
+			r(c.healedAt.Sub(start)), r(back), r(c.back.Leader), r(c.back.Alive))
+	}
+	if len(c.handed) > 0 {
+		phases += fmt.Sprintf(", %s handed to another fault", strings.Join(c.handed, ","))
+	}
+	n.say("%s on %s over after %v%s (waited %v for room)", kind, strings.Join(append(c.touches(), c.engines...), ","),
+		r(took), phases, r(waited))
+	n.mu.Lock()
+	n.took[kind] += took
+	n.waited[kind] += waited
+	if phases != "" {
+		n.back[kind] += back
+	}
+	n.mu.Unlock()
 }
 
 // target is what a fault hits.
@@ -281,15 +303,15 @@ func (n *Nemesis) stop() context.Context {
 	return n.Stop
 }
 
-// hold draws a fault's length: in [max/3, max], and one time in eight in [max, 3×max]. With
-// the default 3 s, every fault lasts at least a second (raft's heartbeat timeout, memberlist's
-// probe interval), and the long ones outlast the failure detector and the failover grace. It
-// always draws twice.
+// hold draws a fault's length: in [max/3, 2×max/3], and one time in eight in [2×max, 3×max].
+// With the default 3 s, every fault lasts at least a second (raft's heartbeat timeout,
+// memberlist's probe interval), and every long one (6 to 9 s) outlasts the failure detector
+// (about 2 to 4 s) and the failover grace (3 s), so failovers happen. It always draws twice.
 func hold(rng *rand.Rand, max time.Duration) time.Duration {
 	long := rng.IntN(8) == 0
-	d := time.Duration(rng.Int64N(int64(max-max/3) + 1))
+	d := time.Duration(rng.Int64N(int64(max/3) + 1))
 	if long {
-		return max + d*3
+		return 2*max + d*3
 	}
 	return max/3 + d
 }

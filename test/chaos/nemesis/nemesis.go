@@ -53,8 +53,8 @@ type Nemesis struct {
 	Log func(format string, args ...any)
 	// WeightEngine is the engine whose weight updates WeightFail makes fail ("" for none).
 	WeightEngine string
-	// Hold bounds how long a fault lasts: drawn in [Hold/3, Hold], and one fault in eight in
-	// [Hold, 3×Hold] (long enough for a failover: the failure detector and the grace).
+	// Hold sets how long a fault lasts: drawn in [Hold/3, 2×Hold/3], and one fault in eight in
+	// [2×Hold, 3×Hold] (long enough for a failover: the failure detector and the grace).
 	Hold time.Duration
 	// Stop ends the heals' waits (restarts, a gateway back): the run was interrupted. Nil means
 	// they run to their bounds.
@@ -67,6 +67,7 @@ type Nemesis struct {
 	refused map[string]int
 	took    map[string]time.Duration
 	waited  map[string]time.Duration
+	back    map[string]time.Duration
 	skipped map[string]string
 	errs    []string
 }
@@ -77,6 +78,7 @@ func (n *Nemesis) Plan(kinds []string) (run []string) {
 	defer n.mu.Unlock()
 	n.counts, n.skipped = map[string]int{}, map[string]string{}
 	n.refused, n.took, n.waited = map[string]int{}, map[string]time.Duration{}, map[string]time.Duration{}
+	n.back = map[string]time.Duration{}
 	for _, k := range kinds {
 		if why := n.skipReason(k); why != "" {
 			n.skipped[k] = why
@@ -92,7 +94,7 @@ func (n *Nemesis) skipReason(k string) string {
 	switch k {
 	case PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay:
 		if n.Net == nil {
-			return "not isolated (that needs root, ip and iptables, and no --no-isolate): the run is on the host's loopback, where partitions would need rules on the host"
+			return "not isolated (that needs root, ip, iptables and nsenter, and no --no-isolate): the run is on the host's loopback, where partitions would need rules on the host"
 		}
 	case Wipe:
 		if len(n.C.Nodes) < 3 {
@@ -203,8 +205,10 @@ func (n *Nemesis) Refused() map[string]int {
 }
 
 // Seconds returns, per kind, the time its faults held their targets (from the injection until
-// the targets were back), and the time they waited for room (room.go) before.
-func (n *Nemesis) Seconds() (held, waited map[string]float64) {
+// the targets were back), the part of it after the heal (the targets coming back: a restart
+// seen, raft and the mesh reaching them again), and the time they waited for room (room.go)
+// before.
+func (n *Nemesis) Seconds() (held, back, waited map[string]float64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	round := func(m map[string]time.Duration) map[string]float64 {
@@ -214,7 +218,7 @@ func (n *Nemesis) Seconds() (held, waited map[string]float64) {
 		}
 		return out
 	}
-	return round(n.took), round(n.waited)
+	return round(n.took), round(n.back), round(n.waited)
 }
 
 // Held returns the gateways faults hold now, and by which kind.

@@ -29,7 +29,7 @@ func (n *Nemesis) processFault(ctx context.Context, c *claim, p plan, node *clus
 		n.pause(ctx, node, p.hold)
 	}
 	n.room.healed(c)
-	n.waitBack(p.kind, node)
+	n.waitBack(c, p.kind, node)
 	if p.kind == Wipe {
 		if err := waitCond(n.stop(), settle, func() bool { return !n.C.Rejoining(node.ID) }); err != nil {
 			n.fail("after wipe on %s: still rejoining (not confirmed caught up) after %v", node.ID, settle)
@@ -37,11 +37,18 @@ func (n *Nemesis) processFault(ctx context.Context, c *claim, p plan, node *clus
 	}
 }
 
-// waitBack waits until node sees a leader and another gateway sees it alive; a nemesis error
-// when it does not within settle.
-func (n *Nemesis) waitBack(kind string, node *cluster.Node) {
-	if err := n.C.WaitBack(n.stop(), node, settle); err != nil {
+// waitBack waits until node sees a leader and another gateway sees it alive, and keeps in c
+// when each first held after the heal (the slowest gateway of c's); a nemesis error when it
+// does not within settle. It stops waiting once another fault that holds node will wait for
+// it instead (room.handOver).
+func (n *Nemesis) waitBack(c *claim, kind string, node *cluster.Node) {
+	since := time.Since(c.healedAt)
+	b, ok, err := n.C.WaitBack(n.stop(), node, settle, func() bool { return n.room.handOver(c, node.ID) })
+	if err != nil {
 		n.fail("after %s on %s: %v", kind, node.ID, err)
+	}
+	if ok {
+		c.back.Leader, c.back.Alive = max(c.back.Leader, since+b.Leader), max(c.back.Alive, since+b.Alive)
 	}
 }
 
@@ -164,7 +171,7 @@ func (n *Nemesis) partition(ctx context.Context, c *claim, p plan, t target) {
 		back = []*cluster.Node{t.node}
 	}
 	for _, o := range back {
-		n.waitBack(p.kind, o)
+		n.waitBack(c, p.kind, o)
 	}
 }
 
@@ -221,24 +228,60 @@ func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.No
 		n.fail("%v", err)
 	}
 	n.room.healed(c)
-	n.waitBack(LeaderTransfer, leader)
+	n.waitBack(c, LeaderTransfer, leader)
 }
 
 // drainClient bounds a drain's answer: the gateways' --drain-timeout-secs (20) and the write.
 var drainClient = &http.Client{Timeout: 60 * time.Second}
 
 // drain hands node over through via (POST /mesh/drain {"peer"}): its workers, raft leadership
-// and voter seat go to the others, and it leaves; its data plane serves on. Once the leader
-// cleared its drain mark, and d/2 later, it is stopped and started again on its state
-// directory, joining as a new gateway would, and the fault ends when it is back. The answer is logged; a
-// refusal that wrote nothing is counted as refused, no answer is a nemesis error.
-func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, d time.Duration) {
-	n.say("drain on %s through %s, restarted %v after it left", node.ID, via.ID, (d / 2).Round(time.Millisecond))
+// and voter seat go to the others, and it leaves; its data plane serves on. Then it is stopped
+// and started again on its state directory: at once after the answer (the leader must then
+// clear the mark of the process started again, docs/chaos.md finding 5), or, when late, once
+// the leader cleared its mark and d/2 later (an operator who waits). The fault ends when it is
+// back and its mark is gone. The answer is logged; a refusal that wrote nothing is counted as
+// refused, no answer is a nemesis error.
+func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, d time.Duration, late bool) {
+	when := "at once"
+	if late {
+		when = fmt.Sprintf("%v after its mark cleared", (d / 2).Round(time.Millisecond))
+	}
+	n.say("drain on %s through %s, restarted %s", node.ID, via.ID, when)
+	if !n.sendDrain(node, via) {
+		return
+	}
+	n.count(Drain)
+	n.room.shrink(c, []string{node.ID}) // via may take other faults now
+	if late {
+		n.waitMarkCleared(node, "the answer")
+		wait(ctx, d/2)
+	}
+	if !n.room.stop(n.stop(), c, node.ID) {
+		return
+	}
+	n.Rec.DownFrom(node.ID, "drain-restart", false)
+	n.C.Kill(node)
+	err := n.C.Restart(n.stop(), node)
+	n.Rec.DownUntil(node.ID, "drain-restart")
+	n.room.healed(c)
+	if err != nil {
+		n.fail("restart %s after its drain: %v", node.ID, err)
+		return
+	}
+	n.waitBack(c, Drain, node)
+	if !late {
+		n.waitMarkCleared(node, "the restart")
+	}
+}
+
+// sendDrain posts the drain of node through via and logs the answer; false when the drain did
+// not take (refused with nothing written: counted as refused; or no answer: a nemesis error).
+func (n *Nemesis) sendDrain(node, via *cluster.Node) bool {
 	req, err := http.NewRequestWithContext(n.stop(), "POST", via.URL()+"/mesh/drain",
 		strings.NewReader(fmt.Sprintf(`{"peer":%q}`, node.ID)))
 	if err != nil {
 		n.fail("drain %s: %v", node.ID, err)
-		return
+		return false
 	}
 	req.Header.Set("Authorization", "Bearer "+cluster.AdminKey)
 	req.Header.Set("Content-Type", "application/json")
@@ -246,45 +289,35 @@ func (n *Nemesis) drain(ctx context.Context, c *claim, node, via *cluster.Node, 
 	resp, err := drainClient.Do(req)
 	if err != nil {
 		n.fail("drain %s through %s: %v", node.ID, via.ID, err)
-	} else {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		n.say("drain of %s through %s answered %d in %v %.200s", node.ID, via.ID, resp.StatusCode,
-			time.Since(start).Round(time.Millisecond), body)
-		switch resp.StatusCode {
-		case 200, 202:
-		case 503, 409, 404:
-			// Refused, nothing written (no leader, a write timeout under a partition, no
-			// gateway left to take over, a gateway the entry gateway's mesh does not list yet:
-			// it rejoined while that one was cut off): the gateway was not drained.
-			n.refuse(Drain)
-			return
-		default:
-			n.fail("drain %s through %s: %d %.200s", node.ID, via.ID, resp.StatusCode, body)
-		}
+		return true // it may have been written: the gateway is restarted as if drained
 	}
-	n.count(Drain)
-	n.room.shrink(c, []string{node.ID}) // via may take other faults now
-	// Restart it only once the leader has cleared its drain mark, as an operator had to before
-	// docs/chaos.md finding 5 was fixed (a drained gateway started again while still marked
-	// stayed outside raft for good).
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	n.say("drain of %s through %s answered %d in %v %.200s", node.ID, via.ID, resp.StatusCode,
+		time.Since(start).Round(time.Millisecond), body)
+	switch resp.StatusCode {
+	case 200, 202:
+	case 503, 409, 404:
+		// Refused, nothing written (no leader, a write timeout under a partition, no gateway
+		// left to take over, a gateway the entry gateway's mesh does not list yet: it rejoined
+		// while that one was cut off): the gateway was not drained.
+		n.refuse(Drain)
+		return false
+	default:
+		n.fail("drain %s through %s: %d %.200s", node.ID, via.ID, resp.StatusCode, body)
+	}
+	return true
+}
+
+// waitMarkCleared waits until the leader no longer lists node draining, and logs how long that
+// took after what; a nemesis error when it still does after settle.
+func (n *Nemesis) waitMarkCleared(node *cluster.Node, after string) {
+	start := time.Now()
 	if err := n.waitUnmarked(node, settle); err != nil {
-		n.fail("the drain mark of %s: %v", node.ID, err)
-	}
-	wait(ctx, d/2)
-	if !n.room.stop(n.stop(), c, node.ID) {
+		n.fail("the drain mark of %s, after %s: %v", node.ID, after, err)
 		return
 	}
-	n.Rec.DownFrom(node.ID, "drain-restart", false)
-	n.C.Kill(node)
-	err = n.C.Restart(n.stop(), node)
-	n.Rec.DownUntil(node.ID, "drain-restart")
-	n.room.healed(c)
-	if err != nil {
-		n.fail("restart %s after its drain: %v", node.ID, err)
-		return
-	}
-	n.waitBack(Drain, node)
+	n.say("drain of %s: mark cleared %v after %s", node.ID, time.Since(start).Round(time.Millisecond), after)
 }
 
 // waitUnmarked waits until the leader's GET /mesh/drain (another running gateway's while none

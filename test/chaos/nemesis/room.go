@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/meshgw/meshgw/test/chaos/cluster"
 )
 
 // claim is what one fault holds while it runs, from its injection until its targets are back.
@@ -29,6 +31,13 @@ type claim struct {
 	links [][2]string
 	// engines are the engines the fault holds (one fault per engine).
 	engines []string
+	// healedAt is when its processes ran again and its cuts were gone (room.healed); back how
+	// long its gateways then took to come back (the slowest of them). Only the fault's own
+	// goroutine reads them, once healed.
+	healedAt time.Time
+	back     cluster.Back
+	// handed are the gateways of c whose coming back another fault waits for (handOver).
+	handed []string
 }
 
 // touches returns every gateway c targets.
@@ -82,8 +91,9 @@ type room struct {
 	mu       sync.Mutex
 	changed  chan struct{}
 	claims   map[*claim]bool
-	admitted map[string]int // faults let in, by kind of gateway fault
-	waiting  map[string]int // lanes of each kind of gateway fault waiting for room
+	admitted map[string]int       // faults let in, by kind of gateway fault
+	waiting  map[string]int       // lanes of each kind of gateway fault waiting for room
+	since    map[string]time.Time // since when each kind in waiting has waited
 	voters   []string
 	leader   string
 	viewedAt time.Time
@@ -92,9 +102,13 @@ type room struct {
 // lead is how many more faults a kind of gateway fault may have had than one that waits.
 const lead = 0
 
+// starved is how long a kind of gateway fault waits for room before the kinds with as many
+// faults that came to wait after it hold back for it (turnLocked).
+const starved = 1500 * time.Millisecond
+
 func newRoom(nodes []string, view func() (string, []string)) *room {
 	return &room{nodes: nodes, view: view, changed: make(chan struct{}), claims: map[*claim]bool{},
-		admitted: map[string]int{}, waiting: map[string]int{}}
+		admitted: map[string]int{}, waiting: map[string]int{}, since: map[string]time.Time{}}
 }
 
 // offer is what a fault's pick function sees: the leader, whether a claim fits now, and
@@ -112,13 +126,18 @@ type offer struct {
 func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func(offer) *claim) *claim {
 	r.mu.Lock()
 	if gateway {
-		r.waiting[lane]++
+		if r.waiting[lane]++; r.waiting[lane] == 1 {
+			r.since[lane] = time.Now()
+		}
 	}
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		if r.waiting[lane]--; r.waiting[lane] <= 0 {
-			delete(r.waiting, lane)
+		if gateway {
+			if r.waiting[lane]--; r.waiting[lane] <= 0 {
+				delete(r.waiting, lane)
+				delete(r.since, lane)
+			}
 		}
 		r.signalLocked()
 		r.mu.Unlock()
@@ -126,7 +145,7 @@ func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func
 	for {
 		leader, voters := r.refresh()
 		r.mu.Lock()
-		if !gateway || r.turnLocked(lane) {
+		if !gateway || r.turnLocked(lane, time.Now()) {
 			held := r.heldLocked()
 			calm := func(g string) bool { return r.calmLocked(g, leader) }
 			c := pick(offer{Leader: leader, calm: calm, fits: func(c *claim) bool { return fits(held, c, r.nodes, voters) }})
@@ -154,10 +173,22 @@ func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func
 }
 
 // turnLocked reports whether lane may take room now: it has had at most lead faults more than
-// every gateway lane waiting.
-func (r *room) turnLocked(lane string) bool {
+// every gateway lane waiting, and no kind with as many faults that has waited longer than
+// starved came to wait before it. The second rule is for the kinds that need much room at once
+// (a drain needs two gateways in no fault, a forced leader change the leader and a quorum
+// without it): among kinds with as many faults, those that need little would take every
+// gateway as it frees up, and the wide ones would wait for a moment when enough are free at
+// once. Once one has starved, the others of its count hold back until it got in; those that
+// are behind it still go.
+func (r *room) turnLocked(lane string, now time.Time) bool {
 	for w := range r.waiting {
+		if w == lane {
+			continue
+		}
 		if r.admitted[lane] > r.admitted[w]+lead {
+			return false
+		}
+		if r.admitted[lane] >= r.admitted[w] && now.Sub(r.since[w]) > starved && r.since[w].Before(r.since[lane]) {
 			return false
 		}
 	}
@@ -244,12 +275,38 @@ func (r *room) stoppedLocked() int {
 func (r *room) healed(c *claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	c.healedAt = time.Now()
 	c.stopped = nil
 	if !c.wipe {
 		c.down = nil
 	}
 	c.links = nil
 	r.signalLocked()
+}
+
+// handOver reports whether another fault will wait for gateway g to come back, so that c need
+// not: c cuts g off while another fault holds g's process (it restarts or resumes it, then
+// waits), or c holds g's process while another fault's cuts of g still hold (it heals them,
+// then waits). The hand-over is recorded in c under the lock, so two faults never hand g to
+// each other; a wipe and a drain hold their gateway to themselves and never stack.
+func (r *room) handOver(c *claim, g string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if slices.Contains(c.handed, g) {
+		return true
+	}
+	for h := range r.claims {
+		if h == c || slices.Contains(h.handed, g) {
+			continue
+		}
+		procHeld := slices.Contains(h.proc, g) || slices.Contains(h.only, g)
+		stillCut := slices.Contains(h.net, g) && len(h.links) > 0
+		if (slices.Contains(c.net, g) && procHeld) || (slices.Contains(c.proc, g) && stillCut) {
+			c.handed = append(c.handed, g)
+			return true
+		}
+	}
+	return false
 }
 
 // release ends c.

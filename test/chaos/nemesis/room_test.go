@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"testing"
+	"time"
 )
 
 var five = []string{"n1", "n2", "n3", "n4", "n5"}
@@ -92,22 +93,97 @@ func TestPartitionMajorityKeepsAQuorum(t *testing.T) {
 
 // TestTurns: a gateway lane that has had more than lead faults more than a waiting one waits.
 func TestTurns(t *testing.T) {
+	now := time.Now()
 	r := newRoom(five, nil)
 	r.admitted = map[string]int{Kill: 5 + lead, Drain: 4}
 	r.waiting = map[string]int{Kill: 1, Drain: 2}
-	if r.turnLocked(Kill) {
+	r.since = map[string]time.Time{Kill: now, Drain: now}
+	if r.turnLocked(Kill, now) {
 		t.Errorf("kill (%d) went before drain (4)", 5+lead)
 	}
-	if !r.turnLocked(Drain) {
+	if !r.turnLocked(Drain, now) {
 		t.Errorf("drain (4) waited")
 	}
 	r.admitted[Drain] = 5
-	if !r.turnLocked(Kill) {
+	if !r.turnLocked(Kill, now) {
 		t.Errorf("kill (%d) waited for drain (5): lead is %d", 5+lead, lead)
 	}
 	delete(r.waiting, Drain)
 	r.admitted[Drain] = 0
-	if !r.turnLocked(Kill) {
+	if !r.turnLocked(Kill, now) {
 		t.Errorf("kill waited for a drain lane that does not wait")
+	}
+}
+
+// TestStarvedKindGoesFirst: among kinds with as many faults, one that has waited longer than
+// starved holds back those that came to wait after it; those behind it, and those that came
+// before it, still go.
+func TestStarvedKindGoesFirst(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name  string
+		count int           // kill's faults (drain has had 5)
+		drain time.Duration // how long drain has waited
+		kill  time.Duration // how long kill has waited
+		want  bool          // kill may go
+	}{
+		{"drain waits, not starved yet", 5, starved / 2, 0, true},
+		{"drain starved, kill came after it", 5, 2 * starved, 0, false},
+		{"drain starved, kill came before it", 5, 2 * starved, 3 * starved, true},
+		{"drain starved, kill behind it", 4, 2 * starved, 0, true},
+		{"drain starved, kill ahead of it", 6, 2 * starved, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRoom(five, nil)
+			r.admitted = map[string]int{Kill: tt.count, Drain: 5}
+			r.waiting = map[string]int{Kill: 1, Drain: 1}
+			r.since = map[string]time.Time{Kill: now.Add(-tt.kill), Drain: now.Add(-tt.drain)}
+			if got := r.turnLocked(Kill, now); got != tt.want {
+				t.Errorf("kill may go: %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// Two starved kinds with as many faults: the one that waited longer goes, the other waits.
+	r := newRoom(five, nil)
+	r.admitted = map[string]int{Kill: 5, Drain: 5}
+	r.waiting = map[string]int{Kill: 1, Drain: 1}
+	r.since = map[string]time.Time{Kill: now.Add(-2 * starved), Drain: now.Add(-3 * starved)}
+	if r.turnLocked(Kill, now) || !r.turnLocked(Drain, now) {
+		t.Errorf("kill %v, drain %v: want drain only", r.turnLocked(Kill, now), r.turnLocked(Drain, now))
+	}
+}
+
+// TestHandOver: a fault need not wait for a gateway to come back when another fault that holds
+// it will: a cut-off gateway whose process another fault holds, a killed gateway another fault
+// still cuts off. Two faults never hand a gateway to each other, and a wipe or a drain always
+// waits.
+func TestHandOver(t *testing.T) {
+	cut := func() *claim { return cutOff(PartitionOne, []string{"n4"}, []string{"n1", "n2", "n3", "n5"}) }
+	healedCut := func() *claim { c := cut(); c.links = nil; return c }
+	tests := []struct {
+		name  string
+		c     *claim
+		other *claim
+		want  bool
+	}{
+		{"a partition's gateway that a kill holds", cut(), kill("n4"), true},
+		{"a killed gateway still cut off by a partition", kill("n4"), cut(), true},
+		{"a killed gateway whose partition healed", kill("n4"), healedCut(), false},
+		{"a partition beside a kill of another gateway", cut(), kill("n5"), false},
+		{"a wipe beside nothing it could hand to", wipe("n4"), healedCut(), false},
+		{"a partition's gateway that a drain holds", cut(), &claim{kind: Drain, only: []string{"n4"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRoom(five, nil)
+			r.claims[tt.c], r.claims[tt.other] = true, true
+			if got := r.handOver(tt.c, "n4"); got != tt.want {
+				t.Errorf("handOver = %v, want %v", got, tt.want)
+			}
+			if tt.want && r.handOver(tt.other, "n4") {
+				t.Errorf("the other fault handed n4 back")
+			}
+		})
 	}
 }
