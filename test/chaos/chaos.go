@@ -158,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.Interrupted = ctx.Err() != nil
 	rep.Faults, rep.Skipped, rep.Errors = nem.Counts(), nem.Skipped(), append(nem.Errors(), healErrs...)
 	rep.Refused = nem.Refused()
-	rep.FaultSeconds, rep.BackSeconds, rep.WaitSeconds = nem.Seconds()
+	rep.FaultSeconds, rep.BackSeconds, rep.WaitSeconds, rep.TurnSeconds = nem.Seconds()
 	rep.Requests = check.CountRequests(h)
 	rep.AdminOps = map[string]int{}
 	for _, a := range h.Admin {

@@ -29,7 +29,10 @@ type Report struct {
 	BackSeconds map[string]float64 `json:"back_seconds,omitempty"`
 	// WaitSeconds is, per kind, the time its faults waited for room before they started: the
 	// rules that keep the cluster able to make progress (docs/chaos.md, Faults).
-	WaitSeconds map[string]float64      `json:"room_wait_seconds,omitempty"`
+	WaitSeconds map[string]float64 `json:"room_wait_seconds,omitempty"`
+	// TurnSeconds is the part of WaitSeconds the faults waited for their kind's turn (the
+	// kinds take turns by count), not for the rules.
+	TurnSeconds map[string]float64      `json:"turn_wait_seconds,omitempty"`
 	Skipped     map[string]string       `json:"skipped,omitempty"`
 	Requests    check.Requests          `json:"requests"`
 	AdminOps    map[string]int          `json:"admin_ops"`
@@ -86,6 +89,13 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "waited for room:")
 		for _, k := range sortedKeys(r.WaitSeconds) {
 			fmt.Fprintf(w, " %s=%.0f", k, r.WaitSeconds[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.TurnSeconds) > 0 {
+		fmt.Fprintf(w, "of which for a turn:")
+		for _, k := range sortedKeys(r.TurnSeconds) {
+			fmt.Fprintf(w, " %s=%.0f", k, r.TurnSeconds[k])
 		}
 		fmt.Fprintln(w)
 	}

@@ -319,9 +319,21 @@ func (c *Cluster) RaftView() (leader string, voters []string, ok bool) {
 	return "", nil, false
 }
 
-// Rejoining reports whether some running gateway lists id as rejoining: its raft state new,
-// not yet confirmed caught up by a leader.
+// Rejoining reports whether gateway id says it is rejoining: its raft state new, not yet
+// confirmed caught up by a leader (it votes for nobody until then). Its own view decides; while
+// it does not answer, whether some running gateway lists it rejoining. (Asking every gateway, as
+// before, also waited for the gateways a partition elsewhere kept from hearing the news.)
 func (c *Cluster) Rejoining(id string) bool {
+	if n := c.Node(id); n != nil && n.Running() {
+		var p Peers
+		if GetJSON(n.URL()+"/mesh/peers", &p) {
+			for _, peer := range p.Peers {
+				if peer.ID == id {
+					return peer.Rejoining
+				}
+			}
+		}
+	}
 	for _, n := range c.Nodes {
 		var p Peers
 		if !n.Running() || !GetJSON(n.URL()+"/mesh/peers", &p) {

@@ -21,11 +21,23 @@ type lane struct {
 	rng  *rand.Rand
 }
 
-// lanes returns a lane per planned kind, and a second one for drains on 5 gateways or more (a
-// drain takes the longest: the handover, the leave, the mark cleared, the restart). Every
+// extraLanes are the lanes some kinds get on 5 gateways or more beyond their first, in this
+// order. A drain takes the longest (the handover, the leave, the restart) and needs its gateway
+// to itself and a calm one to go through; a forced leader change needs the leader free of
+// network faults and the other voters up and together; a wipe needs its gateway to itself, and
+// holds it until a leader confirmed it caught up. They wait for room or hold it longer than the
+// others, and by the turns every kind would go at their pace. Two forced leader changes never
+// hold at once (there is one leader), nor two wipes (rule 4): the second lane waits for room
+// while the first runs, so that one starts as soon as the last is over.
+var extraLanes = []struct {
+	kind string
+	n    int
+}{{Drain, 2}, {LeaderTransfer, 1}, {Wipe, 1}}
+
+// lanes returns a lane per planned kind, and the extra lanes on 5 gateways or more. Every
 // lane's generator is seeded from the run's in the order of All, planned or not, then the
-// second drain lane's, so that a lane's draws depend neither on the timing of the others' nor
-// on which kinds FAULTS names.
+// extra lanes' in the order of extraLanes, so that a lane's draws depend neither on the timing
+// of the others' nor on which kinds FAULTS names.
 func (n *Nemesis) lanes(kinds []string) []lane {
 	var out []lane
 	seed := func() *rand.Rand { return rand.New(rand.NewPCG(n.Rng.Uint64(), n.Rng.Uint64())) }
@@ -35,8 +47,12 @@ func (n *Nemesis) lanes(kinds []string) []lane {
 			out = append(out, lane{kind: k, rng: rng})
 		}
 	}
-	if rng := seed(); slices.Contains(kinds, Drain) && len(n.C.Nodes) >= 5 {
-		out = append(out, lane{kind: Drain, rng: rng})
+	for _, e := range extraLanes {
+		for range e.n {
+			if rng := seed(); slices.Contains(kinds, e.kind) && len(n.C.Nodes) >= 5 {
+				out = append(out, lane{kind: e.kind, rng: rng})
+			}
+		}
 	}
 	return out
 }
@@ -52,8 +68,13 @@ func (n *Nemesis) Run(ctx context.Context, kinds []string) {
 		leader, voters, _ := n.C.RaftView()
 		return leader, voters
 	})
+	ls := n.lanes(kinds)
+	n.room.lanes = map[string]int{}
+	for _, l := range ls {
+		n.room.lanes[l.kind]++
+	}
 	var wg sync.WaitGroup
-	for _, l := range n.lanes(kinds) {
+	for _, l := range ls {
 		wg.Go(func() { n.runLane(ctx, l) })
 	}
 	wg.Wait()
@@ -95,7 +116,7 @@ func (n *Nemesis) runLane(ctx context.Context, l lane) {
 func (n *Nemesis) inject(ctx context.Context, p plan) {
 	var t target
 	asked := time.Now()
-	c := n.room.acquire(ctx, p.kind, !slices.Contains(engineKinds, p.kind), func(o offer) *claim {
+	c, turn := n.room.acquire(ctx, p.kind, !slices.Contains(engineKinds, p.kind), func(o offer) *claim {
 		var c *claim
 		t, c = n.pick(p, o)
 		return c
@@ -106,7 +127,7 @@ func (n *Nemesis) inject(ctx context.Context, p plan) {
 	start := time.Now()
 	defer func() {
 		n.room.release(c)
-		n.over(p.kind, c, start, start.Sub(asked))
+		n.over(p.kind, c, start, start.Sub(asked), turn)
 	}()
 	switch p.kind {
 	case Kill, Wipe, Pause:
@@ -124,7 +145,7 @@ func (n *Nemesis) inject(ctx context.Context, p plan) {
 
 // over logs the end of a fault that started at start after waiting for room, with its phases
 // for a gateway fault (held until the heal, then back), and adds its times to the kind's.
-func (n *Nemesis) over(kind string, c *claim, start time.Time, waited time.Duration) {
+func (n *Nemesis) over(kind string, c *claim, start time.Time, waited, turn time.Duration) {
 	took := time.Since(start)
 	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 	phases, back := "", time.Duration(0)
@@ -136,13 +157,14 @@ func (n *Nemesis) over(kind string, c *claim, start time.Time, waited time.Durat
 	if len(c.handed) > 0 {
 		phases += fmt.Sprintf(", %s handed to another fault", strings.Join(c.handed, ","))
 	}
-	n.say("%s on %s over after %v%s (waited %v for room)", kind, strings.Join(append(c.touches(), c.engines...), ","),
-		r(took), phases, r(waited))
+	n.say("%s on %s over after %v%s (waited %v for room, %v of it for its turn)", kind, strings.Join(append(c.touches(), c.engines...), ","),
+		r(took), phases, r(waited), r(turn))
 	n.mu.Lock()
 	n.took[kind] += took
 	n.waited[kind] += waited
 	if phases != "" {
 		n.back[kind] += back
+		n.turns[kind] += turn
 	}
 	n.mu.Unlock()
 }
@@ -223,7 +245,9 @@ func (n *Nemesis) claimFor(p plan, node *cluster.Node, rot int, o offer) (target
 		}
 	case Drain:
 		// Sent through the first other gateway that runs, in no fault and not cut from the
-		// leader (it would refuse it).
+		// leader (it would refuse it). Until it answers, the entry gateway's process is held
+		// (a kill would lose the answer); a partition may still fall on it, and the drain may
+		// then be refused.
 		for _, v := range others {
 			if v.Running() && o.calm(v.ID) {
 				t.via = v
@@ -233,7 +257,7 @@ func (n *Nemesis) claimFor(p plan, node *cluster.Node, rot int, o offer) (target
 		if t.via == nil || !node.Running() || o.Leader == "" {
 			return t, nil
 		}
-		c.only, c.down = []string{node.ID, t.via.ID}, []string{node.ID}
+		c.only, c.proc, c.down = []string{node.ID}, []string{t.via.ID}, []string{node.ID}
 	case LeaderTransfer:
 		if !node.Running() {
 			return t, nil // a leader stopped or killed is not moved off: it is gone

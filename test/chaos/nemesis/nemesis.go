@@ -68,6 +68,7 @@ type Nemesis struct {
 	took    map[string]time.Duration
 	waited  map[string]time.Duration
 	back    map[string]time.Duration
+	turns   map[string]time.Duration
 	skipped map[string]string
 	errs    []string
 }
@@ -78,7 +79,7 @@ func (n *Nemesis) Plan(kinds []string) (run []string) {
 	defer n.mu.Unlock()
 	n.counts, n.skipped = map[string]int{}, map[string]string{}
 	n.refused, n.took, n.waited = map[string]int{}, map[string]time.Duration{}, map[string]time.Duration{}
-	n.back = map[string]time.Duration{}
+	n.back, n.turns = map[string]time.Duration{}, map[string]time.Duration{}
 	for _, k := range kinds {
 		if why := n.skipReason(k); why != "" {
 			n.skipped[k] = why
@@ -206,9 +207,9 @@ func (n *Nemesis) Refused() map[string]int {
 
 // Seconds returns, per kind, the time its faults held their targets (from the injection until
 // the targets were back), the part of it after the heal (the targets coming back: a restart
-// seen, raft and the mesh reaching them again), and the time they waited for room (room.go)
-// before.
-func (n *Nemesis) Seconds() (held, back, waited map[string]float64) {
+// seen, raft and the mesh reaching them again), the time they waited for room (room.go)
+// before, and the part of that wait that was for their turn.
+func (n *Nemesis) Seconds() (held, back, waited, turn map[string]float64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	round := func(m map[string]time.Duration) map[string]float64 {
@@ -218,7 +219,7 @@ func (n *Nemesis) Seconds() (held, back, waited map[string]float64) {
 		}
 		return out
 	}
-	return round(n.took), round(n.back), round(n.waited)
+	return round(n.took), round(n.back), round(n.waited), round(n.turns)
 }
 
 // Held returns the gateways faults hold now, and by which kind.

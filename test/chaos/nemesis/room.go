@@ -91,24 +91,26 @@ type room struct {
 	mu       sync.Mutex
 	changed  chan struct{}
 	claims   map[*claim]bool
+	lanes    map[string]int       // lanes of each kind (a kind with k lanes may lead by k−1)
 	admitted map[string]int       // faults let in, by kind of gateway fault
 	waiting  map[string]int       // lanes of each kind of gateway fault waiting for room
 	since    map[string]time.Time // since when each kind in waiting has waited
+	running  map[string]int       // claims held, by kind
 	voters   []string
 	leader   string
 	viewedAt time.Time
 }
 
 // lead is how many more faults a kind of gateway fault may have had than one that waits.
-const lead = 0
+const lead = 2
 
 // starved is how long a kind of gateway fault waits for room before the kinds with as many
 // faults that came to wait after it hold back for it (turnLocked).
-const starved = 1500 * time.Millisecond
+const starved = 750 * time.Millisecond
 
 func newRoom(nodes []string, view func() (string, []string)) *room {
 	return &room{nodes: nodes, view: view, changed: make(chan struct{}), claims: map[*claim]bool{},
-		admitted: map[string]int{}, waiting: map[string]int{}, since: map[string]time.Time{}}
+		admitted: map[string]int{}, waiting: map[string]int{}, since: map[string]time.Time{}, running: map[string]int{}}
 }
 
 // offer is what a fault's pick function sees: the leader, whether a claim fits now, and
@@ -120,10 +122,11 @@ type offer struct {
 }
 
 // acquire waits until pick returns a claim that fits with those held, holds it and returns
-// it; nil when ctx ended first. pick is called with the room locked: it must not block. lane
-// names the caller's kind; gateway says its faults hit gateways (the others wait for no one's
-// turn).
-func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func(offer) *claim) *claim {
+// it, with how long it waited for its turn (the rest of its wait was for room); nil when ctx
+// ended first. pick is called with the room locked: it must not block. lane names the
+// caller's kind; gateway says its faults hit gateways (the others wait for no one's turn).
+func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func(offer) *claim) (*claim, time.Duration) {
+	var turn time.Duration
 	r.mu.Lock()
 	if gateway {
 		if r.waiting[lane]++; r.waiting[lane] == 1 {
@@ -145,50 +148,58 @@ func (r *room) acquire(ctx context.Context, lane string, gateway bool, pick func
 	for {
 		leader, voters := r.refresh()
 		r.mu.Lock()
-		if !gateway || r.turnLocked(lane, time.Now()) {
+		mine := !gateway || r.turnLocked(lane, time.Now())
+		if mine {
 			held := r.heldLocked()
 			calm := func(g string) bool { return r.calmLocked(g, leader) }
 			c := pick(offer{Leader: leader, calm: calm, fits: func(c *claim) bool { return fits(held, c, r.nodes, voters) }})
 			if c != nil {
 				r.claims[c] = true
+				r.running[c.kind]++
 				if gateway {
 					r.admitted[lane]++
 				}
 				r.mu.Unlock()
-				return c
+				return c, turn
 			}
 		}
 		ch := r.changed
 		r.mu.Unlock()
 		t := time.NewTimer(250 * time.Millisecond) // raft's view changes without a release
+		waited := time.Now()
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return nil, turn
 		case <-ch:
 		case <-t.C:
 		}
 		t.Stop()
+		if !mine {
+			turn += time.Since(waited)
+		}
 	}
 }
 
 // turnLocked reports whether lane may take room now: it has had at most lead faults more than
-// every gateway lane waiting, and no kind with as many faults that has waited longer than
+// every gateway lane waiting (one more per lane of its kind past the first, so that a kind
+// given two lanes runs two faults at once), and no kind with as many faults that has waited longer than
 // starved came to wait before it. The second rule is for the kinds that need much room at once
 // (a drain needs two gateways in no fault, a forced leader change the leader and a quorum
 // without it): among kinds with as many faults, those that need little would take every
 // gateway as it frees up, and the wide ones would wait for a moment when enough are free at
 // once. Once one has starved, the others of its count hold back until it got in; those that
-// are behind it still go.
+// are behind it still go. A kind with a fault running does not starve: its other lanes wait for
+// that one (two forced leader changes need the same leader), which holding back helps nothing.
 func (r *room) turnLocked(lane string, now time.Time) bool {
 	for w := range r.waiting {
 		if w == lane {
 			continue
 		}
-		if r.admitted[lane] > r.admitted[w]+lead {
+		if r.admitted[lane] > r.admitted[w]+lead+max(r.lanes[lane]-1, 0) {
 			return false
 		}
-		if r.admitted[lane] >= r.admitted[w] && now.Sub(r.since[w]) > starved && r.since[w].Before(r.since[lane]) {
+		if r.running[w] == 0 && r.admitted[lane] >= r.admitted[w] && now.Sub(r.since[w]) > starved && r.since[w].Before(r.since[lane]) {
 			return false
 		}
 	}
@@ -237,6 +248,7 @@ func (r *room) shrink(c *claim, keep []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c.only = slices.DeleteFunc(c.only, func(g string) bool { return !slices.Contains(keep, g) })
+	c.proc = slices.DeleteFunc(c.proc, func(g string) bool { return !slices.Contains(keep, g) })
 	r.signalLocked()
 }
 
@@ -313,6 +325,9 @@ func (r *room) handOver(c *claim, g string) bool {
 func (r *room) release(c *claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.claims[c] {
+		r.running[c.kind]--
+	}
 	delete(r.claims, c)
 	r.signalLocked()
 }

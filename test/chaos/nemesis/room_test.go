@@ -144,8 +144,17 @@ func TestStarvedKindGoesFirst(t *testing.T) {
 			}
 		})
 	}
-	// Two starved kinds with as many faults: the one that waited longer goes, the other waits.
+	// A starved kind with a fault running: its other lane waits for that one, not for room.
 	r := newRoom(five, nil)
+	r.admitted = map[string]int{Kill: 5, Drain: 5}
+	r.waiting = map[string]int{Kill: 1, Drain: 1}
+	r.since = map[string]time.Time{Kill: now, Drain: now.Add(-2 * starved)}
+	r.running = map[string]int{Drain: 1}
+	if !r.turnLocked(Kill, now) {
+		t.Errorf("kill held back for a drain lane that waits for another drain")
+	}
+	// Two starved kinds with as many faults: the one that waited longer goes, the other waits.
+	r = newRoom(five, nil)
 	r.admitted = map[string]int{Kill: 5, Drain: 5}
 	r.waiting = map[string]int{Kill: 1, Drain: 1}
 	r.since = map[string]time.Time{Kill: now.Add(-2 * starved), Drain: now.Add(-3 * starved)}
