@@ -53,7 +53,7 @@ func run(args []string) int {
 	fs := pflag.NewFlagSet("meshgw-chaos", pflag.ContinueOnError)
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every random choice (faults, targets, operations)")
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "how long faults are injected")
-	fs.DurationVar(&o.hold, "hold", 3*time.Second, "sets the holds: drawn in [hold/3, 2×hold/3], one in eight in [2×hold, 3×hold]")
+	fs.DurationVar(&o.hold, "hold", 3*time.Second, "sets the holds: drawn in [hold/3, hold/2], one in ten in [2×hold, 3×hold]")
 	fs.IntVar(&o.nodes, "nodes", 3, "gateways")
 	fs.IntVar(&o.engines, "engines", 3, "fake engines (with 3 or more, the last takes the weight updates)")
 	fs.StringVar(&o.faults, "faults", "", "comma-separated fault kinds (default every kind): "+strings.Join(chaosKinds(), ", "))

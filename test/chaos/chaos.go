@@ -35,7 +35,7 @@ type Config struct {
 	Topology            *cluster.Topology
 	Out                 io.Writer     // progress lines and the summary
 	Progress            time.Duration // between progress lines (5 s when 0)
-	Hold                time.Duration // sets the holds: usual ones in [Hold/3, 2×Hold/3], one in eight in [2×Hold, 3×Hold] (3 s when 0)
+	Hold                time.Duration // sets the holds: usual ones in [Hold/3, Hold/2], one in ten in [2×Hold, 3×Hold] (3 s when 0)
 	MinServed           float64       // fail_static's bound (0.95 when 0)
 	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0)
 	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)

@@ -105,7 +105,7 @@ func (n *Nemesis) runLane(ctx context.Context, l lane) {
 		p.order = l.rng.Perm(max(len(n.C.Nodes), len(n.C.Engines)))
 		p.others = l.rng.Perm(len(n.C.Nodes) - 1)
 		p.late = l.rng.IntN(4) == 0
-		p.gap = time.Duration(50+l.rng.IntN(200)) * time.Millisecond
+		p.gap = time.Duration(20+l.rng.IntN(100)) * time.Millisecond
 		n.inject(ctx, p)
 		wait(ctx, p.gap)
 	}
@@ -327,17 +327,16 @@ func (n *Nemesis) stop() context.Context {
 	return n.Stop
 }
 
-// hold draws a fault's length: in [max/3, 2×max/3], and one time in eight in [2×max, 3×max].
-// With the default 3 s, every fault lasts at least a second (raft's heartbeat timeout,
-// memberlist's probe interval), and every long one (6 to 9 s) outlasts the failure detector
-// (about 2 to 4 s) and the failover grace (3 s), so failovers happen. It always draws twice.
+// hold draws a fault's length: in [max/3, max/2], and one time in ten in [2×max, 3×max]. With
+// the default 3 s, every fault lasts at least a second (raft's heartbeat timeout, memberlist's
+// probe interval), and every long one (6 to 9 s) outlasts the failure detector (about 2 to 4 s)
+// and the failover grace (3 s), so failovers happen. It always draws twice.
 func hold(rng *rand.Rand, max time.Duration) time.Duration {
-	long := rng.IntN(8) == 0
-	d := time.Duration(rng.Int64N(int64(max/3) + 1))
+	long := rng.IntN(10) == 0
 	if long {
-		return 2*max + d*3
+		return 2*max + time.Duration(rng.Int64N(int64(max)+1))
 	}
-	return max/3 + d
+	return max/3 + time.Duration(rng.Int64N(int64(max/6)+1))
 }
 
 // wait waits d, or less when ctx ends (faults are healed at once then).

@@ -53,7 +53,7 @@ type Nemesis struct {
 	Log func(format string, args ...any)
 	// WeightEngine is the engine whose weight updates WeightFail makes fail ("" for none).
 	WeightEngine string
-	// Hold sets how long a fault lasts: drawn in [Hold/3, 2×Hold/3], and one fault in eight in
+	// Hold sets how long a fault lasts: drawn in [Hold/3, Hold/2], and one fault in ten in
 	// [2×Hold, 3×Hold] (long enough for a failover: the failure detector and the grace).
 	Hold time.Duration
 	// Stop ends the heals' waits (restarts, a gateway back): the run was interrupted. Nil means
