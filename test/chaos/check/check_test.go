@@ -331,6 +331,35 @@ func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
 	}
 }
 
+// TestProbeWhileOwnershipMovedSampledInside is seed 42's case (240 s on 5 gateways, finding 14):
+// a rebalance gave w-1 to n2 at epoch 1068 and a drain of n2 gave it to n3 at epoch 1072, 38 ms
+// later; n2 probed it in between. n2's sample of the next tick (epoch 1072) came 7 ms before the
+// probe sample, inside the interval, and n2 was restarted before its next one: the epoch moved in
+// n2's own samples around the probe, counted, not failed.
+func TestProbeWhileOwnershipMovedSampledInside(t *testing.T) {
+	row := func(owner string, epoch uint64) []history.OwnerRow {
+		return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 196393 * time.Millisecond, Gateway: "n2", Rows: row("n1", 1014)},
+			{At: 197405 * time.Millisecond, Gateway: "n2", Rows: row("n3", 1072)},
+			{At: 199384 * time.Millisecond, Gateway: "n2", Rows: row("n3", 1072)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 196396 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 12}},
+			{At: 197412 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 13}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	h.Owners[1].Rows = row("n1", 1014)
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n2 while its samples named n1 at one epoch passed: %s", r.Detail)
+	}
+}
+
 // TestNewOwnerProbesBeforeItsSample is seed 7's case (the short mode, once faults ran on a lane
 // per kind): a transfer gave w-1 to n3 at epoch 22; n3 applied it and probed at once, right
 // after its own sample (still naming n1 at epoch 13) was taken, and the sampler missed its next

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,34 +129,37 @@ func ownedAround(h history.History, g, w string, from, to time.Duration) (seen, 
 }
 
 // epochMoved reports whether w's epoch changed between gateway g's last sample at or before from
-// and the first sample in [to, to+probeSlack]: g's own, or, when g took none (killed right after
-// the probe), the newest epoch another gateway showed then. Without both it says no: the probe
-// is judged by the samples there are.
+// and g's samples in (from, to+probeSlack]: one of them shows another epoch. A sample inside the
+// interval counts as much as one after it (the samplers of ownership and of probes tick apart, so
+// g's sample of the same tick may come a few milliseconds before the probe sample: finding 14).
+// When g took none there (killed right after the probe), the newest epoch another gateway
+// showed in that window decides. Without a sample before, or any in the window, it says no: the
+// probe is judged by the samples there are.
 func epochMoved(h history.History, g, w string, from, to time.Duration) bool {
-	var before, after *history.OwnerSample
-	var others uint64
-	seenOthers := false
+	var before *history.OwnerSample
+	var mine, others []uint64
 	for i := range h.Owners {
 		s := &h.Owners[i]
-		inAfter := s.At >= to && s.At <= to+probeSlack
+		inWindow := s.At > from && s.At <= to+probeSlack
 		switch {
 		case s.Gateway != g:
-			if inAfter {
-				others, seenOthers = max(others, epochOf(*s, w)), true
+			if inWindow {
+				others = append(others, epochOf(*s, w))
 			}
 		case s.At <= from && (before == nil || s.At > before.At):
 			before = s
-		case inAfter && (after == nil || s.At < after.At):
-			after = s
+		case inWindow:
+			mine = append(mine, epochOf(*s, w))
 		}
 	}
-	switch {
-	case before == nil:
+	if before == nil {
 		return false
-	case after != nil:
-		return epochOf(*before, w) != epochOf(*after, w)
 	}
-	return seenOthers && others != epochOf(*before, w)
+	b := epochOf(*before, w)
+	if len(mine) > 0 {
+		return slices.ContainsFunc(mine, func(e uint64) bool { return e != b })
+	}
+	return len(others) > 0 && slices.Max(others) != b
 }
 
 // movedTo reports whether a sample of any gateway taken in (from, to] names g the owner of w at
