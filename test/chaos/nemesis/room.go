@@ -63,9 +63,9 @@ func (c *claim) overlaps(h *claim) bool {
 // while the cluster can still make progress:
 //
 //  1. A gateway takes at most one process fault (kill, pause) and one network fault
-//     (partition, forced leader change) at once; a wipe, a drain (its target and the gateway
-//     it is sent through) and the bridge of a partition-majority have their gateways to
-//     themselves. An engine takes one fault at a time.
+//     (partition, forced leader change) at once; a wipe, a drain's target and the bridge of a
+//     partition-majority have their gateways to themselves, and the gateway a drain is sent
+//     through lends its process until it answers. An engine takes one fault at a time.
 //  2. Process faults (kill, pause, wipe, a drain's restart) hold at most ⌊(n−1)/2⌋ gateways
 //     stopped at once: a majority of the gateways' processes always runs.
 //  3. Raft keeps a quorum through every fault that holds: some voter that is up reaches a
@@ -77,11 +77,12 @@ func (c *claim) overlaps(h *claim) bool {
 //  4. One wipe at a time: a wiped gateway holds its claim until a leader confirmed it caught up
 //     (two lost disks among the voters is beyond what raft promises).
 //
-// Gateway faults take turns by count: a kind that has had more faults than another kind now
-// waiting for room lets that one go first, so that the faults that need much room (a
-// partition of a minority needs two gateways at once, a forced leader change the leader and a
-// quorum without it, a drain a calm gateway to go through) are not starved by those that need
-// little, and every kind ends with about as many faults. Engine faults only wait for their
+// Gateway faults take turns by count (turnLocked): a kind that has had more than lead faults
+// more than another kind now waiting for room lets that one go first, and a kind that starved
+// holds back those with as many faults that came after it, so that the faults that need much
+// room (a partition of a minority needs two gateways at once, a forced leader change the leader
+// and a quorum without it, a drain a calm gateway to go through) are not starved by those that
+// need little, and every kind ends with about as many faults. Engine faults only wait for their
 // engine.
 type room struct {
 	nodes []string
@@ -104,8 +105,8 @@ type room struct {
 // lead is how many more faults a kind of gateway fault may have had than one that waits.
 const lead = 2
 
-// starved is how long a kind of gateway fault waits for room before the kinds with as many
-// faults that came to wait after it hold back for it (turnLocked).
+// starved is how long a kind of gateway fault with none running waits for room before the kinds
+// with as many faults or more that came to wait after it hold back for it (turnLocked).
 const starved = 750 * time.Millisecond
 
 func newRoom(nodes []string, view func() (string, []string)) *room {
