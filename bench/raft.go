@@ -83,27 +83,36 @@ func runRaft(ctx context.Context, ps *procs, o *Options) any {
 	dc.Nodes = 1
 	dc.What = "one raft log entry appended and made durable (one bbolt transaction) in the state directory's file system"
 	res.DiskCommit = &dc
-	for _, n := range fleetAckSizes {
-		o.Log.Info("raft: fleet-acknowledged writes", "gateways", n, "writes", c.AdminWrites)
-		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites, false)
-		if err != nil {
-			return notMeasured(fmt.Sprintf("fleet-acknowledged writes, %d gateways: %v", n, err))
-		}
-		res.FleetAck = append(res.FleetAck, l)
+	if res.FleetAck, err = fleetAckRuns(ctx, ps, o, false); err != nil {
+		return notMeasured(err.Error())
 	}
 	if err := noTmpfs(); err != nil {
 		o.Log.Info("raft: fleet-acknowledged writes on tmpfs not measured", "err", err)
 		return res
 	}
-	for _, n := range fleetAckSizes {
-		o.Log.Info("raft: fleet-acknowledged writes, state on tmpfs", "gateways", n, "writes", c.AdminWrites)
-		l, err := fleetAckWrites(ctx, ps, o, n, c.AdminWrites, true)
-		if err != nil {
-			return notMeasured(fmt.Sprintf("fleet-acknowledged writes on tmpfs, %d gateways: %v", n, err))
-		}
-		res.FleetAckMemory = append(res.FleetAckMemory, l)
+	if res.FleetAckMemory, err = fleetAckRuns(ctx, ps, o, true); err != nil {
+		return notMeasured(err.Error())
 	}
 	return res
+}
+
+// fleetAckRuns measures the fleet-acknowledged writes at each of fleetAckSizes, with the state
+// on tmpfs when inMemory.
+func fleetAckRuns(ctx context.Context, ps *procs, o *Options, inMemory bool) ([]*WriteLatency, error) {
+	where := ""
+	if inMemory {
+		where = " on tmpfs"
+	}
+	var out []*WriteLatency
+	for _, n := range fleetAckSizes {
+		o.Log.Info("raft: fleet-acknowledged writes"+where, "gateways", n, "writes", o.Control.AdminWrites)
+		l, err := fleetAckWrites(ctx, ps, o, n, o.Control.AdminWrites, inMemory)
+		if err != nil {
+			return nil, fmt.Errorf("fleet-acknowledged writes%s, %d gateways: %w", where, n, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }
 
 // adminWrites starts meshgw on a fresh state directory, registers one worker through the admin

@@ -248,9 +248,6 @@ func TestDisabledRoutingFollowsTheAck(t *testing.T) {
 // before it applied the failover to n3. Its last sample before the pause named it owner, so the
 // probe is a stale view, counted in the detail; a probe after a sample that named n3 is not.
 func TestStaleOwnerProbeOnResume(t *testing.T) {
-	row := func(owner string, epoch uint64) []history.OwnerRow {
-		return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
-	}
 	h := history.History{
 		Owners: []history.OwnerSample{
 			{At: 10 * s, Gateway: "n2", Rows: row("n2", 5)}, // then paused until 21.7 s
@@ -337,9 +334,6 @@ func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
 // probe sample, inside the interval, and n2 was restarted before its next one: the epoch moved in
 // n2's own samples around the probe, counted, not failed.
 func TestProbeWhileOwnershipMovedSampledInside(t *testing.T) {
-	row := func(owner string, epoch uint64) []history.OwnerRow {
-		return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
-	}
 	h := history.History{
 		Owners: []history.OwnerSample{
 			{At: 196393 * time.Millisecond, Gateway: "n2", Rows: row("n1", 1014)},
@@ -366,9 +360,6 @@ func TestProbeWhileOwnershipMovedSampledInside(t *testing.T) {
 // one. n2's sample inside the interval already named n3 at epoch 22: the probe may come from
 // the owner, counted, not failed. A probe while no sample names n3 at a newer epoch still fails.
 func TestNewOwnerProbesBeforeItsSample(t *testing.T) {
-	row := func(owner string, epoch uint64) []history.OwnerRow {
-		return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
-	}
 	h := history.History{
 		Owners: []history.OwnerSample{
 			{At: 1196 * time.Millisecond, Gateway: "n3", Rows: row("n1", 13)},
@@ -497,4 +488,9 @@ func TestWeightUpdateNotStarted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// row is one gateway's view of w-1: its owner at epoch.
+func row(owner string, epoch uint64) []history.OwnerRow {
+	return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
 }
