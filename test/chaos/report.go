@@ -59,46 +59,12 @@ func (r Report) Print(w io.Writer) {
 	if r.Interrupted {
 		fmt.Fprintln(w, "chaos: interrupted: the invariants judge a partial run that was not healed")
 	}
-	fmt.Fprintf(w, "faults:")
-	for _, k := range sortedKeys(r.Faults) {
-		fmt.Fprintf(w, " %s=%d", k, r.Faults[k])
-	}
-	fmt.Fprintln(w)
-	if len(r.Refused) > 0 {
-		fmt.Fprintf(w, "refused:")
-		for _, k := range sortedKeys(r.Refused) {
-			fmt.Fprintf(w, " %s=%d", k, r.Refused[k])
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.FaultSeconds) > 0 {
-		fmt.Fprintf(w, "fault seconds:")
-		for _, k := range sortedKeys(r.FaultSeconds) {
-			fmt.Fprintf(w, " %s=%.0f", k, r.FaultSeconds[k])
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.BackSeconds) > 0 {
-		fmt.Fprintf(w, "of which coming back:")
-		for _, k := range sortedKeys(r.BackSeconds) {
-			fmt.Fprintf(w, " %s=%.0f", k, r.BackSeconds[k])
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.WaitSeconds) > 0 {
-		fmt.Fprintf(w, "waited for room:")
-		for _, k := range sortedKeys(r.WaitSeconds) {
-			fmt.Fprintf(w, " %s=%.0f", k, r.WaitSeconds[k])
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.TurnSeconds) > 0 {
-		fmt.Fprintf(w, "of which for a turn:")
-		for _, k := range sortedKeys(r.TurnSeconds) {
-			fmt.Fprintf(w, " %s=%.0f", k, r.TurnSeconds[k])
-		}
-		fmt.Fprintln(w)
-	}
+	printCounts(w, "faults", r.Faults, "%d", true)
+	printCounts(w, "refused", r.Refused, "%d", false)
+	printCounts(w, "fault seconds", r.FaultSeconds, "%.0f", false)
+	printCounts(w, "of which coming back", r.BackSeconds, "%.0f", false)
+	printCounts(w, "waited for room", r.WaitSeconds, "%.0f", false)
+	printCounts(w, "of which for a turn", r.TurnSeconds, "%.0f", false)
 	for _, k := range sortedKeys(r.Skipped) {
 		fmt.Fprintf(w, "skipped %s: %s\n", k, r.Skipped[k])
 	}
@@ -116,6 +82,19 @@ func (r Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s %-20s %s\n", verdict, k, res.Detail)
 	}
+}
+
+// printCounts writes one line, "label: kind=N ...", in the order of the kinds; an empty m
+// writes nothing unless always.
+func printCounts[V int | float64](w io.Writer, label string, m map[string]V, format string, always bool) {
+	if len(m) == 0 && !always {
+		return
+	}
+	fmt.Fprintf(w, "%s:", label)
+	for _, k := range sortedKeys(m) {
+		fmt.Fprintf(w, " %s="+format, k, m[k])
+	}
+	fmt.Fprintln(w)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
