@@ -17,12 +17,27 @@ func waitApplied(r *Reconciler, index uint64, d time.Duration) uint64 {
 }
 
 // The pool's applied index follows raft only once the state is current, is published with the
-// pass that applied it, and reaches the index of an entry that changed nothing.
+// pass that applied it, and reaches the index of an entry that changed nothing: woken by the
+// FSM's applied signal (as a gateway runs it), or by the poll without one.
 func TestReconcilerWaitApplied(t *testing.T) {
+	for _, signal := range []bool{true, false} {
+		name := "applied signal"
+		if !signal {
+			name = "poll"
+		}
+		t.Run(name, func(t *testing.T) { testReconcilerWaitApplied(t, signal) })
+	}
+}
+
+func testReconcilerWaitApplied(t *testing.T, signal bool) {
 	n := startNode(t, "n1", true)
 	p := pool.New(pool.Config{})
 	caughtUp := make(chan struct{})
-	r := New(Config{NodeID: "n1", Records: n, Pool: p, CaughtUp: caughtUp, AppliedIndex: n.AppliedIndex, Logger: quiet()})
+	cfg := Config{NodeID: "n1", Records: n, Pool: p, CaughtUp: caughtUp, AppliedIndex: n.AppliedIndex, Logger: quiet()}
+	if signal {
+		cfg.AppliedSignal = n.AppliedSignal
+	}
+	r := New(cfg)
 	r.Start()
 	defer r.Stop()
 	s := spec(t, 8001)
