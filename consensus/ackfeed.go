@@ -19,8 +19,9 @@ const (
 	feedRetryMax = time.Second
 	// feedGrace is how long an acknowledgement waits on a peer's feed alone before it also
 	// asks the peer WaitApplied: a stream that stalls (a connection the kernel still retries
-	// after a partition healed) or a Barrier the leader did not get through delays the write
-	// by this much at most. Asking the leader also nudges it.
+	// after a partition healed) delays the write by this much at most. (A follower that missed
+	// the leader's commit notice applies the write at raft's next AppendEntries, within
+	// CommitTimeout, and answers the ask then.)
 	feedGrace = 50 * time.Millisecond
 	// feedRecheck is how long a peer that served no WatchApplied is asked per write before its
 	// feed tries the stream again (the peer may have been upgraded meanwhile).
@@ -145,7 +146,12 @@ func (a *FleetAck) stream(ctx context.Context, id string, f *peerFeed) (got bool
 			return got, err
 		}
 		got = true
-		f.set(func(f *peerFeed) { f.applied = max(f.applied, m.Applied) })
+		if c := m.Commit; c != nil {
+			a.node.offerNotice(commitNotice{from: id, index: c.Index, entryTerm: c.EntryTerm, leaderTerm: c.LeaderTerm})
+		}
+		if m.Applied > 0 {
+			f.set(func(f *peerFeed) { f.applied = max(f.applied, m.Applied) })
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,6 +18,8 @@ const (
 	readIndexHops = 3
 	// readIndexLeaderWait bounds the wait for a leader to ask.
 	readIndexLeaderWait = DefaultNoLeaderWait
+	// readyTimeout bounds the Barrier a new leader commits before its first read index.
+	readyTimeout = 2 * time.Second
 	// appliedPoll is how often a barrier looks at the applied index again without a signal (an
 	// entry that changes nothing applies without one).
 	appliedPoll = time.Millisecond
@@ -37,7 +40,6 @@ type fleetAckServer struct {
 // WaitApplied implements consensusv1.FleetAckServer. It answers a little before the caller's
 // deadline when the index was not reached, so that the caller reads the applied index.
 func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitAppliedRequest) (*consensusv1.WaitAppliedResponse, error) {
-	s.a.nudge(req.Index)
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := waitCtx.Done()
@@ -60,7 +62,8 @@ func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitA
 
 // WatchApplied implements consensusv1.FleetAckServer: it sends this node's applied index at
 // once, then each time it grows, until the caller ends the stream or Close. A node whose data
-// plane is not built yet (start-up) sends once it is.
+// plane is not built yet (start-up) sends once it is. While this node leads, the stream also
+// sends its commit notices (sendNotices).
 func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st grpc.ServerStreamingServer[consensusv1.AppliedIndex]) error {
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
@@ -71,6 +74,24 @@ func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st g
 		case <-ctx.Done():
 		}
 	}()
+	var sendMu sync.Mutex // a stream's Send is not safe for concurrent use
+	send := func(m *consensusv1.AppliedIndex) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return st.Send(m)
+	}
+	notices := make(chan error, 1)
+	go func() { notices <- s.sendNotices(ctx, send) }()
+	err := s.sendApplied(ctx, send)
+	cancel()
+	if nerr := <-notices; err == nil {
+		err = nerr
+	}
+	return err
+}
+
+// sendApplied sends the data plane's applied index each time it grows, until ctx ends.
+func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1.AppliedIndex) error) error {
 	retry := time.NewTimer(feedRetryMin)
 	retry.Stop()
 	defer retry.Stop()
@@ -88,10 +109,32 @@ func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st g
 			}
 			continue
 		}
-		if err := st.Send(&consensusv1.AppliedIndex{Applied: got}); err != nil {
+		if err := send(&consensusv1.AppliedIndex{Applied: got}); err != nil {
 			return err
 		}
 		want = got + 1
+	}
+}
+
+// sendNotices sends each commit notice this node publishes while it leads (noticeLoop), the
+// last one at once, until ctx ends.
+func (s *fleetAckServer) sendNotices(ctx context.Context, send func(*consensusv1.AppliedIndex) error) error {
+	var sent commitNotice
+	for {
+		changed := *s.a.noticeSig.Load() // before the notice: none slips between
+		if c := s.a.notice.Load(); c != nil && *c != sent {
+			sent = *c
+			err := send(&consensusv1.AppliedIndex{Commit: &consensusv1.CommitNotice{
+				Index: c.index, EntryTerm: c.entryTerm, LeaderTerm: c.leaderTerm}})
+			if err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
 	}
 }
 
@@ -101,9 +144,8 @@ func (s *fleetAckServer) ReadIndex(ctx context.Context, req *consensusv1.ReadInd
 	var nl *NotLeaderError
 	switch {
 	case err == nil:
-		// The asker applies up to idx once it learns idx committed: tell it now, not at the
-		// next CommitTimeout.
-		s.a.nudge(idx)
+		// The asker learned that idx committed from this node's commit notice, sent when this
+		// node applied it.
 		return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK, Index: idx}, nil
 	case errors.As(err, &nl):
 		return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER, LeaderId: nl.Leader}, nil
@@ -126,7 +168,7 @@ func (a *FleetAck) leaderReadIndex(ctx context.Context) (uint64, error) {
 	}
 	term := n.raft.CurrentTerm()
 	if a.readyTerm.Load() != term {
-		timeout := nudgeTimeout
+		timeout := readyTimeout
 		if d, ok := ctx.Deadline(); ok {
 			timeout = min(timeout, time.Until(d))
 		}

@@ -23,6 +23,12 @@ type cluster struct {
 
 func startCluster(t *testing.T, size int) *cluster {
 	t.Helper()
+	return startClusterTuned(t, size, clusterRaft)
+}
+
+// startClusterTuned starts size in-memory voters whose raft configuration tune sets.
+func startClusterTuned(t *testing.T, size int, tune func(*raft.Config)) *cluster {
+	t.Helper()
 	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
 	var servers []raft.Server
 	for i := range size {
@@ -39,7 +45,7 @@ func startCluster(t *testing.T, size int) *cluster {
 			Transport:        c.trans[i],
 			Registerer:       prometheus.NewRegistry(),
 			BootstrapServers: servers,
-			Tune:             clusterRaft,
+			Tune:             tune,
 		}))
 	}
 	return c

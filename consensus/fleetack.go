@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -23,8 +24,9 @@ import (
 // apply it before it answers naming the peers that lag.
 const DefaultFleetAckTimeout = 5 * time.Second
 
-// nudgeTimeout bounds the leader's Barrier that tells followers an index committed.
-const nudgeTimeout = 2 * time.Second
+// leaderFeedEvery is how often a follower checks that it follows its leader's WatchApplied
+// stream, which brings the leader's commit notices, besides each entry it applies.
+const leaderFeedEvery = time.Second
 
 // Applied is a gateway's data plane as fleet acknowledgements see it: the raft index its pool
 // has applied and published. gateway/fleet.Reconciler implements it.
@@ -71,13 +73,11 @@ type AckReport struct {
 //     pushes its applied index each time its pool publishes a new one: the writer learns it
 //     directly, with no request per write and no gossip round in between. A peer that has not
 //     pushed the index after feedGrace (or serves no stream) is also asked WaitApplied. The
-//     leader appends a Barrier (coalesced) after each write it applies, and on a WaitApplied or
-//     ReadIndex it serves for an index no Barrier started since covers, so that the followers
-//     learn at once that the index committed instead of at raft's next CommitTimeout (50 to
-//     100 ms).
-//     Each node stores the commit index with that Barrier entry (storage.Store.CommitIndex), so
-//     by the time a follower applies the write, a restart would serve it (replay.go): the
-//     acknowledgement waits for no save of the applied state.
+//     leader's stream also pushes a commit notice each time its FSM applies an entry, and every
+//     follower keeps its leader's stream open, so that the followers learn at once that the
+//     write committed (commitnotice.go) instead of at raft's next AppendEntries. Each node
+//     stores the commit index once its FSM applied an entry (Node.keepCommit), so by the time a
+//     peer acknowledges a write, a restart would serve it (replay.go).
 //   - Barrier is a read barrier: it asks the leader for its read index (ReadIndex: leadership
 //     confirmed by a quorum, an entry of its term committed) and waits until this node's FSM
 //     applied it, so that what it reads next includes every write acknowledged before.
@@ -94,16 +94,12 @@ type FleetAck struct {
 	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
 	// its commit index covers every entry of earlier terms.
 	readyTerm atomic.Uint64
-	// covered is the applied index when the last Barrier started, in coveredTerm: that Barrier
-	// tells the followers that every index up to it committed, so a nudge for one of them is not
-	// needed while this node leads in that term.
-	covered     atomic.Uint64
-	coveredTerm atomic.Uint64
-	// pending counts the nudges queued or running.
-	pending atomic.Int32
-	nudges  chan struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// notice is the last commit notice this node published while leading (nil: none), and
+	// noticeSig is closed and replaced when it changes; the WatchApplied streams send it.
+	notice    atomic.Pointer[commitNotice]
+	noticeSig atomic.Pointer[chan struct{}]
+	stop      chan struct{}
+	wg        sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
@@ -111,7 +107,7 @@ type FleetAck struct {
 	closed bool
 }
 
-// NewFleetAck returns a FleetAck over node and starts the leader's nudging loop.
+// NewFleetAck returns a FleetAck over node and starts its loop of commit notices.
 func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	if node == nil || o.Local == nil || o.Members == nil || o.ResolveRPC == nil {
 		return nil, errors.New("consensus: fleet acknowledgements need a node, Local, Members and ResolveRPC")
@@ -127,12 +123,13 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	}
 	a := &FleetAck{
 		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"), met: met,
-		dial:   []grpc.DialOption{grpc.WithTransportCredentials(creds)},
-		nudges: make(chan struct{}, 1), stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn),
-		feeds: make(map[string]*peerFeed),
+		dial: []grpc.DialOption{grpc.WithTransportCredentials(creds)},
+		stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn), feeds: make(map[string]*peerFeed),
 	}
+	sig := make(chan struct{})
+	a.noticeSig.Store(&sig)
 	a.wg.Add(1)
-	go a.nudgeLoop()
+	go a.noticeLoop()
 	return a, nil
 }
 
@@ -149,7 +146,6 @@ func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
 func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
-	a.nudge(index)
 	changes, unwatch := a.watchMembership() // before the peers are read: no change slips between
 	defer unwatch()
 	peers := a.livePeers()
@@ -266,64 +262,76 @@ func (a *FleetAck) conn(id string) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// nudge asks the nudging loop for a Barrier that tells the followers index committed, when this
-// node leads and no Barrier started since index was applied; coalesced. Index 0 always asks.
-func (a *FleetAck) nudge(index uint64) {
-	if !a.node.IsLeader() || (index != 0 && index <= a.covered.Load() && a.coveredTerm.Load() == a.node.raft.CurrentTerm()) {
-		return
-	}
-	a.pending.Add(1)
-	select {
-	case a.nudges <- struct{}{}:
-	default:
-		a.pending.Add(-1) // merged into the one queued
-	}
-}
-
-// nudgeLoop appends a Barrier per nudge, merging the nudges that arrive while one is in
-// flight into the next. raft tells followers the commit index only with the next AppendEntries
-// that carries an entry, or after CommitTimeout when none comes: the Barrier is that entry. On
-// the leader, every entry its FSM applies is a nudge: the followers learn that a write
-// committed as soon as the leader applied it, before any writer asks (and whichever path
-// proposed it).
-func (a *FleetAck) nudgeLoop() {
+// noticeLoop publishes a commit notice after each entry the FSM applies while this node leads
+// (the WatchApplied streams send it), and keeps this node following its leader's stream while
+// it does not lead, so that it receives the leader's notices: on each entry applied, on each
+// change of leader, and every leaderFeedEvery (a feed ends while its peer is not live).
+func (a *FleetAck) noticeLoop() {
 	defer a.wg.Done()
-	defer a.node.recoverLog("fleet-ack nudges")
+	defer a.node.recoverLog("fleet-ack commit notices")
+	tick := time.NewTicker(leaderFeedEvery)
+	defer tick.Stop()
+	leaders := make(chan raft.Observation, 1)
+	obs := raft.NewObserver(leaders, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	a.node.raft.RegisterObserver(obs)
+	defer a.node.raft.DeregisterObserver(obs)
 	for {
-		applied := a.node.AppliedSignal() // before the index: no entry slips between
-		a.nudge(a.node.AppliedIndex())    // nothing when not leading, or when a Barrier covers it
+		applied := a.node.AppliedSignal() // before the entry: none slips between
+		if c, ok := a.leaderNotice(); ok {
+			if last := a.notice.Load(); last == nil || *last != c {
+				a.notice.Store(&c)
+				next := make(chan struct{})
+				close(*a.noticeSig.Swap(&next))
+			}
+		} else {
+			a.followLeader()
+		}
 		select {
 		case <-a.stop:
 			return
 		case <-applied:
-		case <-a.nudges:
-			a.barrier()
-			a.pending.Add(-1)
+		case <-leaders:
+		case <-tick.C:
 		}
 	}
 }
 
-// barrier runs the Barrier of one nudge, when this node still leads.
-func (a *FleetAck) barrier() {
-	if a.node.closed.Load() || !a.node.IsLeader() {
+// leaderNotice is the commit notice for the last entry this node's FSM applied, when it leads.
+// The term is read before and after the state, so that the notice names a term in which this
+// node led (raft changes the state before the term when it steps down).
+func (a *FleetAck) leaderNotice() (commitNotice, bool) {
+	r := a.node.raft
+	term := r.CurrentTerm()
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return commitNotice{}, false
+	}
+	index, entryTerm := a.node.fsm.AppliedEntry()
+	if entryTerm == 0 {
+		return commitNotice{}, false // loaded or restored, not applied: its term is not known
+	}
+	return commitNotice{from: a.node.ID(), index: index, entryTerm: entryTerm, leaderTerm: term}, true
+}
+
+// followLeader starts following the leader's stream, when this node knows another leader and
+// does not follow it yet.
+func (a *FleetAck) followLeader() {
+	_, leader := a.node.raft.LeaderWithID()
+	id := string(leader)
+	if id == "" || id == a.node.ID() {
 		return
 	}
-	term := a.node.raft.CurrentTerm()
-	// The Barrier carries the commit index raft has when it is appended, at least the index
-	// applied now.
-	prev := a.covered.Load()
-	if a.coveredTerm.Swap(term) != term {
-		prev = 0 // a Barrier of an earlier leadership told the followers of then
-	}
-	a.covered.Store(max(prev, a.node.AppliedIndex()))
-	if err := a.node.raft.Barrier(nudgeTimeout).Error(); err == nil {
-		a.readyTerm.Store(term)
-	} else {
-		a.covered.Store(prev) // the followers may not have learned it: nudge again
+	a.mu.Lock()
+	_, following := a.feeds[id]
+	a.mu.Unlock()
+	if !following && a.isLive(id) {
+		a.feed(id)
 	}
 }
 
-// Close stops the nudging loop and closes the connections to peers. Calling it again does
+// Close stops the loop of commit notices and closes the connections to peers. Calling it again does
 // nothing.
 func (a *FleetAck) Close() error {
 	a.mu.Lock()

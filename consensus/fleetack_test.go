@@ -23,7 +23,7 @@ import (
 )
 
 // slowCommitRaft makes raft tell followers a commit only with the next entry or after 2 to 4 s
-// (CommitTimeout): a follower that applies a write sooner was nudged.
+// (CommitTimeout): a follower that applies a write sooner learned it from the leader's notice.
 func slowCommitRaft(c *raft.Config) {
 	clusterRaft(c)
 	c.CommitTimeout = 2 * time.Second
@@ -155,7 +155,7 @@ func (c *ackCluster) register(t *testing.T, lead, port int) (fsm.Result, fsm.Rec
 func follower(lead, size int) int { return (lead + 1) % size }
 
 // A write is acknowledged by every live peer well before raft's CommitTimeout would have told
-// the followers it committed: the leader's nudge did.
+// the followers it committed: the leader's commit notice did.
 func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
 	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
@@ -170,7 +170,7 @@ func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
 		t.Fatalf("report (-want +got):\n%s", diff)
 	}
 	if took > time.Second {
-		t.Errorf("the acknowledgement took %v: the followers were not nudged (CommitTimeout is 2 s)", took)
+		t.Errorf("the acknowledgement took %v: the followers learned the commit only from raft (CommitTimeout is 2 s)", took)
 	}
 	for i, n := range c.nodes {
 		if _, ok := n.Worker(rec.ID); !ok {
@@ -182,7 +182,7 @@ func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
 // The leader tells the followers that a write committed as soon as it applied it, before any
 // writer asks for an acknowledgement: a write forwarded from a follower saves the round trip of
 // its answer and of the writer's WaitApplied to the leader.
-func TestLeaderNudgesFollowersAfterEachWrite(t *testing.T) {
+func TestLeaderTellsFollowersOfEachWrite(t *testing.T) {
 	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
@@ -191,38 +191,35 @@ func TestLeaderNudgesFollowersAfterEachWrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // CommitTimeout is 2 s
 	defer cancel()
 	if got := f.WaitApplied(ctx, res.Index); got < res.Index {
-		t.Fatalf("the follower applied %d within 1 s, not the write's %d: the leader did not nudge it", got, res.Index)
+		t.Fatalf("the follower applied %d within 1 s, not the write's %d: the leader did not tell it", got, res.Index)
 	}
 }
 
-// A write taken by a follower is nudged once: the leader's Barrier after it applied the write
-// covers it, so the WaitApplied the writer then sends the leader appends no second Barrier that
-// the next write would queue behind.
-func TestOneBarrierPerAcknowledgedWrite(t *testing.T) {
+// The followers learn that a write committed from the leader's commit notice, not from an entry
+// appended after it: an acknowledged write adds one entry to the log, not two, so the next
+// write queues behind no Barrier and no disk waits twice per write.
+func TestNoEntryFollowsAnAcknowledgedWrite(t *testing.T) {
 	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
 	f := follower(lead, 3)
-	// The leader's own first write (the cluster id) may still have its Barrier to start, which
-	// can land after the first test write: let it settle first.
-	warm, _ := c.register(t, lead, 8119)
-	c.acks[f].Acknowledge(context.Background(), warm.Index)
-	waitFor(t, "the first nudges to settle", func() bool { return c.acks[lead].pending.Load() == 0 })
 	for i := range 5 {
 		res, _ := c.register(t, lead, 8120+i)
+		start := time.Now()
 		if rep := c.acks[f].Acknowledge(context.Background(), res.Index); len(rep.Lagging) > 0 {
 			t.Fatalf("write %d: lagging %v", i, rep.Lagging)
 		}
-		// Let the Barriers this write started finish before counting.
-		waitFor(t, "the nudges to settle", func() bool { return c.acks[lead].pending.Load() == 0 })
-		if got := barriersAfter(t, c.nodes[lead], res.Index); got != 1 {
-			t.Fatalf("write %d at index %d: %d Barriers follow it in the leader's log; want one", i, res.Index, got)
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("write %d was acknowledged after %v: a follower learned it committed only from raft (CommitTimeout is 2 s)", i, took)
+		}
+		if last := c.nodes[lead].raft.LastIndex(); last != res.Index {
+			t.Fatalf("write %d at index %d: the leader's log ends at %d once it is acknowledged, with %d Barrier entries after it",
+				i, res.Index, last, barriersAfter(t, c.nodes[lead], res.Index))
 		}
 	}
 }
 
-// barriersAfter counts the Barrier entries in n's log after index (other entries, such as a
-// node's own writes right after it took the leadership, are not counted).
+// barriersAfter counts the Barrier entries in n's log after index.
 func barriersAfter(t *testing.T, n *Node, index uint64) int {
 	t.Helper()
 	count := 0

@@ -25,7 +25,9 @@ type Node struct {
 	raft  *raft.Raft
 	trans raft.Transport
 	// guard holds votes back while the node is rejoining (voteguard.go).
-	guard       *voteGuard
+	guard *voteGuard
+	// relay hands raft the leader's commit notices (commitnotice.go).
+	relay       *commitRelay
 	incarnation string
 	stores      stores
 	met         *metrics
@@ -93,6 +95,15 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.saver = newSaver(n.fsm, n.stores.db, version, saved, cfg.saveInterval, logger)
 		n.saver.start()
+	}
+	n.relay = newCommitRelay(n)
+	n.wg.Go(func() {
+		defer n.recoverLog("commit relay")
+		n.relay.run(n.stop)
+	})
+	if n.stores.db != nil {
+		n.wg.Add(1)
+		go n.keepCommit()
 	}
 	n.wg.Add(1)
 	go n.watchLeadership()
@@ -165,8 +176,8 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) uint64 {
 
 // WaitSaved returns SavedIndex once it reaches index, or when ctx ends (it is then below): an
 // acknowledged write is on disk here, so that a restart serves it from the first request. The
-// commit index is stored with the next entry appended after index (the fleet acknowledgement's
-// barrier), so a follower's wait ends when it applies index, with no save of its own.
+// commit index is stored right after the FSM applies an entry (keepCommit), so the wait ends
+// one small bbolt commit after the apply, with no save of the applied state.
 func (n *Node) WaitSaved(ctx context.Context, index uint64) uint64 {
 	if n.saver == nil {
 		return n.fsm.AppliedIndex()

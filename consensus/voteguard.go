@@ -74,6 +74,21 @@ func (g *voteGuard) relay() {
 	}
 }
 
+// deliver hands raft an RPC made by this node (commitnotice.go) as if the transport had
+// received it, and reports whether raft took it before stop or timeout.
+func (g *voteGuard) deliver(rpc raft.RPC, stop <-chan struct{}, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case g.out <- rpc:
+		return true
+	case <-g.stop:
+	case <-stop:
+	case <-t.C:
+	}
+	return false
+}
+
 // refuse answers a vote or pre-vote request with a refusal while rejoining. The answer carries
 // term 0, which no candidate takes for a newer term, so it changes nothing but the tally.
 func (g *voteGuard) refuse(rpc raft.RPC) bool {

@@ -70,3 +70,41 @@ func (s *Store) loadCommit(tx *bolt.Tx) error {
 }
 
 var _ raft.CommitTrackingLogStore = (*Store)(nil)
+
+// SaveCommit stores index as the commit index, when it is above the stored one and the log
+// holds an entry at index of the given term, and reports whether it did. Its caller knows that
+// entry committed (it applied it, or the leader said so): by raft's log matching, a log with an
+// entry of the same index and term holds the same entries up to it, all committed. The check
+// and the write share one transaction, so no append or truncation slips between. It lets a node
+// make its commit index durable without waiting for raft's next append to carry it.
+func (s *Store) SaveCommit(index, term uint64) (bool, error) {
+	if index <= s.commit.Load() {
+		return false, nil
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	saved := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketLogs).Get(indexKey(index))
+		if v == nil {
+			return nil
+		}
+		var l raft.Log
+		if err := decodeLog(index, v, &l); err != nil {
+			return err
+		}
+		if l.Term != term || index <= s.commit.Load() {
+			return nil
+		}
+		if err := tx.Bucket(bucketNode).Put(keyCommitIndex, binary.BigEndian.AppendUint64(nil, index)); err != nil {
+			return fmt.Errorf("store commit index %d: %w", index, err)
+		}
+		saved = true
+		return nil
+	})
+	if err != nil || !saved {
+		return false, err
+	}
+	s.committed(index)
+	return true, nil
+}

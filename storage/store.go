@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,10 @@ type Store struct {
 	staged    atomic.Uint64
 	commit    atomic.Uint64
 	commitSig atomic.Pointer[chan struct{}]
+	// commitMu is held by each transaction that may store a commit index (StoreLogs,
+	// SaveCommit) until it published it, so that none writes an index below one already
+	// stored but not yet published.
+	commitMu sync.Mutex
 }
 
 // Open opens or creates the bbolt database at path (mode 0600) and its buckets. If another
@@ -173,6 +178,8 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		return nil
 	}
 	var commit uint64
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var err error
 		if commit, err = s.putStagedCommit(tx); err != nil {

@@ -32,6 +32,9 @@ type state struct {
 	workers   map[worker.ID]*Record
 	journal   []*JournalRecord
 	applied   uint64
+	// appliedTerm is the raft term of the entry at applied; 0 when the state was loaded or
+	// restored rather than applied (neither keeps it).
+	appliedTerm uint64
 	// draining marks the peers being drained (Handoff), by id. Never modified in place: a change
 	// stores a new map, so a snapshot can share it.
 	draining map[string]DrainingPeer
@@ -96,7 +99,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if h == nil && raw&IgnoreUnknownFlag == 0 {
 		panic(fmt.Sprintf("consensus/fsm: entry %d has unknown command type %d", l.Index, uint8(t)))
 	}
-	res, changed := f.apply(h, l.Index, l.Data[1:])
+	res, changed := f.apply(h, l.Index, l.Term, l.Data[1:])
 	res.Index = l.Index
 	if res.Record != nil {
 		c := res.Record.Clone()
@@ -119,7 +122,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 // apply runs h (nil: skip) under the write lock and records the applied index. When the state
 // changed, it bumps the version and logs the ids the change touched under the same lock, so
 // that ChangedSince sees both or neither.
-func (f *FSM) apply(h handler, index uint64, body []byte) (res Result, changed bool) {
+func (f *FSM) apply(h handler, index, term uint64, body []byte) (res Result, changed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res = Result{Outcome: Ignored}
@@ -127,7 +130,7 @@ func (f *FSM) apply(h handler, index uint64, body []byte) (res Result, changed b
 	if h != nil {
 		res = h(&f.st, index, body)
 	}
-	f.st.applied = index
+	f.st.applied, f.st.appliedTerm = index, term
 	// A handler that touched a record or the journal changed the state whatever its outcome
 	// says.
 	changed = res.Outcome.Changed() || len(f.st.touched) > 0 || f.st.journalChanged
@@ -142,6 +145,15 @@ func (f *FSM) replayed(index uint64) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return index <= f.st.applied
+}
+
+// AppliedEntry returns the index and term of the last entry applied; term is 0 when the
+// state at index was loaded or restored rather than applied. An entry applied is committed, so
+// a log holding an entry of that index and term holds the committed log up to it.
+func (f *FSM) AppliedEntry() (index, term uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.applied, f.st.appliedTerm
 }
 
 // ClusterID returns the cluster id, "" before the first leader set it.
