@@ -136,7 +136,7 @@ func (a *FleetAck) stream(ctx context.Context, id string, f *peerFeed) (got bool
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := consensusv1.NewFleetAckClient(cc).WatchApplied(ctx, &consensusv1.WatchAppliedRequest{From: a.node.ID()})
+	st, err := consensusv1.NewFleetAckClient(cc).WatchApplied(ctx, &consensusv1.WatchAppliedRequest{From: a.node.ID(), OwnWrites: true})
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
 // How a node of an ackCluster serves WatchApplied.
@@ -37,10 +38,59 @@ func (c *ackCluster) interceptors(i int) []grpc.ServerOption {
 					<-ss.Context().Done()
 					return nil
 				}
+				ss = &countingStream{ServerStream: ss, c: c, node: i}
 			}
 			return h(srv, ss)
 		}),
 	}
+}
+
+// countingStream counts the applied indexes node sends on one WatchApplied stream, by watcher.
+type countingStream struct {
+	grpc.ServerStream
+	c    *ackCluster
+	node int
+	from string
+}
+
+func (s *countingStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if req, ok := m.(*consensusv1.WatchAppliedRequest); ok && err == nil {
+		s.from = req.From
+	}
+	return err
+}
+
+func (s *countingStream) SendMsg(m any) error {
+	if a, ok := m.(*consensusv1.AppliedIndex); ok && a.Applied > 0 {
+		s.c.pushedMu.Lock()
+		s.c.pushed[[2]string{s.c.nodes[s.node].ID(), s.from}]++
+		s.c.pushedMu.Unlock()
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// pushes returns how many applied indexes node from sent to node to.
+func (c *ackCluster) pushes(from, to int) int {
+	c.pushedMu.Lock()
+	defer c.pushedMu.Unlock()
+	return c.pushed[[2]string{c.nodes[from].ID(), c.nodes[to].ID()}]
+}
+
+// registerFor writes a registration through the leader on behalf of node writer, as the
+// leader does for a write writer forwarded, and returns its index.
+func (c *ackCluster) registerFor(t *testing.T, lead, writer, port int) uint64 {
+	t.Helper()
+	cmd := fsm.Register{Spec: spec(t, port), Owner: "n1", At: time.Unix(1, 0)}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.nodes[lead].apply(context.Background(), cmd.Type(), data, c.nodes[writer].ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Index
 }
 
 func (c *ackCluster) askedTotal() int64 {
@@ -52,21 +102,35 @@ func (c *ackCluster) askedTotal() int64 {
 }
 
 // Peers push their applied index to the writer on the streams it follows: a write is
-// acknowledged by every live peer with no WaitApplied request sent to any.
+// acknowledged by every live peer with no WaitApplied request sent to any. They push it only
+// for the writer's own writes (each entry names the node that proposed it): nothing is sent to
+// a gateway for the writes of others, which it does not wait for.
 func TestPeersPushTheirAppliedIndex(t *testing.T) {
 	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
 	lead := c.waitLeader(t, 0, 1, 2)
 	waitReady(t, c.nodes[lead])
-	for _, writer := range []int{follower(lead, 3), lead} {
+	f := follower(lead, 3)
+	other := follower(f, 3)
+	for _, writer := range []int{f, lead} {
 		for i := range 5 {
-			res, _ := c.register(t, lead, 8140+10*writer+i)
-			if rep := c.acks[writer].Acknowledge(context.Background(), res.Index); len(rep.Lagging) > 0 || len(rep.Acked) != 3 {
+			index := c.registerFor(t, lead, writer, 8140+10*writer+i)
+			if rep := c.acks[writer].Acknowledge(context.Background(), index); len(rep.Lagging) > 0 || len(rep.Acked) != 3 {
 				t.Fatalf("n%d's write %d: %+v", writer+1, i, rep)
 			}
 		}
 	}
 	if n := c.askedTotal(); n != 0 {
 		t.Errorf("the peers were asked WaitApplied %d times; want none: their streams push the index", n)
+	}
+	before := c.pushes(other, f)
+	var last uint64
+	for i := range 10 { // the leader's own writes, which f does not wait for
+		last = c.registerFor(t, lead, lead, 8180+i)
+		c.acks[lead].Acknowledge(context.Background(), last)
+	}
+	waitApplied(t, c.nodes, last)
+	if got := c.pushes(other, f) - before; got != 0 {
+		t.Errorf("n%d pushed n%d %d applied indexes for 10 writes of n%d; want none", other+1, f+1, got, lead+1)
 	}
 }
 

@@ -26,11 +26,13 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if err != nil {
 		return fsm.Result{}, err
 	}
-	return n.apply(ctx, cmd.Type(), data)
+	return n.apply(ctx, cmd.Type(), data, n.ID())
 }
 
-// apply proposes an encoded entry. Forwarding (step 6) hands the leader entries in this form.
-func (n *Node) apply(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
+// apply proposes an encoded entry on behalf of node from (this node, or the follower that
+// forwarded it), which the entry names (fsm.FSM.AppliedFor). Forwarding (step 6) hands the
+// leader entries in this form.
+func (n *Node) apply(ctx context.Context, typ fsm.CommandType, data []byte, from string) (fsm.Result, error) {
 	if n.closed.Load() {
 		return fsm.Result{}, ErrShutdown
 	}
@@ -51,7 +53,7 @@ func (n *Node) apply(ctx context.Context, typ fsm.CommandType, data []byte) (fsm
 	if enqueue <= 0 { // raft reads 0 as "wait forever"
 		return fsm.Result{}, ErrTimeout
 	}
-	f := n.raft.Apply(data, enqueue)
+	f := n.raft.ApplyLog(raft.Log{Data: data, Extensions: []byte(from)}, enqueue)
 	if err := n.wait(ctx, f); err != nil {
 		return fsm.Result{}, n.applyError(err)
 	}

@@ -63,7 +63,8 @@ func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitA
 // WatchApplied implements consensusv1.FleetAckServer: it sends this node's applied index at
 // once, then each time it grows, until the caller ends the stream or Close. A node whose data
 // plane is not built yet (start-up) sends once it is. While this node leads, the stream also
-// sends its commit notices (sendNotices).
+// sends its commit notices (sendNotices). A watcher that asks for its own writes only is sent
+// the applied index only when it covers one (sendOwnWrites).
 func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st grpc.ServerStreamingServer[consensusv1.AppliedIndex]) error {
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
@@ -81,8 +82,19 @@ func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st g
 		return st.Send(m)
 	}
 	notices := make(chan error, 1)
-	go func() { notices <- s.sendNotices(ctx, send) }()
-	err := s.sendApplied(ctx, send)
+	go func() {
+		err := s.sendNotices(ctx, send)
+		if err != nil {
+			cancel() // the stream broke: end the other sender too
+		}
+		notices <- err
+	}()
+	var err error
+	if req.OwnWrites && req.From != "" {
+		err = s.sendOwnWrites(ctx, req.From, send)
+	} else {
+		err = s.sendApplied(ctx, send)
+	}
 	cancel()
 	if nerr := <-notices; err == nil {
 		err = nerr
@@ -113,6 +125,44 @@ func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1
 			return err
 		}
 		want = got + 1
+	}
+}
+
+// sendOwnWrites sends the data plane's applied index at once, then each time it covers a
+// further entry that node from proposed (fsm.FSM.AppliedFor): the only indexes from waits
+// for. Each entry applied wakes it; only an entry of from makes it wait for the data plane.
+func (s *fleetAckServer) sendOwnWrites(ctx context.Context, from string, send func(*consensusv1.AppliedIndex) error) error {
+	f := s.a.node.fsm
+	retry := time.NewTimer(feedRetryMin)
+	retry.Stop()
+	defer retry.Stop()
+	for sent, first := uint64(0), true; ; {
+		applied := f.AppliedSignal() // before the index: no entry slips between
+		if want := f.AppliedFor(from); first || want > sent {
+			got := s.a.o.Local.WaitApplied(ctx, want)
+			if ctx.Err() != nil {
+				return nil // the caller left, or this node closes: the caller reads EOF and follows again
+			}
+			if got < want { // no data plane yet: look again shortly
+				retry.Reset(feedRetryMin)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-retry.C:
+				}
+				continue
+			}
+			if err := send(&consensusv1.AppliedIndex{Applied: got}); err != nil {
+				return err
+			}
+			sent, first = max(sent, got), false
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-applied:
+		}
 	}
 }
 

@@ -88,6 +88,9 @@ type ackCluster struct {
 	// WatchApplied (ackfeed_test.go).
 	asked []atomic.Int64
 	watch []atomic.Int32
+	// pushed counts the applied indexes sent on WatchApplied streams, by sender and watcher id.
+	pushedMu sync.Mutex
+	pushed   map[[2]string]int
 }
 
 // startAckCluster starts size nodes; local gives each node's data plane, and each tune, if
@@ -96,7 +99,7 @@ func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i
 	t.Helper()
 	c := &ackCluster{cluster: &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)},
 		addrs: make(map[string]string), members: &staticMembers{},
-		asked: make([]atomic.Int64, size), watch: make([]atomic.Int32, size)}
+		asked: make([]atomic.Int64, size), watch: make([]atomic.Int32, size), pushed: make(map[[2]string]int)}
 	var servers []raft.Server
 	for i := range size {
 		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))

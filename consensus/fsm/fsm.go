@@ -66,6 +66,12 @@ type FSM struct {
 
 	// appliedSig is closed, and replaced, each time the applied index grows (AppliedSignal).
 	appliedSig atomic.Pointer[chan struct{}]
+
+	// proposed is, by node id, the index of the last entry applied that the node proposed (the
+	// entry's Extensions name it); not replicated state, and empty after a restart. Guarded by
+	// proposedMu.
+	proposedMu sync.Mutex
+	proposed   map[string]uint64
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -75,7 +81,7 @@ func New(logger *slog.Logger) *FSM {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	f := &FSM{log: logger, st: newState(), watchers: make(map[chan struct{}]struct{})}
+	f := &FSM{log: logger, st: newState(), watchers: make(map[chan struct{}]struct{}), proposed: make(map[string]uint64)}
 	sig := make(chan struct{})
 	f.appliedSig.Store(&sig)
 	return f
@@ -100,6 +106,11 @@ func (f *FSM) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("consensus/fsm: entry %d has unknown command type %d", l.Index, uint8(t)))
 	}
 	res, changed := f.apply(h, l.Index, l.Term, l.Data[1:])
+	if len(l.Extensions) > 0 {
+		f.proposedMu.Lock()
+		f.proposed[string(l.Extensions)] = l.Index
+		f.proposedMu.Unlock()
+	}
 	res.Index = l.Index
 	if res.Record != nil {
 		c := res.Record.Clone()
@@ -154,6 +165,14 @@ func (f *FSM) AppliedEntry() (index, term uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.st.applied, f.st.appliedTerm
+}
+
+// AppliedFor returns the index of the last entry applied that node id proposed, 0 when none
+// since this FSM started.
+func (f *FSM) AppliedFor(id string) uint64 {
+	f.proposedMu.Lock()
+	defer f.proposedMu.Unlock()
+	return f.proposed[id]
 }
 
 // ClusterID returns the cluster id, "" before the first leader set it.

@@ -200,8 +200,13 @@ func (x *WaitAppliedResponse) GetReached() bool {
 
 type WatchAppliedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// from is the watching node's id, for log lines.
-	From          string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// from is the watching node's id, for log lines, and for own_writes.
+	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// own_writes asks for the applied index (after the first, sent at once) only when it covers
+	// an entry the watcher proposed, as each entry names its proposer (the raft log entry's
+	// Extensions): a writer waits only for its own writes, so the others need not be sent. A
+	// server that predates the field sends every growth.
+	OwnWrites     bool `protobuf:"varint,2,opt,name=own_writes,json=ownWrites,proto3" json:"own_writes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +246,13 @@ func (x *WatchAppliedRequest) GetFrom() string {
 		return x.From
 	}
 	return ""
+}
+
+func (x *WatchAppliedRequest) GetOwnWrites() bool {
+	if x != nil {
+		return x.OwnWrites
+	}
+	return false
 }
 
 type AppliedIndex struct {
@@ -480,9 +492,11 @@ const file_consensus_v1_ack_proto_rawDesc = "" +
 	"\x04from\x18\x02 \x01(\tR\x04from\"I\n" +
 	"\x13WaitAppliedResponse\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\x04R\aapplied\x12\x18\n" +
-	"\areached\x18\x02 \x01(\bR\areached\")\n" +
+	"\areached\x18\x02 \x01(\bR\areached\"H\n" +
 	"\x13WatchAppliedRequest\x12\x12\n" +
-	"\x04from\x18\x01 \x01(\tR\x04from\"c\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x1d\n" +
+	"\n" +
+	"own_writes\x18\x02 \x01(\bR\townWrites\"c\n" +
 	"\fAppliedIndex\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\x04R\aapplied\x129\n" +
 	"\x06commit\x18\x02 \x01(\v2!.meshgw.consensus.v1.CommitNoticeR\x06commit\"d\n" +
