@@ -32,10 +32,16 @@ type RaftResult struct {
 	// loopback network's share, without the disk's. Nil where there is no tmpfs.
 	FleetAckMemory []*WriteLatency `json:"fleet_ack_writes_tmpfs,omitempty"`
 	// DiskCommit is `raftbench commit`: one raft log append made durable on the disk of the
-	// state directories. A fleet-acknowledged write pays it four times in a row (the write on
-	// the leader, then on a follower; the Barrier that tells the followers it committed, on the
-	// leader, then on each follower), so four times its p50 is the write's floor on this disk.
+	// state directories. A fleet-acknowledged write pays one three times in a row: the write on
+	// the leader, then on the followers, then each node's store of the commit index once it
+	// learned that the write committed (consensus.Node.keepCommit).
 	DiskCommit *WriteLatency `json:"disk_commit,omitempty"`
+	// DiskCommitAt is the same with as many stores appending at once as fleetAckSizes has
+	// gateways, each round as slow as its slowest: the followers of one write append together,
+	// and every node stores the commit index together. On a machine whose gateways share one
+	// disk, three times its p50 is the fleet-acknowledged write's floor, and its p99 the disk's
+	// share of that write's p99.
+	DiskCommitAt []*WriteLatency `json:"disk_commit_at,omitempty"`
 }
 
 // WriteLatency is the latency of sequential writes.
@@ -83,6 +89,15 @@ func runRaft(ctx context.Context, ps *procs, o *Options) any {
 	dc.Nodes = 1
 	dc.What = "one raft log entry appended and made durable (one bbolt transaction) in the state directory's file system"
 	res.DiskCommit = &dc
+	for _, n := range fleetAckSizes {
+		var at WriteLatency
+		if err := runRaftbench(ps, c, fmt.Sprintf("raftbench-commit-%d", n), time.Minute, &at, "commit", "--writes", "1000",
+			"--stores", fmt.Sprint(n), "--dir", filepath.Join(dir, fmt.Sprintf("commit-%d", n))); err != nil {
+			return notMeasured("disk commits: " + err.Error())
+		}
+		at.What = fmt.Sprintf("the same appended to %d stores at once on that file system, each round as slow as its slowest", n)
+		res.DiskCommitAt = append(res.DiskCommitAt, &at)
+	}
 	if res.FleetAck, err = fleetAckRuns(ctx, ps, o, false); err != nil {
 		return notMeasured(err.Error())
 	}

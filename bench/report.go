@@ -340,7 +340,7 @@ func (r *Report) printSections(w io.Writer) {
 				fmt.Fprintf(w, "%s: failover: %s (%s)\n", sec.name, f.Status, f.Reason)
 			}
 		case RaftResult:
-			for _, l := range slices.Concat([]*WriteLatency{v.DiskCommit, v.Admin, v.Cluster, v.ClusterAck}, v.FleetAck, v.FleetAckMemory) {
+			for _, l := range slices.Concat([]*WriteLatency{v.DiskCommit}, v.DiskCommitAt, []*WriteLatency{v.Admin, v.Cluster, v.ClusterAck}, v.FleetAck, v.FleetAckMemory) {
 				if l == nil {
 					continue
 				}

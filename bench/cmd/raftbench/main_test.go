@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
 
@@ -18,6 +19,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"cluster"}, // no --dir
 		{"commit"},  // no --dir
 		{"commit", "--dir", "x", "--writes", "0"},
+		{"commit", "--dir", "x", "--stores", "0"},
 		{"cluster", "--dir", "x", "--nodes", "0"},
 		{"fill", "--node-id", "n1"},  // no --state-dir
 		{"fill", "--state-dir", "x"}, // no --node-id
@@ -44,18 +46,21 @@ func TestCluster(t *testing.T) {
 	}
 }
 
-// TestCommit times appends to a store on disk.
+// TestCommit times appends to one store on disk, and to three at once.
 func TestCommit(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"commit", "--writes", "20", "--dir", t.TempDir()}, &out, io.Discard); code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	var res CommitResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Writes != 20 || res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.MaxMs < res.P99Ms {
-		t.Errorf("result %+v", res)
+	for _, stores := range []int{1, 3} {
+		var out bytes.Buffer
+		args := []string{"commit", "--writes", "20", "--stores", fmt.Sprint(stores), "--dir", t.TempDir()}
+		if code := run(context.Background(), args, &out, io.Discard); code != 0 {
+			t.Fatalf("%d stores: exit %d", stores, code)
+		}
+		var res CommitResult
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Nodes != stores || res.Writes != 20 || res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.MaxMs < res.P99Ms {
+			t.Errorf("%d stores: result %+v", stores, res)
+		}
 	}
 }
 
