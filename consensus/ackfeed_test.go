@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
@@ -156,6 +157,39 @@ func TestPeersWithoutAStreamAreAsked(t *testing.T) {
 		}
 		if c.asked[other].Load() == 0 {
 			t.Errorf("mode %d: n%d, which pushes nothing, was never asked WaitApplied", mode, other+1)
+		}
+	}
+}
+
+// A watcher that does not ask for its own writes only (a gateway of an older version) is sent
+// every index its peer applies, as before.
+func TestOlderWatchersGetEveryIndex(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	f := follower(lead, 3)
+	cc, err := grpc.NewClient(c.addrs[c.nodes[lead].ID()], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := consensusv1.NewFleetAckClient(cc).WatchApplied(ctx, &consensusv1.WatchAppliedRequest{From: c.nodes[f].ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for i := range 3 { // the leader's own writes, not the watcher's
+		last = c.registerFor(t, lead, lead, 8190+i)
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended before index %d: %v", last, err)
+		}
+		if m.Applied >= last {
+			return
 		}
 	}
 }

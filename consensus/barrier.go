@@ -64,7 +64,7 @@ func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitA
 // once, then each time it grows, until the caller ends the stream or Close. A node whose data
 // plane is not built yet (start-up) sends once it is. While this node leads, the stream also
 // sends its commit notices (sendNotices). A watcher that asks for its own writes only is sent
-// the applied index only when it covers one (sendOwnWrites).
+// the applied index only when it covers one (ownWrites).
 func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st grpc.ServerStreamingServer[consensusv1.AppliedIndex]) error {
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
@@ -89,12 +89,11 @@ func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st g
 		}
 		notices <- err
 	}()
-	var err error
+	next := everyIndex
 	if req.OwnWrites && req.From != "" {
-		err = s.sendOwnWrites(ctx, req.From, send)
-	} else {
-		err = s.sendApplied(ctx, send)
+		next = s.ownWrites(req.From)
 	}
+	err := s.sendApplied(ctx, send, next)
 	cancel()
 	if nerr := <-notices; err == nil {
 		err = nerr
@@ -102,8 +101,11 @@ func (s *fleetAckServer) WatchApplied(req *consensusv1.WatchAppliedRequest, st g
 	return err
 }
 
-// sendApplied sends the data plane's applied index each time it grows, until ctx ends.
-func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1.AppliedIndex) error) error {
+// sendApplied sends the data plane's applied index at once, then each time it reaches the index
+// next names after the one sent, until ctx ends. next returns that index, or a channel to wait
+// on before asking again.
+func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1.AppliedIndex) error,
+	next func(sent uint64) (want uint64, wait <-chan struct{})) error {
 	retry := time.NewTimer(feedRetryMin)
 	retry.Stop()
 	defer retry.Stop()
@@ -124,45 +126,31 @@ func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1
 		if err := send(&consensusv1.AppliedIndex{Applied: got}); err != nil {
 			return err
 		}
-		want = got + 1
+		var wait <-chan struct{}
+		for want, wait = next(got); wait != nil; want, wait = next(got) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wait:
+			}
+		}
 	}
 }
 
-// sendOwnWrites sends the data plane's applied index at once, then each time it covers a
-// further entry that node from proposed (fsm.FSM.AppliedFor): the only indexes from waits
-// for. Each entry applied wakes it; only an entry of from makes it wait for the data plane.
-func (s *fleetAckServer) sendOwnWrites(ctx context.Context, from string, send func(*consensusv1.AppliedIndex) error) error {
+// everyIndex is sendApplied's next for a watcher of every index: the one after the last sent.
+func everyIndex(sent uint64) (uint64, <-chan struct{}) { return sent + 1, nil }
+
+// ownWrites is sendApplied's next for a watcher of its own writes: the last entry node from
+// proposed that the FSM applied (fsm.FSM.AppliedFor), once it is past the index sent; until
+// then, the FSM's next apply.
+func (s *fleetAckServer) ownWrites(from string) func(sent uint64) (uint64, <-chan struct{}) {
 	f := s.a.node.fsm
-	retry := time.NewTimer(feedRetryMin)
-	retry.Stop()
-	defer retry.Stop()
-	for sent, first := uint64(0), true; ; {
+	return func(sent uint64) (uint64, <-chan struct{}) {
 		applied := f.AppliedSignal() // before the index: no entry slips between
-		if want := f.AppliedFor(from); first || want > sent {
-			got := s.a.o.Local.WaitApplied(ctx, want)
-			if ctx.Err() != nil {
-				return nil // the caller left, or this node closes: the caller reads EOF and follows again
-			}
-			if got < want { // no data plane yet: look again shortly
-				retry.Reset(feedRetryMin)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-retry.C:
-				}
-				continue
-			}
-			if err := send(&consensusv1.AppliedIndex{Applied: got}); err != nil {
-				return err
-			}
-			sent, first = max(sent, got), false
-			continue
+		if want := f.AppliedFor(from); want > sent {
+			return want, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-applied:
-		}
+		return 0, applied
 	}
 }
 
