@@ -107,7 +107,7 @@ func (a *FleetAck) follow(id string, f *peerFeed) {
 		if status.Code(err) == codes.Unimplemented {
 			f.set(func(f *peerFeed) { f.unsupported = true })
 			a.log.Debug("a peer does not serve WatchApplied; asking it WaitApplied for each write", "peer", id)
-			wait.Reset(feedRecheck) // kept in the map until then, so that no new feed asks again
+			wait.Reset(time.Duration(a.recheck.Load())) // kept in the map until then, so that no new feed asks again
 			select {
 			case <-ctx.Done():
 			case <-wait.C:

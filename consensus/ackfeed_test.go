@@ -161,6 +161,40 @@ func TestPeersWithoutAStreamAreAsked(t *testing.T) {
 	}
 }
 
+// A peer that served no WatchApplied (an older version) is tried again after feedRecheck: once
+// it serves the stream (upgraded), the writer follows it and asks it nothing more.
+func TestUpgradedPeerIsFollowedAgain(t *testing.T) {
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
+	lead := c.waitLeader(t, 0, 1, 2)
+	waitReady(t, c.nodes[lead])
+	writer, other := follower(lead, 3), follower(follower(lead, 3), 3)
+	c.acks[writer].recheck.Store(int64(100 * time.Millisecond))
+	c.watch[other].Store(watchUnimplemented)
+	index := c.registerFor(t, lead, writer, 8195)
+	if rep := c.acks[writer].Acknowledge(context.Background(), index); len(rep.Lagging) > 0 {
+		t.Fatalf("lagging %v", rep.Lagging)
+	}
+	if c.asked[other].Load() == 0 {
+		t.Fatalf("n%d, which served no stream, was not asked", other+1)
+	}
+	c.watch[other].Store(watchServed) // upgraded
+	id := c.nodes[other].ID()
+	waitFor(t, "the writer to follow the upgraded peer's stream", func() bool {
+		applied, unsupported, _, _ := c.acks[writer].feed(id).get()
+		return !unsupported && applied > 0
+	})
+	asked := c.asked[other].Load()
+	for i := range 3 {
+		index := c.registerFor(t, lead, writer, 8196+i)
+		if rep := c.acks[writer].Acknowledge(context.Background(), index); len(rep.Lagging) > 0 {
+			t.Fatalf("write %d: lagging %v", i, rep.Lagging)
+		}
+	}
+	if got := c.asked[other].Load() - asked; got != 0 {
+		t.Errorf("the upgraded peer was asked %d more times; want none: its stream pushes the index", got)
+	}
+}
+
 // A watcher that does not ask for its own writes only (a gateway of an older version) is sent
 // every index its peer applies, as before.
 func TestOlderWatchersGetEveryIndex(t *testing.T) {

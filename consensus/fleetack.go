@@ -98,8 +98,10 @@ type FleetAck struct {
 	// noticeSig is closed and replaced when it changes; the WatchApplied streams send it.
 	notice    atomic.Pointer[commitNotice]
 	noticeSig atomic.Pointer[chan struct{}]
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// recheck is feedRecheck in nanoseconds (tests shorten it).
+	recheck atomic.Int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
@@ -128,6 +130,7 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	}
 	sig := make(chan struct{})
 	a.noticeSig.Store(&sig)
+	a.recheck.Store(int64(feedRecheck))
 	a.wg.Add(1)
 	go a.noticeLoop()
 	return a, nil
