@@ -26,7 +26,8 @@ const refusalLogEvery = 10 * time.Second
 // acknowledged before (issue 11, "amnesia"). So while rejoining the node answers every vote and
 // pre-vote request with a refusal, and its own requests fail: it can neither elect nor be
 // elected. Everything else (replication, snapshots, heartbeats) passes through, so that it
-// catches up.
+// catches up. Being the one channel raft reads its RPCs from, it also takes the RPCs this node
+// makes for its own raft (deliver: the leader's commit notices, commitnotice.go).
 type voteGuard struct {
 	raft.Transport
 	self      raft.ServerID
