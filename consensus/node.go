@@ -27,7 +27,9 @@ type Node struct {
 	// guard holds votes back while the node is rejoining (voteguard.go).
 	guard *voteGuard
 	// relay hands raft the leader's commit notices (commitnotice.go).
-	relay       *commitRelay
+	relay *commitRelay
+	// hb follows the leader's heartbeats to each peer (heartbeats.go).
+	hb          *heartbeats
 	incarnation string
 	stores      stores
 	met         *metrics
@@ -96,6 +98,9 @@ func Start(cfg Config) (*Node, error) {
 		n.saver = newSaver(n.fsm, n.stores.db, version, saved, cfg.saveInterval, logger)
 		n.saver.start()
 	}
+	n.hb = newHeartbeats()
+	n.wg.Add(1)
+	go n.followHeartbeats()
 	n.relay = newCommitRelay(n)
 	n.wg.Go(func() {
 		defer n.recoverLog("commit relay")

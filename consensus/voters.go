@@ -42,6 +42,12 @@ type Peer struct {
 	// (a first join, or a state directory that was lost): it is not a live voter (rule 8), a
 	// voter seat it holds is taken back (rule 3b), and it is not promoted (rule 5).
 	Rejoining bool
+	// Unreachable says the leader's raft heartbeats to the peer fail (raft's
+	// FailedHeartbeatObservation, not resumed since): it is not promoted (rule 5), as Consul's
+	// autopilot promotes only a server in contact. A seat given to a peer that cannot be
+	// reached holds nothing, and a voter set of which one cannot vote loses its quorum at the
+	// next fault.
+	Unreachable bool
 	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not
 	// promoted, its voter seat goes to a peer that is not draining (rules 5 and 5b), it leaves the
 	// configuration once it is gone from the mesh (rule 3c), and a draining leader hands the
@@ -151,7 +157,7 @@ type Change struct {
 //     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
 //     the grace is removed.
 //  5. While there are fewer voters that are not draining than Voters, an alive non-voter already
-//     in the configuration that is neither rejoining nor draining is promoted: the one whose
+//     in the configuration that is neither rejoining, draining nor unreachable is promoted: the one whose
 //     region holds the fewest voters, then the lowest id. Peers added by this plan wait for the
 //     next pass, so that raft has started to catch them up. Regions are those of the voters the
 //     mesh lists (Self's from its own entry in peers). Draining peers are never promoted.
@@ -439,13 +445,14 @@ func (p *planner) voterRegions() map[string]int {
 	return regions
 }
 
-// promotable is rule 5's choice: an alive non-voter whose region holds the fewest voters, then
-// the lowest id.
+// promotable is rule 5's choice: an alive non-voter the leader reaches, whose region holds the
+// fewest voters, then the lowest id.
 func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
-		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.Rejoining || s.peer.Draining {
+		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.Rejoining ||
+			s.peer.Draining || s.peer.Unreachable {
 			continue
 		}
 		if !found || regions[s.peer.Region] < regions[best.peer.Region] {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,7 +171,13 @@ func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
 		return 0, err
 	}
 	opts := VoterOptions{Voters: r.cfg.Voters, DeadVoterGrace: r.cfg.DeadVoterGrace, Self: r.node.ID()}
-	for _, c := range PlanMembership(cfg, r.cfg.Membership.Peers(), time.Now(), opts) {
+	peers := slices.Clone(r.cfg.Membership.Peers())
+	if hb, ok := r.node.(interface{ raftUnreachable(id string) bool }); ok {
+		for i := range peers {
+			peers[i].Unreachable = hb.raftUnreachable(peers[i].ID)
+		}
+	}
+	for _, c := range PlanMembership(cfg, peers, time.Now(), opts) {
 		if err := ctx.Err(); err != nil {
 			return applied, err
 		}

@@ -38,6 +38,9 @@ func moved(p Peer, addr string) Peer { p.RaftAddress = addr; return p }
 // rejoining is p with a new, not yet caught-up raft state.
 func rejoining(p Peer) Peer { p.Rejoining, p.Incarnation = true, "inc-"+p.ID; return p }
 
+// unreachable is p when the leader's raft heartbeats to it fail.
+func unreachable(p Peer) Peer { p.Unreachable = true; return p }
+
 // draining is p drained by an operator.
 func draining(p Peer) Peer { p.Draining = true; return p }
 
@@ -236,6 +239,11 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), alive("n4", "b")}},
 		{name: "an unknown non-voter is not promoted", cfg: conf(voter("n1"), nonvoter("n2")),
 			peers: []Peer{alive("n1", "a")}},
+		{name: "a non-voter the leader's heartbeats do not reach is not promoted", cfg: conf(voter("n1"), voter("n3"), nonvoter("n2")),
+			peers: []Peer{alive("n1", "a"), unreachable(alive("n2", "a")), alive("n3", "a")}},
+		{name: "another that they reach is, whatever its region", cfg: conf(voter("n1"), voter("n3"), nonvoter("n2"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), unreachable(alive("n2", "b")), alive("n3", "a"), alive("n4", "a")},
+			want:  []Change{promote("n4")}},
 
 		// Rule 6: demotion of extra voters.
 		{name: "an extra voter in the most crowded region, highest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
