@@ -241,3 +241,49 @@ func advance(d time.Duration) {
 	<-time.After(d)
 	synctest.Wait()
 }
+
+// unreachableNode is a fakeNode whose leader cannot reach the peers it lists by raft.
+type unreachableNode struct {
+	*fakeNode
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (u *unreachableNode) raftUnreachable(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ids[id]
+}
+
+func (u *unreachableNode) set(id string, unreachable bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ids[id] = unreachable
+}
+
+// A pass marks the peers its node cannot reach by raft, so that rule 5 does not promote one;
+// once the heartbeats reach it again, the next pass does.
+func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
+		node := &unreachableNode{fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1},
+			ids: map[string]bool{"n2": true}}
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runReconciler(r)
+		defer stop()
+		r.attachTo(node)
+		synctest.Wait()
+		if got := node.changes(); len(got) != 0 {
+			t.Fatalf("changes %+v while n2 is unreachable; want none", got)
+		}
+		node.set("n2", false)
+		m.set() // a signal: the next pass
+		synctest.Wait()
+		if diff := cmp.Diff([]Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
+			t.Fatalf("changes once n2 is reached (-want +got):\n%s", diff)
+		}
+	})
+}
