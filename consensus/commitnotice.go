@@ -196,6 +196,7 @@ func (n *Node) keepCommit() {
 	defer n.wg.Done()
 	defer n.recoverLog("commit keeper")
 	db := n.stores.db
+	failing := false // one line per run of failures, not one per entry
 	for {
 		applied := n.fsm.AppliedSignal() // before the entries: none slips between
 		notice, delivered := n.relay.lastDelivered()
@@ -204,10 +205,15 @@ func (n *Node) keepCommit() {
 			index, term = notice.index, notice.entryTerm
 		}
 		if term != 0 && index > db.CommitIndex() {
-			if _, err := db.SaveCommit(index, term); err != nil {
-				n.log.Error("cannot store the commit index; a restart applies the entries past the stored one once a leader exists",
+			_, err := db.SaveCommit(index, term)
+			switch {
+			case err != nil && !failing:
+				n.log.Error("cannot store the commit index; a restart applies the entries past the stored one once a leader exists, and acknowledgements wait",
 					"index", index, "err", err)
+			case err == nil && failing:
+				n.log.Info("the commit index is stored again", "index", index)
 			}
+			failing = err != nil
 		}
 		select {
 		case <-n.stop:
