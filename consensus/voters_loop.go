@@ -23,6 +23,10 @@ const (
 	// maxPassesPerWake bounds the passes run back to back after one event or tick: a plan holds
 	// one voter change, so a pass that changed something is followed at once by another.
 	maxPassesPerWake = 16
+	// unreachableRecheck is how soon a pass runs again after one that found a peer the leader
+	// cannot reach by raft: no membership event comes when its heartbeats resume (a gateway
+	// started again at once), and the next full pass is ReconcileInterval away.
+	unreachableRecheck = time.Second
 )
 
 // errChangeTimeout says a configuration change was handed to raft but not known to commit in
@@ -82,6 +86,9 @@ type VoterReconciler struct {
 	node     membershipChanger // set once, before attached is closed
 
 	passes atomic.Uint64 // passes finished, for tests
+	// sawUnreachable says the last pass found a peer its node cannot reach by raft (Run then
+	// passes again after unreachableRecheck).
+	sawUnreachable atomic.Bool
 }
 
 // NewVoterReconciler returns a reconciler that waits for Attach.
@@ -129,13 +136,20 @@ func (r *VoterReconciler) Run(ctx context.Context) {
 	defer stop()
 	tick := time.NewTicker(r.cfg.ReconcileInterval)
 	defer tick.Stop()
+	recheck := time.NewTimer(unreachableRecheck)
+	defer recheck.Stop()
 	for {
 		r.reconcile(ctx)
+		recheck.Stop()
+		if r.sawUnreachable.Load() {
+			recheck.Reset(unreachableRecheck)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-signals:
 		case <-tick.C:
+		case <-recheck.C:
 		}
 	}
 }
@@ -172,11 +186,14 @@ func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
 	}
 	opts := VoterOptions{Voters: r.cfg.Voters, DeadVoterGrace: r.cfg.DeadVoterGrace, Self: r.node.ID()}
 	peers := slices.Clone(r.cfg.Membership.Peers())
+	unreachable := false
 	if hb, ok := r.node.(interface{ raftUnreachable(id string) bool }); ok {
 		for i := range peers {
 			peers[i].Unreachable = hb.raftUnreachable(peers[i].ID)
+			unreachable = unreachable || peers[i].Unreachable
 		}
 	}
+	r.sawUnreachable.Store(unreachable)
 	for _, c := range PlanMembership(cfg, peers, time.Now(), opts) {
 		if err := ctx.Err(); err != nil {
 			return applied, err
