@@ -1,0 +1,105 @@
+// Package clusterkey is the proof a gateway's peers give on raft's port, on the gRPC port and
+// in the mesh when the control plane runs without TLS and the gateway has an admin key. Every
+// gateway of a cluster shares its --admin-api-key; the cluster key is derived from it, so a
+// process that holds neither the admin key nor a node certificate can join no port of the
+// control plane, while one that holds the admin key gains nothing it could not do through the
+// admin API.
+//
+// Three things are derived from the key, each under its own label, and none of them reveals
+// the admin key or another of the three:
+//
+//   - raft's connections run a challenge and response in both directions before raft reads a
+//     byte (Handshake), with fresh nonces, so that a recorded exchange cannot be replayed;
+//   - gRPC calls carry a token in their metadata (Credentials, Check);
+//   - the mesh encrypts and authenticates gossip with an AES-256 key (GossipKey) when no
+//     --mesh-encrypt-key is given.
+package clusterkey
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+)
+
+// Labels of the derivations. A label never changes once released: peers of two versions must
+// derive the same values.
+const (
+	labelCluster = "meshgw cluster key v1"
+	labelGRPC    = "meshgw grpc token v1"
+	labelGossip  = "meshgw gossip key v1"
+	labelClient  = "meshgw raft client v1"
+	labelServer  = "meshgw raft server v1"
+)
+
+// Header is the gRPC metadata key that carries the token.
+const Header = "meshgw-cluster-proof"
+
+// Key is a cluster's key. Its zero value is not usable; use Derive.
+type Key struct {
+	k     [sha256.Size]byte
+	token string
+}
+
+// Derive returns the cluster key of the gateways whose admin key is adminKey, or nil when
+// adminKey is empty (no key: the control plane's loopback listeners trust the host).
+func Derive(adminKey string) *Key {
+	if adminKey == "" {
+		return nil
+	}
+	k := &Key{}
+	copy(k.k[:], mac([]byte(adminKey), []byte(labelCluster)))
+	k.token = hex.EncodeToString(k.mac([]byte(labelGRPC)))
+	return k
+}
+
+// mac is HMAC-SHA256 of the parts, each after the previous, under key.
+func mac(key []byte, parts ...[]byte) []byte {
+	h := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return h.Sum(nil)
+}
+
+func (k *Key) mac(parts ...[]byte) []byte { return mac(k.k[:], parts...) }
+
+// GossipKey is the base64 of the AES-256 key the mesh encrypts gossip with, in the form
+// --mesh-encrypt-key takes.
+func (k *Key) GossipKey() string {
+	return base64.StdEncoding.EncodeToString(k.mac([]byte(labelGossip)))
+}
+
+// String hides the key from a log line or an error that formats it by mistake.
+func (k *Key) String() string { return "clusterkey.Key(hidden)" }
+
+// GoString hides the key from %#v.
+func (k *Key) GoString() string { return k.String() }
+
+// Credentials are the per-call credentials of a gRPC client: every call carries the token.
+func (k *Key) Credentials() credentials.PerRPCCredentials { return perRPC{token: k.token} }
+
+// Check reports whether the incoming call of ctx carries the token.
+func (k *Key) Check(ctx context.Context) bool {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return false
+	}
+	vals := md.Get(Header)
+	return len(vals) == 1 && hmac.Equal([]byte(vals[0]), []byte(k.token))
+}
+
+// perRPC adds the token to each call's metadata.
+type perRPC struct{ token string }
+
+func (p perRPC) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{Header: p.token}, nil
+}
+
+// RequireTransportSecurity is false: the token is what proves a peer where there is no TLS
+// (loopback, or --insecure on a network the operator trusts).
+func (perRPC) RequireTransportSecurity() bool { return false }
