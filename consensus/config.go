@@ -85,6 +85,12 @@ type Config struct {
 	// TLS, when set, runs the TCP transport over mutual TLS (tls.go). Nil means plain TCP.
 	TLS *TLSConfig
 
+	// ClusterKey, when set and TLS is not, makes each connection of the TCP transport prove
+	// the cluster key both ways before raft reads a byte of it (stream.go): a process that
+	// does not hold the key can neither send raft an RPC nor receive raft's traffic. Nil means
+	// plain TCP, which trusts whoever reaches the port.
+	ClusterKey ClusterKey
+
 	// saveInterval is the least time between two saves of the applied state; zero means
 	// defaultSaveInterval. Tests set it.
 	saveInterval time.Duration
@@ -130,7 +136,8 @@ func (c Config) withDefaults() (Config, error) {
 
 // newTCPTransport listens on c.BindAddr and advertises c.AdvertiseAddr or its default. It owns
 // the listener (rather than raft.NewTCPTransport) so that port 0 and an unspecified bind address
-// both resolve before the advertise address is chosen. With c.TLS the stream layer is TLS's.
+// both resolve before the advertise address is chosen. With c.TLS the stream layer is TLS's,
+// else with c.ClusterKey the cluster key's.
 func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
 	ln, err := net.Listen("tcp", c.BindAddr)
 	if err != nil {
@@ -160,8 +167,11 @@ func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
 		return nil, fmt.Errorf("consensus: raft advertise address %q: %w", adv, err)
 	}
 	var stream raft.StreamLayer = &tcpStream{Listener: ln, advertise: advAddr}
-	if c.TLS != nil {
+	switch {
+	case c.TLS != nil:
 		stream = newTLSStream(ln, advAddr, *c.TLS, c.Logger)
+	case c.ClusterKey != nil:
+		stream = newKeyStream(ln, advAddr, c.ClusterKey, c.Logger)
 	}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,

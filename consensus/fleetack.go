@@ -50,6 +50,9 @@ type FleetAckOptions struct {
 	Timeout time.Duration
 	// Credentials secure the connections to peers. Nil means insecure (plain TCP).
 	Credentials credentials.TransportCredentials
+	// DialOptions are added to every connection to a peer (the cluster key's per-call
+	// credentials).
+	DialOptions []grpc.DialOption
 	// Logger receives the WARN line of a write some peers did not acknowledge in time. Nil
 	// means slog.Default().
 	Logger *slog.Logger
@@ -125,7 +128,7 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 	}
 	a := &FleetAck{
 		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"), met: met,
-		dial: []grpc.DialOption{grpc.WithTransportCredentials(creds)},
+		dial: append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.DialOptions...),
 		stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn), feeds: make(map[string]*peerFeed),
 	}
 	sig := make(chan struct{})

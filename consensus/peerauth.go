@@ -38,6 +38,10 @@ const hostLookupTimeout = time.Second
 //   - Without (--insecure), a caller's address must be the host of a member of the mesh that is
 //     alive or suspect and not foreign: the host of its gRPC, raft or mesh address. Else
 //     PermissionDenied. Any process on a member's host passes: that is what --insecure means.
+//   - Without TLS and with Key (a gateway with an admin key), a caller must also carry the
+//     token of the cluster key in its call's metadata (clusterkey), so that a process on a
+//     member's host, loopback included, that holds neither the admin key nor a node
+//     certificate is refused. Else Unauthenticated.
 //   - With VerifyNodeID (TLS only), the sender a request names (its from field) must be one of
 //     the names of the caller's certificate, so that one gateway cannot speak for another.
 //     Else PermissionDenied.
@@ -56,6 +60,9 @@ type PeerAuth struct {
 	VerifyNodeID bool
 	// Members is the mesh. Required without TLS.
 	Members memberSource
+	// Key, without TLS, is the cluster key every caller must prove. Nil means none: the hosts
+	// of the mesh's members are trusted (loopback without an admin key, as documented).
+	Key tokenChecker
 	// Logger receives the refusals. Nil means slog.Default().
 	Logger *slog.Logger
 	// lookup resolves a host name (tests replace it). Nil means net.DefaultResolver.
@@ -67,6 +74,13 @@ type PeerAuth struct {
 // ServerOptions are the interceptors to give grpc.NewServer.
 func (a *PeerAuth) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream)}
+}
+
+// tokenChecker checks the cluster key's token of an incoming call; *clusterkey.Key
+// implements it.
+type tokenChecker interface {
+	// Check reports whether the incoming call of ctx carries the token.
+	Check(ctx context.Context) bool
 }
 
 // sender is a request that names the gateway sending it.
@@ -132,6 +146,9 @@ func (a *PeerAuth) admit(ctx context.Context, method string) (*x509.Certificate,
 			return nil, a.refuse(codes.PermissionDenied, p.Addr.String(), method, "the caller's certificate is not a node certificate")
 		}
 		return leaf, nil
+	}
+	if a.Key != nil && !a.Key.Check(ctx) {
+		return nil, a.refuse(codes.Unauthenticated, p.Addr.String(), method, "the caller proved no cluster key (every gateway of a cluster needs the same --admin-api-key)")
 	}
 	if !a.isMember(ctx, p.Addr) {
 		return nil, a.refuse(codes.PermissionDenied, p.Addr.String(), method, "the caller is not a member of the mesh (--insecure admits only the hosts of live members)")

@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/clusterkey"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/worker"
@@ -211,5 +213,50 @@ func TestEveryCommandIsForwardableOrLeaderOnly(t *testing.T) {
 		if forwardable[typ] == leaderOnly[typ] {
 			t.Errorf("%s: forwardable %v, leader-only %v; want exactly one", typ, forwardable[typ], leaderOnly[typ])
 		}
+	}
+}
+
+// TestPeerAuthRequiresTheClusterKey: with a key, a caller from a member's host is refused
+// unless its call carries the key's token.
+func TestPeerAuthRequiresTheClusterKey(t *testing.T) {
+	n := startNode(t, Config{NodeID: "n1", Ephemeral: true, BindAddr: "127.0.0.1:0", Registerer: prometheus.NewRegistry(), Logger: quiet()})
+	waitReady(t, n)
+	s := spec(t, 8102)
+	if _, err := n.Apply(testCtx(t), fsm.Register{Spec: s, Owner: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	key := clusterkey.Derive("the admin key")
+	auth := &PeerAuth{Key: key, Logger: quiet(),
+		Members: meshOf{{ID: "n1", Status: mesh.StatusAlive, Address: "127.0.0.2:7946", Meta: mesh.Meta{RPCAddr: "127.0.0.2:1"}}}}
+	addr := serveForward(t, n, auth, nil)
+	disable := encode(t, fsm.SetFlags{ID: s.ID(), Flags: fsm.FlagChange{Disabled: ptr(true), Reason: "forged"}})
+	for _, tt := range []struct {
+		name  string
+		creds credentials.PerRPCCredentials
+		code  codes.Code
+	}{
+		{"no token", nil, codes.Unauthenticated},
+		{"another key's token", clusterkey.Derive("a guess").Credentials(), codes.Unauthenticated},
+		{"the key's token", key.Credentials(), codes.OK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+					d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+					return d.DialContext(ctx, "tcp", a)
+				})}
+			if tt.creds != nil {
+				opts = append(opts, grpc.WithPerRPCCredentials(tt.creds))
+			}
+			cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			_, err = consensusv1.NewForwardClient(cc).Apply(testCtx(t), &consensusv1.ApplyRequest{Entry: disable, From: "n1"})
+			if status.Code(err) != tt.code {
+				t.Fatalf("answer %v, want %v", err, tt.code)
+			}
+		})
 	}
 }

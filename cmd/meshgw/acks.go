@@ -15,7 +15,7 @@ import (
 func (c *cluster) startFleetAck() error {
 	a, err := consensus.NewFleetAck(c.node, consensus.FleetAckOptions{
 		Local: &c.applied, Members: c.mesh, ResolveRPC: c.resolveRPC,
-		Timeout: time.Duration(c.o.cluster.fleetAckTimeout) * time.Second, Credentials: c.o.tls.dialCreds(), Logger: c.base,
+		Timeout: time.Duration(c.o.cluster.fleetAckTimeout) * time.Second, Credentials: c.o.tls.dialCreds(), DialOptions: c.o.tls.keyDialOptions(), Logger: c.base,
 		Registerer: c.reg,
 	})
 	if err != nil {

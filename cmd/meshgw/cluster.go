@@ -111,6 +111,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	}
 	cfg := o.state.consensus(nodeID, o.cluster.raftBind(), o.cluster.meshAdvertiseHost, dir, log)
 	cfg.Registerer, cfg.Join, cfg.BootstrapExpect, cfg.TLS = reg, o.cluster.join, o.cluster.bootstrapExpect, o.tls.raftTLS()
+	cfg.ClusterKey = o.tls.raftKey()
 	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
 	// The voter reconciler, failover and the automatic rebalance run side by side for the
 	// term; all end with ctx.
@@ -162,7 +163,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 			c.log.Error("the gRPC listener failed", "err", err)
 		}
 	}()
-	if c.fwd, err = consensus.NewForwarder(c.node, consensus.ForwardOptions{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds()}); err != nil {
+	if c.fwd, err = consensus.NewForwarder(c.node, consensus.ForwardOptions{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds(), DialOptions: o.tls.keyDialOptions()}); err != nil {
 		c.shutdown()
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 		BindPort:      f.meshPort,
 		AdvertiseAddr: f.advertiseHost(f.meshBind()),
 		Profile:       f.meshProfile,
-		EncryptKey:    f.meshEncryptKey,
+		EncryptKey:    c.gossipKey(),
 		Meta: mesh.Meta{
 			NodeID:       c.nodeID,
 			Version:      buildVersion(),

@@ -22,6 +22,9 @@ type tlsFlags struct {
 
 	cluster *clusterFlags // where raft and gRPC bind
 	nodeID  *string       // --node-id, checked against the certificate with --tls-verify-node-id
+	// adminKey is --admin-api-key, from which the cluster key is derived without TLS. A
+	// secret: never logged, echoed or put in an error.
+	adminKey *string
 
 	store *certs.Store // the files, loaded by validate when TLS is on
 	self  string       // this gateway's node id, once serve resolved it (--node-id or the default)

@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 
+	"github.com/meshgw/meshgw/clusterkey"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -30,4 +31,18 @@ func (f *clusterFlags) reloadGossipKeys(m *mesh.Mesh, log *slog.Logger) {
 		return
 	}
 	log.Info("SIGHUP: reloaded the gossip keys", "file", f.meshEncryptKeyFile)
+}
+
+// gossipKey is the key the mesh encrypts and authenticates gossip with: --mesh-encrypt-key
+// (or its file) when given, else, with --admin-api-key, the gossip key derived from it
+// (clusterkey), so that a process that holds neither cannot join the mesh, loopback included;
+// else none.
+func (c *cluster) gossipKey() string {
+	if k := c.o.cluster.meshEncryptKey; k != "" {
+		return k
+	}
+	if k := clusterkey.Derive(c.o.gw.adminAPIKey); k != nil {
+		return k.GossipKey()
+	}
+	return ""
 }

@@ -58,7 +58,7 @@ type options struct {
 // others make raft and gRPC listen.
 func (o *options) groups() []flagGroup {
 	o.cluster.gw, o.cluster.state = &o.gw, &o.state
-	o.tls.cluster, o.tls.nodeID = &o.cluster, &o.gw.nodeID
+	o.tls.cluster, o.tls.nodeID, o.tls.adminKey = &o.cluster, &o.gw.nodeID, &o.gw.adminAPIKey
 	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
 }
 

@@ -10,7 +10,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/meshgw/meshgw/clusterkey"
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway"
 	"github.com/meshgw/meshgw/mesh"
@@ -37,19 +39,54 @@ func (f *tlsFlags) dialCreds() credentials.TransportCredentials {
 	return credentials.NewTLS(f.store.DialConfig())
 }
 
-// dialOptions are dialCreds as gRPC dial options; nil means the client's default (plaintext).
+// dialOptions are dialCreds and keyDialOptions as gRPC dial options; nil means the client's
+// default (plaintext).
 func (f *tlsFlags) dialOptions() []grpc.DialOption {
 	if c := f.dialCreds(); c != nil {
 		return []grpc.DialOption{grpc.WithTransportCredentials(c)}
+	}
+	if k := f.keyDialOptions(); k != nil {
+		return append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, k...)
+	}
+	return nil
+}
+
+// clusterKey is the key this gateway's peers prove on raft's and the gRPC port without TLS:
+// derived from --admin-api-key (clusterkey). Nil with TLS, whose node certificates prove a
+// peer, and without an admin key, when the control plane trusts the hosts of its members.
+func (f *tlsFlags) clusterKey() *clusterkey.Key {
+	if f.enabled() || f.adminKey == nil {
+		return nil
+	}
+	return clusterkey.Derive(*f.adminKey)
+}
+
+// keyDialOptions carry the cluster key's token on every gRPC call to a peer; nil without a
+// cluster key.
+func (f *tlsFlags) keyDialOptions() []grpc.DialOption {
+	if k := f.clusterKey(); k != nil {
+		return []grpc.DialOption{grpc.WithPerRPCCredentials(k.Credentials())}
+	}
+	return nil
+}
+
+// raftKey is the cluster key as raft's transport takes it; nil (an interface holding no
+// pointer) without one.
+func (f *tlsFlags) raftKey() consensus.ClusterKey {
+	if k := f.clusterKey(); k != nil {
+		return k
 	}
 	return nil
 }
 
 // serverOptions are the options of the cluster's gRPC server: TLS credentials when on, and the
-// peer authorization (consensus.PeerAuth) of every call, which under --insecure admits the
-// hosts of the members of the mesh.
+// peer authorization (consensus.PeerAuth) of every call, which without TLS admits the hosts of
+// the members of the mesh that prove the cluster key, when there is one.
 func (f *tlsFlags) serverOptions(members interface{ Members() []mesh.Member }, log *slog.Logger) []grpc.ServerOption {
 	auth := &consensus.PeerAuth{TLS: f.enabled(), VerifyNodeID: f.verifyNodeID, Members: members, Logger: log}
+	if k := f.clusterKey(); k != nil {
+		auth.Key = k
+	}
 	opts := auth.ServerOptions()
 	if f.enabled() {
 		opts = append(opts, grpc.Creds(consensus.LogRefusedHandshakes(credentials.NewTLS(f.store.PeerConfig()), log)))
