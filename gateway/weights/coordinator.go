@@ -138,9 +138,14 @@ type InputError struct{ Msg string }
 func (e *InputError) Error() string { return e.Msg }
 
 // Update runs one weight update of body on the targets t picks, and reports each target's
-// outcome. An error means nothing was sent: an *InputError, a raft error, or an
-// *fsm.ConflictError naming the record that is still open.
+// outcome. An error means nothing was sent: an *fsm.ConflictError naming the record that is
+// still open (checked first, before the targets), an *InputError, or a raft error.
 func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report, error) {
+	// An open record comes first: its disabled targets would otherwise read as "no target".
+	if open := c.cfg.Records.Journal(); len(open) > 0 {
+		c.cfg.Metrics.count("conflict")
+		return Report{}, &fsm.ConflictError{Reason: "weight update " + open[0].ID + " is unresolved"}
+	}
 	targets, err := c.pick(t)
 	if err != nil {
 		c.cfg.Metrics.count("rejected")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,35 @@ func TestUpdateFailureKeepsRecord(t *testing.T) {
 	_, err = c.Update(context.Background(), []byte(`{"model_path": "/m"}`), Target{IDs: ids[:1]})
 	if !errors.Is(err, fsm.ErrConflict) {
 		t.Fatalf("second update: %v, want a conflict", err)
+	}
+}
+
+// While a record is open, a second update is refused with a conflict naming that record, even
+// when the open record's disabled targets leave no enabled worker to pick, and nothing is sent.
+func TestUpdateWhileRecordOpenNamesTheRecord(t *testing.T) {
+	urls, seen := engines(t, 3, map[int]bool{1: true})
+	c, w, ids := setup(t, urls, nil)
+	first, err := c.Update(context.Background(), []byte(`{"model_path": "/m"}`), Target{})
+	if err != nil || first.Result != "failed" {
+		t.Fatalf("first update: %+v, %v", first, err)
+	}
+	for i := range urls {
+		seen.Delete(i)
+	}
+	for _, tg := range []Target{{}, {Model: "m1"}, {IDs: ids[:1]}} {
+		_, err := c.Update(context.Background(), []byte(`{"model_path": "/m2"}`), tg)
+		var ce *fsm.ConflictError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Reason, first.ID) {
+			t.Fatalf("update of %+v while %s is open: %v, want a conflict naming it", tg, first.ID, err)
+		}
+	}
+	for i := range urls {
+		if _, ok := seen.Load(i); ok {
+			t.Fatalf("engine %d got an update while a record was open", i)
+		}
+	}
+	if j := w.f.Journal(); len(j) != 1 || j[0].ID != first.ID {
+		t.Fatalf("journal: %+v", j)
 	}
 }
 
