@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ID is a worker's deterministic identifier: "w-" followed by the first 12 hex digits of the
@@ -73,9 +75,15 @@ func CanonicalURL(raw string, allowPath bool) (string, error) {
 	if path != "" && !allowPath {
 		return "", fmt.Errorf("url %q has a path %q; a worker URL is scheme://host:port only", raw, u.Path)
 	}
+	if !utf8.ValidString(u.Hostname()) {
+		return "", fmt.Errorf("url %q: host is not valid UTF-8", truncate(raw, 80))
+	}
 	host := strings.ToLower(u.Hostname())
 	if host == "" {
 		return "", fmt.Errorf("url %q has no host", raw)
+	}
+	if err := checkHost(host); err != nil {
+		return "", fmt.Errorf("url %q: %v", truncate(raw, 80), err)
 	}
 	port := u.Port()
 	if port == "" {
@@ -88,6 +96,40 @@ func CanonicalURL(raw string, allowPath bool) (string, error) {
 		return "", fmt.Errorf("url %q has port %q; want 1-65535", raw, port)
 	}
 	return scheme + "://" + net.JoinHostPort(host, port) + path, nil
+}
+
+// MaxHostLen is the longest DNS name (RFC 1035, section 2.3.4, in its text form).
+const MaxHostLen = 253
+
+// checkHost refuses a host that is neither an IP address nor a DNS name: at most MaxHostLen
+// characters in dot-separated labels of 1 to 63 letters, digits, '-' or '_' (internationalised
+// names in their punycode form), with an optional trailing dot. host is lower-cased.
+func checkHost(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if len(host) > MaxHostLen {
+		return fmt.Errorf("host is %d characters, longer than %d (a DNS name's limit)", len(host), MaxHostLen)
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return fmt.Errorf("host %q has a label of %d characters; want 1 to 63", host, len(label))
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return fmt.Errorf("host %q is not a DNS name or IP address (%q; IDN names go in punycode)", host, c)
+			}
+		}
+	}
+	return nil
+}
+
+// truncate shortens s to n bytes, marking the cut, so that an error quotes at most a line.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 func urlErrReason(err error) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Connection modes of a worker.
@@ -94,6 +95,9 @@ func fieldErr(field, format string, args ...any) error {
 // capability names lower-cased and sorted in bit order. It returns a *FieldError naming the first
 // bad field. Normalize is idempotent.
 func (s *Spec) Normalize() error {
+	if err := s.checkUTF8(); err != nil {
+		return err
+	}
 	if s.ConnectionMode == "" {
 		s.ConnectionMode = modeFromURL(s.URL)
 	}
@@ -149,6 +153,43 @@ func (s *Spec) Normalize() error {
 		return err
 	}
 	return s.Resilience.validate()
+}
+
+// checkUTF8 refuses a string field that is not valid UTF-8: records travel in protobuf strings
+// (bulletins, forwarded writes), which must be.
+func (s *Spec) checkUTF8() error {
+	fields := []struct {
+		name string
+		v    []string
+	}{
+		{"url", []string{s.URL}},
+		{"connection_mode", []string{s.ConnectionMode}},
+		{"provider", []string{s.Provider}},
+		{"model", []string{s.Model}},
+		{"models", s.Models},
+		{"capabilities", s.Capabilities},
+		{"region", []string{s.Region}},
+		{"api_key", []string{s.APIKey}},
+	}
+	if s.Health != nil && s.Health.LLMProbeModel != nil {
+		fields = append(fields, struct {
+			name string
+			v    []string
+		}{"health.llm_probe_model", []string{*s.Health.LLMProbeModel}})
+	}
+	for _, f := range fields {
+		for _, v := range f.v {
+			if !utf8.ValidString(v) {
+				return fieldErr(f.name, "not valid UTF-8")
+			}
+		}
+	}
+	for k, v := range s.Labels {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fieldErr("labels", "a key or value is not valid UTF-8")
+		}
+	}
+	return nil
 }
 
 func modeFromURL(u string) string {

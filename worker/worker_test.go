@@ -31,6 +31,15 @@ func TestCanonicalURL(t *testing.T) {
 		{name: "user info", in: "http://u:p@h:1", wantErr: "user info"},
 		{name: "empty", in: " ", wantErr: "empty"},
 		{name: "bad port", in: "http://h:70000", wantErr: "port"},
+		{name: "host of 253 characters", in: "http://" + longHost(253) + ":1", want: "http://" + longHost(253) + ":1"},
+		{name: "host of 254 characters", in: "http://" + longHost(254) + ":1", wantErr: "longer than 253"},
+		{name: "host of 10000 characters", in: "http://" + strings.Repeat("a", 10000) + ":1", wantErr: "longer than 253"},
+		{name: "label of 64 characters", in: "http://" + strings.Repeat("a", 64) + ".example:1", wantErr: "label"},
+		{name: "empty label", in: "http://a..example:1", wantErr: "label"},
+		{name: "host not valid UTF-8", in: "http://h\xff:1", wantErr: "UTF-8"},
+		{name: "host with a sub-delimiter", in: "http://a!b:1", wantErr: "not a DNS name"},
+		{name: "ipv6 with zone", in: "http://[fe80::1%25eth0]:1", want: "http://[fe80::1%eth0]:1"},
+		{name: "underscore kept", in: "http://engine_1:8000", want: "http://engine_1:8000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +86,48 @@ func TestIDDeterministic(t *testing.T) {
 	// The published value for this URL, so that an accidental change of the scheme is caught.
 	if got := NewID("http://127.0.0.1:8013", -1); got != "w-7b75e1f00e9c" {
 		t.Fatalf("NewID = %s", got)
+	}
+}
+
+// longHost returns a DNS name of n characters made of labels of at most 63.
+func longHost(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strings.Repeat("a", min(63, n-b.Len())))
+	}
+	return b.String()
+}
+
+// Every string field of a spec must be valid UTF-8: records travel in protobuf strings.
+func TestNormalizeRefusesInvalidUTF8(t *testing.T) {
+	bad := "m\xff"
+	tests := []struct {
+		field string
+		spec  Spec
+	}{
+		{"url", Spec{URL: "http://h:1/" + bad, ConnectionMode: ModeExternal}},
+		{"connection_mode", Spec{URL: "http://h:1", ConnectionMode: bad}},
+		{"provider", Spec{URL: "http://h:1", ConnectionMode: ModeExternal, Provider: bad}},
+		{"model", Spec{URL: "http://h:1", Model: bad}},
+		{"models", Spec{URL: "http://h:1", Models: []string{"a", bad}}},
+		{"capabilities", Spec{URL: "http://h:1", Capabilities: []string{bad}}},
+		{"labels", Spec{URL: "http://h:1", Labels: map[string]string{"k": bad}}},
+		{"labels", Spec{URL: "http://h:1", Labels: map[string]string{bad: "v"}}},
+		{"region", Spec{URL: "http://h:1", Region: bad}},
+		{"api_key", Spec{URL: "http://h:1", APIKey: bad}},
+		{"health.llm_probe_model", Spec{URL: "http://h:1", Health: &Health{LLMProbeModel: &bad}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			err := tt.spec.Normalize()
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field || !strings.Contains(fe.Msg, "UTF-8") {
+				t.Fatalf("Normalize: %v; want a UTF-8 error naming %s", err, tt.field)
+			}
+		})
 	}
 }
 
