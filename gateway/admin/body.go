@@ -83,8 +83,11 @@ func drain(ctx *fasthttp.RequestCtx, r io.Reader) {
 // object is a JSON object body, one raw value per key.
 type object map[string]json.RawMessage
 
-// decodeObject parses body as exactly one JSON object.
+// decodeObject parses body as exactly one JSON object, every string of it valid UTF-8.
 func decodeObject(body []byte) (object, *apiError) {
+	if e := checkText(body); e != nil {
+		return nil, e
+	}
 	var obj object
 	d := json.NewDecoder(bytes.NewReader(body))
 	if err := d.Decode(&obj); err != nil || obj == nil {
@@ -148,9 +151,12 @@ func (o object) without(keys ...string) object {
 	return out
 }
 
-// strictDecode decodes data into v, refusing unknown fields (nested ones too) and naming the
-// field of a type error.
+// strictDecode decodes data into v, refusing unknown fields (nested ones too) and text that is
+// not valid UTF-8, and naming the field of a type error.
 func strictDecode(data []byte, v any) *apiError {
+	if e := checkText(data); e != nil {
+		return e
+	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	err := d.Decode(v)

@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
@@ -27,6 +29,12 @@ func FuzzDecodeWorkerRequest(f *testing.F) {
 		`{"labels":{"":"x"}}`,
 		`{"url":"ipc:///tmp/sock"}`,
 		`[]`, `null`, `{"url":1}`, `{"health":[]}`, "{\"model\":\"\xff\"}",
+		"{\"url\":\"http://127.0.0.1:8001\",\"model\":\"m\xff\"}",
+		"{\"url\":\"http://127.0.0.1:8001\",\"labels\":{\"\xc3\":\"v\"}}",
+		`{"url":"http://127.0.0.1:8001","region":"\ud800"}`,
+		"{\"disabled\":true,\"reason\":\"\xed\xa0\x80\"}",
+		`{"url":"http://` + strings.Repeat("a", 10000) + `:8001"}`,
+		`{"url":"http://` + strings.Repeat("a.", 126) + `a:8001"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -36,15 +44,27 @@ func FuzzDecodeWorkerRequest(f *testing.F) {
 	}
 	rec := fsm.Record{ID: cur.ID(), Spec: cur}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// A body that is not valid UTF-8 is refused whole: JSON decoding would store U+FFFD.
+		text := func(what string) {
+			if !utf8.Valid(body) {
+				t.Fatalf("%s accepted a body that is not valid UTF-8: %q", what, body)
+			}
+		}
 		if s, _, e := parseRegistration(body, "eu"); checkRefusal(t, e) {
+			text("POST")
 			checkAccepted(t, s)
 		}
 		if _, patch, e := parsePatch(body); checkRefusal(t, e) {
+			text("PATCH")
 			if s, e := mergeSpec(cur, patch); checkRefusal(t, e) {
 				checkAccepted(t, s)
 			}
 		}
-		if _, spec, e := parsePut(body); checkRefusal(t, e) && spec != nil {
+		if _, spec, e := parsePut(body); checkRefusal(t, e) {
+			text("PUT")
+			if spec == nil {
+				return
+			}
 			if s, e := specFromPut(spec, rec, "eu"); checkRefusal(t, e) {
 				checkAccepted(t, s)
 				if s.ID() != rec.ID {
@@ -76,6 +96,9 @@ func checkAccepted(t *testing.T, s worker.Spec) {
 	if !reflect.DeepEqual(again, s) {
 		t.Fatalf("an accepted spec was not normalized:\n%+v\n%+v", s, again)
 	}
+	if u, err := url.Parse(s.URL); err != nil || len(u.Hostname()) > worker.MaxHostLen {
+		t.Fatalf("an accepted spec has a URL no DNS name can be: %.100q (%v)", s.URL, err)
+	}
 	if _, err := fsm.Encode(fsm.Register{Spec: s, Owner: "n1"}); err != nil {
 		t.Fatalf("an accepted spec does not encode: %v", err)
 	}
@@ -97,6 +120,8 @@ func FuzzAdminRequest(f *testing.F) {
 		{0, "/workers/http%3A%2F%2F127.0.0.1%3A8001", "Bearer admin-fuzz-key", ""},
 		{0, "/workers/http://user:pw@127.0.0.1:8001?key=x", "Bearer admin-fuzz-key", ""},
 		{1, "/workers", "Bearer admin-fuzz-key", `{"url":"http://127.0.0.1:9"}`},
+		{1, "/workers", "Bearer admin-fuzz-key", "{\"url\":\"http://127.0.0.1:9\",\"labels\":{\"k\":\"\xff\"}}"},
+		{1, "/workers", "Bearer admin-fuzz-key", `{"url":"http://` + strings.Repeat("h", 10000) + `:9"}`},
 		{2, "/workers/w-000000000000", "Bearer admin-fuzz-key", `{"disabled":true}`},
 		{3, "/workers/w-000000000000", "Bearer admin-fuzz-key", `{"priority":3}`},
 		{4, "/workers/w-000000000000", "Bearer wrong", ""},
