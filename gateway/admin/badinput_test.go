@@ -68,6 +68,7 @@ func TestBodyDecodersNameTheFieldThatIsNotUTF8(t *testing.T) {
 		{`{"a":{"b":["x","\ud83d"]}}`, "a.b[1]"},
 		{`{"a":"\ud83d\ude00","b":"\udc00\ud83d"}`, "b"},
 		{`{"a":"\\ud800"}`, ""},
+		{`{"a":"x\uD800"}`, "a"},
 		{`{"a":"\ud83d\ude00 é \u00e9","b":[1,true,null]}`, ""},
 	}
 	for _, tt := range tests {

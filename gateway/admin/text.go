@@ -15,7 +15,7 @@ import (
 // protobuf strings, which must be valid UTF-8. The 400 names the field ("labels.k",
 // "models[1]"). A body that is not JSON passes: the decoder that follows refuses it.
 func checkText(data []byte) *apiError {
-	if utf8.Valid(data) && !bytes.Contains(bytes.ToLower(data), []byte(`\ud`)) {
+	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\ud`)) && !bytes.Contains(data, []byte(`\uD`)) {
 		return nil
 	}
 	var stack []textFrame
