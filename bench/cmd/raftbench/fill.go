@@ -27,6 +27,8 @@ type FillResult struct {
 	NodeID       string  `json:"node_id"`
 	AppliedIndex uint64  `json:"applied_index"`
 	TookS        float64 `json:"took_s"`
+	// PerWrite is the cost of a write at each --measure-at count of records held.
+	PerWrite []WriteCost `json:"per_write,omitempty"`
 }
 
 // fillConcurrency is how many writes are in flight: raft batches concurrent entries into one
@@ -40,11 +42,22 @@ func runFill(ctx context.Context, args []string, stderr io.Writer) (*FillResult,
 	nodeID := fs.String("node-id", "", "the gateway's --node-id (required)")
 	workers := fs.Int("workers", 100_000, "worker records to write")
 	owner := fs.String("owner", "elsewhere", "the node id that owns them; another gateway's, so that --node-id imports them")
+	measureAt := fs.String("measure-at", "", "comma-separated record counts: measure the CPU and wall time per write of the --window writes after each")
+	window := fs.Int("window", 10_000, "writes per --measure-at window (the applied state is saved once a second: let a window last a few)")
+	rate := fs.Int("rate", 0, "writes started per second, paced evenly (0: as fast as they go)")
+	concurrency := fs.Int("concurrency", fillConcurrency, "writes in flight (1: sequential, one fsync each)")
 	if err := toolcmd.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if *stateDir == "" || *nodeID == "" || *workers < 0 || *owner == "" {
-		return nil, toolcmd.BadFlags{Msg: "fill needs --state-dir, --node-id, --owner and --workers ≥ 0"}
+	if *stateDir == "" || *nodeID == "" || *workers < 0 || *owner == "" || *concurrency < 1 || *rate < 0 {
+		return nil, toolcmd.BadFlags{Msg: "fill needs --state-dir, --node-id, --owner, --workers ≥ 0 and --concurrency ≥ 1, --rate ≥ 0"}
+	}
+	costs, need, err := newCostWindows(*measureAt, *window)
+	if err != nil {
+		return nil, toolcmd.BadFlags{Msg: err.Error()}
+	}
+	if need > *workers {
+		return nil, toolcmd.BadFlags{Msg: fmt.Sprintf("--measure-at and --window need --workers ≥ %d", need)}
 	}
 	nd, err := storage.PrepareNodeDir(*stateDir, *nodeID, quiet(stderr))
 	if err != nil {
@@ -66,23 +79,44 @@ func runFill(ctx context.Context, args []string, stderr io.Writer) (*FillResult,
 		return nil, err
 	}
 	start := time.Now()
-	if err := register(ctx, node, *workers, *owner, stderr); err != nil {
+	if err := register(ctx, node, *workers, *owner, pace{*concurrency, *rate}, costs, stderr); err != nil {
 		return nil, err
 	}
 	if err := node.Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 		return nil, err
 	}
 	res := &FillResult{Workers: len(node.Workers()), Owner: *owner, NodeID: *nodeID,
-		AppliedIndex: node.AppliedIndex(), TookS: time.Since(start).Seconds()}
+		AppliedIndex: node.AppliedIndex(), TookS: time.Since(start).Seconds(), PerWrite: costs.costs()}
 	if res.Workers != *workers {
 		return nil, fmt.Errorf("the state holds %d workers, not %d", res.Workers, *workers)
 	}
 	return res, nil
 }
 
-// register writes n worker records owned by owner, fillConcurrency at a time, printing progress
-// to stderr every tenth.
-func register(ctx context.Context, node *consensus.Node, n int, owner string, stderr io.Writer) error {
+// pace is how a fill sends its writes: at most concurrency in flight, and, when rate > 0, the
+// i-th not before i/rate seconds after the first.
+type pace struct{ concurrency, rate int }
+
+// wait returns once write i is due, or ctx is done.
+func (p pace) wait(ctx context.Context, start time.Time, i int) {
+	if p.rate <= 0 {
+		return
+	}
+	wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(p.rate)))
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// register writes n worker records owned by owner as p says, printing progress to stderr every
+// tenth and telling costs of each write done.
+func register(ctx context.Context, node *consensus.Node, n int, owner string, p pace, costs *costWindows, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var next, done atomic.Int64
@@ -90,18 +124,22 @@ func register(ctx context.Context, node *consensus.Node, n int, owner string, st
 	var once sync.Once
 	var wg sync.WaitGroup
 	at := time.Now()
-	for range fillConcurrency {
+	costs.done(0)
+	for range p.concurrency {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
 					return
 				}
+				p.wait(ctx, at, i)
 				if _, err := apply(ctx, node, fsm.Register{Spec: fillSpec(i), Owner: owner, At: at}); err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("register worker %d: %w", i, err); cancel() })
 					return
 				}
-				if d := done.Add(1); n >= 10 && d%int64(n/10) == 0 {
+				d := done.Add(1)
+				costs.done(int(d))
+				if n >= 10 && d%int64(n/10) == 0 {
 					fmt.Fprintf(stderr, "raftbench fill: %d of %d workers written\n", d, n)
 				}
 			}
