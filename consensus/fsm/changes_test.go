@@ -89,30 +89,49 @@ func TestChangedSince(t *testing.T) {
 	}
 }
 
-// TestChangedSinceOverflow: once more record changes than the log holds came after v, the FSM
-// cannot name them and says so; a recent version is still answered.
-func TestChangedSinceOverflow(t *testing.T) {
+// TestChangedSinceNeverDropsLiveRecords: however many changes came after v, the records they
+// changed are named (a burst of writes between two saves or two reconcile passes costs what it
+// changed, not a read of every record); only removals beyond changeLogTombstones are dropped,
+// and a reader from before the oldest dropped one must then read every record.
+func TestChangedSinceNeverDropsLiveRecords(t *testing.T) {
 	f := New(quiet())
+	idx := uint64(0)
+	apply := func(c Command) { idx++; applyAt(t, f, idx, c) }
 	s := spec(t, "http://127.0.0.1:8001", 0)
-	applyAt(t, f, 1, Register{Spec: s, Owner: "n1"})
-	start := f.Version()
-	for i := range changeLogSize {
-		applyAt(t, f, uint64(i+2), SetFlags{ID: s.ID(), Flags: FlagChange{Disabled: ptr(i%2 == 0), By: "t"}})
+	apply(Register{Spec: s, Owner: "n1"})
+	for i := range 3 * changeLogTombstones {
+		apply(SetFlags{ID: s.ID(), Flags: FlagChange{Disabled: ptr(i%2 == 0), By: "t"}})
 	}
-	if got := f.Version() - start; got != changeLogSize {
-		t.Fatalf("%d versions, want %d", got, changeLogSize)
+	if ch, ok := f.ChangedSince(0); !ok || len(ch.Workers) != 1 || ch.Workers[0].ID != s.ID() || len(ch.Removed) != 0 {
+		t.Fatalf("ChangedSince(0) after %d changes of one record = %+v, %v; want the one record", 3*changeLogTombstones+1, ch, ok)
 	}
-	// The register (version start) fell off the log; the changes after it are all there.
-	for v := range start {
+
+	const n = changeLogTombstones + 1
+	ids := make([]worker.ID, n)
+	for i := range n {
+		s := spec(t, fmt.Sprintf("http://10.1.%d.%d:8000", i>>8&255, i&255), 0)
+		ids[i] = s.ID()
+		apply(Register{Spec: s, Owner: "n1"})
+	}
+	registered := f.Version()
+	for _, id := range ids {
+		apply(Remove{ID: id})
+	}
+	// The first removal (version registered+1) was dropped; every later one is named.
+	for _, v := range []uint64{0, registered} {
 		if _, ok := f.ChangedSince(v); ok {
-			t.Errorf("ChangedSince(%d) is ok after %d later changes", v, changeLogSize+1)
+			t.Errorf("ChangedSince(%d) is ok with %d removals since, more than the log keeps", v, n)
 		}
 	}
-	for _, v := range []uint64{start, f.Version() - 1} {
-		ch, ok := f.ChangedSince(v)
-		if !ok || len(ch.Workers) != 1 || ch.Workers[0].ID != s.ID() {
-			t.Errorf("ChangedSince(%d) = %+v, %v; want the one record", v, ch, ok)
-		}
+	ch, ok := f.ChangedSince(registered + 1)
+	if !ok || len(ch.Removed) != n-1 || len(ch.Workers) != 0 {
+		t.Fatalf("ChangedSince(%d) = %d removed, %d records, %v; want %d removed", registered+1, len(ch.Removed), len(ch.Workers), ok, n-1)
+	}
+	// A removed id registered again is a record again.
+	apply(Register{Spec: spec(t, "http://10.1.0.5:8000", 0), Owner: "n1"})
+	ch, ok = f.ChangedSince(registered + 1)
+	if !ok || len(ch.Removed) != n-2 || len(ch.Workers) != 1 || ch.Workers[0].ID != ids[5] {
+		t.Errorf("after registering %s again: %d removed, records %v, %v; want %d removed and it", ids[5], len(ch.Removed), ch.Workers, ok, n-2)
 	}
 }
 
@@ -162,7 +181,7 @@ func TestChangedSinceAfterReset(t *testing.T) {
 // commands apply, ends with every record as the FSM has it: the version and the changes it
 // reads always agree.
 func TestChangedSinceConcurrent(t *testing.T) {
-	const workers, commands = 20, 2000 // fewer changes than the log holds: the reader never falls off
+	const workers, commands = 20, 2000 // fewer removals than the log keeps: the reader never falls off
 	specs := make([]worker.Spec, workers)
 	for i := range specs {
 		specs[i] = spec(t, fmt.Sprintf("http://10.0.0.%d:8000", i+1), 0)
@@ -226,34 +245,49 @@ func TestChangedSinceConcurrent(t *testing.T) {
 	}
 }
 
-// TestChangeLogBatches: a change that touches several records (the batch reassignment to come)
-// logs each id under one version, and a version partly overwritten counts as lost.
+// TestChangeLogBatches: a change that touches several records (a batch reassignment) logs each
+// id once under one version, a later change of an id moves it to that version, and a reset
+// forgets everything before it.
 func TestChangeLogBatches(t *testing.T) {
 	var l changeLog
-	batch := make([]worker.ID, changeLogSize-1)
+	workers := map[worker.ID]*Record{"a": {}, "b": {}}
+	batch := make([]worker.ID, 2*changeLogTombstones)
 	for i := range batch {
 		batch[i] = worker.ID(fmt.Sprint("w", i))
+		workers[batch[i]] = &Record{}
 	}
-	l.add(1, []worker.ID{"a", "b", "a"}) // a version may touch an id twice
-	if ids, ok := l.since(0, 1); !ok || !slices.Equal(ids, []worker.ID{"a", "b"}) {
+	sorted := func(ids []worker.ID) []worker.ID { return slices.Sorted(slices.Values(ids)) }
+	l.add(1, []worker.ID{"a", "b", "a"}, workers) // a version may touch an id twice
+	if ids, ok := l.since(0, 1); !ok || !slices.Equal(sorted(ids), []worker.ID{"a", "b"}) {
 		t.Fatalf("since(0) = %v, %v; want [a b]", ids, ok)
 	}
-	l.add(2, batch) // overwrites the first "a" and "b" of version 1, not the last "a"
-	if _, ok := l.since(0, 2); ok {
-		t.Error("since(0) is ok with version 1 partly overwritten")
+	l.add(2, batch, workers)
+	if ids, ok := l.since(0, 2); !ok || len(ids) != len(batch)+2 {
+		t.Errorf("since(0) = %d ids, %v; want %d, ok", len(ids), ok, len(batch)+2)
 	}
 	ids, ok := l.since(1, 2)
 	if !ok || len(ids) != len(batch) {
 		t.Fatalf("since(1) = %d ids, %v; want %d, ok", len(ids), ok, len(batch))
 	}
-	if ids, ok := l.since(2, 2); !ok || len(ids) != 0 {
-		t.Errorf("since(now) = %v, %v; want nothing, ok", ids, ok)
+	delete(workers, "a")
+	l.add(3, []worker.ID{"a"}, workers)
+	if ids, ok := l.since(2, 3); !ok || !slices.Equal(ids, []worker.ID{"a"}) {
+		t.Errorf("since(2) = %v, %v; want [a]", ids, ok)
 	}
-	l.add(3, nil)
-	if _, ok := l.since(2, 3); ok {
-		t.Error("since(2) is ok across a reset at 3")
+	if ids, ok := l.since(1, 3); !ok || len(ids) != len(batch)+1 {
+		t.Errorf("since(1) = %d ids, %v; want %d, ok", len(ids), ok, len(batch)+1)
 	}
 	if ids, ok := l.since(3, 3); !ok || len(ids) != 0 {
-		t.Errorf("since(3) = %v, %v; want nothing, ok", ids, ok)
+		t.Errorf("since(now) = %v, %v; want nothing, ok", ids, ok)
+	}
+	l.add(4, nil, nil)
+	if _, ok := l.since(3, 4); ok {
+		t.Error("since(3) is ok across a reset at 4")
+	}
+	if ids, ok := l.since(4, 4); !ok || len(ids) != 0 {
+		t.Errorf("since(4) = %v, %v; want nothing, ok", ids, ok)
+	}
+	if len(l.byID) != 0 {
+		t.Errorf("the log keeps %d entries after a reset", len(l.byID))
 	}
 }

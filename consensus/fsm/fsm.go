@@ -146,7 +146,7 @@ func (f *FSM) apply(h handler, index, term uint64, body []byte) (res Result, cha
 	// says.
 	changed = res.Outcome.Changed() || len(f.st.touched) > 0 || f.st.journalChanged
 	if changed {
-		f.changes.add(f.version.Add(1), f.st.touched)
+		f.changes.add(f.version.Add(1), f.st.touched, f.st.workers)
 	}
 	return res, changed
 }
@@ -312,7 +312,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
-	f.changes.add(f.version.Add(1), nil) // a reset: readers read every record again
+	f.changes.add(f.version.Add(1), nil, nil) // a reset: readers read every record again
 	f.mu.Unlock()
 	f.notify()
 	f.signalApplied()

@@ -101,7 +101,7 @@ func (f *FSM) Load(l Loader) (uint64, bool, error) {
 	}
 	f.mu.Lock()
 	f.st = st
-	f.changes.add(f.version.Add(1), nil) // a reset: readers read every record again
+	f.changes.add(f.version.Add(1), nil, nil) // a reset: readers read every record again
 	f.mu.Unlock()
 	f.notify()
 	f.signalApplied()

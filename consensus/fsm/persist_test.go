@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -125,5 +126,61 @@ func TestRecordsWithoutDrainFieldsLoadAsNotDraining(t *testing.T) {
 		if !got.DrainDeadline().IsZero() {
 			t.Errorf("%s: a record that is not draining has deadline %v", name, got.DrainDeadline())
 		}
+	}
+}
+
+// TestSaveSinceWritesOnlyTheChanges: a save between two bursts of writes holds exactly the
+// records the burst changed, however many records the state holds and however many changed
+// since the last save (a second of writes at full rate is several thousand). A save that
+// rewrote every record would cost in proportion to the fleet, once a second, and slow every
+// write as the fleet grows (issue 26, point 8).
+func TestSaveSinceWritesOnlyTheChanges(t *testing.T) {
+	const burst = 6000 // more writes than one save used to be able to name
+	for _, held := range []int{1000, 10_000} {
+		t.Run(fmt.Sprint(held, " records held"), func(t *testing.T) {
+			f := New(quiet())
+			idx := uint64(0)
+			register := func(i int) {
+				idx++
+				s := spec(t, fmt.Sprintf("http://10.%d.%d.%d:8000", i>>16&255, i>>8&255, i&255), 0)
+				applyAt(t, f, idx, Register{Spec: s, Owner: "n1", At: t0})
+			}
+			for i := range held {
+				register(i)
+			}
+			first, err := f.SaveSince(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range burst {
+				register(held + i)
+			}
+			// And a removal and a change of a record already saved.
+			a, b := spec(t, "http://10.0.0.0:8000", 0), spec(t, "http://10.0.0.1:8000", 0)
+			gone, flipped := a.ID(), b.ID()
+			idx++
+			applyAt(t, f, idx, Remove{ID: gone})
+			idx++
+			applyAt(t, f, idx, SetFlags{ID: flipped, Flags: FlagChange{IsDead: ptr(true)}})
+			next, err := f.SaveSince(first.Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := next.Delta
+			if d.Full || len(d.Puts) != burst+1 || len(d.Dels) != 1 {
+				t.Fatalf("save after %d writes with %d records held: full %v, %d puts, %d deletes; want %d puts and 1 delete",
+					burst+2, held, d.Full, len(d.Puts), len(d.Dels), burst+1)
+			}
+			m := &memState{}
+			m.save(first.Delta)
+			m.save(next.Delta)
+			g := New(quiet())
+			if _, ok, err := g.Load(m); err != nil || !ok {
+				t.Fatalf("load: %v, %v", ok, err)
+			}
+			if diff := cmp.Diff(viewOf(f), viewOf(g)); diff != "" {
+				t.Errorf("the two saves loaded (-applied +loaded):\n%s", diff)
+			}
+		})
 	}
 }
