@@ -207,25 +207,33 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	return err
 }
 
-// DeleteRange deletes the entries from lo to hi, both included, in one transaction.
+// DeleteRange deletes the entries from lo to hi, both included, in one transaction. It reads
+// the keys first and then deletes each by its key. (Seeking to lo again after each delete, as
+// it once did, is quadratic: bbolt merges the pages a transaction emptied only at commit, so
+// each seek walked every emptied page again; raft's compaction after a snapshot deletes about
+// 8,000 entries at once, and that walk took a quarter of a fill's CPU.)
 func (s *Store) DeleteRange(lo, hi uint64) error {
 	if lo > hi {
 		return nil
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLogs).Cursor()
-		start := indexKey(lo)
-		// Seek again after each delete rather than calling Next: it is correct regardless of
-		// how the cursor is positioned once bbolt has removed the key.
-		for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(start) {
+		b := tx.Bucket(bucketLogs)
+		var found []uint64
+		c := b.Cursor()
+		for k, _ := c.Seek(indexKey(lo)); k != nil; k, _ = c.Next() {
 			idx, err := keyIndex(k)
 			if err != nil {
 				return err
 			}
 			if idx > hi {
-				return nil
+				break
 			}
-			if err := c.Delete(); err != nil {
+			found = append(found, idx)
+		}
+		key := make([]byte, 8) // bbolt's Delete keeps no reference to the key
+		for _, idx := range found {
+			binary.BigEndian.PutUint64(key, idx)
+			if err := b.Delete(key); err != nil {
 				return fmt.Errorf("delete log %d: %w", idx, err)
 			}
 		}
