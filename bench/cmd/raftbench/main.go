@@ -15,7 +15,9 @@
 //	    writes a gateway's state directory holding that many worker records, owned by OTHER (so
 //	    the gateway imports them: it routes to them but runs no health checks), and snapshots
 //	    it, as a long-running gateway's state would be. meshgw started on it with --node-id ID
-//	    restores them; the harness times that start and weighs the workers.
+//	    restores them; the harness times that start and weighs the workers. With
+//	    --measure-at 1000,100000 (and --window, --rate, --concurrency) it also reports the CPU
+//	    and wall time per write over the writes after each of those counts of records held.
 //
 // Both print one JSON object on stdout and exit 0, 1 on a failure, 2 on bad flags.
 package main
