@@ -254,8 +254,10 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	case existing && waits:
 		n.log.Info("raft state found: a restart, so --join and --bootstrap-expect do not bootstrap; raft restores its configuration",
 			"join", cfg.Join, "bootstrap_expect", cfg.BootstrapExpect)
+		n.electAlone(rc, rejoining)
 		return nil
 	case existing:
+		n.electAlone(rc, rejoining)
 		return nil
 	case cfg.BootstrapExpect > 0:
 		n.log.Info("no raft state: waiting for --bootstrap-expect peers without state to bootstrap together",
@@ -275,7 +277,16 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	}
 	n.bootstrapped = true
 	n.log.Info("bootstrapped a new raft cluster", "voters", len(servers))
+	n.electAlone(rc, rejoining)
 	return nil
+}
+
+// electAlone has the node elect itself at once when it is its configuration's one voter
+// (solo.go). A rejoining node asks no vote, its own included.
+func (n *Node) electAlone(rc *raft.Config, rejoining bool) {
+	if !rejoining && electAloneAtOnce(n.raft, rc.LocalID, rc.LeaderLeaseTimeout) {
+		n.log.Info("this node is the one voter of its raft configuration: it elects itself without waiting for the heartbeat timeout")
+	}
 }
 
 func closeTransport(t raft.Transport) error {
