@@ -377,6 +377,26 @@ type Info struct {
 	Term          uint64   `json:"term"`
 	AppliedIndex  uint64   `json:"applied_index"`
 	Servers       []Server `json:"servers"`
+	// Voters is how many servers of the configuration vote.
+	Voters int `json:"voters"`
+	// VotersWanted is how many voters the leader works towards: --raft-voters, at most the
+	// servers of the configuration (WithVotersWanted). 0 when not known.
+	VotersWanted int `json:"voters_wanted,omitempty"`
+	// FaultTolerant says the configuration keeps a quorum when any one voter is lost: it has at
+	// least three voters. A cluster of three gateways whose joined ones are still non-voters is
+	// not yet fault-tolerant: the first one's death stops every write.
+	FaultTolerant bool `json:"fault_tolerant"`
+}
+
+// WithVotersWanted returns i with VotersWanted set from the leader's target of voters
+// (--raft-voters; zero or less means DefaultRaftVoters), at most the servers of the
+// configuration.
+func (i Info) WithVotersWanted(voters int) Info {
+	if voters <= 0 {
+		voters = DefaultRaftVoters
+	}
+	i.VotersWanted = min(voters, len(i.Servers))
+	return i
 }
 
 // Server is one member of the raft configuration.
@@ -411,7 +431,11 @@ func (n *Node) Info() (Info, error) {
 			Address:  string(s.Address),
 			Suffrage: strings.ToLower(s.Suffrage.String()),
 		})
+		if s.Suffrage == raft.Voter {
+			info.Voters++
+		}
 	}
+	info.FaultTolerant = info.Voters >= 3
 	return info, nil
 }
 

@@ -27,3 +27,25 @@ func TestSoleVoter(t *testing.T) {
 		})
 	}
 }
+
+func TestInfoWithVotersWanted(t *testing.T) {
+	three := []Server{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
+	tests := []struct {
+		name    string
+		servers []Server
+		voters  int
+		want    int
+	}{
+		{name: "three gateways, --raft-voters 3", servers: three, voters: 3, want: 3},
+		{name: "the default", servers: three, want: DefaultRaftVoters},
+		{name: "a gateway alone", servers: three[:1], voters: 3, want: 1},
+		{name: "five wanted of three", servers: three, voters: 5, want: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (Info{Servers: tt.servers}).WithVotersWanted(tt.voters).VotersWanted; got != tt.want {
+				t.Fatalf("VotersWanted = %d; want %d", got, tt.want)
+			}
+		})
+	}
+}

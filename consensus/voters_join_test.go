@@ -73,10 +73,17 @@ func joinThree(t *testing.T) time.Duration {
 		c.nodes = append(c.nodes, startNode(t, cfg))
 	}
 	r.Attach(c.nodes[0])
+	if info, err := c.nodes[0].Info(); err != nil || info.Voters != 1 || info.FaultTolerant {
+		t.Fatalf("alone: %+v, %v; want one voter, not fault-tolerant", info, err)
+	}
 	m.set(Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive, Since: time.Now()})
 	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Status: mesh.StatusAlive, Since: time.Now()})
 	joined := time.Now()
 	want := []string{"n1:voter", "n2:voter", "n3:voter"}
 	waitFor(t, "three voters", func() bool { return slices.Equal(serversOf(t, c.nodes[0]), want) })
-	return time.Since(joined)
+	took := time.Since(joined)
+	if info, err := c.nodes[0].Info(); err != nil || info.Voters != 3 || !info.FaultTolerant {
+		t.Fatalf("three voters: %+v, %v; want fault-tolerant", info, err)
+	}
+	return took
 }

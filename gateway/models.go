@@ -146,7 +146,14 @@ type RaftSummary struct {
 	Term         uint64 `json:"term"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Servers      int    `json:"servers"`
-	Error        string `json:"error,omitempty"`
+	// Voters, VotersWanted and FaultTolerant are consensus.Info's: how many servers vote, how
+	// many the leader works towards (omitted when not known), and whether losing one voter
+	// keeps the quorum. "voters 1 of 3" and fault_tolerant false: the joined gateways are not
+	// voters yet, and the first one's death would stop every write.
+	Voters        int    `json:"voters"`
+	VotersWanted  int    `json:"voters_wanted,omitempty"`
+	FaultTolerant bool   `json:"fault_tolerant"`
+	Error         string `json:"error,omitempty"`
 }
 
 // WorkersSummary counts the pool.
@@ -170,7 +177,8 @@ func (g *Gateway) Status() any {
 	}
 	if r := g.cfg.Admin.Raft; r != nil {
 		info, err := r.Info()
-		st.Raft = &RaftSummary{Leader: info.Leader, Term: info.Term, AppliedIndex: info.AppliedIndex, Servers: len(info.Servers)}
+		st.Raft = &RaftSummary{Leader: info.Leader, Term: info.Term, AppliedIndex: info.AppliedIndex, Servers: len(info.Servers),
+			Voters: info.Voters, VotersWanted: info.VotersWanted, FaultTolerant: info.FaultTolerant}
 		if err != nil {
 			st.Raft.Error = err.Error()
 		}

@@ -23,10 +23,14 @@ func TestStatusRaftSummary(t *testing.T) {
 		want string
 	}{
 		{name: "no raft node", want: `null`},
-		{name: "leader", raft: &fakeRaft{info: consensus.Info{Leader: "n1", Term: 3, AppliedIndex: 42, Servers: make([]consensus.Server, 3)}},
-			want: `{"leader":"n1","term":3,"applied_index":42,"servers":3}`},
+		{name: "three voters", raft: &fakeRaft{info: consensus.Info{Leader: "n1", Term: 3, AppliedIndex: 42, Servers: make([]consensus.Server, 3),
+			Voters: 3, VotersWanted: 3, FaultTolerant: true}},
+			want: `{"leader":"n1","term":3,"applied_index":42,"servers":3,"voters":3,"voters_wanted":3,"fault_tolerant":true}`},
+		{name: "not yet fault-tolerant", raft: &fakeRaft{info: consensus.Info{Leader: "n1", Term: 2, AppliedIndex: 7, Servers: make([]consensus.Server, 3),
+			Voters: 1, VotersWanted: 3}},
+			want: `{"leader":"n1","term":2,"applied_index":7,"servers":3,"voters":1,"voters_wanted":3,"fault_tolerant":false}`},
 		{name: "error", raft: &fakeRaft{err: errors.New("raft is shut down")},
-			want: `{"leader":"","term":0,"applied_index":0,"servers":0,"error":"raft is shut down"}`},
+			want: `{"leader":"","term":0,"applied_index":0,"servers":0,"voters":0,"fault_tolerant":false,"error":"raft is shut down"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -117,7 +117,7 @@ func fakeAnswers() map[string]canned {
 		"DELETE /workers/w-00aa11bb22cc":         {200, `{"id": "w-00aa11bb22cc", "status": "removed", "drain_settle_secs": 0}`},
 		"GET /workers/w-000000000000":            {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
 		"PUT /workers/w-000000000000":            {404, `{"error": {"message": "no worker w-000000000000", "code": "worker_not_found"}}`},
-		"GET /mesh/raft":                         {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}]}`},
+		"GET /mesh/raft":                         {200, `{"leader": "gw-1", "leader_address": "127.0.0.1:39528", "term": 2, "applied_index": 14, "servers": [{"id": "gw-1", "address": "127.0.0.1:39528", "suffrage": "voter"}, {"id": "gw-2", "address": "127.0.0.1:39530", "suffrage": "nonvoter"}], "voters": 1, "voters_wanted": 2, "fault_tolerant": false}`},
 		"GET /mesh/peers":                        {200, peersAnswer},
 		"POST /workers/w-3f1c0a9b2d44/transfer":  {200, recA},
 		"POST /workers/w-000000000000/transfer":  {404, `{"error": {"message": "gw-9 is not a peer of this mesh", "code": "peer_not_found"}}`},
@@ -267,6 +267,7 @@ w-00aa11bb22cc  removed  0s
 ID    ADDRESS          SUFFRAGE  LEADER  TERM  APPLIED
 gw-1  127.0.0.1:39528  voter     *       2     14
 gw-2  127.0.0.1:39530  nonvoter  -       2     14
+voters 1 of 2: not fault-tolerant (losing one voter stops raft writes)
 `},
 		{"peers", []string{"peers"}, `
 NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED

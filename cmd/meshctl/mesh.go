@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -12,7 +13,10 @@ func (a *app) raftCommand() *cobra.Command {
 		Use:   "raft",
 		Short: "Show the raft group: leader, term, applied index, servers (GET /mesh/raft)",
 		Long: "Show the raft group as the gateway sees it: the term, this gateway's applied index, and\n" +
-			"each server of the configuration with its suffrage; LEADER marks the leader.",
+			"each server of the configuration with its suffrage; LEADER marks the leader. The last line\n" +
+			"counts the voters against those the leader works towards (--raft-voters, at most the\n" +
+			"servers) and says whether the group survives the loss of one voter: \"voters 1 of 3: not\n" +
+			"fault-tolerant\" while joined gateways are not voters yet.",
 		Example: "  meshctl raft\n  meshctl raft -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -29,22 +33,44 @@ func (a *app) raftCommand() *cobra.Command {
 					Address  string `json:"address"`
 					Suffrage string `json:"suffrage"`
 				} `json:"servers"`
+				VotersWanted int `json:"voters_wanted"`
 			}
 			if err := decode("GET /mesh/raft", ans.Body, &r); err != nil {
 				return err
 			}
 			t := newTable(a.stdout, "ID", "ADDRESS", "SUFFRAGE", "LEADER", "TERM", "APPLIED")
 			term, applied := strconv.FormatUint(r.Term, 10), strconv.FormatUint(r.AppliedIndex, 10)
+			voters := 0
 			for _, s := range r.Servers {
 				leader := ""
 				if s.ID == r.Leader && r.Leader != "" {
 					leader = "*"
 				}
+				if s.Suffrage == "voter" {
+					voters++
+				}
 				t.row(s.ID, s.Address, s.Suffrage, leader, term, applied)
 			}
-			return t.flush()
+			if err := t.flush(); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, votersLine(voters, r.VotersWanted))
+			return err
 		},
 	}
+}
+
+// votersLine says how many of the servers vote, of the voters wanted (0: a gateway too old to
+// say), and whether the group keeps its quorum when one voter is lost (three voters or more).
+func votersLine(voters, wanted int) string {
+	line := "voters " + strconv.Itoa(voters)
+	if wanted > 0 {
+		line += " of " + strconv.Itoa(wanted)
+	}
+	if voters >= 3 {
+		return line + ": fault-tolerant"
+	}
+	return line + ": not fault-tolerant (losing one voter stops raft writes)"
 }
 
 func (a *app) statusCommand() *cobra.Command {

@@ -166,7 +166,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	}
 	operator := ownership.NewOperator(ownership.OperatorConfig{Records: node, Membership: cl.owners, Apply: writer,
 		Metrics: cl.handoffs, Logger: log})
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: node, Runtime: &owner, Imports: &imports, Peers: cl,
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: cl, Runtime: &owner, Imports: &imports, Peers: cl,
 		Ownership: operator, Drainer: operator, Drains: cl, DrainTimeout: o.cluster.drainTimeoutDuration(),
 		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle },
 		Journal:     node}
