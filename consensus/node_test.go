@@ -245,7 +245,7 @@ meshgw_raft_leader 1
 		t.Fatal(err)
 	}
 	wantInfo := Info{Leader: "n1", LeaderAddress: n.Address(), Term: info.Term, AppliedIndex: n.AppliedIndex(),
-		Servers: []Server{{ID: "n1", Address: n.Address(), Suffrage: "voter"}}}
+		Servers: []Server{{ID: "n1", Address: n.Address(), Suffrage: "voter"}}, Voters: 1}
 	if diff := cmp.Diff(wantInfo, info); diff != "" || info.Term == 0 {
 		t.Fatalf("info (-want +got):\n%s", diff)
 	}
