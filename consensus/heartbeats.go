@@ -7,45 +7,104 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// unreachableFor is how long after its last failed heartbeat the leader counts a peer
-// unreachable, unless heartbeats resumed since. It is longer than raft's heartbeat backoff (at
-// most HeartbeatTimeout/2), so a peer that keeps failing stays marked; and short, so that a peer
-// removed and added again (a new heartbeat loop, which reports no resumption) is not kept out
-// for long.
-const unreachableFor = 3 * time.Second
-
-// heartbeats follows this node's raft heartbeats to each peer while it leads: raft reports each
-// failure (FailedHeartbeatObservation) and the first success after failures
-// (ResumedHeartbeatObservation). The voter reconciler promotes no peer it marks (Peer.Unreachable).
+// heartbeats follows, while this node leads, whether its raft AppendEntries (heartbeats and
+// replication) reach each peer: the transport reports each one a peer answered
+// (contactTransport), and raft each heartbeat that failed (FailedHeartbeatObservation). A
+// peer is reached once it answered since this leadership began and since its last failure;
+// until then the voter reconciler does not promote it (Peer.Unreachable). One answer is
+// enough: raft's heartbeats go out every tenth of its heartbeat timeout, so a peer that
+// answered one is in contact, and waiting for more would only delay the seat. The first
+// answer of a peer not reached wakes the reconciler (contact), since no membership event
+// comes with it.
 type heartbeats struct {
-	mu     sync.Mutex
-	failed map[raft.ServerID]time.Time // the last failure of each peer not resumed since
+	mu      sync.Mutex
+	failed  map[raft.ServerID]time.Time // the last failed heartbeat of each peer
+	reached map[raft.ServerID]time.Time // the last answer of each peer
+	contact chan struct{}               // a buffer of one: signals coalesce
 }
 
-func newHeartbeats() *heartbeats { return &heartbeats{failed: make(map[raft.ServerID]time.Time)} }
+func newHeartbeats() *heartbeats {
+	return &heartbeats{failed: make(map[raft.ServerID]time.Time), reached: make(map[raft.ServerID]time.Time),
+		contact: make(chan struct{}, 1)}
+}
 
-// observe takes one raft observation at time now; a change of leader forgets every failure (they
-// were another leadership's).
+// observe takes one raft observation at time now: a failure, a resumption (an answer), or a
+// change of leader, which forgets everything (it was another leadership's).
 func (h *heartbeats) observe(o raft.Observation, now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch d := o.Data.(type) {
 	case raft.FailedHeartbeatObservation:
+		h.mu.Lock()
 		h.failed[d.PeerID] = now
+		h.mu.Unlock()
 	case raft.ResumedHeartbeatObservation:
-		delete(h.failed, d.PeerID)
+		h.answered(d.PeerID, now)
 	case raft.LeaderObservation:
+		h.mu.Lock()
 		clear(h.failed)
+		clear(h.reached)
+		h.mu.Unlock()
 	}
 }
 
-// unreachable reports whether the heartbeats to peer id failed within unreachableFor of now and
-// did not resume since.
-func (h *heartbeats) unreachable(id string, now time.Time) bool {
+// answered records that peer id answered an AppendEntries at time now, and signals contact
+// when it was not reached before.
+func (h *heartbeats) answered(id raft.ServerID, now time.Time) {
+	h.mu.Lock()
+	was := h.reachedLocked(id)
+	h.reached[id] = now
+	h.mu.Unlock()
+	if !was {
+		select {
+		case h.contact <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *heartbeats) reachedLocked(id raft.ServerID) bool {
+	r, ok := h.reached[id]
+	if !ok {
+		return false
+	}
+	f, failed := h.failed[id]
+	return !failed || r.After(f)
+}
+
+// unreachable reports whether peer id has not answered since this leadership began or since
+// its last failed heartbeat.
+func (h *heartbeats) unreachable(id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t, ok := h.failed[raft.ServerID(id)]
-	return ok && now.Sub(t) < unreachableFor
+	return !h.reachedLocked(raft.ServerID(id))
+}
+
+// pending reports whether peer id has neither answered nor failed a heartbeat since this
+// leadership began: a peer just added, whose first answer (or failure) comes within a
+// heartbeat interval.
+func (h *heartbeats) pending(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, answered := h.reached[raft.ServerID(id)]
+	_, failed := h.failed[raft.ServerID(id)]
+	return !answered && !failed
+}
+
+// contactTransport is raft's transport with the answers to this node's AppendEntries reported
+// to hb: raft tells of failed heartbeats, and of the first answer after failures, but not of
+// the first answer of a peer just added, which is what a promotion waits for.
+type contactTransport struct {
+	*voteGuard
+	hb *heartbeats
+}
+
+// AppendEntries implements raft.Transport.
+func (t *contactTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest,
+	resp *raft.AppendEntriesResponse) error {
+	err := t.voteGuard.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.hb.answered(id, time.Now())
+	}
+	return err
 }
 
 // followHeartbeats feeds n's heartbeats from raft's observations until the node stops.
@@ -72,5 +131,13 @@ func (n *Node) followHeartbeats() {
 	}
 }
 
-// raftUnreachable reports whether this node, leading, cannot reach peer id by raft (heartbeats).
-func (n *Node) raftUnreachable(id string) bool { return n.hb.unreachable(id, time.Now()) }
+// raftUnreachable reports whether this node, leading, has no answer from peer id by raft since
+// it leads or since the peer's last failed heartbeat.
+func (n *Node) raftUnreachable(id string) bool { return n.hb.unreachable(id) }
+
+// raftPending reports whether this node, leading, has neither an answer from peer id by raft
+// nor a failed heartbeat to it yet.
+func (n *Node) raftPending(id string) bool { return n.hb.pending(id) }
+
+// raftContact signals, coalesced, when a peer this node's raft had not reached answers.
+func (n *Node) raftContact() <-chan struct{} { return n.hb.contact }

@@ -76,6 +76,7 @@ func Start(cfg Config) (*Node, error) {
 		fsm:      fsm.New(logger),
 		notifyCh: make(chan bool, 8),
 		stop:     make(chan struct{}),
+		hb:       newHeartbeats(),
 	}
 	if n.stores, err = openStores(cfg, bridge); err != nil {
 		return nil, err
@@ -98,7 +99,6 @@ func Start(cfg Config) (*Node, error) {
 		n.saver = newSaver(n.fsm, n.stores.db, version, saved, cfg.saveInterval, logger)
 		n.saver.start()
 	}
-	n.hb = newHeartbeats()
 	n.wg.Add(1)
 	go n.followHeartbeats()
 	n.relay = newCommitRelay(n)
@@ -244,7 +244,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 		return errors.Join(err, closeTransport(n.trans))
 	}
 	n.guard = newVoteGuard(n.trans, rc.LocalID, rejoining, n.log)
-	n.trans = n.guard
+	n.trans = &contactTransport{voteGuard: n.guard, hb: n.hb}
 	r, err := raft.NewRaft(rc, n.fsm, n.stores.log, n.stores.stable, n.stores.snaps, n.trans)
 	if err != nil {
 		return errors.Join(fmt.Errorf("consensus: start raft: %w", err), closeTransport(n.trans))

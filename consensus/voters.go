@@ -42,12 +42,17 @@ type Peer struct {
 	// (a first join, or a state directory that was lost): it is not a live voter (rule 8), a
 	// voter seat it holds is taken back (rule 3b), and it is not promoted (rule 5).
 	Rejoining bool
-	// Unreachable says the leader's raft heartbeats to the peer fail (raft's
-	// FailedHeartbeatObservation, not resumed since): it is not promoted (rule 5), as Consul's
-	// autopilot promotes only a server in contact. A seat given to a peer that cannot be
-	// reached holds nothing, and a voter set of which one cannot vote loses its quorum at the
-	// next fault.
+	// Unreachable says the leader's raft has had no answer from the peer since it leads or
+	// since the peer's last failed heartbeat (a peer just added has not answered yet): it is not
+	// promoted (rule 5), as Consul's autopilot promotes only a server in contact. One answer
+	// lifts it. A seat given to a peer that cannot be reached holds nothing, and a voter set of
+	// which one cannot vote loses its quorum at the next fault.
 	Unreachable bool
+	// Pending says, of an Unreachable peer, that the leader's raft has not failed to reach it
+	// either: it was just added, and answers (or fails) within a heartbeat interval. Rule 5
+	// waits for it when it is the non-voter it would promote, so that the order of the first
+	// answers does not decide which region gets the seat.
+	Pending bool
 	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not
 	// promoted, its voter seat goes to a peer that is not draining (rules 5 and 5b), it leaves the
 	// configuration once it is gone from the mesh (rule 3c), and a draining leader hands the
@@ -157,9 +162,11 @@ type Change struct {
 //     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
 //     the grace is removed.
 //  5. While there are fewer voters that are not draining than Voters, an alive non-voter already
-//     in the configuration that is neither rejoining, draining nor unreachable is promoted: the one whose
-//     region holds the fewest voters, then the lowest id. Peers added by this plan wait for the
-//     next pass, so that raft has started to catch them up. Regions are those of the voters the
+//     in the configuration that is neither rejoining, draining nor unreachable (no answer to the
+//     leader's raft yet) is promoted: the one whose region holds the fewest voters, then the
+//     lowest id. Peers added by this plan wait for the next pass, so that raft has started to
+//     catch them up. When that choice, made among the peers not unreachable or Pending, is
+//     Pending, nothing is promoted until it answers or fails. Regions are those of the voters the
 //     mesh lists (Self's from its own entry in peers). Draining peers are never promoted.
 //     5b. Once no promotion is planned and at least one voter is not draining, a draining voter
 //     other than Self is demoted, the lowest id first: its seat went to a peer that is not
@@ -446,18 +453,22 @@ func (p *planner) voterRegions() map[string]int {
 }
 
 // promotable is rule 5's choice: an alive non-voter the leader reaches, whose region holds the
-// fewest voters, then the lowest id.
+// fewest voters, then the lowest id; none while that choice is a peer not reached yet that has
+// not failed either (Pending).
 func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
 		if s.voter || s.self || !s.known || s.peer.Status != mesh.StatusAlive || s.peer.RaftAddress == "" || s.peer.Rejoining ||
-			s.peer.Draining || s.peer.Unreachable {
+			s.peer.Draining || (s.peer.Unreachable && !s.peer.Pending) {
 			continue
 		}
 		if !found || regions[s.peer.Region] < regions[best.peer.Region] {
 			best, found = s, true // seats are by id, so a tie keeps the lower id
 		}
+	}
+	if found && best.peer.Pending {
+		return seat{}, false // its first answer comes within a heartbeat interval
 	}
 	return best, found
 }

@@ -23,9 +23,10 @@ const (
 	// maxPassesPerWake bounds the passes run back to back after one event or tick: a plan holds
 	// one voter change, so a pass that changed something is followed at once by another.
 	maxPassesPerWake = 16
-	// unreachableRecheck is how soon a pass runs again after one that found a peer the leader
-	// cannot reach by raft: no membership event comes when its heartbeats resume (a gateway
-	// started again at once), and the next full pass is ReconcileInterval away.
+	// unreachableRecheck is how soon a pass runs again after one that found a non-voter the
+	// leader's raft has not reached: no membership event comes when it answers (a gateway just
+	// added, or started again at once), and the next full pass is ReconcileInterval away. The
+	// node's contact signal (raftContact) wakes Run as soon as it answers; this backs it up.
 	unreachableRecheck = time.Second
 )
 
@@ -86,8 +87,8 @@ type VoterReconciler struct {
 	node     membershipChanger // set once, before attached is closed
 
 	passes atomic.Uint64 // passes finished, for tests
-	// sawUnreachable says the last pass found a peer its node cannot reach by raft (Run then
-	// passes again after unreachableRecheck).
+	// sawUnreachable says the last pass found a non-voter its node's raft has not reached (Run
+	// then passes again after unreachableRecheck, or at the node's contact signal).
 	sawUnreachable atomic.Bool
 }
 
@@ -138,6 +139,10 @@ func (r *VoterReconciler) Run(ctx context.Context) {
 	defer tick.Stop()
 	recheck := time.NewTimer(unreachableRecheck)
 	defer recheck.Stop()
+	var contact <-chan struct{} // nil, which never fires, for a node that does not signal
+	if c, ok := r.node.(interface{ raftContact() <-chan struct{} }); ok {
+		contact = c.raftContact()
+	}
 	for {
 		r.reconcile(ctx)
 		recheck.Stop()
@@ -150,6 +155,7 @@ func (r *VoterReconciler) Run(ctx context.Context) {
 		case <-signals:
 		case <-tick.C:
 		case <-recheck.C:
+		case <-contact:
 		}
 	}
 }
@@ -188,8 +194,16 @@ func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
 	peers := slices.Clone(r.cfg.Membership.Peers())
 	unreachable := false
 	if hb, ok := r.node.(interface{ raftUnreachable(id string) bool }); ok {
+		nonvoters := make(map[string]bool)
+		for _, s := range cfg.Servers {
+			nonvoters[string(s.ID)] = s.Suffrage != raft.Voter && string(s.ID) != opts.Self
+		}
+		pending, _ := r.node.(interface{ raftPending(id string) bool })
 		for i := range peers {
-			peers[i].Unreachable = hb.raftUnreachable(peers[i].ID)
+			// Only a non-voter's contact decides anything (rule 5): voters, Self and peers
+			// not in the configuration have none to wait for.
+			peers[i].Unreachable = nonvoters[peers[i].ID] && hb.raftUnreachable(peers[i].ID)
+			peers[i].Pending = peers[i].Unreachable && pending != nil && pending.raftPending(peers[i].ID)
 			unreachable = unreachable || peers[i].Unreachable
 		}
 	}

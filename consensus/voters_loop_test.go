@@ -288,3 +288,44 @@ func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
 		}
 	})
 }
+
+// contactNode is an unreachableNode that signals when its raft reaches a peer, as a Node does
+// at a peer's first answer.
+type contactNode struct {
+	*unreachableNode
+	contact chan struct{}
+}
+
+func (c *contactNode) raftContact() <-chan struct{} { return c.contact }
+
+// A joined non-voter is promoted as soon as the leader's raft first reaches it: the contact
+// wakes the reconciler, which does not wait for its recheck.
+func TestVoterReconcilerPromotesAtFirstContact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
+		node := &contactNode{contact: make(chan struct{}, 1), unreachableNode: &unreachableNode{
+			fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1}, ids: map[string]bool{"n2": true}}}
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runReconciler(r)
+		defer stop()
+		r.attachTo(node)
+		synctest.Wait()
+		if got := node.changes(); len(got) != 0 {
+			t.Fatalf("changes %+v before the leader's raft reached n2; want none", got)
+		}
+		advance(unreachableRecheck / 4)
+		node.set("n2", false)
+		node.contact <- struct{}{}
+		reached := time.Now()
+		synctest.Wait()
+		if diff := cmp.Diff([]Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
+			t.Fatalf("changes once n2 answered (-want +got):\n%s", diff)
+		}
+		if d := time.Since(reached); d != 0 {
+			t.Fatalf("the promotion came %s after the first answer; want at once", d)
+		}
+	})
+}

@@ -41,6 +41,9 @@ func rejoining(p Peer) Peer { p.Rejoining, p.Incarnation = true, "inc-"+p.ID; re
 // unreachable is p when the leader's raft heartbeats to it fail.
 func unreachable(p Peer) Peer { p.Unreachable = true; return p }
 
+// pending is p just added: the leader's raft has neither reached it nor failed to yet.
+func pending(p Peer) Peer { p.Unreachable, p.Pending = true, true; return p }
+
 // draining is p drained by an operator.
 func draining(p Peer) Peer { p.Draining = true; return p }
 
@@ -244,6 +247,13 @@ func TestPlanMembership(t *testing.T) {
 		{name: "another that they reach is, whatever its region", cfg: conf(voter("n1"), voter("n3"), nonvoter("n2"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), unreachable(alive("n2", "b")), alive("n3", "a"), alive("n4", "a")},
 			want:  []Change{promote("n4")}},
+		{name: "a non-voter just added that has not answered yet is not promoted", cfg: conf(voter("n1"), nonvoter("n2")),
+			peers: []Peer{alive("n1", "a"), pending(alive("n2", "b"))}},
+		{name: "and the seat waits for it when its region is the one wanted", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), pending(alive("n3", "b"))}},
+		{name: "but not for a pending peer whose region is not", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
+			peers: []Peer{alive("n1", "a"), pending(alive("n2", "a")), alive("n3", "b")},
+			want:  []Change{promote("n3")}},
 
 		// Rule 6: demotion of extra voters.
 		{name: "an extra voter in the most crowded region, highest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
