@@ -37,10 +37,11 @@ type MetaSetter interface {
 	SetMeta(f func(*Meta)) error
 }
 
-// ProgressPublisher gossips this node's Progress when it changed, at most every Interval: it
-// reads Progress at the start and every Interval, and calls SetMeta only when the value differs
-// from the metadata published. It polls rather than follows raft's signal: the owned count
-// follows the pool, which has none, and a read is cheap. The zero value of every optional field
+// ProgressPublisher gossips this node's Progress when it changed, at most every Interval unless
+// told it is urgent: it reads Progress at the start, every Interval and on Urgent, and calls
+// SetMeta only when the value differs from the metadata published. It polls rather than
+// follows raft's signal: the owned count follows the pool, which has none, and a read is
+// cheap. The zero value of every optional field
 // is its default.
 type ProgressPublisher struct {
 	// Mesh is where the metadata goes. Required.
@@ -51,6 +52,10 @@ type ProgressPublisher struct {
 	Interval time.Duration
 	// After is the clock's timer. Nil means time.After.
 	After func(time.Duration) <-chan time.Time
+	// Urgent receives when a change must not wait for the interval: the end of rejoining, for
+	// which the raft leader waits before it promotes this node to voter. Run reads and
+	// publishes at once then. Nil: every Interval only.
+	Urgent <-chan struct{}
 	// Logger receives a line when gossiping fails. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -67,6 +72,7 @@ func (p ProgressPublisher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-after(interval):
+		case <-p.Urgent:
 		}
 	}
 }

@@ -182,3 +182,33 @@ func TestProgressPublisherClock(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestProgressPublisherUrgent: an urgent signal publishes at once, without waiting for the
+// interval (the end of rejoining, which the leader waits for to promote this node).
+func TestProgressPublisherUrgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &fakeMeta{t0: time.Now()}
+		m.meta.Rejoining = true
+		src := &source{cur: Progress{Rejoining: true}}
+		urgent := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ProgressPublisher{Mesh: m, Progress: src.Progress, Urgent: urgent}.Run(ctx)
+		}()
+		<-time.After(DefaultProgressInterval / 5)
+		src.set(Progress{})
+		urgent <- struct{}{}
+		synctest.Wait()
+		sets, last := m.published()
+		if diff := cmp.Diff([]time.Duration{DefaultProgressInterval / 5}, sets); diff != "" {
+			t.Errorf("SetMeta calls since start (-want +got):\n%s", diff)
+		}
+		if last.Rejoining {
+			t.Error("still published as rejoining")
+		}
+		cancel()
+		<-done
+	})
+}

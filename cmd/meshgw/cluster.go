@@ -61,6 +61,9 @@ type cluster struct {
 
 	caughtUp     chan struct{}
 	caughtUpOnce sync.Once
+	// rejoined receives once this node's rejoining ended, so that its metadata says so at once:
+	// the leader promotes it only then.
+	rejoined chan struct{}
 	// started is closed once node and mesh are set, for the leader's duties that read them.
 	started chan struct{}
 
@@ -77,7 +80,7 @@ type cluster struct {
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
 	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
 	c := &cluster{o: o, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
-		caughtUp: make(chan struct{}), started: make(chan struct{})}
+		caughtUp: make(chan struct{}), started: make(chan struct{}), rejoined: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
@@ -196,6 +199,11 @@ func (c *cluster) catchUp() {
 		c.markCaughtUp(why)
 		if err := c.node.Rejoined(why); err != nil {
 			c.log.Error("cannot end rejoining; this node keeps refusing votes until it restarts and catches up again", "err", err)
+			return
+		}
+		select {
+		case c.rejoined <- struct{}{}:
+		default:
 		}
 	}
 }

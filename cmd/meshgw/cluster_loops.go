@@ -42,7 +42,7 @@ func (c *cluster) member(id string) (mesh.Member, bool) {
 }
 
 // metaLoop gossips the applied index, the cluster id, the owned-worker count and the rejoining
-// flag when they change (mesh.ProgressPublisher).
+// flag when they change (mesh.ProgressPublisher), the end of rejoining at once.
 func (c *cluster) metaLoop(p *pool.Pool) {
 	mesh.ProgressPublisher{
 		Mesh: c.mesh,
@@ -50,6 +50,7 @@ func (c *cluster) metaLoop(p *pool.Pool) {
 			return mesh.Progress{AppliedIndex: c.node.AppliedIndex(), ClusterID: c.node.ClusterID(), OwnedWorkers: ownedCount(p),
 				Rejoining: c.node.Rejoining()}
 		},
+		Urgent: c.rejoined,
 		Logger: c.log,
 	}.Run(c.ctx)
 }
