@@ -15,15 +15,27 @@ const earlyHeader = "X-Meshgw-Internal-Early-Reject"
 var keyEarly = []byte(earlyHeader) // canonical already: no normalizing per request
 
 var (
-	early503 = []byte("503")
-	early413 = []byte("413")
+	early503      = []byte("503")
+	early413      = []byte("413")
+	earlyLeftMesh = []byte("left")
+)
+
+// earlyReject is what headerReceived decided for a request.
+type earlyReject uint8
+
+const (
+	earlyNone       earlyReject = iota
+	earlyTooLarge               // 413: Content-Length over the payload limit
+	earlyOverloaded             // 503 overloaded_error: at the in-flight limit
+	earlyLeft                   // 503 draining: the gateway left the mesh (LeaveMesh)
 )
 
 // headerReceived runs after the request headers are read and before fasthttp reads any of the
 // body (it would otherwise pre-read up to 8 KiB before calling the handler). A model request the
-// gateway will refuse, over the in-flight limit or with a Content-Length over the payload limit,
-// is answered without reading its body: the handler sees no body, and closes the connection
-// after the answer (closeLingering) because the unread body is still on the wire.
+// gateway will refuse, because it left the mesh (one atomic load), over the payload limit by its
+// Content-Length or over the in-flight limit, is answered without reading its body: the handler
+// sees no body, and closes the connection after the answer (closeLingering) because the unread
+// body is still on the wire.
 func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if h.PeekCanonical(keyEarly) != nil {
 		h.Del(earlyHeader)
@@ -40,6 +52,8 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 	}
 	var verdict []byte
 	switch {
+	case g.left.Load():
+		verdict = earlyLeftMesh
 	case int64(h.ContentLength()) > g.cfg.MaxPayload:
 		verdict = early413
 	case g.adm.full():
@@ -54,14 +68,16 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 	return fasthttp.RequestConfig{}
 }
 
-// earlyVerdict returns the status headerReceived decided, 0 for none.
-func earlyVerdict(ctx *fasthttp.RequestCtx) int {
+// earlyVerdict returns what headerReceived decided.
+func earlyVerdict(ctx *fasthttp.RequestCtx) earlyReject {
 	switch v := ctx.Request.Header.PeekCanonical(keyEarly); {
 	case v == nil:
-		return 0
+		return earlyNone
 	case bytes.Equal(v, early413):
-		return fasthttp.StatusRequestEntityTooLarge
+		return earlyTooLarge
+	case bytes.Equal(v, earlyLeftMesh):
+		return earlyLeft
 	default:
-		return fasthttp.StatusServiceUnavailable
+		return earlyOverloaded
 	}
 }

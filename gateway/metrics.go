@@ -37,7 +37,7 @@ type metrics struct {
 	retried   retried
 }
 
-func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget *bodyBudget, clock func() time.Time) *metrics {
+func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget *bodyBudget, refusedLeft *atomic.Uint64, clock func() time.Time) *metrics {
 	m := &metrics{retried: retried{pool: p, clock: clock, gone: map[string]time.Time{}},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meshgw_http_requests_total", Help: "Model and /v1/models requests answered, by route and status.",
@@ -67,6 +67,9 @@ func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget 
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "meshgw_admission_rejected_total", Help: "Model requests rejected with 503 at the in-flight limit.",
 		}, func() float64 { return float64(adm.rejected.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "meshgw_draining_rejected_total", Help: "Data-plane requests answered 503 draining after the gateway left the mesh at the end of its drain.",
+		}, func() float64 { return float64(refusedLeft.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "meshgw_buffered_body_bytes", Help: "Bytes of request bodies buffered now, within --max-buffered-body-mb.",
 		}, func() float64 { return float64(budget.used.Load()) }),

@@ -73,13 +73,17 @@ func (g *Gateway) serveModel(ctx *fasthttp.RequestCtx, route reqmeta.Route) {
 		return
 	}
 	switch earlyVerdict(ctx) {
-	case fasthttp.StatusRequestEntityTooLarge:
+	case earlyLeft:
+		g.writeLeft(ctx, int(route))
+		g.closeLingering(ctx) // the body is unread
+		return
+	case earlyTooLarge:
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge(g.cfg.MaxPayload))
 		g.metrics.observe(int(route), fasthttp.StatusRequestEntityTooLarge, 0)
 		g.shed(ctx, route, fasthttp.StatusRequestEntityTooLarge, outcomeTooLarge)
 		g.closeLingering(ctx) // the body is unread
 		return
-	case fasthttp.StatusServiceUnavailable:
+	case earlyOverloaded:
 		g.writeOverloaded(ctx, route)
 		g.closeLingering(ctx)
 		return

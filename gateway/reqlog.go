@@ -30,6 +30,7 @@ const (
 	outcomeOverloaded         = "overloaded"           // the in-flight limit (--max-connections), or the body budget's (--max-buffered-body-mb)
 	outcomeTooLarge           = "payload_too_large"    // the body passed --max-payload-size
 	outcomeInvalidRequest     = "invalid_request"      // the body or a hint header was refused
+	outcomeDraining           = "draining"             // the gateway left the mesh after its drain (LeaveMesh)
 )
 
 // logRequest writes the request's record. It runs in finish, before the call is recycled.
@@ -103,10 +104,10 @@ func rejectOutcome(status int) string {
 }
 
 // logShed writes the route_rejected record of a request refused before a call began.
-func (g *Gateway) logShed(route reqmeta.Route, id []byte, status int, durMS float64, outcome string) {
+func (g *Gateway) logShed(path string, id []byte, status int, durMS float64, outcome string) {
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteRejected,
 		slog.String("request_id", string(id)),
-		slog.String("path", route.Path()),
+		slog.String("path", path),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", durMS),
 		slog.String("outcome", outcome))
@@ -129,7 +130,7 @@ func (g *Gateway) shed(ctx *fasthttp.RequestCtx, route reqmeta.Route, status int
 	var buf [64]byte
 	id := g.stampID(ctx, buf[:0])
 	if g.cfg.RequestLog {
-		g.logShed(route, id, status, ms(time.Since(ctx.Time())), outcome)
+		g.logShed(route.Path(), id, status, ms(time.Since(ctx.Time())), outcome)
 	}
 }
 

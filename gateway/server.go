@@ -42,9 +42,13 @@ type Gateway struct {
 	srv      *fasthttp.Server
 	probeSrv *fasthttp.Server
 	draining atomic.Bool
-	// handedOff: this gateway was drained (HandOff): readiness says draining, the data plane
-	// serves on.
+	// handedOff: this gateway is being drained (HandOff): readiness says draining, the data
+	// plane serves on while the gateway still follows the fleet.
 	handedOff atomic.Bool
+	// left: this gateway is leaving, or left, the mesh after its drain (LeaveMesh): new
+	// data-plane requests answer 503 draining. refusedLeft counts those answers.
+	left        atomic.Bool
+	refusedLeft atomic.Uint64
 	// lingering counts the refused connections reading out their client's body (closeLingering).
 	lingering atomic.Int64
 	lnMu      sync.Mutex
@@ -68,7 +72,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), budget: newBodyBudget(cfg.MaxBufferedBody), stop: make(chan struct{})}
 	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
-	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget, cfg.Clock)
+	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget, &g.refusedLeft, cfg.Clock)
 	g.reqID.init()
 	acfg := cfg.Admin
 	acfg.APIKey, acfg.Pool, acfg.NodeID, acfg.Status = cfg.AdminAPIKey, g.pool, cfg.NodeID, g.Status
@@ -191,14 +195,15 @@ func (g *Gateway) Close() {
 func (g *Gateway) Draining() bool { return g.draining.Load() }
 
 // HandOff turns readiness 503 "draining" for good while the data plane goes on serving: the
-// gateway is drained (DESIGN.md section 5, Handoff), and a load balancer should take it out
-// before it stops. Calling it again does nothing.
+// gateway is being drained (DESIGN.md section 5, Handoff), and a load balancer should take it
+// out. It still follows the fleet until it leaves the mesh; LeaveMesh then refuses new model
+// requests. Calling it again does nothing.
 func (g *Gateway) HandOff() {
 	if g.handedOff.Swap(true) {
 		return
 	}
 	g.refreshReadiness()
-	g.log.Info("drained: readiness is now 503 draining; the data plane serves until the gateway stops")
+	g.log.Info("drained: readiness is now 503 draining; the data plane serves until the gateway leaves the mesh")
 }
 
 // poolChanged runs after every snapshot swap: the auto admission limit and readiness follow the
@@ -218,6 +223,10 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	switch string(path) {
 	case "/v1/models":
+		if g.left.Load() {
+			g.writeLeft(ctx, routeModels)
+			return
+		}
 		g.serveModels(ctx)
 	case "/liveness", "/live", "/healthz", "/health", "/readiness", "/ready":
 		g.serveProbe(ctx)
