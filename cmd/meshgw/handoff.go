@@ -105,14 +105,21 @@ func workersOf(recs []fsm.Record) []ownership.Worker {
 }
 
 // handingOff is the data plane as the drain duty drives it; *gateway.Gateway implements it.
-type handingOff interface{ HandOff() }
+// HandOff turns readiness 503 draining while the gateway still follows the fleet; LeaveMesh,
+// called as it leaves the mesh, makes new model requests answer 503 draining, since its pool
+// stops following the fleet then.
+type handingOff interface {
+	HandOff()
+	LeaveMesh()
+}
 
 // drainDuty is this gateway's part of its own drain (DESIGN.md section 5, Handoff), run once its
 // raft state is current. Its steps are nextDrainStep's: once the leader's state marks this
 // process draining (read after a barrier, so that an entry replayed while catching up after a
 // pause is not taken for the leader's state), readiness turns 503 draining; once it owns no
-// worker that can move, does not lead and holds no voter seat, it leaves the mesh, and the
-// leader removes it from the raft configuration. left is closed then. A mark that names an
+// worker that can move, does not lead and holds no voter seat, it closes its data plane to new
+// requests (gw.LeaveMesh) and leaves the mesh, and the leader removes it from the raft
+// configuration. left is closed then. A mark that names an
 // earlier process of this gateway is not for it: that drain is over, and the leader clears it.
 func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 	select {
@@ -146,6 +153,7 @@ func (c *cluster) drainDuty(gw handingOff, left chan<- struct{}) {
 			} else {
 				c.log.Info("drained: the leader finished this gateway's drain while it was cut off (it saw it gone); leaving the mesh")
 			}
+			gw.LeaveMesh()
 			c.leave()
 			close(left)
 			return
