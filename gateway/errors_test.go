@@ -28,6 +28,7 @@ func TestErrorEnvelopesDocumented(t *testing.T) {
 		{503, bodyBudgetFull},
 		{503, envelopeCode(typeUnavailable, codeNoWorkers, "x")},
 		{503, envelopeCode(typeUnavailable, codeUnavailable, "x")},
+		{503, bodyLeft},
 		{502, bodyUpstream},
 		{504, bodyTimeout},
 		{500, envelope(500, "internal_error", "x")},
