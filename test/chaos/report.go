@@ -68,8 +68,8 @@ func (r Report) Print(w io.Writer) {
 	for _, k := range sortedKeys(r.Skipped) {
 		fmt.Fprintf(w, "skipped %s: %s\n", k, r.Skipped[k])
 	}
-	fmt.Fprintf(w, "requests: ok=%d failed_no_worker=%d failed_gateway=%d gateway_down=%d\n",
-		r.Requests.OK, r.Requests.NoWorker, r.Requests.GatewayLost, r.Requests.GatewayDown)
+	fmt.Fprintf(w, "requests: ok=%d failed_no_worker=%d refused_drained=%d failed_gateway=%d gateway_down=%d\n",
+		r.Requests.OK, r.Requests.NoWorker, r.Requests.Drained, r.Requests.GatewayLost, r.Requests.GatewayDown)
 	fmt.Fprintf(w, "admin:")
 	for _, k := range sortedKeys(r.AdminOps) {
 		fmt.Fprintf(w, " %s=%d", k, r.AdminOps[k])

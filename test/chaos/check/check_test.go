@@ -206,16 +206,17 @@ func TestUnknownMayHaveHappened(t *testing.T) {
 	}
 }
 
-// TestFailStaticCountsApart: requests to a killed gateway and those that found no worker are
-// left out of the rate.
+// TestFailStaticCountsApart: requests to a killed gateway, those that found no worker and those
+// a drained gateway refused are left out of the rate.
 func TestFailStaticCountsApart(t *testing.T) {
 	h := good()
 	h.Requests = append(h.Requests,
 		history.Request{Gateway: "n1", Invoke: 20 * s, Complete: 21 * s, Class: history.GatewayLost}, // n1 killed
 		history.Request{Gateway: "n2", Invoke: 20 * s, Complete: 21 * s, Class: history.NoWorker},
+		history.Request{Gateway: "n2", Invoke: 22 * s, Complete: 23 * s, Class: history.Drained},
 	)
 	c := CountRequests(h)
-	if c != (Requests{OK: 1, NoWorker: 1, GatewayDown: 1}) {
+	if c != (Requests{OK: 1, NoWorker: 1, Drained: 1, GatewayDown: 1}) {
 		t.Errorf("counts %+v", c)
 	}
 	if r := FailStatic(h, 0.95); !r.OK {

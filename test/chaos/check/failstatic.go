@@ -7,10 +7,13 @@ import (
 )
 
 // Requests counts the client requests of a run by class; GatewayDown are those sent to a
-// gateway whose process was killed or stopped while they ran, left out of the rate.
+// gateway whose process was killed or stopped while they ran, left out of the rate, as are
+// Drained, the 503 draining of a gateway drained and out of the mesh (its readiness said 503
+// since its drain began: a load balancer would not have sent them there).
 type Requests struct {
 	OK          int `json:"ok"`
 	NoWorker    int `json:"failed_no_worker"`
+	Drained     int `json:"refused_drained"`
 	GatewayLost int `json:"failed_gateway"`
 	GatewayDown int `json:"gateway_down"`
 }
@@ -26,6 +29,8 @@ func CountRequests(h history.History) Requests {
 			c.OK++
 		case q.Class == history.NoWorker:
 			c.NoWorker++
+		case q.Class == history.Drained:
+			c.Drained++
 		default:
 			c.GatewayLost++
 		}
@@ -43,9 +48,9 @@ func FailStatic(h history.History, min float64) Result {
 	}
 	rate := float64(c.OK) / float64(total)
 	if rate < min {
-		return Fail("served %.4f of %d requests (want ≥ %.2f); %d more found no worker, %d went to a gateway that was down", rate, total, min, c.NoWorker, c.GatewayDown)
+		return Fail("served %.4f of %d requests (want ≥ %.2f); %d more found no worker, %d were refused by a drained gateway, %d went to a gateway that was down", rate, total, min, c.NoWorker, c.Drained, c.GatewayDown)
 	}
-	return Pass("served %.4f of %d requests (want ≥ %.2f); %d more found no worker, %d went to a gateway that was down", rate, total, min, c.NoWorker, c.GatewayDown)
+	return Pass("served %.4f of %d requests (want ≥ %.2f); %d more found no worker, %d were refused by a drained gateway, %d went to a gateway that was down", rate, total, min, c.NoWorker, c.Drained, c.GatewayDown)
 }
 
 // downDuring reports whether node's process was killed or stopped at some time in [from, to].

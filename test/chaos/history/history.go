@@ -85,11 +85,13 @@ type Request struct {
 type Class string
 
 // The classes of client requests. NoWorker is a 503 no_available_workers: the gateway had no
-// routable worker. GatewayLost is every other failure: no answer, a 5xx of the gateway's own,
-// a stream cut or ended by an error event.
+// routable worker. Drained is a 503 draining: the gateway was drained and had left the mesh, and
+// sent the client elsewhere (docs/errors.md). GatewayLost is every other failure: no answer, a
+// 5xx of the gateway's own, a stream cut or ended by an error event.
 const (
 	Served      Class = "ok"
 	NoWorker    Class = "failed_no_worker"
+	Drained     Class = "refused_drained"
 	GatewayLost Class = "failed_gateway"
 )
 

@@ -235,7 +235,8 @@ func (n *Nemesis) leaderChange(ctx context.Context, c *claim, leader *cluster.No
 var drainClient = &http.Client{Timeout: 60 * time.Second}
 
 // drain hands node over through via (POST /mesh/drain {"peer"}): its workers, raft leadership
-// and voter seat go to the others, and it leaves; its data plane serves on. Then it is stopped
+// and voter seat go to the others, and it leaves; its data plane then answers new requests 503
+// draining (the workload counts them apart) while those in flight finish. Then it is stopped
 // and started again on its state directory: at once after the answer (the leader must then
 // clear the mark of the process started again, docs/chaos.md finding 5), or, when late, once
 // the leader cleared its mark and d/2 later (an operator who waits). The fault ends when it is

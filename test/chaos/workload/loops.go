@@ -65,6 +65,8 @@ func request(ctx context.Context, client *http.Client, rec *history.Recorder, g 
 		q.Class = history.Served
 	case resp.StatusCode == 503 && strings.Contains(buf.String(), "no_available_workers"):
 		q.Class = history.NoWorker
+	case resp.StatusCode == 503 && strings.Contains(buf.String(), `"code":"draining"`):
+		q.Class = history.Drained
 	}
 	q.Complete = rec.Now()
 	return q
