@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/reqmeta"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// BenchmarkRequestLog measures one route_completed record: its formatting and its hand-off to
+// the log's writer, per handler format and sink. "discard" is the formatting alone; "devnull"
+// adds one write system call per record to /dev/null; "file" writes to a file, as make bench's
+// meshgw does (its stderr is a file).
+func BenchmarkRequestLog(b *testing.B) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { devnull.Close() })
+	file, err := os.Create(filepath.Join(b.TempDir(), "meshgw.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { file.Close() })
+	sinks := []struct {
+		name string
+		w    io.Writer
+	}{{"discard", io.Discard}, {"devnull", devnull}, {"file", file}}
+	for _, format := range []string{"text", "json"} {
+		for _, s := range sinks {
+			b.Run(format+"/"+s.name, func(b *testing.B) {
+				benchRequestLog(b, newBenchLogger(format, s.w))
+			})
+		}
+	}
+}
+
+func newBenchLogger(format string, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// benchRequestLog logs a completed streamed chat request's record b.N times.
+func benchRequestLog(b *testing.B, log *slog.Logger) {
+	g := &Gateway{log: log}
+	w := &pool.Worker{URL: "http://127.0.0.1:30001"}
+	c := &call{g: g, route: reqmeta.RouteChat, start: time.Now(), lastW: w, status: 200, attempt: 1,
+		reqID: []byte("mgw-0123456789abcdef-42"), meta: reqmeta.Meta{Model: []byte("llama-3-8b"), Stream: true,
+			Caps: worker.CapChat | worker.CapStreaming}}
+	c.touched[0] = touch{w: w}
+	c.nTouch = 1
+	b.ReportAllocs()
+	for b.Loop() {
+		c.logRequest()
+	}
+}
