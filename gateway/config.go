@@ -82,8 +82,11 @@ type Config struct {
 	// New, in order (meshgw's grpc.health.v1 follows it). It must not block. Default: none.
 	OnReadiness func(ready bool)
 	// RequestLog (--request-log) writes one route_completed or route_rejected record per model
-	// request at INFO (reqlog.go); it is off while Logger drops INFO. Default false.
+	// request at INFO (reqlog.go); it is off while RequestLogger drops INFO. Default false.
 	RequestLog bool
+	// RequestLogger receives the request log's records; meshgw gives it one whose writes are
+	// batched (gateway/logbatch). Default: Logger.
+	RequestLogger *slog.Logger
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome (once
 	// per attempt on an external provider, whose breaker counts every failed attempt as SMG's
 	// does): the status it answered, or connErr when it gave no answer (connection error,
@@ -185,7 +188,10 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.RequestLog = c.RequestLog && c.Logger.Enabled(context.Background(), slog.LevelInfo)
+	if c.RequestLogger == nil {
+		c.RequestLogger = c.Logger
+	}
+	c.RequestLog = c.RequestLog && c.RequestLogger.Enabled(context.Background(), slog.LevelInfo)
 	if c.Sleep == nil {
 		c.Sleep = sleepTimer
 	}

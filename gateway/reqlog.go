@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/gateway/reqmeta"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // The request log (Config.RequestLog, --request-log): one record per model request at INFO, as
@@ -38,13 +40,13 @@ func (c *call) logRequest() {
 	g := c.g
 	d := time.Since(c.start)
 	stream := c.meta.Stream
-	caps := c.meta.Caps.String()
+	caps := capsString(c.meta.Caps)
 	if c.lastW == nil {
 		outcome := c.rejected
 		if outcome == "" {
 			outcome = rejectOutcome(c.status)
 		}
-		g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteRejected,
+		g.logRecord(msgRouteRejected,
 			slog.String("request_id", string(c.reqID)),
 			slog.String("path", c.route.Path()),
 			slog.Bool("stream", stream),
@@ -54,7 +56,7 @@ func (c *call) logRequest() {
 			slog.String("outcome", outcome))
 		return
 	}
-	g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteCompleted,
+	g.logRecord(msgRouteCompleted,
 		slog.String("request_id", string(c.reqID)),
 		slog.String("worker", c.lastW.URL),
 		slog.String("path", c.route.Path()),
@@ -65,6 +67,36 @@ func (c *call) logRequest() {
 		slog.Int("attempts", c.attempt),
 		slog.Float64("duration_ms", ms(d)),
 		slog.String("outcome", c.outcome()))
+}
+
+// logRecord writes one record of the request log. It builds the record itself, where
+// Logger.LogAttrs would also capture the caller's program counter, which no handler of meshgw
+// prints (AddSource is off).
+func (g *Gateway) logRecord(msg string, attrs ...slog.Attr) {
+	h := g.reqLog.Handler()
+	ctx := context.Background()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r) // the log's output has nowhere to report its failure
+}
+
+// capsText caches the request log's capabilities field, one string per set of capabilities.
+var capsText [worker.CapAll + 1]atomic.Pointer[string]
+
+// capsString returns caps.String(), made once per set.
+func capsString(caps worker.Capability) string {
+	if int(caps) >= len(capsText) {
+		return caps.String()
+	}
+	if s := capsText[caps].Load(); s != nil {
+		return *s
+	}
+	s := caps.String()
+	capsText[caps].Store(&s)
+	return s
 }
 
 // outcome classifies a request a worker was tried for.
@@ -105,7 +137,7 @@ func rejectOutcome(status int) string {
 
 // logShed writes the route_rejected record of a request refused before a call began.
 func (g *Gateway) logShed(path string, id []byte, status int, durMS float64, outcome string) {
-	g.log.LogAttrs(context.Background(), slog.LevelInfo, msgRouteRejected,
+	g.logRecord(msgRouteRejected,
 		slog.String("request_id", string(id)),
 		slog.String("path", path),
 		slog.Int("status", status),

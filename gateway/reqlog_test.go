@@ -214,3 +214,20 @@ func TestRequestLogOff(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestLogger: the request log's records go to RequestLogger when it is set, and the
+// gateway's other lines to Logger.
+func TestRequestLogger(t *testing.T) {
+	var reqBuf logbuf.Buffer
+	cfg := Config{RequestLog: true, RequestLogger: slog.New(slog.NewJSONHandler(&reqBuf, nil))}
+	e, buf := reqLogEnv(t, cfg, slog.LevelInfo)
+	e.upstream(okHandler("a"))
+	_, hdr, _ := e.post("/v1/chat/completions", `{}`)
+	r := lastRecord(t, &reqBuf, 1)
+	if r["msg"] != msgRouteCompleted || r["request_id"] != hdr.Get("X-Request-Id") {
+		t.Errorf("record %v", r)
+	}
+	if got := records(t, buf); len(got) != 0 {
+		t.Errorf("the process log has the request log's records: %v", got)
+	}
+}

@@ -30,6 +30,7 @@ type Gateway struct {
 	cfg     Config
 	nodeID  []byte // cfg.NodeID, for the headers
 	log     *slog.Logger
+	reqLog  *slog.Logger // the request log's (Config.RequestLogger)
 	pool    *pool.Pool
 	policy  policy.Policy
 	adm     *admission
@@ -70,7 +71,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %w", err)
 	}
-	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, policy: pol, adm: newAdmission(cfg.MaxInflight), budget: newBodyBudget(cfg.MaxBufferedBody), stop: make(chan struct{})}
+	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, reqLog: cfg.RequestLogger, policy: pol, adm: newAdmission(cfg.MaxInflight), budget: newBodyBudget(cfg.MaxBufferedBody), stop: make(chan struct{})}
 	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, InitialHealth: cfg.InitialHealth})
 	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget, &g.refusedLeft, cfg.Clock)
 	g.reqID.init()

@@ -13,7 +13,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultInterval = 5 * time.Millisecond
-	DefaultLimit    = 1 << 20
+	DefaultLimit    = 4 << 20
 )
 
 // Options tune a Writer.
@@ -22,7 +22,7 @@ type Options struct {
 	// DefaultInterval (5 ms).
 	Interval time.Duration
 	// Limit is the most bytes batched and not yet being written; a batched record that would
-	// pass it is dropped (and counted) rather than wait. Default DefaultLimit (1 MiB).
+	// pass it is dropped (and counted) rather than wait. Default DefaultLimit (4 MiB).
 	Limit int
 }
 
@@ -38,6 +38,7 @@ type Writer struct {
 	interval time.Duration
 	limit    int
 	kick     chan struct{} // a record went into an empty batch
+	half     chan struct{} // the batch passed half its limit: write it now
 	done     chan struct{} // closed by Close
 	flusher  sync.WaitGroup
 	dropped  atomic.Uint64
@@ -61,7 +62,7 @@ func New(out io.Writer, o Options) *Writer {
 	if o.Limit <= 0 {
 		o.Limit = DefaultLimit
 	}
-	w := &Writer{out: out, interval: o.Interval, limit: o.Limit, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &Writer{out: out, interval: o.Interval, limit: o.Limit, kick: make(chan struct{}, 1), half: make(chan struct{}, 1), done: make(chan struct{})}
 	w.flusher.Add(1)
 	go w.flushLoop()
 	return w
@@ -102,16 +103,24 @@ func (w *Writer) add(p []byte) (int, error) {
 		w.dropped.Add(1)
 		return len(p), nil
 	}
-	first := len(w.batch) == 0
+	n := len(w.batch)
 	w.batch = append(w.batch, p...)
 	w.mu.Unlock()
-	if first {
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
+	if n == 0 {
+		signal(w.kick)
+	}
+	if n < w.limit/2 && n+len(p) >= w.limit/2 {
+		signal(w.half)
 	}
 	return len(p), nil
+}
+
+// signal sends on c, a channel of one, unless a signal is already waiting.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // take returns the batch and starts an empty one in spare's buffer. wmu is held.
@@ -155,7 +164,8 @@ func (w *Writer) Close() error {
 	return w.Flush()
 }
 
-// flushLoop writes each batch once Interval has passed since its first record.
+// flushLoop writes each batch once Interval has passed since its first record, or as soon as
+// it passes half its limit, which a burst reaches first.
 func (w *Writer) flushLoop() {
 	defer w.flusher.Done()
 	t := time.NewTimer(w.interval)
@@ -165,12 +175,15 @@ func (w *Writer) flushLoop() {
 		case <-w.done:
 			return
 		case <-w.kick:
-		}
-		t.Reset(w.interval)
-		select {
-		case <-w.done:
-			return
-		case <-t.C:
+			t.Reset(w.interval)
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+			case <-w.half:
+				t.Stop()
+			}
+		case <-w.half:
 		}
 		_ = w.Flush() // a log whose output fails has nowhere to report it
 	}

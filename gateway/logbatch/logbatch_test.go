@@ -70,6 +70,26 @@ func TestBatchedFlushesAfterTheInterval(t *testing.T) {
 	})
 }
 
+// TestHalfFullFlushesAtOnce: a batch that passes half its limit is written without waiting
+// for the interval, so that a burst finds room.
+func TestHalfFullFlushesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sink
+		w := New(&out, Options{Interval: time.Hour, Limit: 10})
+		defer w.Close()
+		b := w.Batched()
+		b.Write([]byte("ab\n"))
+		synctest.Wait()
+		equal(t, "below half", out.got(), nil)
+		b.Write([]byte("cd\n"))
+		synctest.Wait()
+		equal(t, "past half", out.got(), []string{"ab\ncd\n"})
+		b.Write([]byte("ef\n"))
+		synctest.Wait()
+		equal(t, "the next, below half", out.got(), []string{"ab\ncd\n"})
+	})
+}
+
 // TestIdleWriterDoesNotWake: with nothing batched, no write is made however long it waits.
 func TestIdleWriterDoesNotWake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
