@@ -86,15 +86,17 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
 		return 2
 	}
-	log := o.observe.logger(stderr)
+	lg := o.observe.logs(stderr)
+	defer lg.close()
+	log := lg.log
 	gcPercent, memLimit := o.runtime.apply()
 	o.gw.memoryLimit = memLimit
 	log.Debug("go runtime", "gc_percent", gcPercent, "memory_limit_bytes", memLimit)
 	if o.runtime.enablePprof && o.observe.prometheusPort == 0 {
 		log.Warn("--enable-pprof has no effect: --prometheus-port is 0")
 	}
-	if err := serve(ctx, &o, getenv, log); err != nil {
-		fmt.Fprintf(stderr, "meshgw: %s\n", oneLine(err.Error()))
+	if err := serve(ctx, &o, getenv, lg); err != nil {
+		fmt.Fprintf(lg.out, "meshgw: %s\n", oneLine(err.Error())) // after the batched records
 		return 1
 	}
 	return 0
@@ -104,7 +106,8 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 // durable worker records, the mesh, forwarding), then the data plane serving what raft has
 // applied, while the command line's workers are registered through raft in the background. On
 // the way out: the data plane drains, the gateway leaves the mesh, then everything stops.
-func serve(ctx context.Context, o *options, getenv func(string) string, log *slog.Logger) error {
+func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs) error {
+	log := lg.log
 	ln, err := net.Listen("tcp", o.gw.listenAddr())
 	if err != nil {
 		return fmt.Errorf("cannot listen on --host/--port %s: %v", o.gw.listenAddr(), err)
@@ -130,6 +133,9 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	})()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := lg.register(reg); err != nil {
+		return err
+	}
 	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns
 	// (its gRPC service must exist before the listener serves); the reporter sends the outcomes
 	// of workers owned elsewhere to their owners, at the gRPC address the mesh publishes.
@@ -154,7 +160,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, log *slo
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
-	cfg.RequestLog = o.observe.requestLog
+	cfg.RequestLog, cfg.RequestLogger = o.observe.requestLog, lg.reqLog
 	cfg.OnReadiness = gh.set
 	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {

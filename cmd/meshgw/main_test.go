@@ -171,7 +171,8 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if code, body := get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"); code != 200 || !strings.Contains(body, "meshgw_admission_inflight") {
+	if code, body := get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"); code != 200 || !strings.Contains(body, "meshgw_admission_inflight") ||
+		!strings.Contains(body, "meshgw_request_log_dropped_total 0") {
 		t.Errorf("metrics %d", code)
 	}
 	cancel()
