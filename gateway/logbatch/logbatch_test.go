@@ -54,10 +54,10 @@ func TestBatchedFlushesAfterTheInterval(t *testing.T) {
 		b.Write([]byte("b\n"))
 		synctest.Wait()
 		equal(t, "before the interval", out.got(), nil)
-		time.Sleep(4*time.Millisecond - 1)
+		time.Sleep(4*time.Millisecond - time.Nanosecond)
 		synctest.Wait()
 		equal(t, "just before the interval", out.got(), nil)
-		time.Sleep(1)
+		time.Sleep(time.Nanosecond)
 		synctest.Wait()
 		equal(t, "at the interval", out.got(), []string{"a\nb\n"})
 		if d := time.Since(start); d != 5*time.Millisecond {
