@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -84,9 +85,18 @@ type Config struct {
 	// RequestLog (--request-log) writes one route_completed or route_rejected record per model
 	// request at INFO (reqlog.go); it is off while RequestLogger drops INFO. Default false.
 	RequestLog bool
-	// RequestLogger receives the request log's records; meshgw gives it one whose writes are
-	// batched (gateway/logbatch). Default: Logger.
+	// RequestLogger receives the request log's records, and says whether INFO is logged.
+	// Default: Logger.
 	RequestLogger *slog.Logger
+	// RequestLogWriter, when set, receives the request log's records formatted by the gateway
+	// itself, one Write each, byte for byte as RequestLogger's slog.TextHandler (or
+	// JSONHandler, with RequestLogJSON) would write them, at a fraction of slog's cost; meshgw
+	// gives it a batched writer (gateway/logbatch). RequestLogger's handler is then not called.
+	// Default nil: records go through RequestLogger.
+	RequestLogWriter io.Writer
+	// RequestLogJSON formats RequestLogWriter's records as slog.JSONHandler does. Default
+	// false: as slog.TextHandler does.
+	RequestLogJSON bool
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome (once
 	// per attempt on an external provider, whose breaker counts every failed attempt as SMG's
 	// does): the status it answered, or connErr when it gave no answer (connection error,

@@ -39,48 +39,64 @@ const (
 func (c *call) logRequest() {
 	g := c.g
 	d := time.Since(c.start)
-	stream := c.meta.Stream
 	caps := capsString(c.meta.Caps)
 	if c.lastW == nil {
 		outcome := c.rejected
 		if outcome == "" {
 			outcome = rejectOutcome(c.status)
 		}
-		g.logRecord(msgRouteRejected,
-			slog.String("request_id", string(c.reqID)),
-			slog.String("path", c.route.Path()),
-			slog.Bool("stream", stream),
-			slog.String("capabilities", caps),
-			slog.Int("status", c.status),
-			slog.Float64("duration_ms", ms(d)),
-			slog.String("outcome", outcome))
+		e := g.startRecord(msgRouteRejected)
+		e.bytes("request_id", c.reqID)
+		e.str("path", c.route.Path())
+		e.flag("stream", c.meta.Stream)
+		e.str("capabilities", caps)
+		e.num("status", c.status)
+		e.float("duration_ms", ms(d))
+		e.str("outcome", outcome)
+		g.writeRecord(e)
 		return
 	}
-	g.logRecord(msgRouteCompleted,
-		slog.String("request_id", string(c.reqID)),
-		slog.String("worker", c.lastW.URL),
-		slog.String("path", c.route.Path()),
-		slog.String("model", string(c.meta.Model)),
-		slog.Bool("stream", stream),
-		slog.String("capabilities", caps),
-		slog.Int("status", c.status),
-		slog.Int("attempts", c.attempt),
-		slog.Float64("duration_ms", ms(d)),
-		slog.String("outcome", c.outcome()))
+	e := g.startRecord(msgRouteCompleted)
+	e.bytes("request_id", c.reqID)
+	e.str("worker", c.lastW.URL)
+	e.str("path", c.route.Path())
+	e.bytes("model", c.meta.Model)
+	e.flag("stream", c.meta.Stream)
+	e.str("capabilities", caps)
+	e.num("status", c.status)
+	e.num("attempts", c.attempt)
+	e.float("duration_ms", ms(d))
+	e.str("outcome", c.outcome())
+	g.writeRecord(e)
 }
 
-// logRecord writes one record of the request log. It builds the record itself, where
-// Logger.LogAttrs would also capture the caller's program counter, which no handler of meshgw
-// prints (AddSource is off).
-func (g *Gateway) logRecord(msg string, attrs ...slog.Attr) {
-	h := g.reqLog.Handler()
-	ctx := context.Background()
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
+// startRecord begins a record of the request log, made now: formatted by hand for
+// Config.RequestLogWriter, else as attributes for Config.RequestLogger.
+func (g *Gateway) startRecord(msg string) *recordEncoder {
+	e := encoderPool.Get().(*recordEncoder)
+	e.b, e.attrs = e.b[:0], e.attrs[:0]
+	e.json, e.toSlog = g.cfg.RequestLogJSON, g.cfg.RequestLogWriter == nil
+	e.begin(time.Now(), msg)
+	return e
+}
+
+// writeRecord writes the record and recycles its encoder. Neither way reports a failure: the
+// log's output has nowhere to report it.
+func (g *Gateway) writeRecord(e *recordEncoder) {
+	if e.toSlog {
+		// A record built here, where Logger.LogAttrs would also capture the caller's program
+		// counter, which no handler of meshgw prints (AddSource is off).
+		r := slog.NewRecord(e.t, slog.LevelInfo, e.msg, 0)
+		r.AddAttrs(e.attrs...)
+		_ = g.reqLog.Handler().Handle(context.Background(), r)
+		clear(e.attrs)
+	} else {
+		e.end()
+		_, _ = g.cfg.RequestLogWriter.Write(e.b)
 	}
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
-	r.AddAttrs(attrs...)
-	_ = h.Handle(ctx, r) // the log's output has nowhere to report its failure
+	if cap(e.b) <= 4<<10 {
+		encoderPool.Put(e)
+	}
 }
 
 // capsText caches the request log's capabilities field, one string per set of capabilities.
@@ -137,12 +153,13 @@ func rejectOutcome(status int) string {
 
 // logShed writes the route_rejected record of a request refused before a call began.
 func (g *Gateway) logShed(path string, id []byte, status int, durMS float64, outcome string) {
-	g.logRecord(msgRouteRejected,
-		slog.String("request_id", string(id)),
-		slog.String("path", path),
-		slog.Int("status", status),
-		slog.Float64("duration_ms", durMS),
-		slog.String("outcome", outcome))
+	e := g.startRecord(msgRouteRejected)
+	e.bytes("request_id", id)
+	e.str("path", path)
+	e.num("status", status)
+	e.float("duration_ms", durMS)
+	e.str("outcome", outcome)
+	g.writeRecord(e)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -16,11 +16,12 @@ import (
 )
 
 // BenchmarkRequestLog measures one route_completed record: its formatting and its hand-off to
-// the log's writer, per handler format and sink. "discard" is the formatting alone; "devnull"
-// adds one write system call per record to /dev/null; "file" writes to a file, as make bench's
-// meshgw does (its stderr is a file); "batched-file" writes to it through a logbatch.Writer, as
-// meshgw's request log does. cpu-ns/op is the process's CPU time per record (getrusage), which
-// counts the batch's writes on the flushing goroutine too.
+// the log's writer, per way of formatting (through slog's handler, or by hand as meshgw does),
+// format and sink. "discard" is the formatting alone; "devnull" adds one write system call per
+// record to /dev/null; "file" writes to a file, as make bench's meshgw does (its stderr is a
+// file); "batched-file" writes to it through a logbatch.Writer, as meshgw's request log does.
+// cpu-ns/op is the process's CPU time per record (getrusage), which counts the batch's writes
+// on the flushing goroutine too.
 func BenchmarkRequestLog(b *testing.B) {
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -36,21 +37,27 @@ func BenchmarkRequestLog(b *testing.B) {
 		name string
 		w    io.Writer
 	}{{"discard", io.Discard}, {"devnull", devnull}, {"file", file}, {"batched-file", nil}}
-	for _, format := range []string{"text", "json"} {
-		for _, s := range sinks {
-			b.Run(format+"/"+s.name, func(b *testing.B) {
-				w := s.w
-				var lw *logbatch.Writer
-				if w == nil {
-					lw = logbatch.New(file, logbatch.Options{})
-					defer lw.Close()
-					w = lw.Batched()
-				}
-				benchRequestLog(b, newBenchLogger(format, w))
-				if lw != nil {
-					b.ReportMetric(float64(lw.Dropped())/float64(b.N), "dropped/op")
-				}
-			})
+	for _, way := range []string{"slog", "hand"} {
+		for _, format := range []string{"text", "json"} {
+			for _, s := range sinks {
+				b.Run(way+"/"+format+"/"+s.name, func(b *testing.B) {
+					w := s.w
+					var lw *logbatch.Writer
+					if w == nil {
+						lw = logbatch.New(file, logbatch.Options{})
+						defer lw.Close()
+						w = lw.Batched()
+					}
+					cfg := Config{RequestLogger: newBenchLogger(format, w)}
+					if way == "hand" {
+						cfg.RequestLogWriter, cfg.RequestLogJSON = w, format == "json"
+					}
+					benchRequestLog(b, cfg)
+					if lw != nil {
+						b.ReportMetric(float64(lw.Dropped())/float64(b.N), "dropped/op")
+					}
+				})
+			}
 		}
 	}
 }
@@ -64,8 +71,8 @@ func newBenchLogger(format string, w io.Writer) *slog.Logger {
 }
 
 // benchRequestLog logs a completed streamed chat request's record b.N times.
-func benchRequestLog(b *testing.B, log *slog.Logger) {
-	g := &Gateway{log: log, reqLog: log}
+func benchRequestLog(b *testing.B, cfg Config) {
+	g := &Gateway{cfg: cfg, log: cfg.RequestLogger, reqLog: cfg.RequestLogger}
 	w := &pool.Worker{URL: "http://127.0.0.1:30001"}
 	c := &call{g: g, route: reqmeta.RouteChat, start: time.Now(), lastW: w, status: 200, attempt: 1,
 		reqID: []byte("mgw-0123456789abcdef-42"), meta: reqmeta.Meta{Model: []byte("llama-3-8b"), Stream: true,

@@ -13,11 +13,13 @@ import (
 	"github.com/meshgw/meshgw/test/logbuf"
 )
 
-// reqLogEnv is a gateway whose request log goes to a JSON buffer.
+// reqLogEnv is a gateway whose log goes to a JSON buffer, the request log's records formatted
+// by the gateway (RequestLogWriter) into the same buffer.
 func reqLogEnv(t *testing.T, cfg Config, level slog.Level) (*testEnv, *logbuf.Buffer) {
 	t.Helper()
 	var buf logbuf.Buffer
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level}))
+	cfg.RequestLogWriter, cfg.RequestLogJSON = &buf, true
 	return newEnv(t, cfg), &buf
 }
 
@@ -215,19 +217,19 @@ func TestRequestLogOff(t *testing.T) {
 	}
 }
 
-// TestRequestLogger: the request log's records go to RequestLogger when it is set, and the
-// gateway's other lines to Logger.
+// TestRequestLogger: without RequestLogWriter, the request log's records go through
+// RequestLogger's handler when it is set, and the gateway's other lines to Logger.
 func TestRequestLogger(t *testing.T) {
-	var reqBuf logbuf.Buffer
-	cfg := Config{RequestLog: true, RequestLogger: slog.New(slog.NewJSONHandler(&reqBuf, nil))}
-	e, buf := reqLogEnv(t, cfg, slog.LevelInfo)
+	var buf, reqBuf logbuf.Buffer
+	e := newEnv(t, Config{RequestLog: true, Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
+		RequestLogger: slog.New(slog.NewJSONHandler(&reqBuf, nil))})
 	e.upstream(okHandler("a"))
 	_, hdr, _ := e.post("/v1/chat/completions", `{}`)
 	r := lastRecord(t, &reqBuf, 1)
 	if r["msg"] != msgRouteCompleted || r["request_id"] != hdr.Get("X-Request-Id") {
 		t.Errorf("record %v", r)
 	}
-	if got := records(t, buf); len(got) != 0 {
+	if got := records(t, &buf); len(got) != 0 {
 		t.Errorf("the process log has the request log's records: %v", got)
 	}
 }
