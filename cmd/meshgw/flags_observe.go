@@ -57,13 +57,16 @@ func (f *observeFlags) validate() error {
 type logs struct {
 	out    *logbatch.Writer
 	log    *slog.Logger
-	reqLog *slog.Logger
+	reqLog *slog.Logger // says whether the request log's level (INFO) is logged
+	reqOut io.Writer    // where the gateway writes the request log's records, formatted by hand
+	json   bool         // in --log-format json
 }
 
 // logs opens the logs on w (stderr).
 func (f *observeFlags) logs(w io.Writer) *logs {
 	out := logbatch.New(w, logbatch.Options{})
-	return &logs{out: out, log: f.logger(out), reqLog: f.logger(out.Batched())}
+	return &logs{out: out, log: f.logger(out), reqLog: f.logger(out.Batched()), reqOut: out.Batched(),
+		json: f.logFormat == "json"}
 }
 
 // register exports the count of request log records dropped.

@@ -161,6 +161,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	cfg.RequestLog, cfg.RequestLogger = o.observe.requestLog, lg.reqLog
+	cfg.RequestLogWriter, cfg.RequestLogJSON = lg.reqOut, lg.json
 	cfg.OnReadiness = gh.set
 	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
