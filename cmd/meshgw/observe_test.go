@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,40 @@ func TestRequestLogLevel(t *testing.T) {
 				t.Errorf("request log at INFO enabled: %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRequestLogRouteCompletedByDefault: with no flag about it, a request a worker answers gets
+// one route_completed record in the daemon's log, written by the time the daemon has stopped.
+// (The JSON format of the records: gateway's TestRecordFormatMatchesSlog and request log
+// tests.)
+func TestRequestLogRouteCompletedByDefault(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","choices":[]}`)
+	}))
+	defer up.Close()
+	d := startDaemon(t, "--ephemeral", "--worker-urls", up.URL)
+	waitUntil(t, "the worker is routable", func() bool {
+		resp, err := http.Get(d.url + "/readiness")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	resp, err := http.Post(d.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("X-Request-Id")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("answer %d, X-Request-Id %q", resp.StatusCode, id)
+	}
+	d.stop(t)
+	got := d.logs.Lines("msg=route_completed", "request_id="+id, "worker="+up.URL, "model=m", "status=200", "outcome=success")
+	if len(got) != 1 {
+		t.Errorf("%d route_completed records of %s, want 1; logs:\n%s", len(got), id, d.logs.String())
 	}
 }
