@@ -86,9 +86,11 @@ func (g *Gateway) writeRecord(e *recordEncoder) {
 	if e.toSlog {
 		// A record built here, where Logger.LogAttrs would also capture the caller's program
 		// counter, which no handler of meshgw prints (AddSource is off).
-		r := slog.NewRecord(e.t, slog.LevelInfo, e.msg, 0)
-		r.AddAttrs(e.attrs...)
-		_ = g.reqLog.Handler().Handle(context.Background(), r)
+		if h := g.reqLog.Handler(); h.Enabled(context.Background(), slog.LevelInfo) {
+			r := slog.NewRecord(e.t, slog.LevelInfo, e.msg, 0)
+			r.AddAttrs(e.attrs...)
+			_ = h.Handle(context.Background(), r)
+		}
 		clear(e.attrs)
 	} else {
 		e.end()
