@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/meshgw/meshgw/clusterkey"
-	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
 // TestClusterKeyTransport: two nodes whose raft connections prove the cluster key form a
@@ -21,46 +16,9 @@ import (
 // from the raft port, and each refusal is logged.
 func TestClusterKeyTransport(t *testing.T) {
 	var logs logBuffer
-	var nodes []*Node
-	for _, id := range []string{"n1", "n2"} {
-		nodes = append(nodes, startNode(t, Config{NodeID: id, Ephemeral: true, BindAddr: "127.0.0.1:0", BootstrapExpect: 2,
-			ClusterKey: clusterkey.Derive("the admin key"), Registerer: prometheus.NewRegistry(), Tune: clusterRaft,
-			Logger: logs.Logger(slog.LevelWarn)}))
-	}
-	var servers []raft.Server
-	for _, n := range nodes {
-		if err := n.Rejoined("a new cluster"); err != nil {
-			t.Fatal(err)
-		}
-		servers = append(servers, raft.Server{ID: raft.ServerID(n.ID()), Address: raft.ServerAddress(n.Address())})
-	}
-	if err := nodes[0].BootstrapWith(servers); err != nil {
-		t.Fatal(err)
-	}
-	var leader *Node
-	waitFor(t, "a leader over keyed connections", func() bool {
-		for _, n := range nodes {
-			if n.IsLeader() && n.ClusterID() != "" {
-				leader = n
-				return true
-			}
-		}
-		return false
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s := spec(t, 8011)
-	if _, err := leader.Apply(ctx, fsm.Register{Spec: s, Owner: leader.ID(), At: time.Unix(1, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the write on both nodes", func() bool {
-		for _, n := range nodes {
-			if _, ok := n.Worker(s.ID()); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	nodes := pairReplicates(t, func(string) Config {
+		return Config{ClusterKey: clusterkey.Derive("the admin key"), Logger: logs.Logger(slog.LevelWarn)}
+	}, 8011)
 
 	addr := nodes[0].Address()
 	t.Run("plain raft client", func(t *testing.T) {

@@ -50,45 +50,9 @@ func TestTLSTransport(t *testing.T) {
 	node := testPKI(t)
 	stranger := testPKI(t)("n9")
 	var logs logBuffer
-	var nodes []*Node
-	for _, id := range []string{"n1", "n2"} {
-		nodes = append(nodes, startNode(t, Config{NodeID: id, Ephemeral: true, BindAddr: "127.0.0.1:0", BootstrapExpect: 2,
-			TLS: tlsOf(node(id)), Registerer: prometheus.NewRegistry(), Tune: clusterRaft, Logger: logs.Logger(slog.LevelWarn)}))
-	}
-	var servers []raft.Server
-	for _, n := range nodes {
-		if err := n.Rejoined("a new cluster"); err != nil { // as ExpectBootstrap does
-			t.Fatal(err)
-		}
-		servers = append(servers, raft.Server{ID: raft.ServerID(n.ID()), Address: raft.ServerAddress(n.Address())})
-	}
-	if err := nodes[0].BootstrapWith(servers); err != nil {
-		t.Fatal(err)
-	}
-	var leader *Node
-	waitFor(t, "a leader over TLS", func() bool {
-		for _, n := range nodes {
-			if n.IsLeader() && n.ClusterID() != "" {
-				leader = n
-				return true
-			}
-		}
-		return false
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s := spec(t, 8001)
-	if _, err := leader.Apply(ctx, fsm.Register{Spec: s, Owner: leader.ID(), At: time.Unix(1, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the write on both nodes", func() bool {
-		for _, n := range nodes {
-			if _, ok := n.Worker(s.ID()); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	nodes := pairReplicates(t, func(id string) Config {
+		return Config{TLS: tlsOf(node(id)), Logger: logs.Logger(slog.LevelWarn)}
+	}, 8001)
 
 	addr := nodes[0].Address()
 	refused := []struct {
@@ -143,4 +107,53 @@ func tlsRefused(addr string, cfg *tls.Config) error {
 		return errors.New("the server kept the connection open")
 	}
 	return nil
+}
+
+// pairReplicates starts two nodes on raft's TCP transport on loopback, configured by cfg (to
+// which it adds what a pair needs), bootstraps them together, and checks that a write through
+// the leader reaches both; it returns the nodes. port is the write's worker port.
+func pairReplicates(t *testing.T, cfg func(id string) Config, port int) []*Node {
+	t.Helper()
+	var nodes []*Node
+	for _, id := range []string{"n1", "n2"} {
+		c := cfg(id)
+		c.NodeID, c.Ephemeral, c.BindAddr, c.BootstrapExpect = id, true, "127.0.0.1:0", 2
+		c.Registerer, c.Tune = prometheus.NewRegistry(), clusterRaft
+		nodes = append(nodes, startNode(t, c))
+	}
+	var servers []raft.Server
+	for _, n := range nodes {
+		if err := n.Rejoined("a new cluster"); err != nil { // as ExpectBootstrap does
+			t.Fatal(err)
+		}
+		servers = append(servers, raft.Server{ID: raft.ServerID(n.ID()), Address: raft.ServerAddress(n.Address())})
+	}
+	if err := nodes[0].BootstrapWith(servers); err != nil {
+		t.Fatal(err)
+	}
+	var leader *Node
+	waitFor(t, "a leader", func() bool {
+		for _, n := range nodes {
+			if n.IsLeader() && n.ClusterID() != "" {
+				leader = n
+				return true
+			}
+		}
+		return false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := spec(t, port)
+	if _, err := leader.Apply(ctx, fsm.Register{Spec: s, Owner: leader.ID(), At: time.Unix(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the write on both nodes", func() bool {
+		for _, n := range nodes {
+			if _, ok := n.Worker(s.ID()); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
 }
