@@ -16,8 +16,9 @@ import (
 //	client → server: client nonce Nc (32), HMAC(key, client label | Ns | Nc) (32)
 //	server → client: HMAC(key, server label | Ns | Nc) (32)
 //
-// The server checks the client's MAC and answers only a good one; the client checks the
-// server's, so that neither side gives raft's traffic (the fleet's records) to a party that
+// The key is the client's primary; the server takes it when it is any key of its ring, and
+// answers with that key. The server checks the client's MAC and answers only a good one; the
+// client checks the server's, so that neither side gives raft's traffic (the fleet's records) to a party that
 // does not hold the key. Fresh nonces on both sides make a recorded exchange worthless.
 const (
 	magic     = "meshgwK1"
@@ -46,10 +47,16 @@ func (k *Key) Accept(conn net.Conn, deadline time.Time) error {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	nc := in[:nonceSize]
-	if !hmac.Equal(in[nonceSize:], k.mac([]byte(labelClient), ns[:], nc)) {
+	var proven *secret // the key of the ring the client proved: the server answers with it
+	for i := range k.ring {
+		if hmac.Equal(in[nonceSize:], k.ring[i].mac([]byte(labelClient), ns[:], nc)) {
+			proven = &k.ring[i]
+		}
+	}
+	if proven == nil {
 		return ErrRefused
 	}
-	if _, err := conn.Write(k.mac([]byte(labelServer), ns[:], nc)); err != nil {
+	if _, err := conn.Write(proven.mac([]byte(labelServer), ns[:], nc)); err != nil {
 		return err
 	}
 	return conn.SetDeadline(time.Time{})
@@ -73,14 +80,15 @@ func (k *Key) Dial(conn net.Conn, deadline time.Time) error {
 	if _, err := rand.Read(nc[:]); err != nil {
 		return err
 	}
-	if _, err := conn.Write(append(nc[:], k.mac([]byte(labelClient), ns, nc[:])...)); err != nil {
+	primary := &k.ring[0]
+	if _, err := conn.Write(append(nc[:], primary.mac([]byte(labelClient), ns, nc[:])...)); err != nil {
 		return err
 	}
 	var answer [macSize]byte
 	if _, err := io.ReadFull(conn, answer[:]); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	if !hmac.Equal(answer[:], k.mac([]byte(labelServer), ns, nc[:])) {
+	if !hmac.Equal(answer[:], primary.mac([]byte(labelServer), ns, nc[:])) {
 		return ErrRefused
 	}
 	return conn.SetDeadline(time.Time{})

@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"strings"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -39,21 +40,37 @@ const (
 // Header is the gRPC metadata key that carries the token.
 const Header = "meshgw-cluster-proof"
 
-// Key is a cluster's key. Its zero value is not usable; use Derive.
+// Key is a cluster's key: a ring of one or more, derived from the admin keys of a rotation.
+// A gateway proves the first (its primary) and takes a proof of any. Its zero value is not
+// usable; use Derive.
 type Key struct {
+	ring []secret // the primary first
+}
+
+// secret is one key of the ring and its gRPC token.
+type secret struct {
 	k     [sha256.Size]byte
 	token string
 }
 
 // Derive returns the cluster key of the gateways whose admin key is adminKey, or nil when
-// adminKey is empty (no key: the control plane's loopback listeners trust the host).
+// adminKey is empty (no key: the control plane's loopback listeners trust the host). adminKey
+// may hold several keys, one a line, the primary first, as --admin-api-key-file does during a
+// rotation: the gateway proves the primary and accepts every one.
 func Derive(adminKey string) *Key {
-	if adminKey == "" {
+	k := &Key{}
+	for _, line := range strings.Split(adminKey, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		var s secret
+		copy(s.k[:], mac([]byte(line), []byte(labelCluster)))
+		s.token = hex.EncodeToString(s.mac([]byte(labelGRPC)))
+		k.ring = append(k.ring, s)
+	}
+	if len(k.ring) == 0 {
 		return nil
 	}
-	k := &Key{}
-	copy(k.k[:], mac([]byte(adminKey), []byte(labelCluster)))
-	k.token = hex.EncodeToString(k.mac([]byte(labelGRPC)))
 	return k
 }
 
@@ -66,12 +83,17 @@ func mac(key []byte, parts ...[]byte) []byte {
 	return h.Sum(nil)
 }
 
-func (k *Key) mac(parts ...[]byte) []byte { return mac(k.k[:], parts...) }
+func (s *secret) mac(parts ...[]byte) []byte { return mac(s.k[:], parts...) }
 
-// GossipKey is the base64 of the AES-256 key the mesh encrypts gossip with, in the form
-// --mesh-encrypt-key takes.
+// GossipKey is the base64 of the AES-256 keys the mesh encrypts gossip with, one a line, the
+// primary first, in the form --mesh-encrypt-key takes: the mesh encrypts with the primary and
+// decrypts with each.
 func (k *Key) GossipKey() string {
-	return base64.StdEncoding.EncodeToString(k.mac([]byte(labelGossip)))
+	keys := make([]string, len(k.ring))
+	for i := range k.ring {
+		keys[i] = base64.StdEncoding.EncodeToString(k.ring[i].mac([]byte(labelGossip)))
+	}
+	return strings.Join(keys, "\n")
 }
 
 // String hides the key from a log line or an error that formats it by mistake.
@@ -81,16 +103,23 @@ func (k *Key) String() string { return "clusterkey.Key(hidden)" }
 func (k *Key) GoString() string { return k.String() }
 
 // Credentials are the per-call credentials of a gRPC client: every call carries the token.
-func (k *Key) Credentials() credentials.PerRPCCredentials { return perRPC{token: k.token} }
+func (k *Key) Credentials() credentials.PerRPCCredentials { return perRPC{token: k.ring[0].token} }
 
-// Check reports whether the incoming call of ctx carries the token.
+// Check reports whether the incoming call of ctx carries the token of a key of the ring.
 func (k *Key) Check(ctx context.Context) bool {
 	md, ok := metadata.FromIncomingContext(ctx)
 	if !ok {
 		return false
 	}
 	vals := md.Get(Header)
-	return len(vals) == 1 && hmac.Equal([]byte(vals[0]), []byte(k.token))
+	if len(vals) != 1 {
+		return false
+	}
+	match := false
+	for i := range k.ring {
+		match = hmac.Equal([]byte(vals[0]), []byte(k.ring[i].token)) || match
+	}
+	return match
 }
 
 // perRPC adds the token to each call's metadata.

@@ -21,25 +21,25 @@ func TestDeriveWithoutAnAdminKeyIsNil(t *testing.T) {
 
 func TestDerivedValuesDependOnTheAdminKeyAndHideIt(t *testing.T) {
 	a, a2, b := Derive("secret-a"), Derive("secret-a"), Derive("secret-b")
-	if a.GossipKey() != a2.GossipKey() || a.token != a2.token {
+	if a.GossipKey() != a2.GossipKey() || a.ring[0].token != a2.ring[0].token {
 		t.Fatal("one admin key derived two keys")
 	}
-	if a.GossipKey() == b.GossipKey() || a.token == b.token {
+	if a.GossipKey() == b.GossipKey() || a.ring[0].token == b.ring[0].token {
 		t.Fatal("two admin keys derived the same key")
 	}
 	raw, err := base64.StdEncoding.DecodeString(a.GossipKey())
 	if err != nil || len(raw) != 32 {
 		t.Fatalf("gossip key: %d bytes, %v; want a base64 AES-256 key", len(raw), err)
 	}
-	if a.token == a.GossipKey() {
+	if a.ring[0].token == a.GossipKey() {
 		t.Fatal("the gRPC token is the gossip key")
 	}
-	for _, s := range []string{fmt.Sprint(a), fmt.Sprintf("%v %+v %#v %s", a, a, a, a), a.GossipKey(), a.token} {
+	for _, s := range []string{fmt.Sprint(a), fmt.Sprintf("%v %+v %#v %s", a, a, a, a), a.GossipKey(), a.ring[0].token} {
 		if strings.Contains(s, "secret-a") {
 			t.Fatalf("%q shows the admin key", s)
 		}
 	}
-	if s := fmt.Sprintf("%v %+v %#v", a, a, a); strings.Contains(s, a.token) {
+	if s := fmt.Sprintf("%v %+v %#v", a, a, a); strings.Contains(s, a.ring[0].token) {
 		t.Fatalf("formatting the key shows its token: %s", s)
 	}
 }
@@ -161,5 +161,44 @@ func TestServerGivesUpOnASilentClientAtTheDeadline(t *testing.T) {
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("Accept of a silent client: %v, want a timeout", err)
+	}
+}
+
+// TestRotation: during an admin key rotation a gateway of the ring "new, old" and one of "old"
+// or of "old, new" prove themselves to each other, as does one of "new" to "new, old"; a ring
+// that holds neither's primary refuses.
+func TestRotation(t *testing.T) {
+	old, oldNew, newOld, fresh := Derive("old"), Derive("old\nnew"), Derive("new\r\nold\n"), Derive("new")
+	pairs := []struct {
+		name           string
+		server, client *Key
+		ok             bool
+	}{
+		{"round 1 to a gateway not yet rolled", old, oldNew, true},
+		{"a gateway not yet rolled to round 1", oldNew, old, true},
+		{"round 2 to round 1", oldNew, newOld, true},
+		{"round 1 to round 2", newOld, oldNew, true},
+		{"round 3 to round 2", newOld, fresh, true},
+		{"round 2 to round 3", fresh, newOld, true},
+		{"the new key to the old alone", old, fresh, false},
+		{"the old key to the new alone", fresh, old, false},
+	}
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			serr, cerr := handshake(p.server, p.client)
+			if ok := serr == nil && cerr == nil; ok != p.ok {
+				t.Fatalf("raft handshake: server %v, client %v; want ok %v", serr, cerr, p.ok)
+			}
+			md, _ := p.client.Credentials().GetRequestMetadata(context.Background())
+			if got := p.server.Check(metadata.NewIncomingContext(context.Background(), metadata.New(md))); got != p.ok {
+				t.Fatalf("gRPC token: %v, want %v", got, p.ok)
+			}
+		})
+	}
+	if keys := strings.Split(newOld.GossipKey(), "\n"); len(keys) != 2 || keys[0] != fresh.GossipKey() || keys[1] != old.GossipKey() {
+		t.Fatalf("gossip keys of a ring: %q, want the primary's then the other's", keys)
+	}
+	if Derive("\n \n") != nil {
+		t.Fatal("blank lines derived a key")
 	}
 }

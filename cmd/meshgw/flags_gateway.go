@@ -61,7 +61,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.region, "region", "", "this gateway's region")
 	fs.StringVar(&f.color, "color", "", "free label of this gateway, e.g. blue or green")
 	fs.StringVar(&f.adminAPIKey, "admin-api-key", "", "bearer key of the admin routes (empty: admin routes answer loopback clients only); without TLS, peers prove a key derived from it on raft, gRPC and gossip, so every gateway of a cluster needs the same (docs/security.md); prefer --admin-api-key-file or the variable: a command line is readable by every local user")
-	fs.StringVar(&f.adminAPIKeyFile, "admin-api-key-file", "", "file holding the admin routes' bearer key (a trailing newline is dropped)")
+	fs.StringVar(&f.adminAPIKeyFile, "admin-api-key-file", "", "file holding the admin routes' bearer key (a trailing newline is dropped), or, during a rotation, several one a line, the primary first: each opens the admin routes and is taken from peers, which prove the primary")
 	fs.IntVar(&f.shutdownGrace, "shutdown-grace-period-secs", 180, "on SIGTERM, how long in-flight requests may take to drain")
 	fs.IntVar(&f.shutdownSettle, "shutdown-settle-secs", 2, "on SIGTERM, how long the listener stays open after readiness turns draining")
 	fs.BoolVar(&f.readinessRequiresQuorum, "readiness-requires-quorum", false, "answer /readiness 503 \"no quorum\" while raft has no leader (by default a gateway serves its last applied state without one, and is ready when it has routable workers)")

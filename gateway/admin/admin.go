@@ -38,7 +38,9 @@ type RaftInfo interface {
 
 // Config configures a Handler.
 type Config struct {
-	// APIKey is the bearer key (--admin-api-key); empty admits loopback clients only.
+	// APIKey is the bearer key (--admin-api-key); empty admits loopback clients only. It may
+	// hold several keys, one a line (a rotation: --admin-api-key-file), and each opens the
+	// routes.
 	APIKey string
 	// Pool is the worker pool: the runtime state of each record.
 	Pool *pool.Pool
@@ -100,7 +102,7 @@ type Config struct {
 type Handler struct {
 	cfg    Config
 	log    *slog.Logger
-	bearer []byte
+	bearer [][]byte // "Bearer " and each key; nil without a key
 }
 
 // New returns a Handler.
@@ -110,8 +112,10 @@ func New(cfg Config) *Handler {
 		h.log = slog.Default()
 	}
 	h.log = h.log.With("component", "admin")
-	if cfg.APIKey != "" {
-		h.bearer = []byte("Bearer " + cfg.APIKey)
+	for _, k := range strings.Split(cfg.APIKey, "\n") {
+		if k = strings.TrimSpace(k); k != "" {
+			h.bearer = append(h.bearer, []byte("Bearer "+k))
+		}
 	}
 	return h
 }
@@ -262,7 +266,11 @@ func (h *Handler) authorized(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	got := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
-	if subtle.ConstantTimeCompare(got, h.bearer) != 1 {
+	match := 0
+	for _, b := range h.bearer { // every key compared, in constant time each
+		match |= subtle.ConstantTimeCompare(got, b)
+	}
+	if match != 1 {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="meshgw-admin"`)
 		writeErr(ctx, fasthttp.StatusUnauthorized, codeUnauthorized, "missing or wrong admin bearer key")
 		return false

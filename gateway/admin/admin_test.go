@@ -26,6 +26,8 @@ func TestAuth(t *testing.T) {
 	status := func() any { return map[string]string{"node_id": "n1"} }
 	noKey := New(Config{Pool: p, NodeID: "n1", Status: status, Logger: quiet()})
 	withKey := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "admin-key", Logger: quiet()})
+	// A rotation: the new key first, the old one after it (--admin-api-key-file).
+	twoKeys := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "new-key\r\nadmin-key\n", Logger: quiet()})
 	tests := []struct {
 		name   string
 		h      *Handler
@@ -42,6 +44,10 @@ func TestAuth(t *testing.T) {
 		{"key, wrong scheme", withKey, "admin-key", loopback, 401, "unauthorized"},
 		{"key, right", withKey, "Bearer admin-key", loopback, 200, ""},
 		{"key, right, remote", withKey, "Bearer admin-key", remote, 200, ""},
+		{"two keys, the first", twoKeys, "Bearer new-key", remote, 200, ""},
+		{"two keys, the second", twoKeys, "Bearer admin-key", remote, 200, ""},
+		{"two keys, both at once", twoKeys, "Bearer new-key\nadmin-key", remote, 401, "unauthorized"},
+		{"two keys, neither", twoKeys, "Bearer nope", remote, 401, "unauthorized"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,4 +247,36 @@ func getJSONWith(t *testing.T, a *adminClient, path string, v any) bool {
 	t.Helper()
 	code, body := a.do(t, "GET", path, "")
 	return code == 200 && json.Unmarshal([]byte(body), v) == nil
+}
+
+// TestAdminKeyRotationKeepsTheClusterWhole: mid-rotation, a gateway whose key file is "old,
+// new" and one whose file is "new, old" prove themselves to each other: the second joins the
+// first, and a write through it with either key is forwarded and applied on both.
+func TestAdminKeyRotationKeepsTheClusterWhole(t *testing.T) {
+	b := harness.Build(t)
+	engine := harness.StartEngine(t, b, "engine")
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	g1 := newClusterGW(t, "rot1", "--admin-api-key-file", file("round1", "key-old\nkey-new\n"), "--worker-urls", engine.URL)
+	g1.start(t, b)
+	g2 := newClusterGW(t, "rot2", "--admin-api-key-file", file("round2", "key-new\nkey-old\n"))
+	g2.start(t, b, g1.meshAddr())
+	a1, a2 := newAdmin(g1.Gateway, "key-new"), newAdmin(g2.Gateway, "key-old")
+	harness.WaitFor(t, clusterBound, "both gateways list the worker", func() bool {
+		_, ok1 := a1.list(t)[engine.URL]
+		_, ok2 := a2.list(t)[engine.URL]
+		return ok1 && ok2
+	})
+	a2.must(t, 200, "PUT", workerPath(engine), `{"disabled":true,"reason":"mid-rotation"}`)
+	for _, a := range []*adminClient{a1, a2} {
+		if rec := a.list(t)[engine.URL]; !rec.Disabled {
+			t.Errorf("%s: a write through the second gateway is not applied: %+v", a.base, rec)
+		}
+	}
 }
