@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -136,14 +137,31 @@ func (e *recordEncoder) end() {
 }
 
 // appendRFC3339Millis is TextHandler's time: RFC 3339 with exactly three digits of
-// milliseconds.
+// milliseconds. The text up to the second and the zone are formatted once a second (the
+// records of one second share them), so a record appends only its milliseconds.
 func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10) // RFC3339Nano trims zeros: keep four digits
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...) // and drop the fourth
+	s := lastSecond.Load()
+	if s == nil || s.unix != t.Unix() || s.loc != t.Location() {
+		s = &secondText{unix: t.Unix(), loc: t.Location(), head: t.Format("2006-01-02T15:04:05"), zone: t.Format("Z07:00")}
+		lastSecond.Store(s)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, s.head...)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, s.zone...)
 }
+
+// secondText is one second of the request log's time, as text: the date and time to the
+// second, and the zone.
+type secondText struct {
+	unix int64
+	loc  *time.Location
+	head string
+	zone string
+}
+
+// lastSecond is the second of the latest record's time.
+var lastSecond atomic.Pointer[secondText]
 
 // jsonSafe reports whether the ASCII byte c goes into a JSON string as it is.
 func jsonSafe(c byte) bool { return c >= 0x20 && c != '"' && c != '\\' }

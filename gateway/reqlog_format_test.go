@@ -61,3 +61,23 @@ func TestRecordFormatMatchesSlog(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordTimeAcrossSecondsAndZones: the time of a record is RFC 3339 with milliseconds,
+// truncated as slog's TextHandler does, whether it falls in the second of the record before it
+// or not, and in whatever zone its time is in.
+func TestRecordTimeAcrossSecondsAndZones(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 5*3600+30*60), time.FixedZone("west", -7*3600)}
+	base := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC)
+	steps := []time.Duration{0, 999_999, time.Millisecond, 999 * time.Millisecond, 999_999_999, time.Second, 1500 * time.Millisecond, 36 * time.Hour}
+	for _, loc := range zones {
+		for _, d := range steps {
+			for _, off := range []time.Duration{0, 1, 123_456_789} {
+				tm := base.Add(d + off).In(loc)
+				want := tm.Format("2006-01-02T15:04:05.000Z07:00")
+				if got := string(appendRFC3339Millis([]byte("x"), tm)); got != "x"+want {
+					t.Errorf("time %v: got %q, want %q", tm, got, "x"+want)
+				}
+			}
+		}
+	}
+}
