@@ -9,7 +9,7 @@ import (
 )
 
 // RegistrationRate is sequential registrations through one gateway whose raft state already
-// holds Workers records, and how long the gateway then took to stop on SIGTERM (issue 11:
+// holds Workers records, and how long the gateway then took to stop on SIGTERM (the goals:
 // registering one worker costs about the same at 1,000 and 100,000 workers, and a stop takes
 // under 10 s whatever the fleet's size).
 type RegistrationRate struct {

@@ -23,7 +23,7 @@ const refusalLogEvery = 10 * time.Second
 // state is new (a first join, or a state directory that was lost) and no leader has confirmed
 // that it caught up. Raft grants a vote whenever its configuration is empty, and a node whose
 // log was wiped would otherwise vote, under a voter's id, for a candidate that lacks entries it
-// acknowledged before (issue 11, "amnesia"). So while rejoining the node answers every vote and
+// acknowledged before ("amnesia"). So while rejoining the node answers every vote and
 // pre-vote request with a refusal, and its own requests fail: it can neither elect nor be
 // elected. Everything else (replication, snapshots, heartbeats) passes through, so that it
 // catches up. Being the one channel raft reads its RPCs from, it also takes the RPCs this node

@@ -52,7 +52,7 @@ func lastRecord(t *testing.T, buf *logbuf.Buffer, n int) map[string]any {
 
 // TestRequestLogRecords: one route_completed or route_rejected record per model request, with
 // the request id the client got, the worker, path, stream, capabilities, status, duration and
-// outcome (issue 14 point 7).
+// outcome.
 func TestRequestLogRecords(t *testing.T) {
 	e, buf := reqLogEnv(t, Config{RequestLog: true, MaxPayload: 1000, Retry: RetryConfig{Disabled: true}}, slog.LevelInfo)
 	var status atomic.Int32

@@ -48,8 +48,8 @@ func TestDrainStates(t *testing.T) {
 }
 
 // TestDrainStatesRestarted: a drain mark names the process it drains by its start time; the mesh
-// listing the peer alive with another start time is a restart, whatever the rest says (docs/
-// chaos.md finding 5). Nothing without both times, nor for a peer that is not alive.
+// listing the peer alive with another start time is a restart, whatever the rest says.
+// Nothing without both times, nor for a peer that is not alive.
 func TestDrainStatesRestarted(t *testing.T) {
 	first, again := t0.Add(-time.Hour), t0.Add(time.Minute)
 	mark := func(started time.Time) []fsm.DrainingPeer {
@@ -70,7 +70,7 @@ func TestDrainStatesRestarted(t *testing.T) {
 		{"started again, owning the host-local worker that waited for it", mark(first), startedAt(peer("b1", "", mesh.StatusAlive, t0), again),
 			[]Worker{{ID: "w-ipc", Owner: "b1", Epoch: 3, HostLocal: true}}, out, true},
 		{"the process the mark drains, back from a partition", mark(first), startedAt(peer("b1", "", mesh.StatusAlive, t0), first), nil, out, false},
-		// docs/chaos.md finding 11: the drain's entry gateway still knew the earlier process.
+		// The drain's entry gateway still knew the earlier process.
 		{"started again just before the drain was written", mark(first), startedAt(peer("b1", "", mesh.StatusAlive, t0), t0.Add(-time.Second)), nil, inCfg, false},
 		{"a mark of an older build names no process", mark(time.Time{}), startedAt(peer("b1", "", mesh.StatusAlive, t0), again), nil, out, false},
 		{"a peer of an older build publishes no start", mark(first), peer("b1", "", mesh.StatusAlive, t0), nil, out, false},

@@ -10,7 +10,7 @@ import (
 
 // TestOneLineErrors: meshctl's own flags are not named twice (no "meshctl: meshctl:"), a value
 // of the wrong type says what the flag takes, and a --sort column the table lacks is refused
-// before the gateway is asked (issue 14 point 9).
+// before the gateway is asked.
 func TestOneLineErrors(t *testing.T) {
 	tests := []struct {
 		args   []string

@@ -195,8 +195,7 @@ func TestDrainNotFinished(t *testing.T) {
 }
 
 // A weight update's answer carries its report beside the error envelope; meshctl reads the
-// envelope into one line (the 503 of an update whose record could not be closed: chaos
-// finding 10).
+// envelope into one line (the 503 of an update whose record could not be closed).
 func TestRefusalWithAReport(t *testing.T) {
 	body := `{"success": false, "id": "wu-4a791a7c250ee6c1", "result": "unresolved", "message": "m",
  "targets": [{"id": "w-fbea9e475487", "url": "http://10.0.0.9:9000", "outcome": "pending"}],

@@ -10,7 +10,7 @@ import (
 )
 
 // TestWhatSMGAndOmniUsersType: the flags and files of SMG and the SGLang-Omni router users
-// (issue 14, points 1, 2, 3, 5 and 6) parse, or exit 2 with one line saying what is allowed.
+// parse, or exit 2 with one line saying what is allowed.
 func TestWhatSMGAndOmniUsersType(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name, body string) string {

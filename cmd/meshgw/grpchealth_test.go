@@ -12,7 +12,7 @@ var rpcListen = regexp.MustCompile(`msg="meshgw started" .*\brpc=(\S+)`)
 
 // TestGRPCHealthFollowsReadiness: grpc_health_probe against meshgw's gRPC port answers
 // NOT_SERVING while the gateway has no routable worker, SERVING once it has one, for the
-// server ("") and for "meshgw" (issue 14 point 10).
+// server ("") and for "meshgw".
 func TestGRPCHealthFollowsReadiness(t *testing.T) {
 	harness.GRPCHealthProbeBin(t) // built before the daemon starts, outside its deadlines
 	d := startDaemon(t, "--ephemeral")

@@ -22,7 +22,7 @@ func freeLoopbackPort(t *testing.T) int {
 }
 
 // TestMetricsListenerFollowsHost: without --prometheus-host, /metrics (and the profiler riding
-// on it) binds --host, not every interface; --prometheus-host still wins (issue 14 point 11).
+// on it) binds --host, not every interface; --prometheus-host still wins.
 func TestMetricsListenerFollowsHost(t *testing.T) {
 	for _, tc := range []struct {
 		name string

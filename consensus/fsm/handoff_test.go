@@ -134,7 +134,7 @@ func TestDrainMarkNamesAProcess(t *testing.T) {
 
 // TestDrainMarkWrittenAfterARestart: a drain sent moments after the peer was started again,
 // through a gateway whose mesh still held the earlier process's start time, drains the process
-// that ran when the mark was written (docs/chaos.md finding 11); a process started after the
+// that ran when the mark was written; a process started after the
 // mark still does not, and the earlier process is still drained.
 func TestDrainMarkWrittenAfterARestart(t *testing.T) {
 	earlier, restarted, later := t0.Add(-time.Hour), t0.Add(-time.Second), t0.Add(time.Second)

@@ -133,7 +133,7 @@ func TestRecordsWithoutDrainFieldsLoadAsNotDraining(t *testing.T) {
 // records the burst changed, however many records the state holds and however many changed
 // since the last save (a second of writes at full rate is several thousand). A save that
 // rewrote every record would cost in proportion to the fleet, once a second, and slow every
-// write as the fleet grows (issue 26, point 8).
+// write as the fleet grows.
 func TestSaveSinceWritesOnlyTheChanges(t *testing.T) {
 	const burst = 6000 // more writes than one save used to be able to name
 	for _, held := range []int{1000, 10_000} {

@@ -11,7 +11,7 @@ import (
 // pendingFlags are flags the deployment files name before the meshgw they are checked with has
 // them. While `meshgw --help` does not list one, the files may name it only as a MESHGW_
 // variable, which an older meshgw ignores; once it is listed it is checked like any other, and
-// its entry here can go. Step 7's handoff (issue 15) added the last ones.
+// its entry here can go.
 var pendingFlags = map[string]string{}
 
 // flagUse is one flag a deployment file gives meshgw: on its command line or as a variable.

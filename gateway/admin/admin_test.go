@@ -55,8 +55,8 @@ func TestAuth(t *testing.T) {
 			if a := do(tt.h, req{method: "GET", uri: "/status", auth: tt.auth, from: tt.from}); a.status != 200 {
 				t.Errorf("GET /status: %d %s, want 200 without admin auth", a.status, a.body)
 			}
-			// Every admin route and method but GET /status (issue 12: 401 without the key or
-			// with a wrong one, for reads and for writes).
+			// Every admin route and method but GET /status answers 401 without the key or with
+			// a wrong one, for reads and for writes.
 			for _, r := range []req{
 				{method: "GET", uri: "/workers"},
 				{method: "GET", uri: "/workers/" + string(w.ID)},

@@ -71,7 +71,7 @@ func TestConsistencyBarrierAndAcks(t *testing.T) {
 	rec := e.register(t, fmt.Sprintf(`{"url":%q}`, workerURL(8201)))
 	path := "/workers/" + url.PathEscape(rec.URL)
 
-	// Without a Fleet, a lagging copy answers 404: the finding of issue 11.
+	// Without a Fleet, a lagging copy answers 404 for a record the leader holds.
 	lagging := e.handler(func(c *Config) { c.Records = &lagRecords{Records: e.node} })
 	if a := do(lagging, req{method: "PUT", uri: path, body: `{"disabled":true}`}); a.status != 404 {
 		t.Fatalf("without a barrier: %d %s, want 404", a.status, a.body)

@@ -16,7 +16,7 @@ func (r reportOnly) Update(context.Context, []byte, weights.Target) (weights.Rep
 }
 
 // Each result of a weight update has its status and code; an update that sent nothing answers
-// fleet_ack_timeout only when its record closed (chaos finding 10).
+// fleet_ack_timeout only when its record closed.
 func TestUpdateWeightsAnswers(t *testing.T) {
 	tests := []struct {
 		result string

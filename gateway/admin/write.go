@@ -48,7 +48,7 @@ func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
 // createdByFirstCopy reports whether an Unchanged registration found the record its own first
 // copy created: the write was re-sent after a leader gave no answer, and the record carries
 // this request's registration time to the nanosecond. Without it the client would get 200 ("the
-// same spec was already registered") for the record it created (docs/chaos.md, finding 3).
+// same spec was already registered") for the record it created.
 func createdByFirstCopy(res fsm.Result, at time.Time) bool {
 	return res.Outcome == fsm.Unchanged && res.Resent && res.Record != nil &&
 		res.Record.RegisteredAt.UnixNano() == at.UnixNano()

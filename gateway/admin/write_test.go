@@ -451,8 +451,7 @@ func (w fixedWriter) Apply(context.Context, fsm.Command) (fsm.Result, error) { r
 
 // TestRegisterAnswersCreatedForItsOwnResentCopy: a registration that the forwarder re-sent
 // after the leader gave no answer, and whose first copy had committed, answers 201 (the record
-// carries its registration time), not 200 as if another client had registered it first (the
-// chaos test's finding 3); a re-sent copy that finds another request's record, or an Unchanged
+// carries its registration time), not 200 as if another client had registered it first; a re-sent copy that finds another request's record, or an Unchanged
 // without a re-send, stays 200.
 func TestRegisterAnswersCreatedForItsOwnResentCopy(t *testing.T) {
 	e := newEnv(t, nil)

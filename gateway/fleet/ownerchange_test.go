@@ -69,7 +69,7 @@ func startProbingGateway(t *testing.T, nodeID string, recs *fakeRecords, caughtU
 	return g
 }
 
-// TestOwnerChangeMovesProbesAtOnce (chaos finding 6): once a gateway has applied a record that
+// TestOwnerChangeMovesProbesAtOnce: once a gateway has applied a record that
 // names another owner, it starts no further probe of the worker, and the new owner probes it at
 // once (DESIGN.md section 5: fencing, failover). Disabled workers are probed like any other (an
 // operator's disable stops traffic, not health checks), and a worker this gateway restored from

@@ -42,8 +42,8 @@ func (w *closeFails) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, er
 }
 
 // A weight update the fleet did not acknowledge sends nothing and closes its record as not
-// started. When that close fails (chaos finding 10: the coordinator had just been drained and
-// found no leader), the answer must not claim the targets are enabled again: the record stays
+// started. When that close fails (the coordinator had just been drained and
+// found no leader, say), the answer must not claim the targets are enabled again: the record stays
 // open with its targets disabled, and the answer names it and how to resolve it. A close whose
 // outcome is unknown says so. A close refused for want of a leader is retried within a bound.
 func TestUpdateNotStartedCloseFails(t *testing.T) {

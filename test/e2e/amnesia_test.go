@@ -13,7 +13,7 @@ import (
 // amnesiaWrites is how many registrations the amnesia test has acknowledged while C lags.
 const amnesiaWrites = 20
 
-// TestWipedVoterLosesNoAcknowledgedWrite is the amnesia sequence of issue 11: follower C is
+// TestWipedVoterLosesNoAcknowledgedWrite is the amnesia sequence: follower C is
 // paused (SIGSTOP); 20 registrations are acknowledged through the leader A, stored by A and B
 // only; B is killed and its state directory wiped; A is killed; C resumes and B restarts empty
 // under its old id. B must not vote C, whose log lacks the 20 writes, into leadership: it is a

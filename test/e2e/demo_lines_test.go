@@ -35,8 +35,8 @@ func tryLines(out string) []string {
 }
 
 // TestDemoTryLinesWorkAsPrinted runs make demo's script, then every command it prints, as
-// printed and in order, with bash: each exits 0 and does what its comment says (issue 14 point
-// 12). The breaker line sends the traffic that opens engine-3's breaker, whatever ran before.
+// printed and in order, with bash: each exits 0 and does what its comment says. The
+// breaker line sends the traffic that opens engine-3's breaker, whatever ran before.
 func TestDemoTryLinesWorkAsPrinted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")

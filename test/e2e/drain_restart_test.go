@@ -14,7 +14,7 @@ import (
 	"github.com/meshgw/meshgw/test/harness"
 )
 
-// TestDrainedGatewayRestartedAtOnce is docs/chaos.md finding 5: a drained gateway started
+// TestDrainedGatewayRestartedAtOnce: a drained gateway started
 // again on its state directory before the leader cleared its drain mark (a process supervisor
 // with Restart=always does it) must come back as a new member: its mark cleared, back in the
 // raft configuration (a non-voter promoted to the third voter seat), serving admin writes, and
@@ -147,7 +147,7 @@ func drainRestart(t *testing.T, whileLeaving bool) {
 	}
 }
 
-// TestDrainOfAStoppedGateway is docs/chaos.md finding 7 as far as it could be traced: a drained
+// TestDrainOfAStoppedGateway: a drained
 // gateway the mesh declares dead rather than left (stopped, or cut off, before its leave is
 // heard) stayed a non-voter of the raft configuration for --dead-voter-grace (60 s), so its mark
 // outlived the 45 s the chaos harness waits. A follower is stopped (SIGSTOP) and drained through

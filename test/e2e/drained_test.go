@@ -10,7 +10,7 @@ import (
 	"github.com/meshgw/meshgw/test/harness"
 )
 
-// TestDrainedGatewayRefusesNewRequests is issue 26 point 7: a gateway whose drain finished (it
+// TestDrainedGatewayRefusesNewRequests: a gateway whose drain finished (it
 // left the mesh, so its pool no longer follows the fleet) must not route a new model request
 // from its frozen view. Three gateways share an engine; a follower is drained through the
 // leader; once the drain answers done, a chat sent to the drained gateway answers 503 draining

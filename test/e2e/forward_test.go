@@ -15,7 +15,7 @@ import (
 // second later (before the followers notice), a disable is sent to a follower that already has a
 // connection to the leader, and a registration to the other follower. Both are forwarded to the
 // paused leader, which never answers; both must succeed on the leader the other two elect, within
-// the admin writes' 10 s, and not answer outcome_unknown (DESIGN.md section 3, issue 11 item 6).
+// the admin writes' 10 s, and not answer outcome_unknown (DESIGN.md section 3).
 // Once the old leader resumes, every gateway shows both writes.
 func TestForwardFollowsNewLeader(t *testing.T) {
 	if testing.Short() {

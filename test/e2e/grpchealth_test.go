@@ -16,7 +16,7 @@ var rpcLine = regexp.MustCompile(`msg="meshgw started" .*\brpc=(\S+)`)
 
 // TestGRPCHealthProbe runs grpc_health_probe, as a Kubernetes gRPC probe would, against the fake
 // engine's gRPC mode and against meshgw's gRPC port: SERVING while ready, NOT_SERVING (exit 4)
-// once not (issue 14 point 10).
+// once not.
 func TestGRPCHealthProbe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")

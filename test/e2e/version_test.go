@@ -12,7 +12,7 @@ import (
 
 // TestMakeBuildStampsTheVersion: make build stamps meshgw and meshctl with git describe and the
 // commit; --version prints them, and meshctl peers shows the stamped version under VERSION
-// instead of dev (issue 14 point 8).
+// instead of dev.
 func TestMakeBuildStampsTheVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
