@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -34,7 +36,7 @@ func TestThrottleBackoff(t *testing.T) {
 		if st, _ := c.Status(id); st.State != Ready || st.BackoffSweeps != 1 {
 			t.Fatalf("after a 429: %+v, want ready with a backoff of 1 sweep", st)
 		}
-		advance(50 * iv)
+		testkit.Advance(50 * iv)
 		synctest.Wait()
 		got := p.times(id)
 		if len(got) < 7 {
@@ -108,12 +110,12 @@ func TestLogsNeverHoldTheKey(t *testing.T) {
 		leaky := fmt.Errorf("upstream said: bad token %s", key)
 		p.set(id, nil, leaky, leaky, leaky, leaky, &ProbeError{StatusCode: 401, Reason: "echo " + key}, nil)
 		c.Add(s, Pending)
-		advance(4500 * time.Millisecond)
+		testkit.Advance(4500 * time.Millisecond)
 		st, _ := c.Status(id)
 		if st.State != Failed || strings.Contains(st.LastError, key) || !strings.Contains(st.LastError, "[redacted]") {
 			t.Errorf("status = %+v, want failed with the key redacted", st)
 		}
-		advance(3 * time.Second)
+		testkit.Advance(3 * time.Second)
 		c.Drain(id)
 		synctest.Wait()
 		out := logs.String()
@@ -225,7 +227,7 @@ func TestOnProbeChange(t *testing.T) {
 		if err := c.Add(s, Ready); err != nil {
 			t.Fatal(err)
 		}
-		advance(8500 * time.Millisecond)
+		testkit.Advance(8500 * time.Millisecond)
 		synctest.Wait()
 		mu.Lock()
 		got := append([]time.Duration(nil), changes...)

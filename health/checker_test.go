@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -38,9 +40,9 @@ func TestEachWorkerOnItsOwnInterval(t *testing.T) {
 		a := engine(8001, &worker.Health{CheckIntervalSecs: ptr(1)})
 		b := engine(8002, &worker.Health{CheckIntervalSecs: ptr(3)})
 		c.Add(a, Pending)
-		advance(500 * time.Millisecond)
+		testkit.Advance(500 * time.Millisecond)
 		c.Add(b, Pending) // b's turns count from its own start
-		advance(6200 * time.Millisecond)
+		testkit.Advance(6200 * time.Millisecond)
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0, 1, 2, 3, 4, 5, 6), p.times(idOf(t, a))); diff != "" {
 			t.Errorf("a (-want +got):\n%s", diff)
@@ -62,7 +64,7 @@ func TestHangingWorkerDelaysNoOther(t *testing.T) {
 		p.hang[idOf(t, slow)] = true
 		c.Add(slow, Ready)
 		c.Add(fast, Ready)
-		advance(3500 * time.Millisecond)
+		testkit.Advance(3500 * time.Millisecond)
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0), p.times(idOf(t, slow))); diff != "" {
 			t.Errorf("slow probed again while in flight (-want +got):\n%s", diff)
@@ -71,7 +73,7 @@ func TestHangingWorkerDelaysNoOther(t *testing.T) {
 		if st.LastError != "timeout" || st.ConsecutiveFailures != 1 {
 			t.Errorf("slow status = %+v, want a timeout failure", st)
 		}
-		advance(2 * time.Second)
+		testkit.Advance(2 * time.Second)
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0, 4), p.times(idOf(t, slow))); diff != "" {
 			t.Errorf("slow (-want +got):\n%s", diff)
@@ -135,14 +137,14 @@ func TestDrain(t *testing.T) {
 				id := idOf(t, s)
 				p.set(id, errDown) // failing probes must not move a draining worker
 				c.Add(s, tc.initial)
-				advance(1500 * time.Millisecond)
+				testkit.Advance(1500 * time.Millisecond)
 				probes := len(p.times(id))
 				settle, ok := c.Drain(id)
 				if !ok || settle != tc.wantSettle {
 					t.Fatalf("Drain = %v, %v; want %v, true", settle, ok, tc.wantSettle)
 				}
 				if tc.wantSettle > 0 {
-					advance(tc.wantSettle - time.Millisecond)
+					testkit.Advance(tc.wantSettle - time.Millisecond)
 					synctest.Wait()
 					if got := rec.removals(); len(got) != 0 {
 						t.Fatalf("removed before the settle period: %+v", got)
@@ -151,7 +153,7 @@ func TestDrain(t *testing.T) {
 						t.Errorf("state while settling = %v", st.State)
 					}
 				}
-				advance(2 * time.Millisecond)
+				testkit.Advance(2 * time.Millisecond)
 				synctest.Wait()
 				want := []removal{{id, RemovedDrained, 1500*time.Millisecond + tc.wantSettle}}
 				if diff := cmp.Diff(want, rec.removals()); diff != "" {
@@ -201,7 +203,7 @@ func TestDrainFor(t *testing.T) {
 				if err := c.Add(s, tc.initial); err != nil {
 					t.Fatal(err)
 				}
-				advance(500 * time.Millisecond)
+				testkit.Advance(500 * time.Millisecond)
 				probes := len(p.times(id))
 				if tc.initial == Draining && probes != 0 {
 					t.Fatalf("a worker added draining was probed %d times", probes)
@@ -211,11 +213,11 @@ func TestDrainFor(t *testing.T) {
 				}
 				want := max(tc.settle, 0)
 				if want > 0 {
-					advance(time.Second)
+					testkit.Advance(time.Second)
 					if !c.DrainFor(id, time.Hour) {
 						t.Fatal("second DrainFor = false")
 					}
-					advance(want - time.Second - time.Millisecond)
+					testkit.Advance(want - time.Second - time.Millisecond)
 					synctest.Wait()
 					if got := rec.removals(); len(got) != 0 {
 						t.Fatalf("removed before the settle: %+v", got)
@@ -223,7 +225,7 @@ func TestDrainFor(t *testing.T) {
 					if st, _ := c.Status(id); st.State != Draining {
 						t.Errorf("state while settling = %v", st.State)
 					}
-					advance(2 * time.Millisecond)
+					testkit.Advance(2 * time.Millisecond)
 				}
 				synctest.Wait()
 				wantRm := []removal{{id, RemovedDrained, 500*time.Millisecond + want}}
@@ -251,7 +253,7 @@ func TestAutoRemovalOnFailed(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown)
 		c.Add(s, Ready)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		synctest.Wait()
 		// F=1: not_ready at the 1st failure, failed at the 4th (4F), then removed.
 		want := []trans{{id, Ready, NotReady, false, 0}, {id, NotReady, Failed, false, 3 * time.Second}}
@@ -295,7 +297,7 @@ func TestFailedWorkerRejoinsWithoutAutoRemoval(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown, errDown, errDown, errDown, errDown, nil)
 		c.Add(s, Ready)
-		advance(6500 * time.Millisecond)
+		testkit.Advance(6500 * time.Millisecond)
 		synctest.Wait()
 		want := []trans{
 			{id, Ready, NotReady, false, 0},
@@ -353,7 +355,7 @@ func TestDisabledChecks(t *testing.T) {
 				if err := c.Add(tc.spec, Pending); err != nil {
 					t.Fatal(err)
 				}
-				advance(3 * time.Minute)
+				testkit.Advance(3 * time.Minute)
 				synctest.Wait()
 				st, _ := c.Status(id)
 				probes := len(p.times(id))
@@ -375,7 +377,7 @@ func TestNoProberStaysPendingUntilReached(t *testing.T) {
 		s := worker.Spec{URL: "tcp://127.0.0.1:5555"} // zmq: no prober registered
 		id := idOf(t, s)
 		c.Add(s, Pending)
-		advance(time.Hour)
+		testkit.Advance(time.Hour)
 		if st, _ := c.Status(id); st.State != Pending || st.Probed {
 			t.Fatalf("status = %+v, want pending and unprobed", st)
 		}
@@ -402,7 +404,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown)
 		c.Add(s, Ready)
-		advance(1500 * time.Millisecond) // failures at 0 s and 1 s
+		testkit.Advance(1500 * time.Millisecond) // failures at 0 s and 1 s
 		s.Health = &worker.Health{CheckIntervalSecs: ptr(10), FailureThreshold: ptr(5)}
 		if err := c.Update(s); err != nil {
 			t.Fatal(err)
@@ -411,7 +413,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		if st.State != Ready || st.ConsecutiveFailures != 2 {
 			t.Fatalf("after update: %+v, want ready with 2 failures", st)
 		}
-		advance(35 * time.Second) // new interval: failures at 11.5, 21.5, 31.5 s
+		testkit.Advance(35 * time.Second) // new interval: failures at 11.5, 21.5, 31.5 s
 		synctest.Wait()
 		if diff := cmp.Diff(secsList(0, 1, 11.5, 21.5, 31.5), p.times(id)); diff != "" {
 			t.Errorf("probe times (-want +got):\n%s", diff)
@@ -434,12 +436,12 @@ func TestUpdateTogglesChecks(t *testing.T) {
 		id := idOf(t, s)
 		p.set(id, errDown)
 		c.Add(s, NotReady)
-		advance(1500 * time.Millisecond)
+		testkit.Advance(1500 * time.Millisecond)
 		s.Health.DisableHealthCheck = ptr(true)
 		c.Update(s)
 		synctest.Wait()
 		n := len(p.times(id))
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		if got := len(p.times(id)); got != n {
 			t.Errorf("probed %d times after checks were disabled", got-n)
 		}
@@ -471,7 +473,7 @@ func TestRemoveForgetsAtOnce(t *testing.T) {
 		if c.Remove(id) {
 			t.Error("second Remove = true")
 		}
-		advance(time.Minute) // the hung probe times out; its result is dropped
+		testkit.Advance(time.Minute) // the hung probe times out; its result is dropped
 		synctest.Wait()
 		if n := len(p.times(id)); n != 1 {
 			t.Errorf("%d probes, want 1", n)

@@ -3,14 +3,15 @@ package health
 import (
 	"context"
 	"fmt"
-	"github.com/meshgw/meshgw/test/logbuf"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/meshgw/meshgw/worker"
 	"go.uber.org/goleak"
+
+	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/worker"
 )
 
 func TestMain(m *testing.M) {
@@ -177,8 +178,3 @@ func secsList(ss ...float64) []time.Duration {
 	}
 	return out
 }
-
-// advance moves the synctest bubble's fake clock forward by d: inside synctest.Test, time.Sleep
-// returns as soon as every goroutine of the bubble is blocked, with no real time passing. Call it
-// only inside a bubble.
-func advance(d time.Duration) { <-time.After(d) }

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -42,12 +43,12 @@ func TestLLMProbeWithoutKeyFallsBackToFreeProbe(t *testing.T) {
 				if err := c.Add(s, Pending); err != nil {
 					t.Fatal(err)
 				}
-				advance(12 * time.Second)
+				testkit.Advance(12 * time.Second)
 				s.Health.CheckIntervalSecs = ptr(4) // a PATCH: still no key
 				if err := c.Update(s); err != nil {
 					t.Fatal(err)
 				}
-				advance(12 * time.Second)
+				testkit.Advance(12 * time.Second)
 				synctest.Wait()
 				want := "gpt-4o-mini"
 				if key == "" {

@@ -6,9 +6,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/meshgw/meshgw/worker"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/meshgw/meshgw/test/testkit"
+	"github.com/meshgw/meshgw/worker"
 )
 
 func TestMetrics(t *testing.T) {
@@ -30,7 +32,7 @@ func TestMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		advance(1500 * time.Millisecond) // two probes each
+		testkit.Advance(1500 * time.Millisecond) // two probes each
 		c.Remove(idOf(t, gone))
 		synctest.Wait()
 		want := `

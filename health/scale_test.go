@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -33,7 +34,7 @@ func TestFleetEverySweep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		advance(3500 * time.Millisecond)
+		testkit.Advance(3500 * time.Millisecond)
 		synctest.Wait()
 		if got := n.Load(); got != 4*fleet {
 			t.Errorf("%d probes in 4 sweeps, want %d", got, 4*fleet)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestAutoRebalance: nothing moves until membership has been quiet for the settle time; then
@@ -28,26 +29,26 @@ func TestAutoRebalance(t *testing.T) {
 		go func() { defer close(done); a.Run(ctx) }()
 		defer func() { cancel(); <-done }()
 		a.Attach(s)
-		advance(settle - time.Millisecond)
+		testkit.Advance(settle - time.Millisecond)
 		if got := s.owners(); got["g1"] != 6 {
 			t.Fatalf("moved before membership settled: %v", got)
 		}
-		advance(time.Millisecond)
+		testkit.Advance(time.Millisecond)
 		if got := s.owners(); got["g1"] != 3 || got["g2"] != 3 {
 			t.Fatalf("after the settle: %v", got)
 		}
 		// g3 joins: the wait starts again, and g3 takes part once it has been alive for the settle.
 		m.set(peer("g3", "", mesh.StatusAlive, time.Now()))
-		advance(settle - time.Millisecond)
+		testkit.Advance(settle - time.Millisecond)
 		if got := s.owners(); got["g3"] != 0 {
 			t.Fatalf("g3 given workers before it settled: %v", got)
 		}
-		advance(time.Millisecond)
+		testkit.Advance(time.Millisecond)
 		if got := s.owners(); got["g1"] != 2 || got["g2"] != 2 || got["g3"] != 2 {
 			t.Fatalf("after g3 settled: %v", got)
 		}
 		index := s.index
-		advance(3 * time.Minute) // periodic passes while balanced write nothing
+		testkit.Advance(3 * time.Minute) // periodic passes while balanced write nothing
 		if s.index != index {
 			t.Errorf("balanced, yet %d entries were written", s.index-index)
 		}

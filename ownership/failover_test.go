@@ -18,6 +18,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -161,11 +162,11 @@ func TestFailoverAfterGrace(t *testing.T) {
 			t.Fatalf("moved with every owner alive: %v", s.owners())
 		}
 		m.set(peer("g2", "", mesh.StatusDead, time.Now()))
-		advance(2 * time.Second)
+		testkit.Advance(2 * time.Second)
 		if s.reassigns() != 0 || s.owners()["g2"] != 3 {
 			t.Fatalf("moved at exactly the grace: %v", s.owners())
 		}
-		advance(time.Millisecond)
+		testkit.Advance(time.Millisecond)
 		if got := s.owners(); got["g2"] != 0 || got["g1"]+got["g3"] != 5 || s.reassigns() != 1 {
 			t.Fatalf("after the grace: owners %v, %d entries", got, s.reassigns())
 		}
@@ -185,7 +186,7 @@ func TestFailoverAfterGrace(t *testing.T) {
 			t.Errorf("failover_workers_total = %v", got)
 		}
 		// Idempotent: further passes move nothing.
-		advance(DefaultReconcileInterval)
+		testkit.Advance(DefaultReconcileInterval)
 		if s.reassigns() != 1 {
 			t.Errorf("%d entries after a periodic pass; want 1", s.reassigns())
 		}
@@ -204,7 +205,7 @@ func TestFailoverMeshOfOne(t *testing.T) {
 		r.Attach(s)
 		stop := start(r)
 		defer stop()
-		advance(10 * DefaultReconcileInterval)
+		testkit.Advance(10 * DefaultReconcileInterval)
 		if s.reassigns() != 0 || r.passes.Load() < 10 {
 			t.Fatalf("%d entries in %d passes", s.reassigns(), r.passes.Load())
 		}
@@ -246,7 +247,7 @@ func TestFailoverUnknownOwner(t *testing.T) {
 		defer stop()
 		<-time.After(DefaultFailoverGrace / 2) // the bubble's fake clock
 		m.set(peer("late", "", mesh.StatusAlive, time.Now()))
-		advance(DefaultFailoverGrace)
+		testkit.Advance(DefaultFailoverGrace)
 		if got := s.owners(); got["ghost"] != 0 || got["late"]+got["g1"] != 3 || s.reassigns() != 1 {
 			t.Fatalf("owners %v in %d entries; want ghost's worker on a live peer", got, s.reassigns())
 		}
@@ -286,7 +287,7 @@ func TestFailoverApplyError(t *testing.T) {
 		if s.owners()["g2"] != 2 {
 			t.Fatalf("moved despite the error: %v", s.owners())
 		}
-		advance(5 * time.Second)
+		testkit.Advance(5 * time.Second)
 		if got := s.owners(); got["g1"] != 2 {
 			t.Fatalf("after the next pass: %v", got)
 		}
@@ -305,14 +306,6 @@ func TestNewFailoverReconciler(t *testing.T) {
 	if _, err := NewFailoverReconciler(cfg); err == nil {
 		t.Error("registering the metrics twice did not fail")
 	}
-}
-
-// advance moves the synctest bubble's fake clock d forward and lets every goroutine settle:
-// inside a bubble time passes only when all its goroutines are blocked, so this takes no real
-// time.
-func advance(d time.Duration) {
-	<-time.After(d)
-	synctest.Wait()
 }
 
 // TestFailoverReport: one line and one failover per gone owner, counting only the moves that

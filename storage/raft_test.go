@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // listFSM records the data of every applied command.
@@ -75,24 +77,8 @@ func startRaft(t *testing.T, s *Store, snapDir string, fsm raft.FSM, bootstrap b
 		}
 		_ = trans.Close()
 	}
-	waitFor(t, 10*time.Second, "raft to lead", func() bool { return r.State() == raft.Leader })
+	testkit.Within(t, 10*time.Second, "raft to lead", func() bool { return r.State() == raft.Leader })
 	return r, stop
-}
-
-// waitFor polls cond on a short ticker until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
 }
 
 // TestRaftRestartsFromStore runs raft on the store, restarts it on the same files, and checks
@@ -146,7 +132,7 @@ func TestRaftRestartsFromStore(t *testing.T) {
 	fsm2 := &listFSM{}
 	r2, stop2 := startRaft(t, s, snapDir, fsm2, false)
 	defer stop2()
-	waitFor(t, 10*time.Second, "the restarted node to re-apply the log", func() bool {
+	testkit.Within(t, 10*time.Second, "the restarted node to re-apply the log", func() bool {
 		return len(fsm2.list()) >= len(want)
 	})
 	if got := fsm2.list(); !slices.Equal(got, want) {

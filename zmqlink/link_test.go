@@ -14,23 +14,13 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not waiting for time
-	}
-}
 
 // fakeClock is a settable clock for heartbeat freshness.
 type fakeClock struct {
@@ -107,7 +97,7 @@ func dial(t *testing.T, endpoint string, opts ...Option) *Link {
 
 func waitReady(t *testing.T, l *Link) {
 	t.Helper()
-	waitFor(t, "the link to be ready", func() bool { return l.Check(context.Background()) == nil })
+	testkit.For(t, "the link to be ready", func() bool { return l.Check(context.Background()) == nil })
 }
 
 // endpoints are the transports every scenario runs over.
@@ -124,7 +114,7 @@ func TestHandshakeThenReady(t *testing.T) {
 			e := startEngine(t, ep, ServerConfig{Models: []string{"m"}, MaxConcurrentRequests: 7, MaxContextLength: 4096, HeartbeatInterval: 20 * time.Millisecond})
 			e.healthy.Store(false) // HELLO is refused: the link must stay pending
 			l := dial(t, e.Endpoint())
-			waitFor(t, "a refused HELLO", func() bool { return e.hellos.Load() == 0 && refusedOnce(l) })
+			testkit.For(t, "a refused HELLO", func() bool { return e.hellos.Load() == 0 && refusedOnce(l) })
 			if err := l.Check(context.Background()); !errors.Is(err, ErrNotReady) {
 				t.Fatalf("Check while refused: %v, want ErrNotReady", err)
 			}
@@ -174,10 +164,10 @@ func TestStoppedHeartbeatsGoStale(t *testing.T) {
 	l := dial(t, e.Endpoint())
 	waitReady(t, l)
 	e.healthy.Store(false) // as health_status 503 does in the fake worker
-	waitFor(t, "Check to see stale heartbeats", func() bool {
+	testkit.For(t, "Check to see stale heartbeats", func() bool {
 		return errors.Is(l.Check(context.Background()), ErrStale)
 	})
-	waitFor(t, "the new HELLO to be refused", func() bool {
+	testkit.For(t, "the new HELLO to be refused", func() bool {
 		return errors.Is(l.Check(context.Background()), ErrNotReady)
 	})
 	e.healthy.Store(true)
@@ -195,9 +185,9 @@ func TestEngineRestartedOnTheSameAddressIsRejoined(t *testing.T) {
 			if err := first.Close(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the link to notice", func() bool { return l.Check(context.Background()) != nil })
+			testkit.For(t, "the link to notice", func() bool { return l.Check(context.Background()) != nil })
 			second := startEngine(t, addr, cfg)
-			waitFor(t, "the link to rejoin", func() bool {
+			testkit.For(t, "the link to rejoin", func() bool {
 				return l.Check(context.Background()) == nil && l.Info().Session == second.Session()
 			})
 			if first.Session() == second.Session() {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func TestRequestStreamedEndToEnd(t *testing.T) {
@@ -258,7 +260,7 @@ func TestSessionChangeIsARestart(t *testing.T) {
 		t.Error("the new session reused the old socket identity")
 	}
 	welcome(id2, "s2")
-	waitFor(t, "the second session", func() bool {
+	testkit.For(t, "the second session", func() bool {
 		return l.Check(context.Background()) == nil && l.Info().Session == "s2"
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // BenchmarkFSMApply measures applying one already-encoded entry, as raft's FSM goroutine does
@@ -19,13 +21,13 @@ func BenchmarkFSMApply(b *testing.B) {
 			}
 			entries[i] = data
 		}
-		f := New(quiet())
+		f := New(testkit.Quiet())
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
 			if i%len(entries) == 0 && i > 0 {
 				b.StopTimer()
-				f = New(quiet()) // keep measuring creations, not no-ops
+				f = New(testkit.Quiet()) // keep measuring creations, not no-ops
 				b.StartTimer()
 			}
 			f.Apply(&raft.Log{Index: uint64(i + 1), Data: entries[i%len(entries)]})
@@ -33,7 +35,7 @@ func BenchmarkFSMApply(b *testing.B) {
 	})
 	b.Run("set_flags", func(b *testing.B) {
 		s := spec(b, "http://127.0.0.1:8001", 0)
-		f := New(quiet())
+		f := New(testkit.Quiet())
 		applyAt(b, f, 1, Register{Spec: s, Owner: "n1"})
 		var toggle [2][]byte
 		for i, v := range []bool{true, false} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -29,7 +30,7 @@ func changedIDs(ch Changes) (present, removed []worker.ID) {
 func TestChangedSince(t *testing.T) {
 	a, b := spec(t, "http://10.0.0.1:8000", 0), spec(t, "http://10.0.0.2:8000", 0)
 	ida, idb := a.ID(), b.ID()
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	steps := []struct {
 		name    string
 		cmd     Command
@@ -94,7 +95,7 @@ func TestChangedSince(t *testing.T) {
 // changed, not a read of every record); only removals beyond changeLogTombstones are dropped,
 // and a reader from before the oldest dropped one must then read every record.
 func TestChangedSinceNeverDropsLiveRecords(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	idx := uint64(0)
 	apply := func(c Command) { idx++; applyAt(t, f, idx, c) }
 	s := spec(t, "http://127.0.0.1:8001", 0)
@@ -140,7 +141,7 @@ func TestChangedSinceNeverDropsLiveRecords(t *testing.T) {
 // them is answered.
 func TestChangedSinceAfterReset(t *testing.T) {
 	a, b := spec(t, "http://10.0.0.1:8000", 0), spec(t, "http://10.0.0.2:8000", 0)
-	src := New(quiet())
+	src := New(testkit.Quiet())
 	applyAt(t, src, 1, Register{Spec: a, Owner: "n1"})
 	var buf bytes.Buffer
 	snap, err := src.Snapshot()
@@ -151,7 +152,7 @@ func TestChangedSinceAfterReset(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	applyAt(t, f, 1, InitCluster{ClusterID: "c1"})
 	if _, ok := f.ChangedSince(0); ok {
 		t.Error("ChangedSince from before the cluster init is ok")
@@ -186,7 +187,7 @@ func TestChangedSinceConcurrent(t *testing.T) {
 	for i := range specs {
 		specs[i] = spec(t, fmt.Sprintf("http://10.0.0.%d:8000", i+1), 0)
 	}
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	ch, stop := f.Watch()
 	defer stop()
 	done := make(chan struct{})

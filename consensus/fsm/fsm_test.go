@@ -2,8 +2,6 @@ package fsm
 
 import (
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -18,8 +17,6 @@ var (
 	t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	t1 = t0.Add(time.Hour)
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -197,7 +194,7 @@ func TestApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := New(quiet())
+			f := New(testkit.Quiet())
 			for i, c := range tt.setup {
 				if res := applyAt(t, f, uint64(i+1), c); res.Err != nil {
 					t.Fatalf("setup %d (%T): %v", i, c, res.Err)
@@ -234,7 +231,7 @@ func TestApply(t *testing.T) {
 func TestResultRecord(t *testing.T) {
 	specA := spec(t, "http://127.0.0.1:8001", 0)
 	id := specA.ID()
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	res := applyAt(t, f, 1, Register{Spec: specA, Owner: "n1", At: t0})
 	if res.Record == nil || res.Record.ID != id || res.Record.Epoch != 1 {
 		t.Fatalf("created record = %+v", res.Record)
@@ -280,7 +277,7 @@ func TestInitCluster(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := New(quiet())
+			f := New(testkit.Quiet())
 			if tt.setup != "" {
 				applyAt(t, f, 1, InitCluster{ClusterID: tt.setup})
 			}
@@ -316,7 +313,7 @@ func TestUndecodablePanics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := New(quiet())
+			f := New(testkit.Quiet())
 			defer func() {
 				if recover() == nil {
 					t.Fatalf("Apply(%x) did not panic", tt.data)
@@ -328,7 +325,7 @@ func TestUndecodablePanics(t *testing.T) {
 }
 
 func TestIgnoreUnknownFlag(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	before := f.Version()
 	res := f.Apply(&raft.Log{Index: 7, Data: []byte{byte(IgnoreUnknownFlag | 42), 1, 2, 3}}).(Result)
 	if res.Outcome != Ignored || res.Err != nil || f.AppliedIndex() != 7 || f.Version() != before {
@@ -349,7 +346,7 @@ func TestIgnoreUnknownFlag(t *testing.T) {
 // TestInvalidBodies covers what the Command API cannot produce: a decodable body that breaks a
 // rule is a rejection, not a panic.
 func TestInvalidBodies(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	// A register command with an owner but no id: field 3 (owner) = "n1".
 	res := f.Apply(&raft.Log{Index: 1, Data: []byte{byte(TypeRegister), 0x1a, 0x02, 'n', '1'}}).(Result)
 	if !errors.Is(res.Err, ErrInvalid) || f.Len() != 0 {
@@ -360,7 +357,7 @@ func TestInvalidBodies(t *testing.T) {
 // AppliedSignal closes after every entry, one that changes nothing included (Watch stays
 // quiet for those), so that a wait for an index needs no polling.
 func TestAppliedSignal(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	specA := spec(t, "http://127.0.0.1:8001", 0)
 	for i, c := range []Command{
 		Register{Spec: specA, Owner: "n1"},
@@ -386,7 +383,7 @@ func TestAppliedSignal(t *testing.T) {
 }
 
 func TestWatch(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	ch, stop := f.Watch()
 	defer stop()
 	specA := spec(t, "http://127.0.0.1:8001", 0)
@@ -430,7 +427,7 @@ func TestRecordLogValueHidesSpec(t *testing.T) {
 // TestWorkersSharedIsAStableView: the shared records are the stored ones at the time of the
 // call; later commands store new records and never change what a reader already holds.
 func TestWorkersSharedIsAStableView(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	a, b := spec(t, "http://10.0.0.1:8000", 0), spec(t, "http://10.0.0.2:8000", 0)
 	applyAt(t, f, 1, Register{Spec: a, Owner: "n1"})
 	applyAt(t, f, 2, Register{Spec: b, Owner: "n1"})

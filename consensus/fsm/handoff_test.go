@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -55,7 +56,7 @@ func TestHandoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := New(quiet())
+			f := New(testkit.Quiet())
 			for i, s := range specs {
 				applyAt(t, f, uint64(i+1), Register{Spec: s, Owner: "n1"})
 			}
@@ -93,7 +94,7 @@ func TestHandoff(t *testing.T) {
 // it whatever process it names.
 func TestDrainMarkNamesAProcess(t *testing.T) {
 	first, again := t0.Add(-time.Hour), t0.Add(time.Minute)
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	mark := func() DrainingPeer {
 		t.Helper()
 		for _, d := range f.Draining() {
@@ -162,7 +163,7 @@ func TestDrainMarkWrittenAfterARestart(t *testing.T) {
 // TestHandoffSentTwice: a second copy of an applied entry (a forwarder's re-send) moves nothing
 // and says each worker is already owned by its target.
 func TestHandoffSentTwice(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	s := spec(t, "http://127.0.0.1:8001", 0)
 	applyAt(t, f, 1, Register{Spec: s, Owner: "n1"})
 	cmd := Handoff{Reason: "transfer", Items: []ReassignItem{{ID: s.ID(), From: Fence{Owner: "n1", Epoch: 1}, To: "n2"}}}
@@ -177,7 +178,7 @@ func TestHandoffSentTwice(t *testing.T) {
 // TestDrainMarksSurviveSaveAndSnapshot: the marks come back from the saved state (a restart) and
 // from a snapshot (a follower that installs it).
 func TestDrainMarksSurviveSaveAndSnapshot(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	applyAt(t, f, 1, Register{Spec: spec(t, "http://127.0.0.1:8001", 0), Owner: "n1"})
 	applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n1", "n2"}, At: t1, Started: map[string]time.Time{"n2": t0}})
 	want := viewOf(f)
@@ -190,14 +191,14 @@ func TestDrainMarksSurviveSaveAndSnapshot(t *testing.T) {
 	}
 	var disk memState
 	disk.save(saved.Delta)
-	loaded := New(quiet())
+	loaded := New(testkit.Quiet())
 	if _, ok, err := loaded.Load(&disk); err != nil || !ok {
 		t.Fatalf("load: %v %v", ok, err)
 	}
 	if d := cmp.Diff(want, viewOf(loaded)); d != "" {
 		t.Errorf("loaded (-want +got):\n%s", d)
 	}
-	restored := New(quiet())
+	restored := New(testkit.Quiet())
 	if err := restored.Restore(io.NopCloser(bytes.NewReader(persist(t, f)))); err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
 // journalFSM has three workers a, b, c; c was disabled by an operator before any update.
 func journalFSM(t *testing.T) (*FSM, [3]worker.ID, *uint64) {
 	t.Helper()
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	idx := uint64(0)
 	var ids [3]worker.ID
 	for i, u := range []string{"http://10.0.0.1:8000", "http://10.0.0.2:8000", "http://10.0.0.3:8000"} {
@@ -136,7 +137,7 @@ func TestJournalSnapshotRoundTrip(t *testing.T) {
 	f, ids, idx := journalFSM(t)
 	applyAt(t, f, next(idx), JournalOpen{ID: "u1", Coordinator: "n1", Targets: ids[:], At: time.Unix(3, 0)})
 	applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveInterrupted})
-	g := New(quiet())
+	g := New(testkit.Quiet())
 	if err := g.Restore(io.NopCloser(bytes.NewReader(persist(t, f)))); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // memState is a Loader over one saved delta, as storage.Store keeps it.
@@ -46,7 +47,7 @@ func (m *memState) LoadFSM(each func(key, value []byte) error) ([]byte, error) {
 // the same from the state saved beside the log (a restart) and from a snapshot (a follower that
 // installs it), and so does a record that is not draining.
 func TestDrainingSurvivesSaveAndSnapshot(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	a, b := spec(t, "http://127.0.0.1:8001", 0), spec(t, "http://127.0.0.1:8002", 0)
 	applyAt(t, f, 1, Register{Spec: a, Owner: "n1", At: t0})
 	applyAt(t, f, 2, Register{Spec: b, Owner: "n2", At: t0})
@@ -63,7 +64,7 @@ func TestDrainingSurvivesSaveAndSnapshot(t *testing.T) {
 	}
 	var disk memState
 	disk.save(saved.Delta)
-	loaded := New(quiet())
+	loaded := New(testkit.Quiet())
 	if _, ok, err := loaded.Load(&disk); err != nil || !ok {
 		t.Fatalf("load: %v %v", ok, err)
 	}
@@ -71,7 +72,7 @@ func TestDrainingSurvivesSaveAndSnapshot(t *testing.T) {
 		t.Errorf("loaded state (-want +got):\n%s", diff)
 	}
 
-	restored := New(quiet())
+	restored := New(testkit.Quiet())
 	if err := restored.Restore(io.NopCloser(bytes.NewReader(persist(t, f)))); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestRecordsWithoutDrainFieldsLoadAsNotDraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	disk := memState{meta: append([]byte{snapshotFormat}, meta...), recs: map[string][]byte{string(s.ID()): raw}}
-	loaded := New(quiet())
+	loaded := New(testkit.Quiet())
 	if _, ok, err := loaded.Load(&disk); err != nil || !ok {
 		t.Fatalf("load: %v %v", ok, err)
 	}
@@ -111,7 +112,7 @@ func TestRecordsWithoutDrainFieldsLoadAsNotDraining(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored := New(quiet())
+	restored := New(testkit.Quiet())
 	if err := restored.Restore(io.NopCloser(bytes.NewReader(append([]byte{snapshotFormat}, snap...)))); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestSaveSinceWritesOnlyTheChanges(t *testing.T) {
 	const burst = 6000 // more writes than one save used to be able to name
 	for _, held := range []int{1000, 10_000} {
 		t.Run(fmt.Sprint(held, " records held"), func(t *testing.T) {
-			f := New(quiet())
+			f := New(testkit.Quiet())
 			idx := uint64(0)
 			register := func(i int) {
 				idx++
@@ -174,7 +175,7 @@ func TestSaveSinceWritesOnlyTheChanges(t *testing.T) {
 			m := &memState{}
 			m.save(first.Delta)
 			m.save(next.Delta)
-			g := New(quiet())
+			g := New(testkit.Quiet())
 			if _, ok, err := g.Load(m); err != nil || !ok {
 				t.Fatalf("load: %v, %v", ok, err)
 			}

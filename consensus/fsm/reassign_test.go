@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -88,7 +89,7 @@ func TestReassign(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := New(quiet())
+			f := New(testkit.Quiet())
 			for i, s := range specs {
 				applyAt(t, f, uint64(i+1), Register{Spec: s, Owner: "n1", At: t0})
 			}
@@ -141,7 +142,7 @@ func TestReassignDeterministic(t *testing.T) {
 			cmds = append(cmds, Register{Spec: spec(t, fmt.Sprintf("http://127.0.0.1:%d", 9000+i), 0),
 				Owner: fmt.Sprintf("n%d", i%3), At: t0})
 		}
-		return New(quiet()), cmds
+		return New(testkit.Quiet()), cmds
 	}
 	f1, cmds := build()
 	f2, _ := build()
@@ -170,7 +171,7 @@ func TestReassignDeterministic(t *testing.T) {
 	if len(r1.Reassign.Moved) == 0 || len(r1.Reassign.Skipped) == 0 {
 		t.Fatalf("want moves and skips, got %+v", r1.Reassign)
 	}
-	f3 := New(quiet())
+	f3 := New(testkit.Quiet())
 	if err := f3.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestReassignDeterministic(t *testing.T) {
 		t.Errorf("f1 and the restored f3 differ:\n%s", d)
 	}
 	// And the state after the move survives a snapshot round trip.
-	f4 := New(quiet())
+	f4 := New(testkit.Quiet())
 	if err := f4.Restore(io.NopCloser(bytes.NewReader(persist(t, f1)))); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -58,7 +59,7 @@ func viewOf(f *FSM) view {
 // in the journal.
 func bigFSM(t testing.TB, n int) *FSM {
 	t.Helper()
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	idx := uint64(1)
 	applyAt(t, f, idx, InitCluster{ClusterID: "0b6c5f1e-7d1a-4f7e-9b7e-3a1d2c4b5e6f"})
 	for i := range n {
@@ -98,14 +99,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		name string
 		fsm  func(t *testing.T) *FSM
 	}{
-		{"empty", func(*testing.T) *FSM { return New(quiet()) }},
+		{"empty", func(*testing.T) *FSM { return New(testkit.Quiet()) }},
 		{"10000 workers", func(t *testing.T) *FSM { return bigFSM(t, 10000) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := tt.fsm(t)
 			data := persist(t, src)
-			dst := New(quiet())
+			dst := New(testkit.Quiet())
 			before := dst.Version()
 			if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 				t.Fatal(err)
@@ -125,7 +126,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 // TestSnapshotIsPointInTime: entries applied after Snapshot and before Persist are not in it.
 func TestSnapshotIsPointInTime(t *testing.T) {
-	f := New(quiet())
+	f := New(testkit.Quiet())
 	a, b := spec(t, "http://127.0.0.1:8001", 0), spec(t, "http://127.0.0.1:8002", 0)
 	applyAt(t, f, 1, Register{Spec: a, Owner: "n1"})
 	snap, err := f.Snapshot()
@@ -138,7 +139,7 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	if err := snap.Persist(&s); err != nil {
 		t.Fatal(err)
 	}
-	dst := New(quiet())
+	dst := New(testkit.Quiet())
 	if err := dst.Restore(io.NopCloser(&s.Buffer)); err != nil {
 		t.Fatal(err)
 	}

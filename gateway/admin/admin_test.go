@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -24,10 +25,10 @@ func newPool(t *testing.T) (*pool.Pool, *pool.Worker) {
 func TestAuth(t *testing.T) {
 	p, w := newPool(t)
 	status := func() any { return map[string]string{"node_id": "n1"} }
-	noKey := New(Config{Pool: p, NodeID: "n1", Status: status, Logger: quiet()})
-	withKey := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "admin-key", Logger: quiet()})
+	noKey := New(Config{Pool: p, NodeID: "n1", Status: status, Logger: testkit.Quiet()})
+	withKey := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "admin-key", Logger: testkit.Quiet()})
 	// A rotation: the new key first, the old one after it (--admin-api-key-file).
-	twoKeys := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "new-key\r\nadmin-key\n", Logger: quiet()})
+	twoKeys := New(Config{Pool: p, NodeID: "n1", Status: status, APIKey: "new-key\r\nadmin-key\n", Logger: testkit.Quiet()})
 	tests := []struct {
 		name   string
 		h      *Handler
@@ -100,7 +101,7 @@ func TestAuth(t *testing.T) {
 // show the API key, and refuse writes with 503 unavailable.
 func TestReadOnlyWithoutRaft(t *testing.T) {
 	p, w := newPool(t)
-	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet()})
+	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: testkit.Quiet()})
 	for _, uri := range []string{"/workers", "/workers?model=m", "/workers/" + string(w.ID), "/workers/" + url.PathEscape(w.URL), "/workers/" + url.QueryEscape(w.URL)} {
 		a := do(h, req{method: "GET", uri: uri})
 		if a.status != 200 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -136,7 +137,7 @@ func FuzzAdminRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := New(Config{Pool: p, NodeID: "n1", APIKey: "admin-fuzz-key", Status: func() any { return map[string]string{"node_id": "n1"} }, Logger: quiet()})
+	h := New(Config{Pool: p, NodeID: "n1", APIKey: "admin-fuzz-key", Status: func() any { return map[string]string{"node_id": "n1"} }, Logger: testkit.Quiet()})
 	methods := []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 	f.Fuzz(func(t *testing.T, method uint8, path, auth string, body []byte) {
 		if !strings.HasPrefix(path, "/") {

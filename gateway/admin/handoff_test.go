@@ -10,6 +10,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // staticPeers is a mesh of alive peers that never changes.
@@ -28,7 +29,7 @@ func ownershipEnv(t *testing.T) (*env, *fakeFleet) {
 		{ID: "n3", Region: "eu", Status: mesh.StatusAlive}, {ID: "n4", Region: "eu", Status: mesh.StatusDead, Since: time.Now()},
 	}
 	e := newEnv(t, nil)
-	op := ownership.NewOperator(ownership.OperatorConfig{Records: e.node, Membership: peers, Apply: e.writer, Logger: quiet()})
+	op := ownership.NewOperator(ownership.OperatorConfig{Records: e.node, Membership: peers, Apply: e.writer, Logger: testkit.Quiet()})
 	e.h = e.handler(func(c *Config) { c.Ownership, c.Fleet = op, fleet })
 	return e, fleet
 }

@@ -3,8 +3,6 @@ package admin
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/meshgw/meshgw/test/logbuf"
-	"io"
 	"log/slog"
 	"net"
 	"testing"
@@ -17,6 +15,8 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -88,16 +88,6 @@ func do(h *Handler, r req) answer {
 	return answer{status: ctx.Response.StatusCode(), body: string(ctx.Response.Body()), header: &hdr}
 }
 
-// fastRaft shortens raft's timeouts for a one-node cluster in memory.
-func fastRaft(c *raft.Config) {
-	c.HeartbeatTimeout = 100 * time.Millisecond
-	c.ElectionTimeout = 100 * time.Millisecond
-	c.LeaderLeaseTimeout = 100 * time.Millisecond
-	c.CommitTimeout = 5 * time.Millisecond
-}
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // env is an admin handler over a real in-memory raft node, its writer, a pool the reconciler
 // keeps in step, and the log lines of it all.
 type env struct {
@@ -114,12 +104,12 @@ type env struct {
 func newEnv(t *testing.T, mutate func(*Config)) *env {
 	t.Helper()
 	_, trans := raft.NewInmemTransport("mem-n1")
-	n, err := consensus.Start(consensus.Config{NodeID: "n1", Ephemeral: true, Transport: trans, Logger: quiet(), Tune: fastRaft})
+	n, err := consensus.Start(consensus.Config{NodeID: "n1", Ephemeral: true, Transport: trans, Logger: testkit.Quiet(), Tune: testkit.FastRaft})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Shutdown() })
-	waitFor(t, "n1 to lead", func() bool { return n.IsLeader() && n.ClusterID() != "" })
+	testkit.For(t, "n1 to lead", func() bool { return n.IsLeader() && n.ClusterID() != "" })
 	e := &env{node: n, pool: pool.New(pool.Config{}), logs: &logBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.writer = &fleet.Writer{Node: n, NodeID: "n1", Logger: log, Timeout: 5 * time.Second}
@@ -153,21 +143,6 @@ func (e *env) register(t *testing.T, body string) Record {
 		t.Fatalf("register: %d %s", a.status, a.body)
 	}
 	return a.record(t)
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 type logBuffer = logbuf.Buffer

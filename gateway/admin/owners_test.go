@@ -12,6 +12,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -45,7 +46,7 @@ func TestMeshOwnersFromRaft(t *testing.T) {
 			t.Fatalf("%s %s: %d %s", r.method, r.uri, a.status, a.body)
 		}
 	}
-	waitFor(t, "the pool to hold the three, flags applied", func() bool {
+	testkit.For(t, "the pool to hold the three, flags applied", func() bool {
 		f, d := e.pool.Get(worker.ID(foreign.ID)), e.pool.Get(worker.ID(third.ID))
 		return len(e.pool.Snapshot().All) == 3 && f != nil && f.Gates()&pool.GateDisabled != 0 && d != nil && d.Gates()&pool.GateDead != 0
 	})
@@ -102,7 +103,7 @@ func TestMeshOwnersFromPool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := New(Config{Pool: p, NodeID: "n1", Runtime: tt.runtime, Logger: quiet()})
+			h := New(Config{Pool: p, NodeID: "n1", Runtime: tt.runtime, Logger: testkit.Quiet()})
 			list, body := owners(t, h)
 			want := []Owner{{Worker: string(w.ID), URL: "http://127.0.0.1:8001", Owner: "n1", HealthState: "ready",
 				Breaker: tt.breaker, Origin: "local"}}
@@ -125,8 +126,8 @@ func TestMeshOwnersEmpty(t *testing.T) {
 
 func TestMeshOwnersRefusals(t *testing.T) {
 	p, _ := newPool(t)
-	open := New(Config{Pool: p, NodeID: "n1", Logger: quiet()})
-	withKey := New(Config{Pool: p, NodeID: "n1", APIKey: "admin-key", Logger: quiet()})
+	open := New(Config{Pool: p, NodeID: "n1", Logger: testkit.Quiet()})
+	withKey := New(Config{Pool: p, NodeID: "n1", APIKey: "admin-key", Logger: testkit.Quiet()})
 	tests := []struct {
 		name   string
 		h      *Handler

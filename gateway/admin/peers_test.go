@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // fakePeers is a Peers that answers a fixed list and counts its calls.
@@ -43,7 +45,7 @@ func TestMeshPeers(t *testing.T) {
 			fp := &fakePeers{list: tt.peers}
 			var before []Peer
 			before = append(before, tt.peers...)
-			h := New(Config{NodeID: "gw-1", Peers: fp, Logger: quiet()})
+			h := New(Config{NodeID: "gw-1", Peers: fp, Logger: testkit.Quiet()})
 			a := do(h, req{method: "GET", uri: "/mesh/peers"})
 			if a.status != 200 || string(a.header.ContentType()) != "application/json" {
 				t.Fatalf("%d %q %s", a.status, a.header.ContentType(), a.body)
@@ -63,9 +65,9 @@ func TestMeshPeers(t *testing.T) {
 
 func TestMeshPeersRefusals(t *testing.T) {
 	fp := &fakePeers{list: threePeers()}
-	withPeers := New(Config{Peers: fp, Logger: quiet()})
-	withKey := New(Config{Peers: fp, APIKey: "admin-key", Logger: quiet()})
-	noPeers := New(Config{Logger: quiet()})
+	withPeers := New(Config{Peers: fp, Logger: testkit.Quiet()})
+	withKey := New(Config{Peers: fp, APIKey: "admin-key", Logger: testkit.Quiet()})
+	noPeers := New(Config{Logger: testkit.Quiet()})
 	tests := []struct {
 		name   string
 		h      *Handler

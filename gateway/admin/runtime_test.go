@@ -11,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -31,7 +32,7 @@ func TestRecordShowsRuntime(t *testing.T) {
 		Health: health.NotReady, ConsecutiveFailures: 3, LastError: "status 503", LastStatusCode: 503, LastProbe: probed,
 		Breaker: breaker.Snapshot{State: breaker.Open, ConsecutiveFailures: 10},
 	}}
-	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet(), Runtime: rt})
+	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: testkit.Quiet(), Runtime: rt})
 	a := do(h, req{method: "GET", uri: "/workers/" + string(w.ID)})
 	r := a.record(t)
 	if r.ConsecutiveFailures != 3 || r.LastError != "status 503" || r.LastStatusCode != 503 ||
@@ -42,7 +43,7 @@ func TestRecordShowsRuntime(t *testing.T) {
 	if !strings.Contains(a.body, `"breaker":{"state":"open","consecutive_failures":10,"consecutive_successes":0}`) {
 		t.Errorf("breaker JSON: %s", a.body)
 	}
-	h = New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet(), Runtime: fakeRuntime{id: "w-other"}})
+	h = New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: testkit.Quiet(), Runtime: fakeRuntime{id: "w-other"}})
 	a = do(h, req{method: "GET", uri: "/workers/" + string(w.ID)})
 	if r := a.record(t); r.Breaker != nil || r.LastHealthCheck != nil || !strings.Contains(a.body, `"last_error":""`) {
 		t.Errorf("a worker not owned shows runtime state: %s", a.body)
@@ -70,7 +71,7 @@ func TestRecordShowsImportedState(t *testing.T) {
 	im := fakeImports{id: w.ID, st: fleet.ImportedStatus{Received: received, Stale: true, Bulletin: mesh.Bulletin{
 		Worker: string(w.ID), Owner: "n2", Epoch: 7, Health: "not_ready", HealthFailures: 3, LastError: "status 503",
 		LastStatusCode: 503, Breaker: "open", BreakerFailures: 10, BreakerReopenIn: time.Minute}}}
-	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet(), Imports: im})
+	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: testkit.Quiet(), Imports: im})
 	a := do(h, req{method: "GET", uri: "/workers/" + string(w.ID)})
 	r := a.record(t)
 	if r.Origin != "mesh" || r.HealthState != "not_ready" || !r.Stale || r.ConsecutiveFailures != 3 || r.LastStatusCode != 503 ||
@@ -82,7 +83,7 @@ func TestRecordShowsImportedState(t *testing.T) {
 		t.Errorf("GET /mesh/owners: %s", owners.body)
 	}
 
-	h = New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: quiet(), Imports: fakeImports{id: "w-other"}})
+	h = New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: testkit.Quiet(), Imports: fakeImports{id: "w-other"}})
 	if r := do(h, req{method: "GET", uri: "/workers/" + string(w.ID)}).record(t); r.HealthState != HealthUnknown || r.Breaker != nil {
 		t.Errorf("before the first bulletin: health %q breaker %+v; want unknown and none", r.HealthState, r.Breaker)
 	}

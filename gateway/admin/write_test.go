@@ -13,6 +13,7 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -78,7 +79,7 @@ func TestGetNeverShowsAPIKey(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := e.register(t, `{"url":"http://127.0.0.1:8013","models":["m"],"api_key":"sk-very-secret","labels":{"tier":"a"}}`)
 	e.register(t, `{"url":"http://127.0.0.1:8014","models":["other"]}`)
-	waitFor(t, "the pool to hold both", func() bool { return len(e.pool.Snapshot().All) == 2 })
+	testkit.For(t, "the pool to hold both", func() bool { return len(e.pool.Snapshot().All) == 2 })
 	u := workerURL(8013)
 	for _, uri := range []string{"/workers/" + rec.ID, "/workers/" + url.PathEscape(u), "/workers/" + url.QueryEscape(u), "/workers/" + u,
 		"/workers/" + url.PathEscape("HTTP://127.0.0.1:8013/")} {
@@ -120,7 +121,7 @@ func TestPutFlagsOnly(t *testing.T) {
 	if a.status != 200 || !got.Disabled || got.DisabledReason != "maintenance" || got.DisabledBy != "127.0.0.1" || got.DisabledAt == nil || got.Routable {
 		t.Fatalf("disable: %d %s", a.status, a.body)
 	}
-	waitFor(t, "the pool to gate the worker", func() bool { return e.pool.Get(id).Gates()&pool.GateDisabled != 0 })
+	testkit.For(t, "the pool to gate the worker", func() bool { return e.pool.Get(id).Gates()&pool.GateDisabled != 0 })
 	if again := do(e.h, req{method: "PUT", uri: path, body: `{"disabled":true,"reason":"maintenance"}`}); again.record(t).Revision != got.Revision {
 		t.Error("the same disable again changed the record")
 	}
@@ -132,7 +133,7 @@ func TestPutFlagsOnly(t *testing.T) {
 	if got := a.record(t); got.Disabled || got.IsDead || got.DisabledReason != "" || got.DisabledAt != nil {
 		t.Fatalf("enable: %s", a.body)
 	}
-	waitFor(t, "the pool to route the worker again", func() bool { return len(e.pool.Snapshot().Routable) == 1 })
+	testkit.For(t, "the pool to route the worker again", func() bool { return len(e.pool.Snapshot().Routable) == 1 })
 	cur, _ := e.node.Worker(id)
 	if cur.Spec.APIKey != "sk-k" {
 		t.Error("a flags-only PUT touched the spec")
@@ -325,7 +326,7 @@ func TestDelete(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Not ready any more as the pool sees it: the record's drain goes on regardless.
-			waitFor(t, "the drain to reach the pool", func() bool { return e.pool.Get(id).Gates()&pool.GateRemoving != 0 })
+			testkit.For(t, "the drain to reach the pool", func() bool { return e.pool.Get(id).Gates()&pool.GateRemoving != 0 })
 			if _, err := e.pool.SetHealth(id, pool.HealthDraining); err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +337,7 @@ func TestDelete(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.DrainSettle = tt.settle })
 			rec := e.register(t, tt.body)
 			id := worker.ID(rec.ID)
-			waitFor(t, "the pool to hold the worker", func() bool { return e.pool.Get(id) != nil })
+			testkit.For(t, "the pool to hold the worker", func() bool { return e.pool.Get(id) != nil })
 			if tt.before != nil {
 				tt.before(t, e, id)
 			}
@@ -351,7 +352,7 @@ func TestDelete(t *testing.T) {
 				if found {
 					t.Errorf("record present after a 200 DELETE: %+v", cur)
 				}
-				waitFor(t, "the pool to drop the worker", func() bool { return e.pool.Get(id) == nil })
+				testkit.For(t, "the pool to drop the worker", func() bool { return e.pool.Get(id) == nil })
 				return
 			}
 			deadline := now.Add(5 * time.Second)
@@ -361,7 +362,7 @@ func TestDelete(t *testing.T) {
 			if !found || !cur.Draining || !cur.DrainDeadline().Equal(deadline) {
 				t.Fatalf("record after a 202 DELETE: found %v %+v", found, cur)
 			}
-			waitFor(t, "the pool to stop routing to the worker", func() bool { return len(e.pool.Snapshot().Routable) == 0 })
+			testkit.For(t, "the pool to stop routing to the worker", func() bool { return len(e.pool.Snapshot().Routable) == 0 })
 			got := do(e.h, req{method: "GET", uri: "/workers/" + string(id)}).record(t)
 			if got.HealthState != "draining" || got.Routable || got.DrainDeadline == nil || !got.DrainDeadline.Equal(deadline) {
 				t.Errorf("GET of a draining worker: health %q routable %v deadline %v", got.HealthState, got.Routable, got.DrainDeadline)

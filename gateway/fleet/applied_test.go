@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // waitApplied runs WaitApplied bounded by d.
@@ -33,7 +34,7 @@ func testReconcilerWaitApplied(t *testing.T, signal bool) {
 	n := startNode(t, "n1", true)
 	p := pool.New(pool.Config{})
 	caughtUp := make(chan struct{})
-	cfg := Config{NodeID: "n1", Records: n, Pool: p, CaughtUp: caughtUp, AppliedIndex: n.AppliedIndex, Logger: quiet()}
+	cfg := Config{NodeID: "n1", Records: n, Pool: p, CaughtUp: caughtUp, AppliedIndex: n.AppliedIndex, Logger: testkit.Quiet()}
 	if signal {
 		cfg.AppliedSignal = n.AppliedSignal
 	}
@@ -90,7 +91,7 @@ func testReconcilerWaitApplied(t *testing.T, signal bool) {
 // Without AppliedIndex configured, nothing is ever reached: a write waits its bound and lags.
 func TestReconcilerWaitAppliedUnconfigured(t *testing.T) {
 	n := startNode(t, "n1", true)
-	r := New(Config{NodeID: "n1", Records: n, Pool: pool.New(pool.Config{}), Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: n, Pool: pool.New(pool.Config{}), Logger: testkit.Quiet()})
 	r.Start()
 	defer r.Stop()
 	if got := waitApplied(r, 1, 20*time.Millisecond); got != 0 {

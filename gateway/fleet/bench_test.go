@@ -11,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkReconcileFirstPass(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				b.StartTimer()
 				p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
-				r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: quiet()})
+				r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: testkit.Quiet()})
 				r.Reconcile()
 				b.StopTimer()
 				runtime.GC()
@@ -80,7 +81,7 @@ func BenchmarkReconcileFirstPass(b *testing.B) {
 // the pass is timed, not the raft apply.
 func BenchmarkReconcileOneChange(b *testing.B) {
 	const n = 100_000
-	f := fsm.New(quiet())
+	f := fsm.New(testkit.Quiet())
 	for i, rec := range importedRecords(b, n) {
 		data, err := fsm.Encode(fsm.Register{Spec: rec.Spec, Owner: rec.Owner})
 		if err != nil {
@@ -96,7 +97,7 @@ func BenchmarkReconcileOneChange(b *testing.B) {
 	for _, mode := range []string{"incremental", "full"} {
 		b.Run(fmt.Sprintf("%d/%s", n, mode), func(b *testing.B) {
 			p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
-			r := New(Config{NodeID: "n1", Records: f, Pool: p, Logger: quiet()})
+			r := New(Config{NodeID: "n1", Records: f, Pool: p, Logger: testkit.Quiet()})
 			r.Reconcile()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -146,10 +147,10 @@ func BenchmarkImportBulletins(b *testing.B) {
 			bs[j].Owner = fmt.Sprint("n", 2) // a decoded bulletin's own copy, as from the wire
 		}
 		p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
-		New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: quiet()}).Reconcile()
+		New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: testkit.Quiet()}).Reconcile()
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		im := NewImporter(ImporterConfig{NodeID: "n1", Pool: p, Logger: quiet()})
+		im := NewImporter(ImporterConfig{NodeID: "n1", Pool: p, Logger: testkit.Quiet()})
 		b.StartTimer()
 		im.Bulletins(bs)
 		b.StopTimer()

@@ -11,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -31,13 +32,13 @@ type ownerGateway struct {
 func startOwnerGateway(t *testing.T, n *consensus.Node, nodeID string) *ownerGateway {
 	t.Helper()
 	p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
-	w := &Writer{Node: n, NodeID: nodeID, Logger: quiet()}
+	w := &Writer{Node: n, NodeID: nodeID, Logger: testkit.Quiet()}
 	m, err := owned.New(owned.Options{Pool: p, NodeID: nodeID, Health: health.DefaultConfig(), Breaker: breaker.DefaultConfig(),
-		Logger: quiet(), OnRemove: w.OnRemove, Probers: map[string]health.Prober{worker.ModeHTTP: passing{}}})
+		Logger: testkit.Quiet(), OnRemove: w.OnRemove, Probers: map[string]health.Prober{worker.ModeHTTP: passing{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{NodeID: nodeID, Records: n, Pool: p, Owner: m, AppliedIndex: n.AppliedIndex, Logger: quiet()})
+	r := New(Config{NodeID: nodeID, Records: n, Pool: p, Owner: m, AppliedIndex: n.AppliedIndex, Logger: testkit.Quiet()})
 	r.Start()
 	g := &ownerGateway{pool: p, r: r}
 	g.stop = func() { r.Stop(); m.Close(); w.Close() }
@@ -53,7 +54,7 @@ func startOwnerGateway(t *testing.T, n *consensus.Node, nodeID string) *ownerGat
 func TestDrainKeptInRaft(t *testing.T) {
 	n := startNode(t, "n1", true)
 	ctx := context.Background()
-	w := &Writer{Node: n, NodeID: "n1", Logger: quiet()}
+	w := &Writer{Node: n, NodeID: "n1", Logger: testkit.Quiet()}
 	defer w.Close()
 	register := func(port int, owner string) worker.ID {
 		t.Helper()
@@ -75,7 +76,7 @@ func TestDrainKeptInRaft(t *testing.T) {
 
 	g := startOwnerGateway(t, n, "n1")
 	a := register(8001, "n1")
-	waitFor(t, "the owned worker to be routable", func() bool { return len(g.pool.Snapshot().Routable) == 1 })
+	testkit.For(t, "the owned worker to be routable", func() bool { return len(g.pool.Snapshot().Routable) == 1 })
 
 	const settle = 300 * time.Millisecond
 	start := time.Now()
@@ -95,7 +96,7 @@ func TestDrainKeptInRaft(t *testing.T) {
 	if again := drain(a, time.Now(), time.Hour); again.Outcome != fsm.Unchanged || !again.Record.DrainDeadline().Equal(start.Add(settle)) {
 		t.Errorf("a second drain moved the deadline: %v %+v", again.Outcome, again.Record)
 	}
-	waitFor(t, "the owner to remove the drained record", func() bool { return gone(a) })
+	testkit.For(t, "the owner to remove the drained record", func() bool { return gone(a) })
 	if took := time.Since(start); took < settle {
 		t.Errorf("removed %v after the drain started, before its %v settle", took, settle)
 	}
@@ -104,7 +105,7 @@ func TestDrainKeptInRaft(t *testing.T) {
 	// back, and then it does at once. A draining record owned elsewhere stays.
 	b := register(8002, "n1")
 	c := register(8003, "n2")
-	waitFor(t, "the owned worker to be routable", func() bool { return len(g.pool.Snapshot().Routable) == 1 })
+	testkit.For(t, "the owned worker to be routable", func() bool { return len(g.pool.Snapshot().Routable) == 1 })
 	g.stop()
 	drain(b, time.Now().Add(-time.Minute), settle)
 	drain(c, time.Now().Add(-time.Minute), settle)
@@ -112,7 +113,7 @@ func TestDrainKeptInRaft(t *testing.T) {
 		t.Fatal("a draining record was removed while its owner was down")
 	}
 	restarted := startOwnerGateway(t, n, "n1")
-	waitFor(t, "the restarted owner to finish the drain", func() bool { return gone(b) })
+	testkit.For(t, "the restarted owner to finish the drain", func() bool { return gone(b) })
 	if w := restarted.pool.Get(c); gone(c) || w == nil || w.Gates()&pool.GateRemoving == 0 {
 		t.Errorf("the record owned by n2: gone %v, pool worker %v", gone(c), w)
 	}

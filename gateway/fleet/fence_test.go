@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -71,7 +72,7 @@ func TestReconcileFencesWhileHeld(t *testing.T) {
 	}
 
 	close(caughtUp)
-	waitFor(t, "the caught-up pass", func() bool { return p.Get(removed.ID()) == nil })
+	testkit.For(t, "the caught-up pass", func() bool { return p.Get(removed.ID()) == nil })
 	want = []call{{Op: "own", ID: back.ID(), Epoch: 3}, {Op: "own", ID: gained.ID(), Epoch: 2}}
 	if diff := cmp.Diff(want, owner.take(), sortCalls); diff != "" {
 		t.Errorf("owner calls once caught up (-want +got):\n%s", diff)

@@ -16,6 +16,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -47,18 +48,18 @@ type handingGateway struct {
 func startHandingGateway(t *testing.T, nodeID string, recs *fakeRecords, caughtUp <-chan struct{}) *handingGateway {
 	t.Helper()
 	g := &handingGateway{recs: recs, pool: pool.New(pool.Config{InitialHealth: pool.HealthPending}), prober: &switchProber{}}
-	g.im = NewImporter(ImporterConfig{NodeID: nodeID, Pool: g.pool, Logger: quiet()})
+	g.im = NewImporter(ImporterConfig{NodeID: nodeID, Pool: g.pool, Logger: testkit.Quiet()})
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs, hc.FailureThreshold = 1, 2
 	bc := breaker.DefaultConfig()
 	bc.FailureThreshold, bc.Timeout = 3, time.Hour
-	m, err := owned.New(owned.Options{Pool: g.pool, NodeID: nodeID, Health: hc, Breaker: bc, Logger: quiet(),
+	m, err := owned.New(owned.Options{Pool: g.pool, NodeID: nodeID, Health: hc, Breaker: bc, Logger: testkit.Quiet(),
 		Probers: map[string]health.Prober{worker.ModeHTTP: g.prober}, Seed: g.im.Seed, HandOver: g.im.HandOver})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.m = m
-	g.r = New(Config{NodeID: nodeID, Records: recs, Pool: g.pool, Owner: m, Imports: g.im, CaughtUp: caughtUp, Logger: quiet()})
+	g.r = New(Config{NodeID: nodeID, Records: recs, Pool: g.pool, Owner: m, Imports: g.im, CaughtUp: caughtUp, Logger: testkit.Quiet()})
 	g.r.Start()
 	t.Cleanup(func() { g.r.Stop(); m.Close() })
 	return g
@@ -119,7 +120,7 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 					}
 				} else {
 					g.prober.failing.Store(true)
-					advance(2 * time.Second)
+					testkit.Advance(2 * time.Second)
 				}
 				if g.routes(id) {
 					t.Fatal("the owner routes its broken worker")
@@ -146,7 +147,7 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 				}
 
 				// No bulletin for three probe intervals: stale, and still out of routing.
-				advance(3*time.Second + time.Millisecond)
+				testkit.Advance(3*time.Second + time.Millisecond)
 				if st, _ := g.im.Imported(id); !st.Stale {
 					t.Error("the handed-over state is not stale after three probe intervals without the new owner's bulletin")
 				}

@@ -3,9 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"github.com/meshgw/meshgw/test/logbuf"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -15,52 +12,27 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// fastRaft shortens raft's timeouts for a one-node cluster in memory.
-func fastRaft(c *raft.Config) {
-	c.HeartbeatTimeout = 100 * time.Millisecond
-	c.ElectionTimeout = 100 * time.Millisecond
-	c.LeaderLeaseTimeout = 100 * time.Millisecond
-	c.CommitTimeout = 5 * time.Millisecond
-}
 
 // startNode runs an ephemeral one-node raft group on the in-memory transport; wait says
 // whether to wait until it leads.
 func startNode(t *testing.T, id string, wait bool) *consensus.Node {
 	t.Helper()
 	_, trans := raft.NewInmemTransport(raft.ServerAddress("mem-" + id))
-	n, err := consensus.Start(consensus.Config{NodeID: id, Ephemeral: true, Transport: trans, Logger: quiet(), Tune: fastRaft})
+	n, err := consensus.Start(consensus.Config{NodeID: id, Ephemeral: true, Transport: trans, Logger: testkit.Quiet(), Tune: testkit.FastRaft})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Shutdown() })
 	if wait {
-		waitFor(t, id+" to lead", func() bool { return n.IsLeader() && n.ClusterID() != "" })
+		testkit.For(t, id+" to lead", func() bool { return n.IsLeader() && n.ClusterID() != "" })
 	}
 	return n
-}
-
-// waitFor polls cond until it holds or 10 s pass; the poll interval only bounds how late the
-// condition is noticed.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 func spec(t testing.TB, port int, mutate ...func(*worker.Spec)) worker.Spec {

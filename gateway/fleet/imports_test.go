@@ -13,6 +13,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -84,10 +85,10 @@ type importFixture struct {
 func newImportFixture(t *testing.T) *importFixture {
 	f := &importFixture{t: t, recs: newFakeRecords(), pool: pool.New(pool.Config{InitialHealth: pool.HealthPending}),
 		clk: &clock{t: time.Unix(1_800_000_000, 0)}, heard: map[string]time.Time{}}
-	f.im = NewImporter(ImporterConfig{NodeID: "me", Pool: f.pool, Now: f.clk.Now, Logger: quiet(),
+	f.im = NewImporter(ImporterConfig{NodeID: "me", Pool: f.pool, Now: f.clk.Now, Logger: testkit.Quiet(),
 		Heard:        func(o string) time.Time { return f.heard[o] },
 		DroppedEpoch: func(n int) { f.drops += n }})
-	f.r = New(Config{NodeID: "me", Records: f.recs, Pool: f.pool, Imports: f.im, Logger: quiet()})
+	f.r = New(Config{NodeID: "me", Records: f.recs, Pool: f.pool, Imports: f.im, Logger: testkit.Quiet()})
 	return f
 }
 
@@ -294,12 +295,12 @@ func TestPublisherBuildsBulletins(t *testing.T) {
 		ipc.ID(): {Health: health.Ready, Epoch: 4},
 	}
 	out := &sink{}
-	pub := NewPublisher(out, status, p, clk.Now, quiet())
+	pub := NewPublisher(out, status, p, clk.Now, testkit.Quiet())
 	defer pub.Close()
 	pub.Changed(a.ID())
 	pub.Changed(ipc.ID())
 	pub.Forgotten("w-gone")
-	waitFor(t, "the publisher to hand on", func() bool {
+	testkit.For(t, "the publisher to hand on", func() bool {
 		out.mu.Lock()
 		defer out.mu.Unlock()
 		return len(out.published) == 1 && len(out.withdrawn) == 1

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -55,7 +56,7 @@ func (s *memImports) len() int {
 // save runs one save of f's importer into store, as KeepImports does.
 func saveOnce(t *testing.T, f *importFixture, store *memImports) {
 	t.Helper()
-	stop := KeepImports(f.im, store, time.Hour, quiet())
+	stop := KeepImports(f.im, store, time.Hour, testkit.Quiet())
 	stop() // the final save
 }
 

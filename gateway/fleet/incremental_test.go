@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -23,7 +24,7 @@ func TestReconcileIncremental(t *testing.T) {
 	var swaps atomic.Int32
 	p := pool.New(pool.Config{OnChange: func() { swaps.Add(1) }})
 	owner := &fakeOwner{}
-	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: testkit.Quiet()})
 	specs := make([]worker.Spec, 100)
 	for i := range specs {
 		specs[i] = spec(t, 9000+i)
@@ -106,7 +107,7 @@ func TestReconcileAfterPanic(t *testing.T) {
 	recs := newFakeRecords()
 	p := pool.New(pool.Config{})
 	owner := &panicOwner{}
-	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: testkit.Quiet()})
 	r.Reconcile()
 	a := spec(t, 8001)
 	recs.put(fsm.Record{ID: a.ID(), Spec: a, Owner: "n1", Epoch: 1})
@@ -167,10 +168,10 @@ func ownedBy(owned map[worker.ID]call, calls []call) map[worker.ID]call {
 // pass and the restores need a full pass: a burst costs an incremental one.
 func TestReconcileIncrementalMatchesFullPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	f := &countingFSM{FSM: fsm.New(quiet())}
+	f := &countingFSM{FSM: fsm.New(testkit.Quiet())}
 	p := pool.New(pool.Config{})
 	owner := &fakeOwner{}
-	r := New(Config{NodeID: "n1", Records: f, Pool: p, Owner: owner, Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: f, Pool: p, Owner: owner, Logger: testkit.Quiet()})
 	owned := map[worker.ID]call{}
 	nodes := []string{"n1", "n2", "n3"}
 	variant := func(port int) worker.Spec {
@@ -257,7 +258,7 @@ func TestReconcileIncrementalMatchesFullPass(t *testing.T) {
 		ownedBy(owned, owner.take())
 
 		fresh, freshOwner := pool.New(pool.Config{}), &fakeOwner{}
-		ref := New(Config{NodeID: "n1", Records: f.FSM, Pool: fresh, Owner: freshOwner, Logger: quiet()})
+		ref := New(Config{NodeID: "n1", Records: f.FSM, Pool: fresh, Owner: freshOwner, Logger: testkit.Quiet()})
 		ref.Reconcile()
 		if diff := cmp.Diff(fullView(fresh), fullView(p)); diff != "" {
 			t.Fatalf("round %d: pool (-full pass +incremental):\n%s", round, diff)

@@ -14,6 +14,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -115,7 +116,7 @@ func TestOwnerChangeMovesProbesAtOnce(t *testing.T) {
 				if got := former.probes.count(id); got != 1 {
 					t.Fatalf("the owner probed its worker %d times at start, want 1 (at once)", got)
 				}
-				advance(2 * interval)
+				testkit.Advance(2 * interval)
 				if got, want := former.probes.count(id), 3; got != want {
 					t.Fatalf("the owner probed %d times in its first two intervals, want %d", got, want)
 				}
@@ -130,7 +131,7 @@ func TestOwnerChangeMovesProbesAtOnce(t *testing.T) {
 				if got := next.probes.count(id); got != 1 {
 					t.Errorf("the new owner probed %d times when it applied the failover, want 1 (at once)", got)
 				}
-				advance(5 * interval)
+				testkit.Advance(5 * interval)
 				if got := former.probes.count(id); got != stopped {
 					t.Errorf("the former owner probed %d more times after it applied the failover, want none", got-stopped)
 				}
@@ -144,7 +145,7 @@ func TestOwnerChangeMovesProbesAtOnce(t *testing.T) {
 				// Caught up: the held state reaches the pool, and nothing probes again.
 				held := former.probes.count(id)
 				close(caughtUp)
-				advance(3 * interval)
+				testkit.Advance(3 * interval)
 				if got := former.probes.count(id); got != held {
 					t.Errorf("the former owner probed %d more times once caught up", got-held)
 				}
@@ -157,10 +158,4 @@ func TestOwnerChangeMovesProbesAtOnce(t *testing.T) {
 			})
 		})
 	}
-}
-
-// advance lets d of fake time pass inside the bubble, then waits for what it started.
-func advance(d time.Duration) {
-	time.Sleep(d) // inside testing/synctest: fake time, no real wait
-	synctest.Wait()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -142,7 +143,7 @@ func TestReconcileSteps(t *testing.T) {
 	recs := newFakeRecords()
 	p := pool.New(pool.Config{})
 	owner := &fakeOwner{}
-	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: owner, Logger: testkit.Quiet()})
 	a := spec(t, 8001, func(s *worker.Spec) { s.APIKey = "sk-a" })
 	b := spec(t, 8002)
 	stray := spec(t, 8009)
@@ -252,7 +253,7 @@ func TestReconcileSteps(t *testing.T) {
 func TestReconcileWithoutOwner(t *testing.T) {
 	recs := newFakeRecords()
 	p := pool.New(pool.Config{})
-	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: testkit.Quiet()})
 	a := spec(t, 8001)
 	recs.put(fsm.Record{ID: a.ID(), Spec: a, Owner: "n1", Epoch: 1, IsDead: true})
 	r.Reconcile()
@@ -289,11 +290,11 @@ func TestReconcileFollowsRaft(t *testing.T) {
 	if _, err := w.Apply(ctx, fsm.SetFlags{ID: a.ID(), Flags: fsm.FlagChange{Disabled: ptr(true), By: "test"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the disable to reach the pool", func() bool { return p.Get(a.ID()).Gates()&pool.GateDisabled != 0 })
+	testkit.For(t, "the disable to reach the pool", func() bool { return p.Get(a.ID()).Gates()&pool.GateDisabled != 0 })
 	if _, err := w.Apply(ctx, fsm.Remove{ID: a.ID()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the removal to reach the pool", func() bool { return p.Get(a.ID()) == nil })
+	testkit.For(t, "the removal to reach the pool", func() bool { return p.Get(a.ID()) == nil })
 	// The pass that removed the worker may still be logging and calling Disown: Stop waits for
 	// the loop to end, so everything below reads a finished pass.
 	r.Stop()
@@ -339,11 +340,11 @@ func TestReconcileHoldsHistoryUntilCaughtUp(t *testing.T) {
 	a := spec(t, 8001)
 	recs.put(fsm.Record{ID: a.ID(), Spec: a, Owner: "n1", Epoch: 2})
 	recs.signal()
-	waitFor(t, "the signal to be held", func() bool { return len(recs.watch) == 0 })
+	testkit.For(t, "the signal to be held", func() bool { return len(recs.watch) == 0 })
 	recs.update(a.ID(), func(r *fsm.Record) { r.Disabled, r.IsDead = true, true })
 	recs.signal()
 	close(caughtUp)
-	waitFor(t, "the current state in the pool", func() bool { w := p.Get(a.ID()); return w != nil && w.Gates() == pool.GateDisabled|pool.GateDead })
+	testkit.For(t, "the current state in the pool", func() bool { w := p.Get(a.ID()); return w != nil && w.Gates() == pool.GateDisabled|pool.GateDead })
 	if sawRoutable.Load() {
 		t.Error("a replayed, since disabled worker was routable")
 	}
@@ -352,7 +353,7 @@ func TestReconcileHoldsHistoryUntilCaughtUp(t *testing.T) {
 			t.Errorf("the owner was told to probe a quarantined worker: %+v", c)
 		}
 	}
-	waitFor(t, "the caught-up line", func() bool { return strings.Contains(logs.String(), "raft state is current") })
+	testkit.For(t, "the caught-up line", func() bool { return strings.Contains(logs.String(), "raft state is current") })
 }
 
 // TestReconcilePassIsOneSnapshot: a pass over many records, owned here and elsewhere, reaches
@@ -362,7 +363,7 @@ func TestReconcilePassIsOneSnapshot(t *testing.T) {
 	recs := newFakeRecords()
 	var swaps atomic.Int32
 	p := pool.New(pool.Config{OnChange: func() { swaps.Add(1) }})
-	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: &fakeOwner{}, Logger: quiet()})
+	r := New(Config{NodeID: "n1", Records: recs, Pool: p, Owner: &fakeOwner{}, Logger: testkit.Quiet()})
 	for i := range 200 {
 		s := spec(t, 10000+i)
 		owner := "n2"

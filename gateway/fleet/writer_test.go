@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -157,14 +158,14 @@ func (p *parallel) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error)
 // registerConcurrency at once, and every one of them is.
 func TestRegisterAllRunsInParallel(t *testing.T) {
 	node := &parallel{registered: map[worker.ID]bool{}, release: make(chan struct{})}
-	w := &Writer{Node: node, NodeID: "n1", Logger: quiet()}
+	w := &Writer{Node: node, NodeID: "n1", Logger: testkit.Quiet()}
 	var specs []worker.Spec
 	for i := range 50 {
 		specs = append(specs, spec(t, 9000+i))
 	}
 	done := make(chan []RegisterOutcome)
 	go func() { done <- w.RegisterAll(context.Background(), specs) }()
-	waitFor(t, "registerConcurrency registrations at once", func() bool {
+	testkit.For(t, "registerConcurrency registrations at once", func() bool {
 		node.mu.Lock()
 		defer node.mu.Unlock()
 		return node.cur == registerConcurrency
@@ -194,13 +195,13 @@ func TestOnRemoveIsFenced(t *testing.T) {
 	}
 	epoch := res.Record.Epoch
 	w.OnRemove(a.ID(), epoch+1, "failed")
-	waitFor(t, "the fenced refusal to be logged", func() bool { return strings.Contains(logs.String(), "no longer owns it") })
+	testkit.For(t, "the fenced refusal to be logged", func() bool { return strings.Contains(logs.String(), "no longer owns it") })
 	if _, ok := n.Worker(a.ID()); !ok {
 		t.Fatal("a stale epoch removed the record")
 	}
 	w.OnRemove(a.ID(), epoch, "failed")
-	waitFor(t, "the record to go", func() bool { _, ok := n.Worker(a.ID()); return !ok })
-	waitFor(t, "the removal to be logged", func() bool { return strings.Contains(logs.String(), "worker record removed") })
+	testkit.For(t, "the record to go", func() bool { _, ok := n.Worker(a.ID()); return !ok })
+	testkit.For(t, "the removal to be logged", func() bool { return strings.Contains(logs.String(), "worker record removed") })
 }
 
 // flaky is an Applier without a leader for its first calls, then one that applies.
@@ -235,7 +236,7 @@ func TestOnRemoveRetriesUntilALeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.OnRemove(a.ID(), res.Record.Epoch, "failed")
-	waitFor(t, "the record to go after the retries", func() bool { _, ok := n.Worker(a.ID()); return !ok })
+	testkit.For(t, "the record to go after the retries", func() bool { _, ok := n.Worker(a.ID()); return !ok })
 	if got := node.calls.Load(); got != 6 {
 		t.Errorf("%d attempts, want 6 (5 without a leader, then the one that commits)", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -74,7 +75,7 @@ func TestOnChangeTellsWhatBulletinsCarry(t *testing.T) {
 			t.Fatalf("the reset told %d changes, want 1", n)
 		}
 		f.probe.set(id, errDown) // a first failing probe changes the last error
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		if n := c.take(id); n != 1 {
 			t.Fatalf("a first failing probe told %d changes, want 1", n)
 		}
@@ -109,7 +110,7 @@ func TestSeedFromPreviousOwner(t *testing.T) {
 		if f.pool.Get(id).Allow() {
 			t.Fatal("the seeded open breaker allows traffic")
 		}
-		advance(20 * time.Second)
+		testkit.Advance(20 * time.Second)
 		if !f.pool.Get(id).Allow() {
 			t.Fatal("the seeded breaker did not reopen when the time left had passed")
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -18,12 +19,12 @@ func (f *fixture) cycle(id worker.ID) {
 	f.t.Helper()
 	f.probe.set(id, errDown)
 	for range 3 {
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 	}
 	f.wantHealth(id, pool.HealthNotReady)
 	f.probe.set(id, nil)
 	for range 2 {
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 	}
 	f.wantHealth(id, pool.HealthReady)
 }
@@ -59,7 +60,7 @@ func TestDiscoveryWhenReached(t *testing.T) {
 				synctest.Wait()
 				f.wantHealth(id, pool.HealthReady)
 				f.wantDiscovered(id, []string{"a", "b"})
-				advance(30 * time.Second) // passing probes on a ready worker are no promotion
+				testkit.Advance(30 * time.Second) // passing probes on a ready worker are no promotion
 				if n := f.probe.listed(id); n != 1 {
 					t.Fatalf("asked %d times, want once", n)
 				}
@@ -94,7 +95,7 @@ func TestDiscoveryLeavesDeclaredAndExternal(t *testing.T) {
 			f.probe.setModels(idOf(t, s), listing{models: []string{"engine-says"}})
 		}
 		id, extID := f.own(declared, 1), f.own(ext, 1)
-		advance(30 * time.Second)
+		testkit.Advance(30 * time.Second)
 		f.wantHealth(id, pool.HealthReady)
 		f.wantHealth(extID, pool.HealthReady)
 		for _, w := range []worker.ID{id, extID} {
@@ -144,12 +145,12 @@ func TestFailedDiscoveryDoesNotBlockReadiness(t *testing.T) {
 					t.Fatalf("readiness took %v of fake time", time.Since(start))
 				}
 				f.wantDiscovered(id, nil)
-				advance(tt.wait)
+				testkit.Advance(tt.wait)
 				if len(f.logs.Lines("level=DEBUG", "model discovery failed", string(id))) != 1 {
 					t.Fatalf("want one DEBUG line for the failed discovery:\n%s", f.logs.String())
 				}
 				f.probe.setModels(id, listing{models: []string{"m"}})
-				advance(30 * time.Second)
+				testkit.Advance(30 * time.Second)
 				if n := f.probe.listed(id); n != 1 {
 					t.Fatalf("asked %d times without a promotion, want 1", n)
 				}
@@ -174,7 +175,7 @@ func TestDiscoveryWithChecksDisabled(t *testing.T) {
 		synctest.Wait()
 		f.wantHealth(id, pool.HealthReady)
 		f.wantDiscovered(id, []string{"m"})
-		advance(time.Minute)
+		testkit.Advance(time.Minute)
 		if n, p := f.probe.listed(id), f.probe.count(id); n != 1 || p != 0 {
 			t.Errorf("asked %d times and probed %d times, want 1 and 0", n, p)
 		}
@@ -199,7 +200,7 @@ func TestDiscoveryQuarantineAndDisown(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.m.Own(spec, 2, true)
-		advance(time.Minute)
+		testkit.Advance(time.Minute)
 		if n := f.probe.listed(id); n != 1 {
 			t.Errorf("asked %d times, want only the first (disowned) discovery", n)
 		}

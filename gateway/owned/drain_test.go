@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -75,15 +76,15 @@ func TestDrain(t *testing.T) {
 				}
 				f.wantHealth(id, pool.HealthDraining)
 				if tt.during != nil {
-					advance(time.Second)
+					testkit.Advance(time.Second)
 					tt.during(f, s, start.Add(tt.since))
 				}
-				advance(time.Until(start.Add(tt.left)) - time.Millisecond)
+				testkit.Advance(time.Until(start.Add(tt.left)) - time.Millisecond)
 				if got := f.removedCopy(); len(got) != 0 {
 					t.Fatalf("removed before the settle passed: %v", got)
 				}
 				f.wantHealth(id, pool.HealthDraining)
-				advance(2 * time.Millisecond)
+				testkit.Advance(2 * time.Millisecond)
 				if diff := cmp.Diff(want, f.removedCopy()); diff != "" {
 					t.Errorf("OnRemove calls (-want +got):\n%s", diff)
 				}
@@ -107,9 +108,9 @@ func TestDrainDisowned(t *testing.T) {
 		id := idOf(t, s)
 		ownReady(f, s)
 		f.m.Drain(s, 7, false, time.Now(), 5*time.Second)
-		advance(time.Second)
+		testkit.Advance(time.Second)
 		f.m.Disown(id)
-		advance(time.Minute)
+		testkit.Advance(time.Minute)
 		if got := f.removedCopy(); len(got) != 0 {
 			t.Errorf("a disowned worker was removed: %v", got)
 		}
@@ -181,7 +182,7 @@ func TestDrainEndsTheBulletin(t *testing.T) {
 				s := httpSpec(9001)
 				ownReady(f, s)
 				f.m.Drain(s, 7, false, time.Now().Add(since), 5*time.Second)
-				advance(time.Minute)
+				testkit.Advance(time.Minute)
 				mu.Lock()
 				defer mu.Unlock()
 				if len(notes) == 0 || notes[len(notes)-1] != "forget" {

@@ -3,12 +3,9 @@ package owned
 import (
 	"context"
 	"fmt"
-	"github.com/meshgw/meshgw/test/logbuf"
 	"log/slog"
 	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
@@ -16,6 +13,7 @@ import (
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -240,12 +238,6 @@ func (f *fixture) metric(name string, labels ...string) float64 {
 
 func httpSpec(port int) worker.Spec {
 	return worker.Spec{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
-}
-
-// advance lets d of fake time pass inside the bubble, then waits for the probes it started.
-func advance(d time.Duration) {
-	time.Sleep(d) // inside testing/synctest: fake time, no real wait
-	synctest.Wait()
 }
 
 type syncBuffer = logbuf.Buffer

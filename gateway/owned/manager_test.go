@@ -11,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -48,7 +49,7 @@ func TestRegistrationReachesWorker(t *testing.T) {
 				f.wantHealth(id, tt.want[0])
 				f.probe.set(id, nil)
 				for _, want := range tt.want[1:] {
-					advance(10 * time.Second)
+					testkit.Advance(10 * time.Second)
 					f.wantHealth(id, want)
 				}
 				if got := f.metric("meshgw_worker_health", "worker", f.pool.Get(id).URL); got != 1 {
@@ -75,10 +76,10 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 			t.Fatal("circuit still allows after 3 failed requests")
 		}
 		f.probe.set(id, errDown)
-		advance(10 * time.Second)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		f.wantHealth(id, pool.HealthReady)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		f.wantHealth(id, pool.HealthNotReady)
 		st, _ := f.m.Status(id)
 		if st.ConsecutiveFailures != 3 || st.LastError != "status 503" || st.LastStatusCode != 503 || st.LastProbe.IsZero() {
@@ -88,9 +89,9 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 			t.Errorf("meshgw_worker_health = %v, want 0", got)
 		}
 		f.probe.set(id, nil)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		f.wantHealth(id, pool.HealthNotReady)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		f.wantHealth(id, pool.HealthReady)
 		st, _ = f.m.Status(id)
 		if st.Breaker.State != breaker.HalfOpen || !w.Allow() {
@@ -100,7 +101,7 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 			t.Errorf("readmissions = %v, want 1", got)
 		}
 		// Passing probes on a ready worker are not promotions.
-		advance(30 * time.Second)
+		testkit.Advance(30 * time.Second)
 		if got := f.metric("meshgw_worker_cb_health_readmissions_total", "worker", w.URL); got != 1 {
 			t.Errorf("readmissions after more passes = %v, want 1", got)
 		}
@@ -215,7 +216,7 @@ func TestOwnUpdatesInPlace(t *testing.T) {
 			t.Fatal("the old cb_failure_threshold still applied after the PATCH")
 		}
 		f.probe.set(id, errDown)
-		advance(10 * time.Second) // one failure is enough now
+		testkit.Advance(10 * time.Second) // one failure is enough now
 		f.wantHealth(id, pool.HealthNotReady)
 	})
 }
@@ -226,7 +227,7 @@ func TestFailedWorkerRemoval(t *testing.T) {
 	fail := func(f *fixture, id worker.ID) {
 		f.probe.set(id, errDown)
 		for range 3 + 9 { // F to not_ready, then 3×F to failed
-			advance(10 * time.Second)
+			testkit.Advance(10 * time.Second)
 		}
 	}
 	t.Run("OnRemove", func(t *testing.T) {
@@ -269,7 +270,7 @@ func TestFailedWorkerRemoval(t *testing.T) {
 			fail(f, id)
 			f.wantHealth(id, pool.HealthFailed)
 			f.probe.set(id, nil)
-			advance(20 * time.Second)
+			testkit.Advance(20 * time.Second)
 			f.wantHealth(id, pool.HealthReady)
 			if len(f.removedCopy()) != 0 {
 				t.Errorf("removed without --remove-unhealthy-workers: %v", f.removedCopy())
@@ -286,7 +287,7 @@ func TestDisown(t *testing.T) {
 		synctest.Wait()
 		f.m.Disown(id)
 		probes := f.probe.count(id)
-		advance(time.Minute)
+		testkit.Advance(time.Minute)
 		if f.probe.count(id) != probes {
 			t.Error("a disowned worker is still probed")
 		}
@@ -355,7 +356,7 @@ func TestQuarantine(t *testing.T) {
 		f.m.Own(spec, 1, true)
 		f.wantHealth(id, pool.HealthPending)
 		probes := f.probe.count(id)
-		advance(time.Minute)
+		testkit.Advance(time.Minute)
 		if f.probe.count(id) != probes {
 			t.Error("a quarantined worker is still probed")
 		}
@@ -380,7 +381,7 @@ func TestZMQHandshake(t *testing.T) {
 		synctest.Wait()
 		f.wantHealth(id, pool.HealthPending)
 		f.probe.set(id, nil)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		f.wantHealth(id, pool.HealthReady)
 		// Plain engines count ready at once when checks are disabled, unprobed.
 		plain := f.own(httpSpec(9001), 1)

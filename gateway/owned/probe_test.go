@@ -16,6 +16,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/fakeengine"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -68,20 +69,7 @@ func (l *live) own(spec worker.Spec) worker.ID {
 // waitHealth waits until the pool's health of id is want.
 func (l *live) waitHealth(id worker.ID, want pool.Health, within time.Duration) {
 	l.t.Helper()
-	waitFor(l.t, within, "health "+want.String(), func() bool { return l.pool.Get(id).Health() == want })
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		<-tick.C
-	}
+	testkit.Within(l.t, within, "health "+want.String(), func() bool { return l.pool.Get(id).Health() == want })
 }
 
 func startEngine(t *testing.T, grpc bool) (*fakeengine.Engine, string) {
@@ -191,7 +179,7 @@ func TestExternalProviderUnauthorizedIsHealthy(t *testing.T) {
 	id := l.own(worker.Spec{URL: srv.URL + "/v1", ConnectionMode: worker.ModeExternal, Provider: "openai",
 		Health: &worker.Health{DisableHealthCheck: ptr(false)}})
 	l.waitHealth(id, pool.HealthReady, 5*time.Second)
-	waitFor(t, 5*time.Second, "two more probes", func() bool { return probes.Load() >= 4 })
+	testkit.Within(t, 5*time.Second, "two more probes", func() bool { return probes.Load() >= 4 })
 	if h := l.pool.Get(id).Health(); h != pool.HealthReady {
 		t.Errorf("health after 401 probes: %v", h)
 	}
@@ -215,7 +203,7 @@ func TestHangingWorkerDoesNotDelayOthers(t *testing.T) {
 	slow := l.own(worker.Spec{URL: hang.URL, Health: &worker.Health{TimeoutSecs: ptr(5)}})
 	start := time.Now()
 	fast := l.own(worker.Spec{URL: url})
-	waitFor(t, 4*time.Second, "three probes of the healthy engine", func() bool {
+	testkit.Within(t, 4*time.Second, "three probes of the healthy engine", func() bool {
 		return e.Stats().Probes >= 3
 	})
 	if st, _ := l.m.Status(slow); !st.LastProbe.IsZero() {

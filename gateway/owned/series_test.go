@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // workerSeries counts the fixture's series whose worker label is one of urls.
@@ -39,7 +40,7 @@ func TestRemovedWorkersSeriesAreDeleted(t *testing.T) {
 			spec := httpSpec(9100 + i)
 			urls[spec.URL] = true
 			id := f.own(spec, 1)
-			advance(time.Second) // probed: ready
+			testkit.Advance(time.Second) // probed: ready
 			f.m.Disown(id)
 			if err := f.pool.Remove(id); err != nil {
 				t.Fatal(err)
@@ -55,7 +56,7 @@ func TestRemovedWorkersSeriesAreDeleted(t *testing.T) {
 		if n := f.workerSeries(urls); n == 0 {
 			t.Fatal("no series right after the removals: the -1 must stay for a while")
 		}
-		advance(breaker.RemovedSeriesTTL)
+		testkit.Advance(breaker.RemovedSeriesTTL)
 		if n := f.workerSeries(urls); n != 0 {
 			t.Fatalf("%d series of 50 removed workers left after %v, want none", n, breaker.RemovedSeriesTTL)
 		}

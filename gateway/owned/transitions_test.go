@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestStatusListsRecentTransitions: Status carries the worker's health and breaker transitions
@@ -23,12 +24,12 @@ func TestStatusListsRecentTransitions(t *testing.T) {
 		}
 		f.probe.set(id, errDown)
 		for range 3 {
-			advance(10 * time.Second)
+			testkit.Advance(10 * time.Second)
 		}
 		f.wantHealth(id, pool.HealthNotReady)
 		f.probe.set(id, nil)
-		advance(10 * time.Second)
-		advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
+		testkit.Advance(10 * time.Second)
 		f.wantHealth(id, pool.HealthReady)
 		st, _ := f.m.Status(id)
 		var got []string

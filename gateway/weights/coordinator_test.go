@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,10 +16,9 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // fsmWriter applies commands to an FSM at once, as a one-node raft would.
 type fsmWriter struct {
@@ -70,7 +68,7 @@ func engines(t *testing.T, n int, fail map[int]bool) ([]string, *sync.Map) {
 
 func setup(t *testing.T, urls []string, lagging []string) (*Coordinator, *fsmWriter, []worker.ID) {
 	t.Helper()
-	w := &fsmWriter{f: fsm.New(quiet())}
+	w := &fsmWriter{f: fsm.New(testkit.Quiet())}
 	var ids []worker.ID
 	for _, u := range urls {
 		s := worker.Spec{URL: u, Model: "m1"}
@@ -82,7 +80,7 @@ func setup(t *testing.T, urls []string, lagging []string) (*Coordinator, *fsmWri
 			t.Fatal(err)
 		}
 	}
-	c := New(Config{NodeID: "n1", Writer: w, Records: w.f, Fleet: ackAll{lagging}, Send: HTTPSender{NodeID: "n1"}, Logger: quiet()})
+	c := New(Config{NodeID: "n1", Writer: w, Records: w.f, Fleet: ackAll{lagging}, Send: HTTPSender{NodeID: "n1"}, Logger: testkit.Quiet()})
 	return c, w, ids
 }
 

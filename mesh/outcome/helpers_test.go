@@ -8,8 +8,6 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
@@ -137,12 +135,4 @@ type counts struct{ Sent, Dropped, Received, Rejected float64 }
 func readCounts(m *Metrics) counts {
 	return counts{testutil.ToFloat64(m.sent), testutil.ToFloat64(m.dropped),
 		testutil.ToFloat64(m.received), testutil.ToFloat64(m.rejected)}
-}
-
-// advance moves the synctest bubble's fake clock d forward and lets every goroutine settle:
-// inside a bubble time passes only when all its goroutines are blocked, so this takes no real
-// time.
-func advance(d time.Duration) {
-	<-time.After(d)
-	synctest.Wait()
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // report is one Report call of a test.
@@ -54,7 +56,7 @@ func TestReportMergesRunsInOrder(t *testing.T) {
 				for _, rp := range tt.reports {
 					r.Report(rp.owner, rp.worker, rp.epoch, rp.o)
 				}
-				advance(r.cfg.FlushInterval)
+				testkit.Advance(r.cfg.FlushInterval)
 				if diff := cmp.Diff(tt.want, owner.got()); diff != "" {
 					t.Errorf("sink calls (-want +got):\n%s", diff)
 				}
@@ -97,7 +99,7 @@ func TestReportDropsBeyondMaxPending(t *testing.T) {
 		if got, want := readCounts(r.met), (counts{Dropped: 7}); got != want {
 			t.Errorf("counts before the flush = %+v, want %+v", got, want)
 		}
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		want := []sinkCall{{"self", "w1", 1, Success, 1}, {"self", "w1", 2, Success, 1}, {"self", "w1", 3, Success, 2}}
 		if diff := cmp.Diff(want, owner.got()); diff != "" {
 			t.Errorf("sink calls (-want +got):\n%s", diff)
@@ -116,7 +118,7 @@ func TestReportRunsSplitAtMaxRunCount(t *testing.T) {
 		for range MaxRunCount + 2 {
 			r.Report("a", "w1", 1, Failure)
 		}
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		want := []sinkCall{{"self", "w1", 1, Failure, MaxRunCount}, {"self", "w1", 1, Failure, 2}}
 		if diff := cmp.Diff(want, owner.got()); diff != "" {
 			t.Errorf("sink calls (-want +got):\n%s", diff)
@@ -133,7 +135,7 @@ func TestRejectedReportsAreCounted(t *testing.T) {
 		r.Report("a", "gone", 3, Failure)
 		r.Report("a", "gone", 3, Failure)
 		r.Report("a", "w1", 1, Success)
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		want := []sinkCall{{"self", "w1", 1, Success, 1}, {"self", "w1", 1, Success, 1}}
 		if diff := cmp.Diff(want, owner.got()); diff != "" {
 			t.Errorf("sink calls (-want +got):\n%s", diff)
@@ -159,15 +161,15 @@ func TestOwnerDownNeverBlocksAndReconnects(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("Report took %v of the fake clock, want none", d)
 		}
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		if got, want := readCounts(r.met), (counts{Dropped: 2000}); got != want {
 			t.Fatalf("counts while the owners are down = %+v, want %+v", got, want)
 		}
 
 		n.set("a", owner.lis)
-		advance(r.cfg.MaxBackoff) // past the backoff of the failed open
+		testkit.Advance(r.cfg.MaxBackoff) // past the backoff of the failed open
 		r.Report("a", "w1", 7, Failure)
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		if diff := cmp.Diff([]sinkCall{{"self", "w1", 7, Failure, 1}}, owner.got()); diff != "" {
 			t.Errorf("sink calls after the owner came up (-want +got):\n%s", diff)
 		}
@@ -183,7 +185,7 @@ func TestOwnerStopsMidStream(t *testing.T) {
 		n.set("a", first.lis)
 		r := newTestReporter(t, n, Config{})
 		r.Report("a", "w1", 1, Success)
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		first.stop() // ends the stream with its totals; the next send fails
 		n.set("a", nil)
 
@@ -192,7 +194,7 @@ func TestOwnerStopsMidStream(t *testing.T) {
 		deadline := time.Now().Add(time.Minute)
 		for len(second.got()) == 0 && time.Now().Before(deadline) {
 			r.Report("a", "w1", 1, Success)
-			advance(r.cfg.FlushInterval)
+			testkit.Advance(r.cfg.FlushInterval)
 		}
 		if len(second.got()) == 0 {
 			t.Fatal("reports never reached the restarted owner")
@@ -209,7 +211,7 @@ func TestIdleOwnerIsRetired(t *testing.T) {
 		n.set("a", owner.lis)
 		r := newTestReporter(t, n, Config{IdleTimeout: time.Second})
 		r.Report("a", "w1", 1, Success)
-		advance(r.cfg.IdleTimeout + 3*r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.IdleTimeout + 3*r.cfg.FlushInterval)
 		r.mu.RLock()
 		left := len(r.owners)
 		r.mu.RUnlock()
@@ -217,7 +219,7 @@ func TestIdleOwnerIsRetired(t *testing.T) {
 			t.Fatalf("%d owner loops left after the idle timeout, want 0", left)
 		}
 		r.Report("a", "w1", 1, Failure) // starts a new loop
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		want := []sinkCall{{"self", "w1", 1, Success, 1}, {"self", "w1", 1, Failure, 1}}
 		if diff := cmp.Diff(want, owner.got()); diff != "" {
 			t.Errorf("sink calls (-want +got):\n%s", diff)

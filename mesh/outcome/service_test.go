@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func TestServiceRefusesMalformedRuns(t *testing.T) {
@@ -86,7 +87,7 @@ func TestServiceCloseEndsStreamsForGracefulStop(t *testing.T) {
 		n.set("a", owner.lis)
 		r := newTestReporter(t, n, Config{})
 		r.Report("a", "w1", 1, Success)
-		advance(r.cfg.FlushInterval)
+		testkit.Advance(r.cfg.FlushInterval)
 		synctest.Wait() // the reporter's stream is open
 		stopped := make(chan struct{})
 		go func() { owner.srv.GracefulStop(); close(stopped) }()
