@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func TestStateFlags(t *testing.T) {
@@ -109,7 +111,7 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 		"--shutdown-settle-secs", "0", "--disable-health-check"}, args...)
 	go func() { d.done <- runContext(ctx, args, env(nil), io.Discard, d.logs) }()
 	listen := regexp.MustCompile(`msg="meshgw started" listen=(\S+)`)
-	waitUntil(t, "the start line", func() bool {
+	testkit.For(t, "the start line", func() bool {
 		m := listen.FindStringSubmatch(d.logs.String())
 		if m != nil {
 			d.url = "http://" + m[1]
@@ -157,21 +159,6 @@ func (d *daemon) do(t *testing.T, method, path, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 // TestRestartKeepsFlags: a worker disabled through the admin API stays disabled after a restart
 // on the same state dir with the same --worker-urls, and the node's folder is private.
 func TestRestartKeepsFlags(t *testing.T) {
@@ -184,15 +171,15 @@ func TestRestartKeepsFlags(t *testing.T) {
 		Owner          string `json:"owner"`
 	}
 	path := "/workers/http%3A%2F%2F127.0.0.1%3A1"
-	waitUntil(t, "the command line's worker to be registered", func() bool { code, _ := d.do(t, "GET", path, ""); return code == 200 })
+	testkit.For(t, "the command line's worker to be registered", func() bool { code, _ := d.do(t, "GET", path, ""); return code == 200 })
 	if code, body := d.do(t, "PUT", path, `{"disabled":true,"reason":"restart test"}`); code != 200 {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
 	d.stop(t)
 
 	d = startDaemon(t, args...)
-	waitUntil(t, "the records to be recovered", func() bool { code, _ := d.do(t, "GET", path, ""); return code == 200 })
-	waitUntil(t, "the registration to settle", func() bool {
+	testkit.For(t, "the records to be recovered", func() bool { code, _ := d.do(t, "GET", path, ""); return code == 200 })
+	testkit.For(t, "the registration to settle", func() bool {
 		return strings.Contains(d.logs.String(), "worker already registered") || strings.Contains(d.logs.String(), "kept the registered worker")
 	})
 	_, body := d.do(t, "GET", path, "")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/meshgw/meshgw/test/logbuf"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -147,14 +149,8 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 		"--ephemeral", "--raft-port", "0", "--mesh-port", "0", "--rpc-port", "0"}
 	go func() { done <- runContext(ctx, args, env(nil), io.Discard, &logs) }()
 	listen := regexp.MustCompile(`msg="meshgw started" listen=(\S+)`)
-	deadline := time.Now().Add(10 * time.Second)
 	var m []string
-	for m = listen.FindStringSubmatch(logs.String()); m == nil; m = listen.FindStringSubmatch(logs.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no start line; logs: %s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.For(t, "the start line", func() bool { m = listen.FindStringSubmatch(logs.String()); return m != nil })
 	get := func(url string) (int, string) {
 		resp, err := http.Get(url)
 		if err != nil {
@@ -165,12 +161,10 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	// The worker is registered through raft in the background, once the node leads.
-	for code, body := get("http://" + m[1] + "/readiness"); code != 200 || !strings.Contains(body, `"total_workers":1`); code, body = get("http://" + m[1] + "/readiness") {
-		if time.Now().After(deadline) {
-			t.Fatalf("readiness %d %s", code, body)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.For(t, "readiness with the one worker", func() bool {
+		code, body := get("http://" + m[1] + "/readiness")
+		return code == 200 && strings.Contains(body, `"total_workers":1`)
+	})
 	if code, body := get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"); code != 200 || !strings.Contains(body, "meshgw_admission_inflight") ||
 		!strings.Contains(body, "meshgw_request_log_dropped_total 0") {
 		t.Errorf("metrics %d", code)

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestRequestLogFlag: by default and with --request-log, a model request gets one record in the
@@ -70,7 +72,7 @@ func TestRequestLogRouteCompletedByDefault(t *testing.T) {
 	}))
 	defer up.Close()
 	d := startDaemon(t, "--ephemeral", "--worker-urls", up.URL)
-	waitUntil(t, "the worker is routable", func() bool {
+	testkit.For(t, "the worker is routable", func() bool {
 		resp, err := http.Get(d.url + "/readiness")
 		if err != nil {
 			return false
