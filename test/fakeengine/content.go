@@ -27,7 +27,10 @@ const (
 
 // requestBody is the part of a model request body the fake engine reads.
 type requestBody struct {
-	Stream   bool `json:"stream"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -43,6 +46,7 @@ type reply struct {
 	contentType string
 	body        []byte   // a non-streamed answer
 	events      [][]byte // a streamed answer: one SSE payload per chunk, without the final [DONE]
+	tokens      int      // output tokens: the first tokens events of a stream carry one each
 }
 
 var doneEvent = []byte("[DONE]")
@@ -54,29 +58,54 @@ func AnswerText(node, prompt string) string {
 	return "fake answer from " + node + " to: " + firstRunes(prompt, echoRunes)
 }
 
-// plan builds the answer to a model request, or a 400 or 404 error answer.
-func (e *Engine) plan(route string, body []byte, stream bool, chunks int) reply {
-	var rb requestBody
-	if err := json.Unmarshal(body, &rb); err != nil {
-		return errorReply(400, "invalid_request_error", "request body is not valid JSON: "+oneLine(err))
+// parsed is a model request the engine can answer.
+type parsed struct {
+	route  string
+	stream bool
+	rb     requestBody
+	text   string // the prompt as the engine sees it (routingText)
+}
+
+// parse reads a model request body, or returns the 400 or 404 answer to it.
+func (e *Engine) parse(route string, body []byte, stream bool) (parsed, *reply) {
+	p := parsed{route: route}
+	if err := json.Unmarshal(body, &p.rb); err != nil {
+		r := errorReply(400, "invalid_request_error", "request body is not valid JSON: "+oneLine(err))
+		return p, &r
 	}
-	stream = stream || rb.Stream
-	id := strconv.FormatUint(e.nextID.Add(1), 10)
-	a := answer{e: e, id: id, created: time.Now().Unix(), chunks: chunks}
 	switch route {
-	case RouteChat:
-		a.prompt = lastUserMessage(&rb)
-		return a.chat(stream)
-	case RouteCompletions:
-		a.prompt = firstString(rb.Prompt)
-		return a.completion(stream)
-	case RouteGenerate:
-		a.prompt = firstString(rb.Text)
-		return a.generate(stream)
-	case RouteEmbeddings:
-		return a.embeddings(rb.Input)
+	case RouteChat, RouteCompletions, RouteGenerate, RouteEmbeddings:
+	default:
+		r := errorReply(404, "invalid_request_error", "no model route "+strconv.Quote(route))
+		return p, &r
 	}
-	return errorReply(404, "invalid_request_error", "no model route "+strconv.Quote(route))
+	p.stream = stream || p.rb.Stream
+	p.text = routingText(route, &p.rb)
+	return p, nil
+}
+
+// plan builds the answer to a parsed request, with chunks output tokens (one per streamed
+// chunk) and the prompt's token usage.
+func (e *Engine) plan(p parsed, chunks int, u tokenUsage) reply {
+	id := strconv.FormatUint(e.nextID.Add(1), 10)
+	a := answer{e: e, id: id, created: time.Now().Unix(), chunks: chunks, usage: u,
+		includeUsage: p.stream && p.rb.StreamOptions != nil && p.rb.StreamOptions.IncludeUsage}
+	var r reply
+	switch p.route {
+	case RouteChat:
+		a.prompt = lastUserMessage(&p.rb)
+		r = a.chat(p.stream)
+	case RouteCompletions:
+		a.prompt = firstString(p.rb.Prompt)
+		r = a.completion(p.stream)
+	case RouteGenerate:
+		a.prompt = firstString(p.rb.Text)
+		r = a.generate(p.stream)
+	case RouteEmbeddings:
+		return a.embeddings(p.rb.Input)
+	}
+	r.tokens = chunks
+	return r
 }
 
 // answer holds what every shape of one answer shares.
@@ -84,21 +113,41 @@ type answer struct {
 	e       *Engine
 	id      string
 	created int64
-	prompt  string
-	chunks  int
+	prompt  string // what the answer echoes
+	chunks  int    // output tokens
+	usage   tokenUsage
+	// includeUsage adds a last chunk with the usage and no choices to a stream, as OpenAI and
+	// vLLM do for stream_options.include_usage.
+	includeUsage bool
 }
 
 func (a *answer) text() string { return AnswerText(a.e.nodeName(), a.prompt) }
 
-func (a *answer) usage(b []byte) []byte {
-	p := promptTokens(a.prompt)
+// appendUsage appends the usage object in OpenAI's shape, as vLLM fills it: the prompt's
+// cached tokens in prompt_tokens_details.
+func (a *answer) appendUsage(b []byte) []byte {
+	p := a.usage.prompt
 	b = append(b, `"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(a.chunks), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(p+a.chunks), 10)
-	return append(b, '}')
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.usage.cached), 10)
+	return append(b, "}}"...)
+}
+
+// withUsageChunk adds the usage chunk of include_usage to a streamed reply: the head of the
+// other chunks, no choices, and the usage.
+func (a *answer) withUsageChunk(r reply, idPrefix, object string) reply {
+	if !a.includeUsage {
+		return r
+	}
+	b := a.head(make([]byte, 0, 256), idPrefix, object)
+	b = append(b, `,"choices":[],`...)
+	r.events = append(r.events, append(a.appendUsage(b), '}'))
+	return r
 }
 
 // head appends the fields every OpenAI object starts with.
@@ -121,9 +170,9 @@ func (a *answer) chat(stream bool) reply {
 		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 		b = appendJSONString(b, text)
 		b = append(b, `},"finish_reason":"stop"}],`...)
-		return jsonReply(append(a.usage(b), '}'))
+		return jsonReply(append(a.appendUsage(b), '}'))
 	}
-	return a.streamed(text, func(b []byte, i int, piece string) []byte {
+	return a.withUsageChunk(a.streamed(text, func(b []byte, i int, piece string) []byte {
 		b = a.head(b, "chatcmpl-fake-", "chat.completion.chunk")
 		b = append(b, `,"choices":[{"index":0,"delta":{`...)
 		if i == 0 {
@@ -133,7 +182,7 @@ func (a *answer) chat(stream bool) reply {
 		b = appendJSONString(b, piece)
 		b = append(b, `},"finish_reason":`...)
 		return append(appendFinish(b, i == a.chunks-1, `"stop"`), "}]}"...)
-	})
+	}), "chatcmpl-fake-", "chat.completion.chunk")
 }
 
 func (a *answer) completion(stream bool) reply {
@@ -143,19 +192,20 @@ func (a *answer) completion(stream bool) reply {
 		b = append(b, `,"choices":[{"index":0,"text":`...)
 		b = appendJSONString(b, text)
 		b = append(b, `,"logprobs":null,"finish_reason":"stop"}],`...)
-		return jsonReply(append(a.usage(b), '}'))
+		return jsonReply(append(a.appendUsage(b), '}'))
 	}
-	return a.streamed(text, func(b []byte, i int, piece string) []byte {
+	return a.withUsageChunk(a.streamed(text, func(b []byte, i int, piece string) []byte {
 		b = a.head(b, "cmpl-fake-", "text_completion")
 		b = append(b, `,"choices":[{"index":0,"text":`...)
 		b = appendJSONString(b, piece)
 		b = append(b, `,"logprobs":null,"finish_reason":`...)
 		return append(appendFinish(b, i == a.chunks-1, `"stop"`), "}]}"...)
-	})
+	}), "cmpl-fake-", "text_completion")
 }
 
 // generate answers SGLang's native route. Like SGLang, each streamed event carries the whole
-// text so far, so the last event's text equals the non-streamed text.
+// text so far, so the last event's text equals the non-streamed text, and every event's
+// meta_info carries prompt_tokens and cached_tokens.
 func (a *answer) generate(stream bool) reply {
 	text := a.text()
 	meta := func(b []byte, done bool, completion int) []byte {
@@ -164,10 +214,12 @@ func (a *answer) generate(stream bool) reply {
 		b = append(b, `","finish_reason":`...)
 		b = appendFinish(b, done, `{"type":"stop"}`)
 		b = append(b, `,"prompt_tokens":`...)
-		b = strconv.AppendInt(b, int64(promptTokens(a.prompt)), 10)
+		b = strconv.AppendInt(b, int64(a.usage.prompt), 10)
 		b = append(b, `,"completion_tokens":`...)
 		b = strconv.AppendInt(b, int64(completion), 10)
-		b = append(b, `,"cached_tokens":0,"weight_version":`...)
+		b = append(b, `,"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(a.usage.cached), 10)
+		b = append(b, `,"weight_version":`...)
 		b = appendJSONString(b, a.e.WeightVersion())
 		return append(b, "}}"...)
 	}
@@ -345,11 +397,6 @@ func firstString(raw json.RawMessage) string {
 		}
 	}
 	return s
-}
-
-// promptTokens is a stand-in token count: the number of words, at least 1.
-func promptTokens(s string) int {
-	return max(1, len(strings.Fields(s)))
 }
 
 func firstRunes(s string, n int) string {

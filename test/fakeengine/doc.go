@@ -20,10 +20,20 @@
 //  5. Health: HTTP GET /health answers health_status; gRPC grpc.health.v1 answers SERVING while
 //     it is 2xx (services "", sglang.grpc.scheduler.SglangScheduler, meshgw.engine.v1.Engine);
 //     ZMQ stops heartbeats and refuses HELLO while it is not 2xx.
-//  6. /_stats counts probes (GET /health, gRPC Check and Watch, ZMQ HELLO) and model requests,
+//  6. Compute (Config.Compute; off by default) models a real engine's speed: a request waits
+//     for one of Slots, looks its prompt up in an LRU prefix cache of chained-hash blocks, and
+//     waits for the prefill of its uncached tokens (its time to first token is the two waits);
+//     each further output token takes the decode time. Tokens are bytes of text / 4. The prompt
+//     is the routing text: a chat's message texts joined by one space, a completion's prompt,
+//     /generate's text, an embedding's input; only the prompt is cached, not the answer. Every
+//     answer reports usage.prompt_tokens and usage.prompt_tokens_details.cached_tokens (vLLM's
+//     shape; 0 without a cache), /generate SGLang's meta_info.cached_tokens in every event, and
+//     a stream with stream_options.include_usage ends with a chunk of usage and no choices.
+//  7. /_stats counts probes (GET /health, gRPC Check and Watch, ZMQ HELLO) and model requests,
 //     split by X-Mesh-Gateway (gRPC metadata x-mesh-gateway or GenerateRequest.gateway; the
-//     gateway id of a ZMQ HELLO).
-//  7. Control endpoints: in HTTP mode on the engine's port; in gRPC mode on the same port over
+//     gateway id of a ZMQ HELLO). With Compute it also sums prompt and cached tokens, and counts
+//     queue waits, running and waiting requests, and cache blocks and evictions.
+//  8. Control endpoints: in HTTP mode on the engine's port; in gRPC mode on the same port over
 //     HTTP/1.1 (connections are split by the HTTP/2 preface); in ZMQ mode on StartControl's
 //     port.
 package fakeengine

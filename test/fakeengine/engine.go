@@ -25,6 +25,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// Logger receives start, stop and panic records, never one per request (slog.Default()).
 	Logger *slog.Logger
+	// Compute models the engine's prefix cache, prefill and decode times, and concurrent slots.
+	// The zero value answers at once, without a cache and without a bound.
+	Compute Compute
 }
 
 // InitialWeightVersion is the weight version of a fresh engine, as SGLang reports it.
@@ -54,6 +57,10 @@ type Engine struct {
 
 	handler http.Handler
 
+	cache   *prefixCache // nil without Compute.CacheBlocks
+	slots   *slots       // nil without Compute.Slots
+	running atomic.Int64 // admitted requests not yet answered
+
 	mu      sync.Mutex
 	closers []func() error
 	done    chan struct{} // closed by Close: ends hangs and waits
@@ -78,11 +85,18 @@ func New(cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Compute.BlockChars <= 0 {
+		cfg.Compute.BlockChars = DefaultBlockChars
+	}
 	e := &Engine{
-		cfg:  cfg,
-		log:  cfg.Logger,
-		rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		done: make(chan struct{}),
+		cfg:   cfg,
+		log:   cfg.Logger,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		done:  make(chan struct{}),
+		slots: newSlots(cfg.Compute.Slots),
+	}
+	if cfg.Compute.CacheBlocks > 0 {
+		e.cache = newPrefixCache(cfg.Compute.CacheBlocks, cfg.Compute.BlockChars)
 	}
 	if cfg.NodeName != "" {
 		e.name.Store(&cfg.NodeName)
@@ -150,6 +164,15 @@ func (e *Engine) storeFaultsLocked(f Faults) {
 func (e *Engine) Stats() Stats {
 	s := e.stats.snapshot()
 	s.WeightVersion = e.WeightVersion()
+	if !e.cfg.Compute.modeled() {
+		s.ComputeStats = nil // the answer keeps the shape of DESIGN.md section 15
+		return s
+	}
+	s.Running = e.running.Load()
+	_, s.Waiting = e.slots.load()
+	if e.cache != nil {
+		s.CacheBlocks, s.CacheEvictions = e.cache.usage()
+	}
 	return s
 }
 

@@ -25,10 +25,11 @@ type modelRequest struct {
 	gateway string
 }
 
-// serve answers one model request through the faults: count it, hang, wait latency_ms, maybe
-// fail with error_status, then deliver the answer, cut after cut_stream_after chunks. It returns
-// the context's error when the client went away, ErrClosed when the engine closed, or what the
-// sink returned.
+// serve answers one model request through the faults and the compute model: count it, hang,
+// wait latency_ms, maybe fail with error_status, then wait for a slot and the prefill
+// (Compute), and deliver the answer, each output token after the first taking the decode time,
+// cut after cut_stream_after chunks. It returns the context's error when the client went away,
+// ErrClosed when the engine closed, or what the sink returned.
 func (e *Engine) serve(ctx context.Context, req modelRequest, out sink) error {
 	e.stats.countRequest(req.gateway)
 	f, err := e.waitWhile(ctx, func(f Faults) bool { return f.Hang })
@@ -41,9 +42,21 @@ func (e *Engine) serve(ctx context.Context, req modelRequest, out sink) error {
 	if f.ErrorStatus != 0 && e.roll(f.ErrorRate) {
 		return deliverBody(faultReply(f.ErrorStatus), false, out)
 	}
-	r := e.plan(req.route, req.body, req.stream, f.StreamChunks)
+	p, bad := e.parse(req.route, req.body, req.stream)
+	if bad != nil {
+		return deliverBody(*bad, false, out)
+	}
+	u, err := e.admit(ctx, p.text)
+	if err != nil {
+		return err
+	}
+	defer e.finish()
+	r := e.plan(p, f.StreamChunks, u)
 	if r.events == nil {
-		return deliverBody(r, f.CutStreamAfter > 0 && r.status == 200, out)
+		if err := e.sleepFor(ctx, nil, e.decodeTime(r.tokens)); err != nil {
+			return err
+		}
+		return deliverBody(r, f.CutStreamAfter > 0, out)
 	}
 	return e.deliverStream(ctx, r, f, out)
 }
@@ -62,8 +75,9 @@ func deliverBody(r reply, cut bool, out sink) error {
 	return out.cut()
 }
 
-// deliverStream sends the events chunk_delay_ms apart, then [DONE]; with cut_stream_after = N it
-// breaks right after the Nth chunk, before [DONE] at the latest.
+// deliverStream sends the events chunk_delay_ms apart (content chunks after the first also a
+// decode time apart), then [DONE]; with cut_stream_after = N it breaks right after the Nth
+// chunk, before [DONE] at the latest.
 func (e *Engine) deliverStream(ctx context.Context, r reply, f Faults, out sink) error {
 	if err := out.start(r.status, r.contentType, -1); err != nil {
 		return err
@@ -74,11 +88,17 @@ func (e *Engine) deliverStream(ctx context.Context, r reply, f Faults, out sink)
 			t.Stop()
 		}
 	}()
+	decode := e.cfg.Compute.DecodePerToken
 	for i := 0; i <= len(r.events); i++ {
+		wait := time.Duration(0)
 		if i > 0 {
-			if err := e.sleep(ctx, &t, f.ChunkDelayMS); err != nil {
-				return err
-			}
+			wait = time.Duration(f.ChunkDelayMS) * time.Millisecond
+		}
+		if i > 0 && i < r.tokens {
+			wait += decode
+		}
+		if err := e.sleepFor(ctx, &t, wait); err != nil {
+			return err
 		}
 		ev := doneEvent
 		if i < len(r.events) {
@@ -120,26 +140,5 @@ func (e *Engine) waitWhile(ctx context.Context, hold func(Faults) bool) (Faults,
 // sleep waits ms milliseconds, or less if ctx ends or the engine closes. A non-nil *t is reused
 // between calls.
 func (e *Engine) sleep(ctx context.Context, t **time.Timer, ms int) error {
-	if ms <= 0 {
-		return ctx.Err()
-	}
-	d := time.Duration(ms) * time.Millisecond
-	var local *time.Timer
-	if t == nil {
-		t = &local
-		defer func() { local.Stop() }()
-	}
-	if *t == nil {
-		*t = time.NewTimer(d)
-	} else {
-		(*t).Reset(d)
-	}
-	select {
-	case <-(*t).C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.done:
-		return ErrClosed
-	}
+	return e.sleepFor(ctx, t, time.Duration(ms)*time.Millisecond)
 }

@@ -3,6 +3,7 @@ package fakeengine
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Stats is what GET /_stats answers (DESIGN.md section 15).
@@ -17,6 +18,26 @@ type Stats struct {
 	ByGateway map[string]GatewayStats `json:"by_gateway"`
 	// WeightVersion is the version the last successful weight update set ("default").
 	WeightVersion string `json:"weight_version"`
+	// ComputeStats are there when the engine models compute (a Config.Compute knob is set);
+	// their fields sit beside the others in the JSON.
+	*ComputeStats
+}
+
+// ComputeStats are the counters of the compute model (Config.Compute).
+type ComputeStats struct {
+	// PromptTokens and CachedTokens sum the usage of the requests admitted to a slot: their
+	// prompt tokens, and those the prefix cache held.
+	PromptTokens int64 `json:"prompt_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+	// Queued counts the requests that waited for a slot, and QueueWaitMS their waits summed.
+	Queued      int64   `json:"queued"`
+	QueueWaitMS float64 `json:"queue_wait_ms"`
+	// Running is the requests admitted and not yet answered; Waiting those waiting for a slot.
+	Running int64 `json:"running"`
+	Waiting int   `json:"waiting"`
+	// CacheBlocks is the blocks the prefix cache holds; CacheEvictions the blocks it evicted.
+	CacheBlocks    int   `json:"cache_blocks"`
+	CacheEvictions int64 `json:"cache_evictions"`
 }
 
 // GatewayStats are the counts of one gateway.
@@ -28,8 +49,12 @@ type GatewayStats struct {
 // counters keeps the totals in atomics, so that the hot path takes the lock only to count by
 // gateway.
 type counters struct {
-	requests atomic.Int64
-	probes   atomic.Int64
+	requests  atomic.Int64
+	probes    atomic.Int64
+	prompt    atomic.Int64
+	cached    atomic.Int64
+	queued    atomic.Int64
+	queueWait atomic.Int64 // nanoseconds
 
 	mu        sync.Mutex
 	byGateway map[string]*GatewayStats
@@ -42,6 +67,16 @@ func (c *counters) countRequest(gateway string) {
 		c.gatewayLocked(gateway).Requests++
 		c.mu.Unlock()
 	}
+}
+
+func (c *counters) countTokens(u tokenUsage) {
+	c.prompt.Add(int64(u.prompt))
+	c.cached.Add(int64(u.cached))
+}
+
+func (c *counters) countQueued(wait time.Duration) {
+	c.queued.Add(1)
+	c.queueWait.Add(int64(wait))
 }
 
 func (c *counters) countProbe(gateway string) {
@@ -72,6 +107,12 @@ func (c *counters) snapshot() Stats {
 		Requests:  c.requests.Load(),
 		Probes:    c.probes.Load(),
 		ByGateway: make(map[string]GatewayStats, len(c.byGateway)),
+		ComputeStats: &ComputeStats{
+			PromptTokens: c.prompt.Load(),
+			CachedTokens: c.cached.Load(),
+			Queued:       c.queued.Load(),
+			QueueWaitMS:  float64(c.queueWait.Load()) / float64(time.Millisecond),
+		},
 	}
 	for k, v := range c.byGateway {
 		s.ByGateway[k] = *v

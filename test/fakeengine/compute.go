@@ -1,0 +1,102 @@
+package fakeengine
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultBlockChars is the default size of a prefix-cache block: 64 bytes of text, 16 tokens.
+const DefaultBlockChars = 64
+
+// Compute models what makes a real engine slow or fast: a prefix cache, the prefill of the
+// prompt tokens it does not hold, the decode of each output token, and a bounded number of
+// requests computed at once. A request's time to first token is its wait for a slot plus the
+// prefill of its uncached tokens; each further output token (each streamed chunk after the
+// first, stream_chunks in all) takes DecodePerToken. Tokens are bytes of text / 4, rounded up.
+type Compute struct {
+	// CacheBlocks is the prefix cache's capacity in blocks, evicted least recently used first
+	// (0: no cache, every prompt token is computed).
+	CacheBlocks int
+	// BlockChars is the size of a cache block in bytes of the prompt text (DefaultBlockChars).
+	BlockChars int
+	// PrefillPerToken is the time one uncached prompt token takes (0).
+	PrefillPerToken time.Duration
+	// DecodePerToken is the time each output token after the first takes (0).
+	DecodePerToken time.Duration
+	// Slots is how many requests are computed at once; the others wait in arrival order
+	// (0: no bound).
+	Slots int
+}
+
+// modeled reports whether any knob of c is set (BlockChars alone changes nothing).
+func (c Compute) modeled() bool {
+	return c.CacheBlocks > 0 || c.PrefillPerToken > 0 || c.DecodePerToken > 0 || c.Slots > 0
+}
+
+// tokenUsage is the prompt side of an answer's usage.
+type tokenUsage struct {
+	prompt, cached int
+}
+
+// admit schedules a parsed request as an engine does: it waits for a slot, looks the prompt
+// text up in the prefix cache (and caches it), counts its tokens, then waits for the prefill of
+// the uncached part. On success the request holds a slot until finish.
+func (e *Engine) admit(ctx context.Context, text string) (tokenUsage, error) {
+	start := time.Now()
+	waited, err := e.slots.acquire(ctx, e.done)
+	if waited {
+		e.stats.countQueued(time.Since(start))
+	}
+	if err != nil {
+		return tokenUsage{}, err
+	}
+	e.running.Add(1)
+	u := tokenUsage{prompt: promptTokens(text)}
+	if e.cache != nil {
+		// As in vLLM and SGLang, the last prompt token is always computed.
+		u.cached = min(u.prompt-1, tokensOf(e.cache.admit(text)))
+	}
+	e.stats.countTokens(u)
+	if err := e.sleepFor(ctx, nil, time.Duration(u.prompt-u.cached)*e.cfg.Compute.PrefillPerToken); err != nil {
+		e.finish()
+		return u, err
+	}
+	return u, nil
+}
+
+// finish frees the slot of an admitted request.
+func (e *Engine) finish() {
+	e.running.Add(-1)
+	e.slots.release()
+}
+
+// decodeTime is how long an answer of tokens output tokens takes after its first.
+func (e *Engine) decodeTime(tokens int) time.Duration {
+	return time.Duration(max(0, tokens-1)) * e.cfg.Compute.DecodePerToken
+}
+
+// sleepFor waits d, or less if ctx ends or the engine closes. A non-nil *t is reused between
+// calls.
+func (e *Engine) sleepFor(ctx context.Context, t **time.Timer, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	var local *time.Timer
+	if t == nil {
+		t = &local
+		defer func() { local.Stop() }()
+	}
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return ErrClosed
+	}
+}
