@@ -41,6 +41,12 @@ type options struct {
 	seed        uint64
 	faults      string
 	logLevel    slog.Level
+
+	cacheBlocks int
+	blockChars  int
+	prefillUS   float64
+	decodeUS    float64
+	slots       int
 }
 
 const usageHead = `Usage: fakeworker [flags]
@@ -48,7 +54,22 @@ const usageHead = `Usage: fakeworker [flags]
 fakeworker is a fake inference engine with fault knobs (POST /_fault) and counters (GET /_stats).
 On start it prints one line to stdout:
   fakeworker listening on URL (mode MODE, model MODEL, node NAME, control CONTROL_URL)
-and it exits 0 on SIGTERM or SIGINT. Flags:
+and it exits 0 on SIGTERM or SIGINT.
+
+Compute model (off unless one of --cache-blocks, --prefill-us-per-token, --decode-us-per-token,
+--slots is set): a request waits for a free slot (FIFO), its prompt is looked up in an LRU prefix
+cache of --cache-block-chars blocks with chained hashes, and it waits for the prefill of its
+uncached tokens: its time to first token is the two waits. Each output token after the first
+(each streamed chunk after the first; stream_chunks of them) takes the decode time. Tokens are
+bytes of text / 4, rounded up. The prompt is the routing text: a chat's message texts (text parts
+only) joined by one space, a completion's prompt, /generate's text, an embedding's input; only the
+prompt is cached, not the answer. Every answer reports usage.prompt_tokens and
+usage.prompt_tokens_details.cached_tokens (0 without a cache; /generate: meta_info.cached_tokens
+in every event); a stream with "stream_options":{"include_usage":true} ends with a usage chunk
+(no choices) before [DONE]. With the model on, GET /_stats adds prompt_tokens, cached_tokens,
+queued, queue_wait_ms, running, waiting, cache_blocks and cache_evictions.
+
+Flags:
 `
 
 // parseFlags parses args; errors are one line, and pflag.ErrHelp means the help was printed to
@@ -68,6 +89,11 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.IntVar(&o.maxRequests, "max-concurrent-requests", 256, "zmq mode: the limit announced in WELCOME")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the error_rate draws")
 	fs.StringVar(&o.faults, "faults", "", `initial faults, a JSON object as POST /_fault takes, e.g. '{"latency_ms":5}'`)
+	fs.IntVar(&o.cacheBlocks, "cache-blocks", 0, "prefix cache capacity in blocks, least recently used evicted first (0: no cache)")
+	fs.IntVar(&o.blockChars, "cache-block-chars", fakeengine.DefaultBlockChars, "bytes of prompt text per cache block (the default is 16 tokens)")
+	fs.Float64Var(&o.prefillUS, "prefill-us-per-token", 0, "microseconds of prefill per uncached prompt token, before the first output token")
+	fs.Float64Var(&o.decodeUS, "decode-us-per-token", 0, "microseconds per output token after the first")
+	fs.IntVar(&o.slots, "slots", 0, "requests computed at once; the others wait in arrival order (0: no bound)")
 	level := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -97,6 +123,16 @@ func (o *options) check(level string) error {
 		return fmt.Errorf("invalid value %v for flag --heartbeat-interval: must be > 0", o.heartbeat)
 	case o.maxRequests < 1:
 		return fmt.Errorf("invalid value %d for flag --max-concurrent-requests: must be >= 1", o.maxRequests)
+	case o.cacheBlocks < 0:
+		return fmt.Errorf("invalid value %d for flag --cache-blocks: must be >= 0", o.cacheBlocks)
+	case o.blockChars < 1:
+		return fmt.Errorf("invalid value %d for flag --cache-block-chars: must be >= 1", o.blockChars)
+	case !(o.prefillUS >= 0 && o.prefillUS <= maxPerTokenUS):
+		return fmt.Errorf("invalid value %v for flag --prefill-us-per-token: want 0-%d", o.prefillUS, maxPerTokenUS)
+	case !(o.decodeUS >= 0 && o.decodeUS <= maxPerTokenUS):
+		return fmt.Errorf("invalid value %v for flag --decode-us-per-token: want 0-%d", o.decodeUS, maxPerTokenUS)
+	case o.slots < 0:
+		return fmt.Errorf("invalid value %d for flag --slots: must be >= 0", o.slots)
 	case o.listen != "" && o.mode != "zmq":
 		return errors.New("flag --listen applies only to --mode zmq")
 	case o.listen != "" && !strings.HasPrefix(o.listen, "tcp://") && !strings.HasPrefix(o.listen, "ipc://"):
@@ -113,6 +149,16 @@ func (o *options) check(level string) error {
 	return nil
 }
 
+// maxPerTokenUS bounds the per-token times: one second a token.
+const maxPerTokenUS = 1_000_000
+
+// compute is the engine's compute model from the flags.
+func (o *options) compute() fakeengine.Compute {
+	us := func(v float64) time.Duration { return time.Duration(v * float64(time.Microsecond)) }
+	return fakeengine.Compute{CacheBlocks: o.cacheBlocks, BlockChars: o.blockChars,
+		PrefillPerToken: us(o.prefillUS), DecodePerToken: us(o.decodeUS), Slots: o.slots}
+}
+
 // run is the whole command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stdout)
@@ -124,7 +170,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
-	e := fakeengine.New(fakeengine.Config{Model: o.model, NodeName: o.nodeName, Seed: o.seed, Logger: log})
+	e := fakeengine.New(fakeengine.Config{Model: o.model, NodeName: o.nodeName, Seed: o.seed, Logger: log,
+		Compute: o.compute()})
 	defer e.Close()
 	if o.faults != "" {
 		f, _ := fakeengine.ParseFaults(e.Faults(), []byte(o.faults))

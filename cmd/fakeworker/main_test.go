@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -40,6 +41,11 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{"faults", []string{"--faults", `{"hang":1}`}, "invalid value for flag --faults: hang: want bool, got number"},
 		{"log level", []string{"--log-level", "loud"}, `invalid value "loud" for flag --log-level: want debug, info, warn or error`},
 		{"argument", []string{"extra"}, `unexpected argument "extra"; fakeworker takes only flags`},
+		{"cache blocks", []string{"--cache-blocks", "-1"}, "invalid value -1 for flag --cache-blocks: must be >= 0"},
+		{"block size", []string{"--cache-block-chars", "0"}, "invalid value 0 for flag --cache-block-chars: must be >= 1"},
+		{"prefill", []string{"--prefill-us-per-token", "-1"}, "invalid value -1 for flag --prefill-us-per-token: want 0-1000000"},
+		{"decode", []string{"--decode-us-per-token", "NaN"}, "invalid value NaN for flag --decode-us-per-token: want 0-1000000"},
+		{"slots", []string{"--slots", "-2"}, "invalid value -2 for flag --slots: must be >= 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +70,8 @@ func TestHelpDescribesEveryFlag(t *testing.T) {
 		t.Fatalf("--help exit %d, want 0", code)
 	}
 	for _, flag := range []string{"host", "port", "mode", "model", "node-name", "control-port", "listen",
-		"heartbeat-interval", "max-concurrent-requests", "seed", "faults", "log-level"} {
+		"heartbeat-interval", "max-concurrent-requests", "seed", "faults", "log-level",
+		"cache-blocks", "cache-block-chars", "prefill-us-per-token", "decode-us-per-token", "slots"} {
 		if !strings.Contains(stdout.String(), "  --"+flag+" ") {
 			t.Errorf("--help does not describe --%s:\n%s", flag, stdout.String())
 		}
@@ -115,6 +122,56 @@ func TestHTTPModeStartLineAndControl(t *testing.T) {
 	}
 	if _, err := client.Get(control + "/_stats"); err == nil {
 		t.Error("the listener is still open after exit")
+	}
+}
+
+// TestComputeFlags: the flags reach the engine; a repeated prompt is answered from its cache.
+func TestComputeFlags(t *testing.T) {
+	line, stop := startRun(t, "--cache-blocks", "16", "--slots", "2", "--prefill-us-per-token", "0.5", "--decode-us-per-token", "1")
+	defer stop()
+	m := startLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("start line %q does not parse", line)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	body := `{"prompt":"` + strings.Repeat("x", 130) + `"}` // 33 tokens, 2 full blocks
+	var cached []int
+	for range 2 {
+		resp, err := client.Post(m[1]+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a struct {
+			Usage struct {
+				PromptTokens        int `json:"prompt_tokens"`
+				PromptTokensDetails struct {
+					CachedTokens int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			} `json:"usage"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		if err != nil || a.Usage.PromptTokens != 33 {
+			t.Fatalf("answer: %+v, %v; want 33 prompt tokens", a, err)
+		}
+		cached = append(cached, a.Usage.PromptTokensDetails.CachedTokens)
+	}
+	if cached[0] != 0 || cached[1] != 32 {
+		t.Errorf("cached tokens %v, want [0 32]", cached)
+	}
+	resp, err := client.Get(m[5] + "/_stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		PromptTokens int `json:"prompt_tokens"`
+		CachedTokens int `json:"cached_tokens"`
+		CacheBlocks  int `json:"cache_blocks"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || st.PromptTokens != 66 || st.CachedTokens != 32 || st.CacheBlocks != 2 {
+		t.Errorf("GET /_stats: %+v, %v; want 66 prompt tokens, 32 cached, 2 blocks", st, err)
 	}
 }
 
