@@ -23,6 +23,8 @@ type Report struct {
 	Raft          any                     `json:"raft"`
 	// Memory is a gateway restoring many imported workers: start time and heap per worker.
 	Memory any `json:"memory"`
+	// Routing is the routing-quality section (a RoutingResult), or NotMeasured.
+	Routing any `json:"routing"`
 	// Profile holds meshgw's CPU profiles under load, when taken.
 	Profile *ProfileSection `json:"meshgw_profile,omitempty"`
 	Goals   []Goal          `json:"goals"`
@@ -316,7 +318,7 @@ func (r *Report) printSections(w io.Writer) {
 	for _, sec := range []struct {
 		name string
 		v    any
-	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}} {
+	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}, {"routing", r.Routing}} {
 		switch v := sec.v.(type) {
 		case NotMeasured:
 			fmt.Fprintf(w, "%s: %s (%s)\n", sec.name, v.Status, v.Reason)
@@ -359,6 +361,8 @@ func (r *Report) printSections(w io.Writer) {
 					sec.name, r.Registrations, r.Workers, r.P50Ms, r.P99Ms, r.PerSec, r.StopS)
 			}
 			printUploads(w, sec.name, v.Uploads)
+		case RoutingResult:
+			v.PrintTable(w)
 		}
 	}
 }

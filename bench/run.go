@@ -62,6 +62,8 @@ type Options struct {
 	Control *ControlOptions
 	// Mesh configures the mesh section (membership convergence); nil skips it.
 	Mesh *MeshOptions
+	// Routing configures the routing-quality section; nil skips it.
+	Routing *RoutingOptions
 	// WorkDir holds the generated configs and each process's stderr. Required.
 	WorkDir string
 	// Log receives progress. Default: slog.Default().
@@ -144,6 +146,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.Raft = runRaft(ctx, ps, &o)
 		}
 		rep.Memory = runMemory(ctx, ps, &o)
+	}
+	rep.Routing = notMeasured("skipped (-routing=false)")
+	if o.Routing != nil {
+		rep.Routing = runRouting(ctx, ps, &o, o.Routing)
 	}
 	rep.Method.LoadAvgAfter = loadAvg()
 	rep.Method.OthersCoresMax = othersMax(rep)

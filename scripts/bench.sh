@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make bench: measures meshgw against a direct connection and HAProxy in one interleaved run, plus
-# the health checker at 10,000 workers, and writes the JSON report of DESIGN.md section 15.
+# the health checker at 10,000 workers, the mesh, raft, memory, and routing quality (multi-turn
+# sessions over 1, 3 and 5 gateways against fake engines with prefix caches), and writes the JSON
+# report of DESIGN.md section 15.
 #   REPORT=path        where the JSON goes (default bench/out/report.json)
 #   BENCH_QUICK=1      a short run, under a minute (1 round, 3 s per wrk run)
 # Extra arguments go to the harness (bin/bench-harness -h lists them). Installs haproxy and wrk
@@ -33,6 +35,7 @@ go build -o bin/bench-healthprobe ./bench/cmd/healthprobe
 go build -o bin/bench-minproxy ./bench/cmd/minproxy
 go build -o bin/bench-raftbench ./bench/cmd/raftbench
 go build -o bin/bench-meshbench ./bench/cmd/meshbench
+go build -o bin/fakeworker ./cmd/fakeworker
 
 args=(-report "${REPORT:-bench/out/report.json}")
 [ "${BENCH_QUICK:-}" = 1 ] && args+=(-quick)

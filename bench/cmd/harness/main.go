@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,16 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	var co bench.ControlOptions
 	mesh := fs.Bool("mesh", true, "measure membership convergence of 100 mesh peers (lan and local profiles), bulletin propagation and traffic, and ownership failover after kill -9")
 	var mo bench.MeshOptions
+	routing := fs.Bool("routing", true, "measure routing quality: multi-turn sessions sharing long system prompts, sprayed over 1, 3 and 5 gateways, against fake engines with prefix caches and slots")
+	var ro bench.RoutingOptions
+	fs.StringVar(&ro.FakeworkerBin, "fakeworker", "bin/fakeworker", "fake engine binary of the routing section")
+	routingPolicies := fs.String("routing-policies", "round_robin,prefix_hash", "routing section: comma-separated policies, each optionally followed by its own meshgw flags, e.g. 'prefix_hash,cache_aware --cache-scope local'")
+	routingGateways := fs.String("routing-gateways", "", "routing section: comma-separated gateway counts (default 1,3,5; quick 1,3)")
+	routingFlags := fs.String("routing-gateway-flags", "", "routing section: more meshgw flags for every gateway, space-separated")
+	fs.IntVar(&ro.Engines, "routing-engines", 0, "routing section: fake engines (default 8)")
+	fs.IntVar(&ro.Workload.Sessions, "routing-sessions", 0, "routing section: sessions (default 300; quick 40)")
+	fs.IntVar(&ro.Workload.Turns, "routing-turns", 0, "routing section: turns per session (default 6; quick 3)")
+	fs.IntVar(&ro.InFlight, "routing-in-flight", 0, "routing section: sessions in flight (default 96; quick 16)")
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
 	fs.BoolVar(&o.NoStream, "no-stream", false, "skip the streaming section")
@@ -162,6 +173,32 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		mo.BulletinWorkers = or(mo.BulletinWorkers, 1_000)
 		mo.BulletinWindow = orDur(mo.BulletinWindow, 3*time.Second)
 		mo.BulletinSettle = 3 * time.Second
+	}
+	if *routingGateways != "" {
+		if ro.Gateways, err = intList(*routingGateways); err == nil && slices.Contains(ro.Gateways, 0) {
+			err = errors.New("a gateway count must be at least 1")
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "harness: -routing-gateways: %v\n", err)
+			return o, "", err
+		}
+	}
+	for _, p := range strings.Split(*routingPolicies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			ro.Policies = append(ro.Policies, p)
+		}
+	}
+	ro.GatewayFlags = strings.Fields(*routingFlags)
+	if *quick {
+		ro.Workload.Sessions = or(ro.Workload.Sessions, 40)
+		ro.Workload.Turns = or(ro.Workload.Turns, 3)
+		ro.InFlight = or(ro.InFlight, 16)
+		if len(ro.Gateways) == 0 {
+			ro.Gateways = []int{1, 3}
+		}
+	}
+	if *routing {
+		o.Routing = &ro
 	}
 	if *mesh {
 		o.Mesh = &mo

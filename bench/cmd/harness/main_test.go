@@ -1,9 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/bench"
+	"github.com/meshgw/meshgw/test/harness"
 )
 
 func TestParseFlagsQuick(t *testing.T) {
@@ -47,3 +60,102 @@ func TestParseFlagsQuick(t *testing.T) {
 		t.Error("unknown flag accepted")
 	}
 }
+
+func TestParseFlagsRouting(t *testing.T) {
+	t.Setenv("BENCH_QUICK", "")
+	tests := []struct {
+		name         string
+		args         []string
+		wantPolicies []string
+		wantGateways []int
+		wantSessions int
+		wantFlags    []string
+	}{
+		{"defaults are left to bench", nil, []string{"round_robin", "prefix_hash"}, nil, 0, nil},
+		{"quick", []string{"-quick"}, []string{"round_robin", "prefix_hash"}, []int{1, 3}, 40, nil},
+		{"policies with their own flags", []string{"-routing-policies", "round_robin, cache_aware --cache-scope local,cache_aware",
+			"-routing-gateways", "1,5", "-routing-gateway-flags", "--a 1 --b"},
+			[]string{"round_robin", "cache_aware --cache-scope local", "cache_aware"}, []int{1, 5}, 0, []string{"--a", "1", "--b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, _, err := parseFlags(tt.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := o.Routing
+			if r == nil {
+				t.Fatal("no routing section")
+			}
+			if diff := cmp.Diff(tt.wantPolicies, r.Policies); diff != "" {
+				t.Errorf("policies (-want +got):\n%s", diff)
+			}
+			if !slices.Equal(tt.wantGateways, r.Gateways) || r.Workload.Sessions != tt.wantSessions || !slices.Equal(tt.wantFlags, r.GatewayFlags) {
+				t.Errorf("gateways %v, sessions %d, flags %q", r.Gateways, r.Workload.Sessions, r.GatewayFlags)
+			}
+		})
+	}
+	for _, bad := range []string{"0", "x", "1,-3"} {
+		if _, _, err := parseFlags([]string{"-routing-gateways", bad}, io.Discard); err == nil {
+			t.Errorf("-routing-gateways %q accepted", bad)
+		}
+	}
+	if o, _, _ := parseFlags([]string{"-routing=false"}, io.Discard); o.Routing != nil {
+		t.Error("-routing=false kept the section")
+	}
+}
+
+// TestRoutingQuick runs the routing section's short mode with real meshgw and fakeworker
+// processes, as make bench-quick does, and checks that its report and table are well formed
+// (not its figures, which depend on the machine).
+func TestRoutingQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateways and engines for about 30 s")
+	}
+	bins := harness.Build(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	var out, errs bytes.Buffer
+	code := run(context.Background(), []string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false",
+		"-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Routing bench.RoutingResult `json:"routing"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	rr := rep.Routing
+	if rr.Status != "measured" || rr.Engines != 8 || len(rr.Rows) != 4 {
+		t.Fatalf("routing section: status %q, %d engines, %d rows; want measured, 8, 4", rr.Status, rr.Engines, len(rr.Rows))
+	}
+	want := rr.Workload.Sessions * rr.Workload.Turns
+	for _, r := range rr.Rows {
+		sum := int64(0)
+		for _, n := range r.EngineRequests {
+			sum += n
+		}
+		switch {
+		case r.Error != "" || r.FirstError != "":
+			t.Errorf("%s at %d: %s%s", r.Policy, r.Gateways, r.Error, r.FirstError)
+		case r.Requests != want || r.Failed+r.Unsent != 0 || len(r.EngineRequests) != 8 || sum != int64(want):
+			t.Errorf("%s at %d: %d answered, %d failed, %d unsent, engines %v; want %d answered", r.Policy, r.Gateways,
+				r.Requests, r.Failed, r.Unsent, r.EngineRequests, want)
+		case !inUnit(r.CachedShare) || !inUnit(r.FollowUpShare) || !inUnit(r.EngineCachedShare) || r.RequestsCoV < 0:
+			t.Errorf("%s at %d: shares %v, %v, %v, CoV %v", r.Policy, r.Gateways, r.CachedShare, r.FollowUpShare, r.EngineCachedShare, r.RequestsCoV)
+		case r.TTFTP50Ms <= 0 || r.TTFTP99Ms < r.TTFTP50Ms || r.RequestsPerSec <= 0:
+			t.Errorf("%s at %d: TTFT p50 %v, p99 %v, %v req/s", r.Policy, r.Gateways, r.TTFTP50Ms, r.TTFTP99Ms, r.RequestsPerSec)
+		}
+		row := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(r.Policy) + `\s+` + strconv.Itoa(r.Gateways) + `\s+\d\.\d\d\s+\d\.\d\d \(\d+/\d+\)`)
+		if !row.MatchString(out.String()) {
+			t.Errorf("the table has no row for %s at %d gateways:\n%s", r.Policy, r.Gateways, out.String())
+		}
+	}
+}
+
+func inUnit(v float64) bool { return v >= 0 && v <= 1 }

@@ -1,0 +1,378 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meshgw/meshgw/bench/routeload"
+)
+
+// RoutingOptions configure the routing-quality section: multi-turn sessions sharing a few long
+// system prompts, sprayed over G gateways with no session key, against fake engines that model
+// a prefix cache, prefill and decode times, and slots. Zero fields take the defaults in their
+// comments (the standard workload).
+type RoutingOptions struct {
+	FakeworkerBin string // "bin/fakeworker"
+	// Engines is K, the fake engines every gateway routes to (8).
+	Engines int
+	// Gateways are the numbers of gateways measured (1, 3, 5).
+	Gateways []int
+	// Policies are the rows of each gateway count: a policy name, optionally followed by more
+	// meshgw flags for it, space-separated ("cache_aware --cache-scope local"). Default
+	// round_robin and prefix_hash.
+	Policies []string
+	// GatewayFlags are added to every gateway's command line.
+	GatewayFlags []string
+	// The engines: Slots requests computed at once (4), a prefix cache of CacheBlocks blocks
+	// (1,024 of 64 bytes, 16 tokens), PrefillUs per uncached prompt token (200), DecodeUs per
+	// output token after the first (2,000), OutputTokens per answer (20).
+	Slots, CacheBlocks     int
+	PrefillUs, DecodeUs    float64
+	OutputTokens           int
+	Workload               routeload.Workload
+	InFlight               int     // sessions in flight (96)
+	FollowUpMatch          float64 // see routeload.Options (0.9)
+	RowTimeout, FormWithin time.Duration
+}
+
+func (r *RoutingOptions) setDefaults() {
+	if r.FakeworkerBin == "" {
+		r.FakeworkerBin = "bin/fakeworker"
+	}
+	r.Engines = cmp0(r.Engines, 8)
+	if len(r.Gateways) == 0 {
+		r.Gateways = []int{1, 3, 5}
+	}
+	if len(r.Policies) == 0 {
+		r.Policies = []string{"round_robin", "prefix_hash"}
+	}
+	r.Slots = cmp0(r.Slots, 4)
+	r.CacheBlocks = cmp0(r.CacheBlocks, 1024)
+	if r.PrefillUs <= 0 {
+		r.PrefillUs = 200
+	}
+	if r.DecodeUs <= 0 {
+		r.DecodeUs = 2000
+	}
+	r.OutputTokens = cmp0(r.OutputTokens, 20)
+	r.InFlight = cmp0(r.InFlight, 96)
+	if r.FollowUpMatch <= 0 {
+		r.FollowUpMatch = 0.9
+	}
+	if r.RowTimeout <= 0 {
+		r.RowTimeout = 5 * time.Minute
+	}
+	if r.FormWithin <= 0 {
+		r.FormWithin = 60 * time.Second
+	}
+}
+
+// RoutingResult is the routing-quality section.
+type RoutingResult struct {
+	Status string `json:"status"` // "measured"
+	// What describes the engines, the workload and the definitions of the figures.
+	What              string             `json:"what"`
+	Engines           int                `json:"engines"`
+	Slots             int                `json:"slots"`
+	CacheBlocks       int                `json:"cache_blocks"`
+	PrefillUsPerToken float64            `json:"prefill_us_per_token"`
+	DecodeUsPerToken  float64            `json:"decode_us_per_token"`
+	OutputTokens      int                `json:"output_tokens"`
+	Workload          routeload.Workload `json:"workload"`
+	InFlight          int                `json:"in_flight"`
+	FollowUpMatch     float64            `json:"follow_up_match"`
+	GatewayFlags      []string           `json:"gateway_flags"`
+	Rows              []RoutingRow       `json:"rows"`
+}
+
+// RoutingRow is one policy at one gateway count.
+type RoutingRow struct {
+	Policy   string `json:"policy"` // the entry as given, with its flags
+	Gateways int    `json:"gateways"`
+	routeload.Result
+	// EngineRequests is each engine's model requests (GET /_stats), and RequestsCoV their
+	// coefficient of variation (population standard deviation ÷ mean).
+	EngineRequests []int64 `json:"engine_requests"`
+	RequestsCoV    float64 `json:"requests_cov"`
+	// EngineCachedShare is the engines' own cached ÷ prompt tokens (GET /_stats), a check on
+	// the answers' figure; EngineQueued counts requests that waited for a slot.
+	EngineCachedShare float64 `json:"engine_cached_share"`
+	EngineQueued      int64   `json:"engine_queued"`
+	// OthersCores is the CPU other processes used meanwhile.
+	OthersCores float64 `json:"others_cpu_cores"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// runRouting measures every policy at every gateway count, each row on fresh engines and
+// gateways, stopped before the next row starts.
+func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) RoutingResult {
+	r.setDefaults()
+	res := RoutingResult{Status: "measured", Engines: r.Engines, Slots: r.Slots, CacheBlocks: r.CacheBlocks,
+		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens,
+		Workload: r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
+	res.What = fmt.Sprintf("%s; %d in flight, each turn to a gateway picked uniformly (no session key); "+
+		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
+		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens. "+
+		"cached = the engines' cached ÷ prompt tokens; follow-ups cached = turns after the first whose cached tokens "+
+		"reach %g × the previous turn's prompt tokens; TTFT = client-side time to the first SSE event; "+
+		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), r.InFlight, r.Engines, r.Slots,
+		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, r.FollowUpMatch)
+	script := r.Workload.Script()
+	for _, g := range r.Gateways {
+		for _, policy := range r.Policies {
+			o.Log.Info("routing: measuring", "policy", policy, "gateways", g, "engines", r.Engines)
+			row := RoutingRow{Policy: policy, Gateways: g}
+			if err := routingRow(ctx, ps, o, r, script, &row); err != nil {
+				row.Error = err.Error()
+				o.Log.Warn("routing: row failed", "policy", policy, "gateways", g, "err", err)
+			}
+			res.Rows = append(res.Rows, row)
+			if ctx.Err() != nil {
+				return res
+			}
+		}
+	}
+	return res
+}
+
+// routingRow starts the engines and gateways of one row, plays the script through them, reads
+// the engines' counters, and stops them all.
+func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, script routeload.Script, row *RoutingRow) error {
+	var started []*proc
+	defer func() { stopProcs(started, 5*time.Second) }()
+	tag := fmt.Sprintf("routing-g%d-%s", row.Gateways, slug(row.Policy))
+	var engines []string
+	for i := range r.Engines {
+		p, url, err := startRoutingEngine(ctx, ps, r, fmt.Sprintf("%s-e%d", tag, i+1))
+		if err != nil {
+			return err
+		}
+		started = append(started, p)
+		engines = append(engines, url)
+	}
+	var gws []*controlGateway
+	var seed string
+	for i := range row.Gateways {
+		g, mesh, err := startRoutingGateway(ps, o, r, fmt.Sprintf("%s-gw%d", tag, i+1), row.Policy, engines, seed)
+		if err != nil {
+			return err
+		}
+		started = append(started, g.p)
+		gws = append(gws, g)
+		if i == 0 {
+			seed = mesh
+		}
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	if err := waitRoutable(ctx, client, gws, r.Engines, r.FormWithin); err != nil {
+		return err
+	}
+	var bases []string
+	for _, g := range gws {
+		bases = append(bases, g.base)
+	}
+	others := ps.startOthers()
+	row.Result = routeload.Run(ctx, script, routeload.Options{Gateways: bases, InFlight: r.InFlight,
+		FollowUpMatch: r.FollowUpMatch, Deadline: r.RowTimeout, Seed: r.Workload.Seed})
+	row.OthersCores = others.stop()
+	return engineCounters(ctx, client, engines, row)
+}
+
+// startRoutingEngine starts one fake engine with the row's compute model and returns its URL.
+func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name string) (*proc, string, error) {
+	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, "--host", "127.0.0.1", "--port", "0",
+		"--node-name", name, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
+		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
+		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64),
+		"--faults", fmt.Sprintf(`{"stream_chunks":%d}`, r.OutputTokens))
+	if err != nil {
+		return nil, "", err
+	}
+	// The start line ends "control URL)": its last field carries the parenthesis.
+	return p, strings.TrimSuffix(urls[0], ")"), nil
+}
+
+// startRoutingGateway starts one gateway routing to engines with the entry's policy and flags,
+// joining join (a mesh address) unless it is empty; it returns the gateway and its mesh address.
+func startRoutingGateway(ps *procs, o *Options, r *RoutingOptions, name, entry string, engines []string, join string) (*controlGateway, string, error) {
+	var ports [4]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		ports[i] = p
+	}
+	dir, err := tempStateDir(o, name)
+	if err != nil {
+		return nil, "", err
+	}
+	fields := strings.Fields(entry)
+	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--node-id", name,
+		"--state-dir", dir, "--raft-port", strconv.Itoa(ports[1]), "--mesh-port", strconv.Itoa(ports[2]),
+		"--rpc-port", strconv.Itoa(ports[3]), "--mesh-profile", "local", "--log-level", "warn", "--prometheus-port", "0",
+		"--owner-failover-grace-secs", "86400", "--worker-urls", strings.Join(engines, ","), "--policy", fields[0]}
+	args = append(append(args, fields[1:]...), r.GatewayFlags...)
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	p, err := ps.start(name, nil, o.MeshgwBin, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	return &controlGateway{p: p, started: time.Now(), log: filepath.Join(ps.dir, name+".log"),
+		base: "http://127.0.0.1:" + strconv.Itoa(ports[0])}, "127.0.0.1:" + strconv.Itoa(ports[2]), nil
+}
+
+// waitRoutable waits until every gateway lists every one of want engines as routable (and, with
+// several gateways, they form one cluster).
+func waitRoutable(ctx context.Context, c *http.Client, gws []*controlGateway, want int, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if len(gws) > 1 {
+		if err := waitFormedBench(ctx, c, gws, within); err != nil {
+			return err
+		}
+	}
+	for _, g := range gws {
+		for {
+			if g.p.exited() {
+				return fmt.Errorf("%s exited: %v (see %s)", g.base, g.p.err, g.log)
+			}
+			var list struct {
+				Workers []struct {
+					Routable bool `json:"routable"`
+				} `json:"workers"`
+			}
+			n := 0
+			if getJSON(ctx, c, g.base+"/workers", &list) == nil {
+				for _, w := range list.Workers {
+					if w.Routable {
+						n++
+					}
+				}
+			}
+			if n == want {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %d of %d engines routable within %s (see %s)", g.base, n, want, within, g.log)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// engineStats is the part of a fake engine's GET /_stats the section reads.
+type engineStats struct {
+	Requests     int64 `json:"requests"`
+	PromptTokens int64 `json:"prompt_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+	Queued       int64 `json:"queued"`
+}
+
+// engineCounters reads every engine's counters into row.
+func engineCounters(ctx context.Context, c *http.Client, engines []string, row *RoutingRow) error {
+	var prompt, cached int64
+	for _, e := range engines {
+		var st engineStats
+		if err := getJSON(ctx, c, e+"/_stats", &st); err != nil {
+			return err
+		}
+		row.EngineRequests = append(row.EngineRequests, st.Requests)
+		prompt += st.PromptTokens
+		cached += st.CachedTokens
+		row.EngineQueued += st.Queued
+	}
+	if prompt > 0 {
+		row.EngineCachedShare = float64(cached) / float64(prompt)
+	}
+	row.RequestsCoV = cov(row.EngineRequests)
+	return nil
+}
+
+// cov is the coefficient of variation of v: the population standard deviation over the mean.
+func cov(v []int64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += float64(x)
+	}
+	mean := sum / float64(len(v))
+	if mean == 0 {
+		return 0
+	}
+	var sq float64
+	for _, x := range v {
+		sq += (float64(x) - mean) * (float64(x) - mean)
+	}
+	return math.Sqrt(sq/float64(len(v))) / mean
+}
+
+// stopProcs ends the processes (SIGTERM to each group, SIGKILL after grace) and waits for them.
+func stopProcs(list []*proc, grace time.Duration) {
+	for _, p := range list {
+		_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+	}
+	deadline := time.After(grace)
+	for _, p := range list {
+		select {
+		case <-p.done:
+		case <-deadline:
+		}
+	}
+	for _, p := range list {
+		if !p.exited() {
+			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+			<-p.done
+		}
+	}
+}
+
+var notSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug makes a policy entry fit a file name.
+func slug(s string) string {
+	return strings.Trim(notSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
+
+// PrintTable writes the section as a table, one row per policy and gateway count.
+func (res RoutingResult) PrintTable(w io.Writer) {
+	fmt.Fprintf(w, "routing: %s\n", res.What)
+	if len(res.GatewayFlags) > 0 {
+		fmt.Fprintf(w, "routing: every gateway also ran with %s\n", strings.Join(res.GatewayFlags, " "))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "policy\tgateways\tcached\tfollow-ups cached\tTTFT p50 ms\tTTFT p99 ms\treq/s\tCoV\tqueued\tfailed\tothers' cores\t\n")
+	for _, r := range res.Rows {
+		if r.Error != "" && r.Requests == 0 {
+			fmt.Fprintf(tw, "%s\t%d\t—\t—\t—\t—\t—\t—\t—\t—\t—\t\n", r.Policy, r.Gateways)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f (%d/%d)\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%d\t%.2f\t\n", r.Policy, r.Gateways,
+			r.CachedShare, r.FollowUpShare, r.FollowUpsCached, r.FollowUps, r.TTFTP50Ms, r.TTFTP99Ms, r.RequestsPerSec,
+			r.RequestsCoV, r.EngineQueued, r.Failed+r.Unsent, r.OthersCores)
+	}
+	tw.Flush()
+	for _, r := range res.Rows {
+		if r.Error != "" {
+			fmt.Fprintf(w, "routing: %s at %d gateways: %s\n", r.Policy, r.Gateways, r.Error)
+		} else if r.FirstError != "" {
+			fmt.Fprintf(w, "routing: %s at %d gateways: first failure: %s\n", r.Policy, r.Gateways, r.FirstError)
+		}
+	}
+}

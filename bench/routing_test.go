@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/meshgw/meshgw/bench/routeload"
+)
+
+func TestCoV(t *testing.T) {
+	tests := []struct {
+		v    []int64
+		want float64
+	}{
+		{nil, 0},
+		{[]int64{0, 0}, 0},
+		{[]int64{5, 5, 5, 5}, 0},
+		{[]int64{0, 10}, 1},
+		{[]int64{2, 4, 4, 4, 5, 5, 7, 9}, 0.4}, // mean 5, standard deviation 2
+	}
+	for _, tt := range tests {
+		if got := cov(tt.v); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("cov(%v) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestSlug(t *testing.T) {
+	if got := slug("cache_aware --cache-scope local"); got != "cache-aware-cache-scope-local" {
+		t.Errorf("slug = %q", got)
+	}
+}
+
+func TestRoutingTable(t *testing.T) {
+	res := RoutingResult{What: "w", GatewayFlags: []string{"--x"}, Rows: []RoutingRow{
+		{Policy: "round_robin", Gateways: 3, Result: routeload.Result{Requests: 10, CachedShare: 0.5, FollowUpShare: 0.25,
+			FollowUps: 8, FollowUpsCached: 2, TTFTP50Ms: 12.4, TTFTP99Ms: 99.6, RequestsPerSec: 41}, RequestsCoV: 0.123},
+		{Policy: "cache_aware", Gateways: 5, Error: "meshgw exited: exit status 2"},
+	}}
+	var b bytes.Buffer
+	res.PrintTable(&b)
+	for _, want := range []string{
+		"routing: w routing:",
+		"every gateway also ran with --x",
+		"round_robin 3 0.50 0.25 (2/8) 12 100 41 0.12 0 0 0.00",
+		"cache_aware 5 — — — — — — — — —",
+		"cache_aware at 5 gateways: meshgw exited: exit status 2",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
