@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,11 +129,17 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), r.InFlight, r.Engines, r.Slots,
 		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, r.FollowUpMatch)
 	script := r.Workload.Script()
+	// Every row runs its engines on the same ports: the worker ids, which hash-based policies
+	// hash, are then the same in every row, so that rows differ only by policy and gateways.
+	ports, err := freePorts(r.Engines)
+	if err != nil {
+		return RoutingResult{Status: "measured", What: res.What, Rows: []RoutingRow{{Error: err.Error()}}}
+	}
 	for _, g := range r.Gateways {
 		for _, policy := range r.Policies {
 			o.Log.Info("routing: measuring", "policy", policy, "gateways", g, "engines", r.Engines)
 			row := RoutingRow{Policy: policy, Gateways: g}
-			if err := routingRow(ctx, ps, o, r, script, &row); err != nil {
+			if err := routingRow(ctx, ps, o, r, script, ports, &row); err != nil {
 				row.Error = err.Error()
 				o.Log.Warn("routing: row failed", "policy", policy, "gateways", g, "err", err)
 			}
@@ -147,13 +154,13 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 
 // routingRow starts the engines and gateways of one row, plays the script through them, reads
 // the engines' counters, and stops them all.
-func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, script routeload.Script, row *RoutingRow) error {
+func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, script routeload.Script, ports []int, row *RoutingRow) error {
 	var started []*proc
 	defer func() { stopProcs(started, 5*time.Second) }()
 	tag := fmt.Sprintf("routing-g%d-%s", row.Gateways, slug(row.Policy))
 	var engines []string
-	for i := range r.Engines {
-		p, url, err := startRoutingEngine(ctx, ps, r, fmt.Sprintf("%s-e%d", tag, i+1))
+	for i, port := range ports {
+		p, url, err := startRoutingEngine(ctx, ps, r, fmt.Sprintf("%s-e%d", tag, i+1), fmt.Sprintf("engine-%d", i+1), port)
 		if err != nil {
 			return err
 		}
@@ -188,10 +195,11 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 	return engineCounters(ctx, client, engines, row)
 }
 
-// startRoutingEngine starts one fake engine with the row's compute model and returns its URL.
-func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name string) (*proc, string, error) {
-	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, "--host", "127.0.0.1", "--port", "0",
-		"--node-name", name, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
+// startRoutingEngine starts one fake engine on port with the row's compute model and returns
+// its URL.
+func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name, node string, port int) (*proc, string, error) {
+	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--node-name", node, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
 		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
 		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64),
 		"--faults", fmt.Sprintf(`{"stream_chunks":%d}`, r.OutputTokens))
@@ -273,6 +281,21 @@ func waitRoutable(ctx context.Context, c *http.Client, gws []*controlGateway, wa
 		}
 	}
 	return nil
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for len(ports) < n {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
 }
 
 // engineStats is the part of a fake engine's GET /_stats the section reads.
