@@ -1,0 +1,208 @@
+package prefixindex
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Config, which are SMG's.
+const (
+	DefaultMaxChars         = 1 << 26 // 67,108,864
+	DefaultEvictionInterval = 120 * time.Second
+)
+
+// Config bounds an Index.
+type Config struct {
+	// MaxChars bounds the routing text the index holds for one model, in bytes, all workers
+	// together (a block shared by two workers counts twice). Each eviction brings every model
+	// back to at most MaxChars; between evictions a model that passes twice MaxChars makes the
+	// next one due at once. Default DefaultMaxChars (SMG's --max-tree-size).
+	MaxChars int64
+	// EvictionInterval is how often Due reports an eviction. Default DefaultEvictionInterval;
+	// negative: only when a model passes twice MaxChars.
+	EvictionInterval time.Duration
+}
+
+// Index holds, per model, each worker's entry: the blocks of routing text it was sent. It is
+// safe for concurrent use.
+type Index struct {
+	cfg Config
+
+	mu     sync.RWMutex
+	models map[string]*Model
+
+	lastEvict atomic.Int64 // unix ns when the last eviction started; 0 before the first Due
+	evicting  atomic.Bool  // Due claimed an eviction that has not ended
+	overCap   atomic.Bool  // a model passed twice MaxChars
+}
+
+// New returns an empty index.
+func New(cfg Config) *Index {
+	if cfg.MaxChars <= 0 {
+		cfg.MaxChars = DefaultMaxChars
+	}
+	if cfg.EvictionInterval == 0 {
+		cfg.EvictionInterval = DefaultEvictionInterval
+	}
+	return &Index{cfg: cfg, models: map[string]*Model{}}
+}
+
+// Model returns the index of the model called name, made empty on first use. It does not
+// allocate once the model exists.
+func (x *Index) Model(name []byte) *Model {
+	x.mu.RLock()
+	m := x.models[string(name)]
+	x.mu.RUnlock()
+	if m != nil {
+		return m
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m = x.models[string(name)]; m == nil {
+		m = &Model{x: x, workers: map[string]*entry{}}
+		x.models[string(name)] = m
+	}
+	return m
+}
+
+// modelList returns the models, for a pass over all of them.
+func (x *Index) modelList() []*Model {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ms := make([]*Model, 0, len(x.models))
+	for _, m := range x.models {
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// Model is one model's part of an index: an entry per worker.
+type Model struct {
+	x *Index
+
+	mu      sync.RWMutex
+	workers map[string]*entry
+	size    int64 // text bytes of every entry's blocks
+	blocks  int   // blocks of every entry
+}
+
+// entry is one worker's blocks: hash → last use. A last use is in unix nanoseconds, less the
+// block's position in the text that used it last, so that among the blocks of one text the
+// deeper ones are the older: eviction, oldest first, then takes a text's end before its start,
+// and what a worker keeps of a text stays a prefix of it.
+type entry struct {
+	blocks map[uint64]int64
+	size   int64 // text bytes of its blocks
+	peak   int   // most blocks it held since its map was made
+}
+
+// Match is what the index knows of one worker for one text.
+type Match struct {
+	// Len is how many bytes of the text's start the worker was sent: whole blocks, and the
+	// whole text when its last, partial block matched too.
+	Len int
+	// Held is how many bytes of text the worker's entry holds, every text together.
+	Held int64
+}
+
+// Lookup fills out[i] with what the index knows of workers[i] for the text b; out must be as
+// long as workers. It allocates nothing.
+func (m *Model) Lookup(b *Blocks, workers []string, out []Match) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for i, w := range workers {
+		e := m.workers[w]
+		if e == nil {
+			out[i] = Match{}
+			continue
+		}
+		out[i] = Match{Len: b.MatchedLen(e.matched(b.Hashes)), Held: e.size}
+	}
+}
+
+// matched returns how many of the first hashes the entry holds. A held block stands for its
+// whole prefix (the hashes are chained), and what an entry keeps of a text is a prefix of it,
+// so the answer is found by bisection: a few map reads whatever the text's length.
+func (e *entry) matched(hs []uint64) int {
+	held := func(i int) bool { _, ok := e.blocks[hs[i]]; return ok }
+	n := len(hs)
+	if n == 0 || !held(0) {
+		return 0
+	}
+	if held(n - 1) {
+		return n
+	}
+	lo, hi := 1, n-1 // blocks before lo are held; block hi is not
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if held(mid) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// Insert records that worker was sent the text b at now: every block of it is the worker's,
+// last used now.
+func (m *Model) Insert(worker string, b *Blocks, now time.Time) {
+	if len(b.Hashes) == 0 {
+		return
+	}
+	t := now.UnixNano()
+	m.mu.Lock()
+	e := m.entryLocked(worker, len(b.Hashes))
+	for i, h := range b.Hashes {
+		m.useLocked(e, h, t-int64(i))
+	}
+	over := m.size > 2*m.x.cfg.MaxChars
+	m.mu.Unlock()
+	if over {
+		m.x.overCap.Store(true)
+	}
+}
+
+// entryLocked returns worker's entry, made with room for n blocks when it has none.
+func (m *Model) entryLocked(worker string, n int) *entry {
+	e := m.workers[worker]
+	if e == nil {
+		e = &entry{blocks: make(map[uint64]int64, n)}
+		m.workers[worker] = e
+	}
+	return e
+}
+
+// useLocked records a use of block h at last, keeping the latest use.
+func (m *Model) useLocked(e *entry, h uint64, last int64) {
+	old, ok := e.blocks[h]
+	switch {
+	case !ok:
+		n := int64(BlockLen(h))
+		e.size += n
+		m.size += n
+		m.blocks++
+		e.blocks[h] = last
+		e.peak = max(e.peak, len(e.blocks))
+	case last > old:
+		e.blocks[h] = last
+	}
+}
+
+// Size returns the bytes of text the model's entries hold, all workers together.
+func (m *Model) Size() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.size
+}
+
+// Held returns the bytes of text worker's entry holds.
+func (m *Model) Held(worker string) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if e := m.workers[worker]; e != nil {
+		return e.size
+	}
+	return 0
+}
