@@ -27,6 +27,10 @@ type Config struct {
 	PrefixTokenCount int
 	// PolicySeed makes random and power_of_two deterministic (tests). Default 0: unseeded.
 	PolicySeed uint64
+	// CacheAware tunes cache_aware (--cache-threshold, --balance-abs-threshold,
+	// --balance-rel-threshold, --max-tree-size, --eviction-interval). Zero fields take SMG's
+	// defaults (policy.CacheAwareConfig).
+	CacheAware policy.CacheAwareConfig
 	// DefaultModel (--model) is listed by GET /v1/models for routable workers that declare no
 	// model. It does not narrow routing: such workers still take any model. Default "".
 	DefaultModel string

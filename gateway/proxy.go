@@ -159,7 +159,7 @@ func (c *call) begin() bool {
 	if len(c.key) == 0 {
 		c.key = append(c.key, c.hdr.smgKey...)
 	}
-	c.preq = policy.Request{RoutingKey: c.key, Prompt: c.meta.Prompt}
+	c.preq = policy.Request{RoutingKey: c.key, Prompt: c.meta.Prompt, Model: c.model}
 	if !c.streamed {
 		ctx.Request.SetBodyRaw(body)
 	}

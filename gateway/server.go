@@ -67,7 +67,8 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	pol, err := policy.New(cfg.Policy, policy.Options{PrefixUnits: cfg.PrefixTokenCount, Seed: cfg.PolicySeed})
+	pol, err := policy.New(cfg.Policy, policy.Options{PrefixUnits: cfg.PrefixTokenCount, Seed: cfg.PolicySeed,
+		CacheAware: cfg.CacheAware, Now: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("policy %w", err)
 	}

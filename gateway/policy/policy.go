@@ -1,13 +1,15 @@
-// Package policy picks one worker among the routable candidates of a request, with the six
-// load-balancing policies of SMG; every Pick is allocation-free.
+// Package policy picks one worker among the routable candidates of a request, with the
+// load-balancing policies of SMG; every Pick is allocation-free once warm.
 package policy
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
@@ -21,11 +23,12 @@ const (
 	PowerOfTwo        = "power_of_two"
 	ConsistentHashing = "consistent_hashing"
 	PrefixHash        = "prefix_hash"
+	CacheAware        = "cache_aware"
 )
 
 // Names lists every policy, the default first.
 func Names() []string {
-	return []string{RoundRobin, Random, LeastRequest, PowerOfTwo, ConsistentHashing, PrefixHash}
+	return []string{RoundRobin, Random, LeastRequest, PowerOfTwo, ConsistentHashing, PrefixHash, CacheAware}
 }
 
 // Request is what a policy may look at besides the candidates.
@@ -35,10 +38,12 @@ type Request struct {
 	// Prompt is the raw JSON of the prompt-bearing field of the body (messages, prompt, text or
 	// input), nil when there is none.
 	Prompt []byte
+	// Model is the request's model, empty when it named none.
+	Model []byte
 }
 
 // Policy picks a worker among candidates (never empty). Implementations are safe for
-// concurrent use and do not allocate.
+// concurrent use and do not allocate (cache_aware's index grows with new text).
 type Policy interface {
 	Name() string
 	Pick(candidates []*pool.Worker, r *Request) *pool.Worker
@@ -52,6 +57,15 @@ type Options struct {
 	// Seed, when non-zero, makes random and power_of_two deterministic (tests). Zero uses the
 	// runtime's per-thread generator, which needs no lock.
 	Seed uint64
+	// CacheAware tunes cache_aware.
+	CacheAware CacheAwareConfig
+	// Load is the load cache_aware weighs. Default: this gateway's requests in flight to the
+	// worker.
+	Load Load
+	// Now is cache_aware's clock, which times the index's uses and evictions. Default time.Now.
+	Now func() time.Time
+	// Logger receives what goes wrong in the background. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // New returns the policy called name.
@@ -73,6 +87,8 @@ func New(name string, o Options) (Policy, error) {
 		return &consistentHash{}, nil
 	case PrefixHash:
 		return &prefixHash{bytes: 4 * o.PrefixUnits}, nil
+	case CacheAware:
+		return newCacheAware(o), nil
 	}
 	return nil, fmt.Errorf("%q is not one of %s", name, strings.Join(Names(), ", "))
 }

@@ -66,6 +66,17 @@ func (x *Index) Model(name []byte) *Model {
 	return m
 }
 
+// Models returns the names of the models the index holds, in no order.
+func (x *Index) Models() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	names := make([]string, 0, len(x.models))
+	for name := range x.models {
+		names = append(names, name)
+	}
+	return names
+}
+
 // modelList returns the models, for a pass over all of them.
 func (x *Index) modelList() []*Model {
 	x.mu.RLock()

@@ -1,0 +1,214 @@
+package policy
+
+import (
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/prefixindex"
+)
+
+// Defaults of CacheAwareConfig, which are SMG's.
+const (
+	DefaultCacheThreshold      = 0.3
+	DefaultBalanceAbsThreshold = 64
+	DefaultBalanceRelThreshold = 1.5
+	DefaultMaxTreeSize         = prefixindex.DefaultMaxChars
+	DefaultEvictionInterval    = prefixindex.DefaultEvictionInterval
+)
+
+// CacheAwareConfig tunes cache_aware. A zero field takes the default its comment names; where
+// zero is a meaningful setting, a negative value asks for it.
+type CacheAwareConfig struct {
+	// CacheThreshold (--cache-threshold): a request goes to the worker whose known prefix
+	// matches its routing text best when the match covers more than this share of the text.
+	// Default 0.3; negative: 0.
+	CacheThreshold float64
+	// BalanceAbsThreshold (--balance-abs-threshold) and BalanceRelThreshold
+	// (--balance-rel-threshold): the candidates are imbalanced, and a request goes to the least
+	// loaded, when the most loaded exceeds the least loaded by more than BalanceAbsThreshold
+	// requests and more than BalanceRelThreshold times its load. Defaults 64 and 1.5;
+	// negative: 0.
+	BalanceAbsThreshold int64
+	BalanceRelThreshold float64
+	// MaxTreeSize (--max-tree-size) bounds the index: bytes of routing text per model, all
+	// workers together. Default 67,108,864.
+	MaxTreeSize int64
+	// EvictionInterval (--eviction-interval): how often least recently used blocks are evicted
+	// down to MaxTreeSize. Default 120 s; negative: only when a model holds twice
+	// MaxTreeSize.
+	EvictionInterval time.Duration
+}
+
+func (c *CacheAwareConfig) setDefaults() {
+	orZero := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		} else if *v < 0 {
+			*v = 0
+		}
+	}
+	orZero(&c.CacheThreshold, DefaultCacheThreshold)
+	orZero(&c.BalanceRelThreshold, DefaultBalanceRelThreshold)
+	if c.BalanceAbsThreshold == 0 {
+		c.BalanceAbsThreshold = DefaultBalanceAbsThreshold
+	} else if c.BalanceAbsThreshold < 0 {
+		c.BalanceAbsThreshold = 0
+	}
+}
+
+// Load reports how loaded a worker is, in requests. The policies that weigh load read it once
+// per candidate and pick.
+type Load interface {
+	Load(w *pool.Worker) int64
+}
+
+// inflight is the load this gateway sees at once: its own requests in flight to the worker.
+type inflight struct{}
+
+func (inflight) Load(w *pool.Worker) int64 { return w.Inflight() }
+
+// cacheAware routes a request to the worker most likely to hold its prompt's prefix in its KV
+// cache, as SMG's cache_aware does over its approximate tree, with the index of prefixindex:
+//
+//  1. When the candidates are imbalanced (see CacheAwareConfig), the least loaded one.
+//  2. Else, when the best match covers more than CacheThreshold of the routing text, the
+//     best-matching candidate; ties go to the lower load, then to the earlier candidate.
+//  3. Else the candidate whose entry holds the least text (the most room in its cache); ties
+//     go to the lower load, then to the earlier candidate.
+//
+// Then the chosen worker's entry takes the request's text. Ties in step 1 go to the earlier
+// candidate.
+type cacheAware struct {
+	cfg     CacheAwareConfig
+	idx     *prefixindex.Index
+	load    Load
+	now     func() time.Time
+	log     *slog.Logger
+	scratch sync.Pool // *pickScratch
+}
+
+// pickScratch is what one Pick works in, reused so that Pick allocates nothing.
+type pickScratch struct {
+	blocks  prefixindex.Blocks
+	ids     []string
+	matches []prefixindex.Match
+	loads   []int64
+}
+
+func newCacheAware(o Options) *cacheAware {
+	cfg := o.CacheAware
+	cfg.setDefaults()
+	p := &cacheAware{
+		cfg:  cfg,
+		idx:  prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval}),
+		load: o.Load,
+		now:  o.Now,
+		log:  o.Logger,
+	}
+	if p.load == nil {
+		p.load = inflight{}
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.scratch.New = func() any { return &pickScratch{} }
+	return p
+}
+
+func (*cacheAware) Name() string { return CacheAware }
+
+func (p *cacheAware) Pick(c []*pool.Worker, r *Request) *pool.Worker {
+	s := p.scratch.Get().(*pickScratch)
+	defer p.scratch.Put(s)
+	var prompt []byte
+	if r != nil {
+		prompt = r.Prompt
+	}
+	s.blocks.SetPrompt(prompt)
+	s.ids, s.matches, s.loads = s.ids[:0], grow(s.matches, len(c)), s.loads[:0]
+	for _, w := range c {
+		s.ids = append(s.ids, string(w.ID))
+		s.loads = append(s.loads, p.load.Load(w))
+	}
+	m := p.idx.Model(indexKey(c, r))
+	m.Lookup(&s.blocks, s.ids, s.matches)
+	i := choose(&p.cfg, s.blocks.Len, s.matches, s.loads)
+	now := p.now()
+	m.Insert(s.ids[i], &s.blocks, now)
+	if p.idx.Due(now) {
+		go p.evict(now)
+	}
+	return c[i]
+}
+
+// choose returns the index of the candidate to route to, by the rules of cacheAware, given the
+// routing text's length and each candidate's match and load.
+func choose(cfg *CacheAwareConfig, textLen int, matches []prefixindex.Match, loads []int64) int {
+	least, most := 0, 0
+	for i, l := range loads {
+		if l < loads[least] {
+			least = i
+		}
+		if l > loads[most] {
+			most = i
+		}
+	}
+	minL, maxL := loads[least], loads[most]
+	if maxL-minL > cfg.BalanceAbsThreshold && float64(maxL) > float64(minL)*cfg.BalanceRelThreshold {
+		return least
+	}
+	best := 0
+	for i := range matches {
+		if matches[i].Len > matches[best].Len || matches[i].Len == matches[best].Len && loads[i] < loads[best] {
+			best = i
+		}
+	}
+	if textLen > 0 && float64(matches[best].Len)/float64(textLen) > cfg.CacheThreshold {
+		return best
+	}
+	smallest := 0
+	for i := range matches {
+		if matches[i].Held < matches[smallest].Held || matches[i].Held == matches[smallest].Held && loads[i] < loads[smallest] {
+			smallest = i
+		}
+	}
+	return smallest
+}
+
+// indexKey names the model whose index a request uses: its model when a candidate declares the
+// models it serves, else "" (workers that take any model share one index). So the number of
+// indexes is bounded by the models workers declare, whatever names clients send.
+func indexKey(c []*pool.Worker, r *Request) []byte {
+	if r == nil || len(r.Model) == 0 {
+		return nil
+	}
+	for _, w := range c {
+		if len(w.Models) > 0 {
+			return r.Model
+		}
+	}
+	return nil
+}
+
+// evict runs an eviction Due claimed, off the request's path.
+func (p *cacheAware) evict(now time.Time) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("prefix index eviction panicked", "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	p.idx.Evict(now)
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,258 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/prefixindex"
+	"github.com/meshgw/meshgw/worker"
+)
+
+func TestCacheAwareChoose(t *testing.T) {
+	type m = prefixindex.Match
+	tests := []struct {
+		name    string
+		textLen int
+		matches []m
+		loads   []int64
+		want    int
+	}{
+		// 1. The spill gate: most − least > 64 and most > 1.5 × least → the least loaded.
+		{"imbalanced goes to the least loaded, not the match", 100, []m{{Len: 100}, {}, {}}, []int64{100, 10, 30}, 1},
+		{"imbalanced: ties go to the earlier", 100, []m{{Len: 100}, {}, {}}, []int64{100, 5, 5}, 1},
+		{"gap of exactly 64 is not imbalanced", 100, []m{{Len: 100}, {}}, []int64{74, 10}, 0},
+		{"gap over 64 but ratio 1.5 exactly is not", 100, []m{{Len: 100}, {}}, []int64{195, 130}, 0},
+		{"ratio over 1.5 but gap under 64 is not", 100, []m{{Len: 100}, {}}, []int64{60, 0}, 0},
+		{"an idle fleet is balanced", 100, []m{{}, {Len: 100}}, []int64{0, 0}, 1},
+		{"the gate looks at every candidate, not only the match", 100, []m{{Len: 100}, {}, {}}, []int64{10, 0, 100}, 1},
+		// 2. A match over the threshold → the best match.
+		{"match over 0.3 wins", 100, []m{{Len: 31, Held: 900}, {Held: 0}}, []int64{5, 0}, 0},
+		{"the longest match wins", 100, []m{{Len: 40}, {Len: 90}, {Len: 60}}, []int64{0, 9, 0}, 1},
+		{"equal matches: the lower load", 100, []m{{Len: 50}, {Len: 50}, {Len: 50}}, []int64{3, 1, 1}, 1},
+		{"equal matches and loads: the earlier", 100, []m{{Len: 10}, {Len: 50}, {Len: 50}}, []int64{0, 2, 2}, 1},
+		// 3. Else the least indexed text.
+		{"match of exactly 0.3 is not enough", 100, []m{{Len: 30, Held: 500}, {Held: 100}}, []int64{0, 0}, 1},
+		{"no match: the least indexed text", 100, []m{{Held: 500}, {Held: 100}, {Held: 300}}, []int64{0, 5, 0}, 1},
+		{"least text ties: the lower load", 100, []m{{Held: 100}, {Held: 100}, {Held: 300}}, []int64{2, 1, 0}, 1},
+		{"least text and load ties: the earlier", 100, []m{{Held: 300}, {Held: 100}, {Held: 100}}, []int64{0, 4, 4}, 1},
+		{"no text: the least indexed text", 0, []m{{Held: 64}, {Held: 0}}, []int64{0, 3}, 1},
+		{"one candidate", 100, []m{{Held: 5}}, []int64{1000}, 0},
+	}
+	cfg := CacheAwareConfig{}
+	cfg.setDefaults()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := choose(&cfg, tt.textLen, tt.matches, tt.loads); got != tt.want {
+				t.Errorf("choose = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCacheAwareConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   CacheAwareConfig
+		want CacheAwareConfig
+	}{
+		{"zero takes SMG's", CacheAwareConfig{}, CacheAwareConfig{CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5}},
+		{"negative asks for zero", CacheAwareConfig{CacheThreshold: -1, BalanceAbsThreshold: -1, BalanceRelThreshold: -1}, CacheAwareConfig{}},
+		{"given values stay", CacheAwareConfig{CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}, CacheAwareConfig{CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}},
+	}
+	for _, tt := range tests {
+		got := tt.in
+		got.setDefaults()
+		if got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	// With thresholds of zero, any match and any load gap decide.
+	zero := CacheAwareConfig{CacheThreshold: -1, BalanceAbsThreshold: -1, BalanceRelThreshold: -1}
+	zero.setDefaults()
+	if got := choose(&zero, 100, []prefixindex.Match{{}, {Len: 1}}, []int64{0, 0}); got != 1 {
+		t.Errorf("threshold 0: a 1-byte match lost")
+	}
+	if got := choose(&zero, 100, []prefixindex.Match{{}, {Len: 100}}, []int64{0, 1}); got != 0 {
+		t.Errorf("balance thresholds 0: a gap of one request did not spill")
+	}
+}
+
+// loads is a Load a test sets.
+type loads map[*pool.Worker]int64
+
+func (l loads) Load(w *pool.Worker) int64 { return l[w] }
+
+func chat(msgs ...string) []byte {
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for i, m := range msgs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		role := "user"
+		if i == 0 {
+			role = "system"
+		} else if i%2 == 0 {
+			role = "assistant"
+		}
+		fmt.Fprintf(&sb, `{"role":%q,"content":%q}`, role, m)
+	}
+	sb.WriteByte(']')
+	return []byte(sb.String())
+}
+
+func TestCacheAwareSessions(t *testing.T) {
+	c := workers(t, 4)
+	p := mustNew(t, CacheAware, Options{Load: loads{}})
+	system := func(i int) string {
+		return fmt.Sprintf("System prompt %d. ", i) + strings.Repeat("Follow the rules. ", 40)
+	}
+	// Four new system prompts: each goes to the worker with the least indexed text, so they
+	// spread over the four workers.
+	home := map[int]*pool.Worker{}
+	for i := range 4 {
+		home[i] = p.Pick(c, &Request{Prompt: chat(system(i), "hello")})
+	}
+	seen := map[*pool.Worker]bool{}
+	for _, w := range home {
+		seen[w] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("4 new prefixes went to %d workers, want 4", len(seen))
+	}
+	// Every later turn of every session goes home.
+	for turn := 2; turn < 8; turn++ {
+		for i := range 4 {
+			msgs := []string{system(i), "hello"}
+			for k := 1; k < turn; k++ {
+				msgs = append(msgs, "answer "+strconv.Itoa(k), "question "+strconv.Itoa(k))
+			}
+			if w := p.Pick(c, &Request{Prompt: chat(msgs...)}); w != home[i] {
+				t.Fatalf("turn %d of session %d went to %s, its prefix is on %s", turn, i, w.ID, home[i].ID)
+			}
+		}
+	}
+}
+
+func TestCacheAwareSpillMovesTheEntry(t *testing.T) {
+	c := workers(t, 2)
+	l := loads{}
+	p := mustNew(t, CacheAware, Options{Load: l})
+	prompt := chat(strings.Repeat("shared prefix ", 50), "q")
+	first := p.Pick(c, &Request{Prompt: prompt})
+	other := c[0]
+	if other == first {
+		other = c[1]
+	}
+	l[first] = 100 // imbalanced: 100 − 0 > 64 and 100 > 1.5 × 0
+	if w := p.Pick(c, &Request{Prompt: prompt}); w != other {
+		t.Fatalf("an imbalanced pick went to %s, want the least loaded %s", w.ID, other.ID)
+	}
+	l[first] = 0
+	l[other] = 1 // balanced again; both hold the text now, the lower load wins the tie
+	if w := p.Pick(c, &Request{Prompt: prompt}); w != first {
+		t.Fatalf("after the spill both hold the prefix; the pick went to %s, want the less loaded %s", w.ID, first.ID)
+	}
+	l[first], l[other] = 1, 0
+	if w := p.Pick(c, &Request{Prompt: prompt}); w != other {
+		t.Fatalf("the spill's worker does not hold the prefix: pick went to %s", w.ID)
+	}
+}
+
+func TestCacheAwareIndexPerDeclaredModel(t *testing.T) {
+	pl := pool.New(pool.Config{})
+	for i, model := range []string{"a", "a", "b"} {
+		if _, _, err := pl.Upsert(worker.Spec{URL: "http://127.0.0.1:" + strconv.Itoa(20000+i), Models: []string{model}}, pool.OriginLocal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	declared := pl.Snapshot().Routable
+	anyModel := workers(t, 2)
+	p := mustNew(t, CacheAware, Options{}).(*cacheAware)
+	prompt := chat("x")
+	p.Pick(declared[:2], &Request{Prompt: prompt, Model: []byte("a")})
+	p.Pick(declared[2:], &Request{Prompt: prompt, Model: []byte("b")})
+	for i := range 100 { // names no worker declares
+		p.Pick(anyModel, &Request{Prompt: prompt, Model: []byte("client-" + strconv.Itoa(i))})
+	}
+	got := p.idx.Models()
+	slices.Sort(got)
+	if want := []string{"", "a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("model indexes %q, want %q: a and b, and one for the workers that take any model", got, want)
+	}
+}
+
+// TestCacheAwareBadInput routes prompts a client may send: no panic, a candidate always, and
+// only text parts count.
+func TestCacheAwareBadInput(t *testing.T) {
+	c := workers(t, 3)
+	p := mustNew(t, CacheAware, Options{Load: loads{}})
+	image := `{"type":"image_url","image_url":{"url":"data:image/png;base64,` + strings.Repeat("QUFB", 1<<16) + `"}}`
+	audio := `{"type":"input_audio","input_audio":{"data":"` + strings.Repeat("UklG", 1<<16) + `","format":"wav"}}`
+	huge := chat(strings.Repeat("long prompt ", (1<<20)/12))
+	prompts := map[string][]byte{
+		"nil request":            nil,
+		"no prompt":              {},
+		"invalid UTF-8":          []byte("[{\"role\":\"user\",\"content\":\"\xff\xfe\xfd bad\"}]"),
+		"images only":            []byte(`[{"role":"user","content":[` + image + `]}]`),
+		"audio and text":         []byte(`[{"role":"user","content":[` + audio + `,{"type":"text","text":"transcribe this"}]}]`),
+		"empty messages":         []byte(`[{"role":"user","content":""},{"role":"assistant","content":null},{"role":"user","content":[]}]`),
+		"cut short":              huge[:len(huge)/2],
+		"a mebibyte":             huge,
+		"not JSON":               []byte(`{{{[[["\`),
+		"deeply nested":          []byte(strings.Repeat("[", 100000)),
+		"numbers for token ids":  []byte(`[1,2,3,4]`),
+		"a lone surrogate":       []byte(`"\ud800"`),
+		"content of wrong types": []byte(`[{"role":"user","content":{"text":"x"}},{"role":"user","content":7}]`),
+	}
+	for name, prompt := range prompts {
+		t.Run(name, func(t *testing.T) {
+			var r *Request
+			if name != "nil request" {
+				r = &Request{Prompt: prompt}
+			}
+			w := p.Pick(c, r)
+			if w == nil {
+				t.Fatal("no worker picked")
+			}
+		})
+	}
+	// The images' bytes are not routing text: two requests with different images and the same
+	// text hold the same entry.
+	img2 := strings.Replace(image, "QUFB", "QkJC", 1)
+	a := &Request{Prompt: []byte(`[{"role":"user","content":[` + image + `,{"type":"text","text":"` + strings.Repeat("same words ", 20) + `"}]}]`)}
+	b := &Request{Prompt: []byte(`[{"role":"user","content":[` + img2 + `,{"type":"text","text":"` + strings.Repeat("same words ", 20) + `"}]}]`)}
+	if wa, wb := p.Pick(c, a), p.Pick(c, b); wa != wb {
+		t.Errorf("same text with another image went to %s, then %s", wa.ID, wb.ID)
+	}
+}
+
+// TestCacheAwareEvictsOffThePath floods the index past its bound; the picks themselves start
+// the eviction, which runs beside them and brings the index back under the bound.
+func TestCacheAwareEvictsOffThePath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bound = 32 << 10
+		c := workers(t, 4)
+		p := mustNew(t, CacheAware, Options{CacheAware: CacheAwareConfig{MaxTreeSize: bound, EvictionInterval: time.Minute}}).(*cacheAware)
+		m := p.idx.Model(nil)
+		for i := 0; i < 1000; i++ {
+			p.Pick(c, &Request{Prompt: chat(fmt.Sprintf("session %d ", i) + strings.Repeat("words ", 100))})
+			synctest.Wait() // an eviction a pick started has ended
+			if size := m.Size(); size > 2*bound+1000 {
+				t.Fatalf("after %d picks the index holds %d bytes, bound %d", i+1, size, bound)
+			}
+		}
+		time.Sleep(time.Minute) // the interval passes (the bubble's clock)
+		p.Pick(c, &Request{Prompt: chat("one more")})
+		synctest.Wait()
+		if size := m.Size(); size > bound {
+			t.Fatalf("after the interval's eviction the index holds %d bytes, bound %d", size, bound)
+		}
+	})
+}
