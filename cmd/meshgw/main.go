@@ -44,6 +44,7 @@ func main() {
 // options holds every flag group.
 type options struct {
 	gw      gatewayFlags
+	cache   cacheAwareFlags
 	retry   retryFlags
 	health  healthFlags
 	breaker breakerFlags
@@ -59,7 +60,7 @@ type options struct {
 func (o *options) groups() []flagGroup {
 	o.cluster.gw, o.cluster.state = &o.gw, &o.state
 	o.tls.cluster, o.tls.nodeID, o.tls.adminKey = &o.cluster, &o.gw.nodeID, &o.gw.adminAPIKey
-	return []flagGroup{&o.gw, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
+	return []flagGroup{&o.gw, &o.cache, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
@@ -158,6 +159,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
 	defer writer.Close() // removals still waiting for raft end before raft stops
 	cfg := o.gw.config(nodeID, &o.retry)
+	cfg.CacheAware = o.cache.config()
 	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	cfg.RequestLog, cfg.RequestLogger = o.observe.requestLog, lg.reqLog

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/meshgw/meshgw/gateway/policy"
+)
+
+// cacheAwareFlags are SMG's flags of the cache_aware policy, with SMG's defaults and aliases.
+type cacheAwareFlags struct {
+	threshold    float64
+	absThreshold int
+	relThreshold float64
+	maxTreeSize  int64
+	evictionSecs int
+
+	thresholdNames, evictionNames *aliasSet
+}
+
+func (f *cacheAwareFlags) register(fs *pflag.FlagSet) {
+	f.thresholdNames = aliases(fs, float64Value(&f.threshold, policy.DefaultCacheThreshold),
+		[2]string{"cache-threshold", "cache_aware: a request goes to the worker whose known prefix matches its routing text longest when the match covers more than this share of the text (0-1); else to the worker with the least indexed text"},
+		[2]string{"cache-match-threshold", "alias of --cache-threshold"})
+	fs.IntVar(&f.absThreshold, "balance-abs-threshold", policy.DefaultBalanceAbsThreshold, "cache_aware: the workers are imbalanced, and a request goes to the least loaded, when the most loaded has more than this many requests in flight beyond the least loaded and more than --balance-rel-threshold times as many")
+	fs.Float64Var(&f.relThreshold, "balance-rel-threshold", policy.DefaultBalanceRelThreshold, "cache_aware: see --balance-abs-threshold")
+	fs.Int64Var(&f.maxTreeSize, "max-tree-size", policy.DefaultMaxTreeSize, "cache_aware: bytes of routing text the prefix index holds per model, all workers together; each eviction brings it back under this, least recently used first")
+	f.evictionNames = aliases(fs, intValue(&f.evictionSecs, int(policy.DefaultEvictionInterval/time.Second)),
+		[2]string{"eviction-interval", "cache_aware: seconds between two evictions of the prefix index (0: only when a model holds twice --max-tree-size)"},
+		[2]string{"eviction-interval-secs", "alias of --eviction-interval"})
+}
+
+func (f *cacheAwareFlags) validate() error {
+	for _, e := range []error{
+		f.thresholdNames.check(),
+		f.evictionNames.check(),
+		checkMin("balance-abs-threshold", f.absThreshold, 0),
+		checkSecs("eviction-interval", f.evictionSecs, 0),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if !(f.threshold >= 0 && f.threshold <= 1) {
+		return usagef("--cache-threshold %v is not in 0-1", f.threshold)
+	}
+	if !(f.relThreshold >= 0) {
+		return usagef("--balance-rel-threshold %v is below the minimum 0", f.relThreshold)
+	}
+	if f.maxTreeSize < 1 {
+		return usagef("--max-tree-size %d is below the minimum 1", f.maxTreeSize)
+	}
+	return nil
+}
+
+// config maps the flags to the policy's config, where a zero field means the default: a flag
+// of 0 becomes a negative value, which means 0 (for the interval: no periodic eviction).
+func (f *cacheAwareFlags) config() policy.CacheAwareConfig {
+	c := policy.CacheAwareConfig{
+		CacheThreshold:      f.threshold,
+		BalanceAbsThreshold: int64(f.absThreshold),
+		BalanceRelThreshold: f.relThreshold,
+		MaxTreeSize:         f.maxTreeSize,
+		EvictionInterval:    time.Duration(f.evictionSecs) * time.Second,
+	}
+	if c.CacheThreshold == 0 {
+		c.CacheThreshold = -1
+	}
+	if c.BalanceAbsThreshold == 0 {
+		c.BalanceAbsThreshold = -1
+	}
+	if c.BalanceRelThreshold == 0 {
+		c.BalanceRelThreshold = -1
+	}
+	if c.EvictionInterval == 0 {
+		c.EvictionInterval = -1
+	}
+	return c
+}

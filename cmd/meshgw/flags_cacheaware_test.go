@@ -1,0 +1,71 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/gateway/policy"
+)
+
+// TestCacheAwareFlags: SMG's cache_aware flags, their defaults, aliases and bounds, and what
+// reaches the policy.
+func TestCacheAwareFlags(t *testing.T) {
+	smg := policy.CacheAwareConfig{CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5,
+		MaxTreeSize: 67108864, EvictionInterval: 120 * time.Second}
+	with := func(f func(c *policy.CacheAwareConfig)) policy.CacheAwareConfig {
+		c := smg
+		f(&c)
+		return c
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		want    policy.CacheAwareConfig
+	}{
+		{"SMG's defaults", []string{"--policy", "cache_aware"}, nil, "", smg},
+		{"SMG's command line", []string{"--policy", "cache_aware", "--cache-threshold", "0.5", "--balance-abs-threshold", "32",
+			"--balance-rel-threshold", "1.2", "--eviction-interval", "60", "--max-tree-size", "1000000"}, nil, "",
+			policy.CacheAwareConfig{CacheThreshold: 0.5, BalanceAbsThreshold: 32, BalanceRelThreshold: 1.2, MaxTreeSize: 1000000, EvictionInterval: time.Minute}},
+		{"alias --cache-match-threshold", []string{"--cache-match-threshold", "0.6"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.CacheThreshold = 0.6 })},
+		{"alias --eviction-interval-secs", []string{"--eviction-interval-secs", "30"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.EvictionInterval = 30 * time.Second })},
+		{"alias from its variable", nil, map[string]string{"MESHGW_EVICTION_INTERVAL_SECS": "45"}, "", with(func(c *policy.CacheAwareConfig) { c.EvictionInterval = 45 * time.Second })},
+		{"a flag wins over its alias's variable", []string{"--cache-threshold", "0.4"}, map[string]string{"MESHGW_CACHE_MATCH_THRESHOLD": "0.9"}, "",
+			with(func(c *policy.CacheAwareConfig) { c.CacheThreshold = 0.4 })},
+		{"aliases that agree", []string{"--cache-threshold", "0.40", "--cache-match-threshold", "0.4"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.CacheThreshold = 0.4 })},
+		{"zeros mean zero, not the default", []string{"--cache-threshold", "0", "--balance-abs-threshold", "0", "--balance-rel-threshold", "0", "--eviction-interval", "0"}, nil, "",
+			with(func(c *policy.CacheAwareConfig) {
+				c.CacheThreshold, c.BalanceAbsThreshold, c.BalanceRelThreshold, c.EvictionInterval = -1, -1, -1, -1
+			})},
+		{"aliases that contradict", []string{"--cache-threshold", "0.4", "--cache-match-threshold", "0.5"}, nil,
+			"--cache-threshold=0.4 and --cache-match-threshold=0.5 contradict each other (one is an alias of the other); give one of them", smg},
+		{"interval aliases that contradict", []string{"--eviction-interval-secs", "10", "--eviction-interval", "20"}, nil,
+			"--eviction-interval-secs=10 and --eviction-interval=20 contradict each other", smg},
+		{"threshold above 1", []string{"--cache-threshold", "1.5"}, nil, "--cache-threshold 1.5 is not in 0-1", smg},
+		{"threshold not a number", []string{"--cache-match-threshold", "high"}, nil, `--cache-match-threshold "high" is not a number`, smg},
+		{"negative abs threshold", []string{"--balance-abs-threshold", "-1"}, nil, "--balance-abs-threshold -1 is below the minimum 0", smg},
+		{"negative rel threshold", []string{"--balance-rel-threshold", "-0.5"}, nil, "--balance-rel-threshold -0.5 is below the minimum 0", smg},
+		{"empty tree", []string{"--max-tree-size", "0"}, nil, "--max-tree-size 0 is below the minimum 1", smg},
+		{"negative interval", []string{"--eviction-interval", "-5"}, nil, "--eviction-interval -5 is below the minimum 0", smg},
+		{"interval not a whole number", []string{"--eviction-interval-secs", "1.5"}, nil, `--eviction-interval-secs "1.5" is not a whole number`, smg},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(tt.args, tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one starting %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.cache.config(); got != tt.want {
+				t.Errorf("config %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
