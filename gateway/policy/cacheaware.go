@@ -93,7 +93,7 @@ type cacheAware struct {
 // pickScratch is what one Pick works in, reused so that Pick allocates nothing.
 type pickScratch struct {
 	blocks  prefixindex.Blocks
-	ids     []string
+	ids     []prefixindex.Worker
 	matches []prefixindex.Match
 	loads   []int64
 }
@@ -133,7 +133,7 @@ func (p *cacheAware) Pick(c []*pool.Worker, r *Request) *pool.Worker {
 	s.blocks.SetPrompt(prompt)
 	s.ids, s.matches, s.loads = s.ids[:0], grow(s.matches, len(c)), s.loads[:0]
 	for _, w := range c {
-		s.ids = append(s.ids, string(w.ID))
+		s.ids = append(s.ids, prefixindex.Worker(w.Hash))
 		s.loads = append(s.loads, p.load.Load(w))
 	}
 	m := p.idx.Model(indexKey(c, r))

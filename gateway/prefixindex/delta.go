@@ -37,7 +37,7 @@ func (b *Blocks) Uses(now time.Time, dst []BlockUse) []BlockUse {
 
 // Snapshot returns worker's whole entry as a delta, least recently used first: what a new
 // holder of the entry applies to know what this index knows.
-func (m *Model) Snapshot(worker string) Delta {
+func (m *Model) Snapshot(worker Worker) Delta {
 	m.mu.RLock()
 	var used []BlockUse
 	if e := m.workers[worker]; e != nil {
@@ -58,7 +58,7 @@ func (m *Model) Snapshot(worker string) Delta {
 
 // Apply merges d into worker's entry: its used blocks keep their latest use, and its evicted
 // blocks go when their last use here is not later than the eviction's.
-func (m *Model) Apply(worker string, d Delta) {
+func (m *Model) Apply(worker Worker, d Delta) {
 	m.mu.Lock()
 	if len(d.Used) > 0 {
 		e := m.entryLocked(worker, len(d.Used))

@@ -25,20 +25,20 @@ func sortUses(us []BlockUse) {
 func TestSnapshotApply(t *testing.T) {
 	src := New(Config{}).Model([]byte("m"))
 	a, b := text(1, 700), text(2, 300)
-	src.Insert("w1", blocksOf(a), t0)
-	src.Insert("w1", blocksOf(b), t0.Add(time.Second))
-	src.Insert("w2", blocksOf(b), t0.Add(2*time.Second))
+	src.Insert(wk("w1"), blocksOf(a), t0)
+	src.Insert(wk("w1"), blocksOf(b), t0.Add(time.Second))
+	src.Insert(wk("w2"), blocksOf(b), t0.Add(2*time.Second))
 
 	dst := New(Config{}).Model([]byte("m"))
 	for _, w := range []string{"w1", "w2"} {
-		d := src.Snapshot(w)
+		d := src.Snapshot(wk(w))
 		enc, _ := d.AppendBinary(nil)
 		var got Delta
 		if err := got.UnmarshalBinary(enc); err != nil {
 			t.Fatal(err)
 		}
-		dst.Apply(w, got)
-		dst.Apply(w, got) // twice: no change
+		dst.Apply(wk(w), got)
+		dst.Apply(wk(w), got) // twice: no change
 	}
 	for _, s := range []string{a, b, a[:200], b + "more"} {
 		want, got := lookup(src, s, "w1", "w2"), lookup(dst, s, "w1", "w2")
@@ -68,13 +68,13 @@ func TestApplyMergesLatestAndEvictions(t *testing.T) {
 		{"eviction of what the entry lacks", Delta{Evicted: []BlockUse{{h0, 99}}}, nil},
 	}
 	for _, tt := range tests {
-		m.Apply("w", tt.delta)
-		if diff := gocmp.Diff(tt.want, m.Snapshot("w").Used); diff != "" {
+		m.Apply(wk("w"), tt.delta)
+		if diff := gocmp.Diff(tt.want, m.Snapshot(wk("w")).Used); diff != "" {
 			t.Fatalf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
-	if m.Size() != 0 || m.Held("w") != 0 {
-		t.Errorf("size %d held %d after every block went", m.Size(), m.Held("w"))
+	if m.Size() != 0 || m.Held(wk("w")) != 0 {
+		t.Errorf("size %d held %d after every block went", m.Size(), m.Held(wk("w")))
 	}
 }
 
@@ -129,9 +129,9 @@ func FuzzDeltaUnmarshal(f *testing.F) {
 			t.Fatalf("decode → encode → decode changed the delta")
 		}
 		m := New(Config{}).Model(nil)
-		m.Apply("w", d) // no panic, and the counts stay consistent
+		m.Apply(wk("w"), d) // no panic, and the counts stay consistent
 		var size int64
-		for _, u := range m.Snapshot("w").Used {
+		for _, u := range m.Snapshot(wk("w")).Used {
 			size += int64(BlockLen(u.Hash))
 		}
 		if size != m.Size() {

@@ -24,7 +24,7 @@ func TestDue(t *testing.T) {
 		t.Fatal("due before the interval passed since the last eviction")
 	}
 	// Passing twice the bound makes an eviction due at once.
-	x.Model(nil).Insert("w", blocksOf(text(1, 21*BlockSize)), t0.Add(3*time.Minute))
+	x.Model(nil).Insert(wk("w"), blocksOf(text(1, 21*BlockSize)), t0.Add(3*time.Minute))
 	if !x.Due(t0.Add(3 * time.Minute)) {
 		t.Fatal("not due with a model over twice its bound")
 	}
@@ -47,10 +47,10 @@ func TestEvictLeastRecentlyUsedFirst(t *testing.T) {
 	x := New(Config{MaxChars: 30 * BlockSize})
 	m := x.Model(nil)
 	old, mid, recent := text(1, 10*BlockSize), text(2, 10*BlockSize), text(3, 10*BlockSize)
-	m.Insert("w1", blocksOf(old), t0)
-	m.Insert("w2", blocksOf(mid), t0.Add(time.Second))
-	m.Insert("w1", blocksOf(recent), t0.Add(2*time.Second))
-	m.Insert("w3", blocksOf(old[:5*BlockSize]), t0.Add(3*time.Second)) // 35 blocks now
+	m.Insert(wk("w1"), blocksOf(old), t0)
+	m.Insert(wk("w2"), blocksOf(mid), t0.Add(time.Second))
+	m.Insert(wk("w1"), blocksOf(recent), t0.Add(2*time.Second))
+	m.Insert(wk("w3"), blocksOf(old[:5*BlockSize]), t0.Add(3*time.Second)) // 35 blocks now
 	x.Evict(t0.Add(4 * time.Second))
 	if got := m.Size(); got != 30*BlockSize {
 		t.Fatalf("size %d, want exactly the bound %d", got, 30*BlockSize)
@@ -81,7 +81,7 @@ func TestBoundedUnderFlood(t *testing.T) {
 	x := New(Config{MaxChars: bound, EvictionInterval: time.Second})
 	m := x.Model([]byte("m"))
 	now := t0
-	workers := []string{"w1", "w2", "w3", "w4"}
+	workers := []Worker{1, 2, 3, 4}
 	var b Blocks
 	sent := 0
 	for i := 0; sent < 100*bound; i++ {
@@ -118,13 +118,13 @@ func TestBoundedUnderFlood(t *testing.T) {
 func TestEvictDropsEmptyEntries(t *testing.T) {
 	x := New(Config{MaxChars: 4 * BlockSize})
 	m := x.Model(nil)
-	m.Insert("gone", blocksOf(text(1, 4*BlockSize)), t0)
-	m.Insert("kept", blocksOf(text(2, 4*BlockSize)), t0.Add(time.Second))
+	m.Insert(wk("gone"), blocksOf(text(1, 4*BlockSize)), t0)
+	m.Insert(wk("kept"), blocksOf(text(2, 4*BlockSize)), t0.Add(time.Second))
 	x.Evict(t0.Add(2 * time.Second))
 	m.mu.RLock()
-	_, gone := m.workers["gone"]
+	_, gone := m.workers[wk("gone")]
 	m.mu.RUnlock()
-	if gone || m.Held("kept") != 4*BlockSize {
-		t.Errorf("entry of gone kept: %v; kept holds %d", gone, m.Held("kept"))
+	if gone || m.Held(wk("kept")) != 4*BlockSize {
+		t.Errorf("entry of gone kept: %v; kept holds %d", gone, m.Held(wk("kept")))
 	}
 }

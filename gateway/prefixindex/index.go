@@ -1,6 +1,7 @@
 package prefixindex
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,8 @@ type Config struct {
 type Index struct {
 	cfg Config
 
-	mu     sync.RWMutex
-	models map[string]*Model
+	mu     sync.Mutex                        // serializes additions to models
+	models atomic.Pointer[map[string]*Model] // replaced, never changed: read without a lock
 
 	lastEvict atomic.Int64 // unix ns when the last eviction started; 0 before the first Due
 	evicting  atomic.Bool  // Due claimed an eviction that has not ended
@@ -45,33 +46,35 @@ func New(cfg Config) *Index {
 	if cfg.EvictionInterval == 0 {
 		cfg.EvictionInterval = DefaultEvictionInterval
 	}
-	return &Index{cfg: cfg, models: map[string]*Model{}}
+	x := &Index{cfg: cfg}
+	x.models.Store(&map[string]*Model{})
+	return x
 }
 
-// Model returns the index of the model called name, made empty on first use. It does not
-// allocate once the model exists.
+// Model returns the index of the model called name, made empty on first use. It takes no lock
+// and does not allocate once the model exists.
 func (x *Index) Model(name []byte) *Model {
-	x.mu.RLock()
-	m := x.models[string(name)]
-	x.mu.RUnlock()
-	if m != nil {
+	if m := (*x.models.Load())[string(name)]; m != nil {
 		return m
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if m = x.models[string(name)]; m == nil {
-		m = &Model{x: x, workers: map[string]*entry{}}
-		x.models[string(name)] = m
+	old := *x.models.Load()
+	if m := old[string(name)]; m != nil {
+		return m
 	}
+	m := &Model{x: x, workers: map[Worker]*entry{}}
+	models := maps.Clone(old)
+	models[string(name)] = m
+	x.models.Store(&models)
 	return m
 }
 
 // Models returns the names of the models the index holds, in no order.
 func (x *Index) Models() []string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	names := make([]string, 0, len(x.models))
-	for name := range x.models {
+	models := *x.models.Load()
+	names := make([]string, 0, len(models))
+	for name := range models {
 		names = append(names, name)
 	}
 	return names
@@ -79,21 +82,24 @@ func (x *Index) Models() []string {
 
 // modelList returns the models, for a pass over all of them.
 func (x *Index) modelList() []*Model {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	ms := make([]*Model, 0, len(x.models))
-	for _, m := range x.models {
+	models := *x.models.Load()
+	ms := make([]*Model, 0, len(models))
+	for _, m := range models {
 		ms = append(ms, m)
 	}
 	return ms
 }
+
+// Worker names a worker in an index: a 64-bit key that every gateway computes the same from
+// the worker's id (pool.Worker.Hash), so that an entry keeps its name from one index to another.
+type Worker uint64
 
 // Model is one model's part of an index: an entry per worker.
 type Model struct {
 	x *Index
 
 	mu      sync.RWMutex
-	workers map[string]*entry
+	workers map[Worker]*entry
 	size    int64 // text bytes of every entry's blocks
 	blocks  int   // blocks of every entry
 }
@@ -119,7 +125,7 @@ type Match struct {
 
 // Lookup fills out[i] with what the index knows of workers[i] for the text b; out must be as
 // long as workers. It allocates nothing.
-func (m *Model) Lookup(b *Blocks, workers []string, out []Match) {
+func (m *Model) Lookup(b *Blocks, workers []Worker, out []Match) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for i, w := range workers {
@@ -157,8 +163,9 @@ func (e *entry) matched(hs []uint64) int {
 }
 
 // Insert records that worker was sent the text b at now: every block of it is the worker's,
-// last used now.
-func (m *Model) Insert(worker string, b *Blocks, now time.Time) {
+// last used now (the uses Blocks.Uses lists). Unlike Apply, it does not compare with the uses
+// recorded before: the local clock moves forward.
+func (m *Model) Insert(worker Worker, b *Blocks, now time.Time) {
 	if len(b.Hashes) == 0 {
 		return
 	}
@@ -166,7 +173,11 @@ func (m *Model) Insert(worker string, b *Blocks, now time.Time) {
 	m.mu.Lock()
 	e := m.entryLocked(worker, len(b.Hashes))
 	for i, h := range b.Hashes {
-		m.useLocked(e, h, t-int64(i))
+		n := len(e.blocks)
+		e.blocks[h] = t - int64(i)
+		if len(e.blocks) > n {
+			m.addedLocked(e, h)
+		}
 	}
 	over := m.size > 2*m.x.cfg.MaxChars
 	m.mu.Unlock()
@@ -176,7 +187,7 @@ func (m *Model) Insert(worker string, b *Blocks, now time.Time) {
 }
 
 // entryLocked returns worker's entry, made with room for n blocks when it has none.
-func (m *Model) entryLocked(worker string, n int) *entry {
+func (m *Model) entryLocked(worker Worker, n int) *entry {
 	e := m.workers[worker]
 	if e == nil {
 		e = &entry{blocks: make(map[uint64]int64, n)}
@@ -190,15 +201,20 @@ func (m *Model) useLocked(e *entry, h uint64, last int64) {
 	old, ok := e.blocks[h]
 	switch {
 	case !ok:
-		n := int64(BlockLen(h))
-		e.size += n
-		m.size += n
-		m.blocks++
 		e.blocks[h] = last
-		e.peak = max(e.peak, len(e.blocks))
+		m.addedLocked(e, h)
 	case last > old:
 		e.blocks[h] = last
 	}
+}
+
+// addedLocked counts block h, just added to e.
+func (m *Model) addedLocked(e *entry, h uint64) {
+	n := int64(BlockLen(h))
+	e.size += n
+	m.size += n
+	m.blocks++
+	e.peak = max(e.peak, len(e.blocks))
 }
 
 // Size returns the bytes of text the model's entries hold, all workers together.
@@ -209,7 +225,7 @@ func (m *Model) Size() int64 {
 }
 
 // Held returns the bytes of text worker's entry holds.
-func (m *Model) Held(worker string) int64 {
+func (m *Model) Held(worker Worker) int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if e := m.workers[worker]; e != nil {

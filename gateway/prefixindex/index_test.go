@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -17,7 +18,14 @@ func blocksOf(text string) *Blocks {
 	return &b
 }
 
-func lookup(m *Model, text string, workers ...string) []Match {
+// wk names a worker for a test.
+func wk(name string) Worker { return Worker(xxhash.Sum64String(name)) }
+
+func lookup(m *Model, text string, names ...string) []Match {
+	workers := make([]Worker, len(names))
+	for i, n := range names {
+		workers[i] = wk(n)
+	}
 	out := make([]Match, len(workers))
 	m.Lookup(blocksOf(text), workers, out)
 	return out
@@ -101,7 +109,7 @@ func TestLookupInsert(t *testing.T) {
 			held := map[string]int64{}
 			for w, texts := range tt.sent {
 				for i, s := range texts {
-					m.Insert(w, blocksOf(s), t0.Add(time.Duration(i)*time.Second))
+					m.Insert(wk(w), blocksOf(s), t0.Add(time.Duration(i)*time.Second))
 					held[w] = int64(len(s)) // each test's texts of a worker nest
 				}
 			}
@@ -140,7 +148,7 @@ func TestMatchedBisection(t *testing.T) {
 func TestModelsApart(t *testing.T) {
 	x := New(Config{})
 	s := text(4, 300)
-	x.Model([]byte("a")).Insert("w1", blocksOf(s), t0)
+	x.Model([]byte("a")).Insert(wk("w1"), blocksOf(s), t0)
 	if got := lookup(x.Model([]byte("b")), s, "w1"); got[0].Len != 0 {
 		t.Errorf("model b sees model a's entry: %+v", got[0])
 	}
@@ -149,14 +157,14 @@ func TestModelsApart(t *testing.T) {
 	}
 }
 
-func TestInsertKeepsLatestUse(t *testing.T) {
+func TestApplyKeepsLatestUse(t *testing.T) {
 	m := New(Config{}).Model(nil)
 	b := blocksOf(text(5, 2*BlockSize))
-	m.Insert("w", b, t0.Add(time.Minute))
-	m.Insert("w", b, t0) // an older use, as a late delta brings
+	m.Insert(wk("w"), b, t0.Add(time.Minute))
+	m.Apply(wk("w"), Delta{Used: b.Uses(t0, nil)}) // an older use, as a late delta brings
 	want := Delta{Used: b.Uses(t0.Add(time.Minute), nil)}
 	sortUses(want.Used)
-	if diff := cmp.Diff(want, m.Snapshot("w")); diff != "" {
+	if diff := cmp.Diff(want, m.Snapshot(wk("w"))); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
 	}
 }
