@@ -256,3 +256,42 @@ func TestCacheAwareEvictsOffThePath(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCacheAwarePick is a whole Pick among 8 workers for chat prompts of 1, 8 and 100 KiB:
+// "followup" repeats a prompt the index knows (its blocks are touched again); "newtail" ends
+// each prompt with new text, as a conversation's next turn does, so the index grows and evicts.
+func BenchmarkCacheAwarePick(b *testing.B) {
+	c := workers(b, 8)
+	for _, size := range []int{1 << 10, 8 << 10, 100 << 10} {
+		msgs := []string{"You are a careful assistant. " + strings.Repeat("Answer in plain words. ", size/4/23)}
+		for n := len(msgs[0]); n < size-64; n += 400 {
+			msgs = append(msgs, strings.Repeat(fmt.Sprintf("turn %d ", n), 400/12))
+		}
+		prompt := chat(msgs...)
+		name := fmt.Sprintf("%dKiB", size>>10)
+		b.Run("followup/"+name, func(b *testing.B) {
+			p := mustNew(b, CacheAware, Options{})
+			r := &Request{Prompt: prompt}
+			b.SetBytes(int64(len(prompt)))
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Pick(c, r)
+			}
+		})
+		b.Run("newtail/"+name, func(b *testing.B) {
+			p := mustNew(b, CacheAware, Options{CacheAware: CacheAwareConfig{MaxTreeSize: 8 << 20}})
+			head := prompt[:len(prompt)-3] // open inside the last message's content
+			buf := make([]byte, 0, len(prompt)+32)
+			r := &Request{}
+			b.SetBytes(int64(len(prompt)))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				buf = append(strconv.AppendInt(append(append(buf[:0], head...), " new "...), int64(i), 10), `"}]`...)
+				r.Prompt = buf
+				p.Pick(c, r)
+			}
+		})
+	}
+}

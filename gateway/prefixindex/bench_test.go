@@ -2,6 +2,7 @@ package prefixindex
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,26 @@ func BenchmarkEvict(b *testing.B) {
 		}
 		b.StartTimer()
 		x.Evict(t0)
+	}
+}
+
+// BenchmarkMemory reports the heap an index takes per block it holds, filled with 64 MiB of
+// text (1,048,576 blocks, SMG's default bound) over 8 workers.
+func BenchmarkMemory(b *testing.B) {
+	var blk Blocks
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		x := New(Config{})
+		m := x.Model(nil)
+		for i := 0; m.Size() < DefaultMaxChars; i++ {
+			blk.SetText([]byte(text(uint64(i), 8<<10)))
+			m.Insert(Worker(i%8), &blk, t0)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(m.blocks), "heap-B/block")
+		runtime.KeepAlive(x)
 	}
 }

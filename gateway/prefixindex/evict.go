@@ -1,8 +1,6 @@
 package prefixindex
 
 import (
-	"cmp"
-	"slices"
 	"time"
 )
 
@@ -26,8 +24,8 @@ func (x *Index) Due(now time.Time) bool {
 }
 
 // Evict brings every model back to at most MaxChars, evicting the least recently used blocks
-// first, whichever worker's they are, and ends the run Due claimed. A model's lock is held
-// while its blocks are read and again while they are removed, not while they are sorted.
+// first, whichever worker's they are, and ends the run Due claimed. A model's read lock is held
+// while its blocks' uses are copied, and its lock while one entry's blocks are removed.
 func (x *Index) Evict(now time.Time) {
 	defer x.evicting.Store(false)
 	x.lastEvict.Store(now.UnixNano())
@@ -37,37 +35,52 @@ func (x *Index) Evict(now time.Time) {
 	}
 }
 
-// use is one block's last use and length, for sorting.
+// use is one block's last use and length, for the selection of the cut.
 type use struct {
 	last int64
 	n    int64
 }
 
+// evict removes the blocks used at or before the cut, one worker's entry at a time, so that
+// requests wait for at most one entry's pass.
 func (m *Model) evict(maxChars int64) {
 	cut, ok := m.cutoff(maxChars)
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for w, e := range m.workers {
-		for h, last := range e.blocks {
-			if last <= cut {
-				m.dropLocked(e, h)
-			}
+	m.mu.RLock()
+	workers := make([]Worker, 0, len(m.workers))
+	for w := range m.workers {
+		workers = append(workers, w)
+	}
+	m.mu.RUnlock()
+	for _, w := range workers {
+		m.mu.Lock()
+		if e := m.workers[w]; e != nil {
+			m.evictLocked(w, e, cut)
 		}
-		switch {
-		case len(e.blocks) == 0:
-			delete(m.workers, w)
-		case len(e.blocks) < e.peak/4:
-			e.blocks = compacted(e.blocks) // a Go map keeps its peak's memory: shed it
-			e.peak = len(e.blocks)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Model) evictLocked(w Worker, e *entry, cut int64) {
+	for h, last := range e.blocks {
+		if last <= cut {
+			m.dropLocked(e, h)
 		}
+	}
+	switch {
+	case len(e.blocks) == 0:
+		delete(m.workers, w)
+	case len(e.blocks) < e.peak/4:
+		e.blocks = compacted(e.blocks) // a Go map keeps its peak's memory: shed it
+		e.peak = len(e.blocks)
 	}
 }
 
 // cutoff returns the last use at and below which blocks go so that the model holds at most
-// maxChars; false when it does already.
+// maxChars; false when it does already. The blocks' uses are copied under the read lock, and
+// the cut is found among them without it.
 func (m *Model) cutoff(maxChars int64) (int64, bool) {
 	m.mu.RLock()
 	excess := m.size - maxChars
@@ -82,18 +95,50 @@ func (m *Model) cutoff(maxChars int64) (int64, bool) {
 		}
 	}
 	m.mu.RUnlock()
-	slices.SortFunc(uses, func(a, b use) int { return cmp.Compare(a.last, b.last) })
-	var freed int64
-	for _, u := range uses {
-		freed += u.n
-		if freed >= excess {
-			return u.last, true
+	return cutAt(uses, excess), true
+}
+
+// cutAt returns the smallest last use such that the blocks used at or before it weigh at
+// least want (the last use of all when they weigh less): a selection in expected linear time,
+// which reorders us.
+func cutAt(us []use, want int64) int64 {
+	var cut int64
+	for len(us) > 0 {
+		pivot := us[len(us)/2].last
+		// Three-way partition: us[:lt] before the pivot, us[lt:gt] at it, us[gt:] after.
+		lt, i, gt := 0, 0, len(us)
+		for i < gt {
+			switch {
+			case us[i].last < pivot:
+				us[lt], us[i] = us[i], us[lt]
+				lt++
+				i++
+			case us[i].last > pivot:
+				gt--
+				us[gt], us[i] = us[i], us[gt]
+			default:
+				i++
+			}
+		}
+		var before, at int64
+		for _, u := range us[:lt] {
+			before += u.n
+		}
+		for _, u := range us[lt:gt] {
+			at += u.n
+		}
+		switch {
+		case before >= want:
+			us = us[:lt]
+		case before+at >= want:
+			return pivot
+		default:
+			want -= before + at
+			cut = pivot
+			us = us[gt:]
 		}
 	}
-	if len(uses) == 0 {
-		return 0, false
-	}
-	return uses[len(uses)-1].last, true
+	return cut
 }
 
 // dropLocked removes block h from e.

@@ -1,6 +1,8 @@
 package prefixindex
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -126,5 +128,34 @@ func TestEvictDropsEmptyEntries(t *testing.T) {
 	m.mu.RUnlock()
 	if gone || m.Held(wk("kept")) != 4*BlockSize {
 		t.Errorf("entry of gone kept: %v; kept holds %d", gone, m.Held(wk("kept")))
+	}
+}
+
+// TestCutAt checks the selection against a sort.
+func TestCutAt(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for trial := range 2000 {
+		n := 1 + r.IntN(200)
+		us := make([]use, n)
+		var total int64
+		for i := range us {
+			us[i] = use{last: int64(r.IntN(50)), n: int64(1 + r.IntN(BlockSize))}
+			total += us[i].n
+		}
+		want := 1 + r.Int64N(total+10)
+		sorted := slices.Clone(us)
+		slices.SortFunc(sorted, func(a, b use) int { return int(a.last - b.last) })
+		expect := sorted[len(sorted)-1].last
+		var sum int64
+		for _, u := range sorted {
+			sum += u.n
+			if sum >= want {
+				expect = u.last
+				break
+			}
+		}
+		if got := cutAt(us, want); got != expect {
+			t.Fatalf("trial %d: cutAt = %d, want %d", trial, got, expect)
+		}
 	}
 }
