@@ -396,6 +396,12 @@ func fits(held []*claim, c *claim, nodes, voters []string) bool {
 
 // quorum reports whether, with every claim holding, some voter that is up reaches a majority
 // of the voters, itself included, with no cut between it and each of them (rule 3).
+//
+// A cut counts both ways. A voter whose packets to the others are dropped while theirs reach
+// it (a forced leader change, a partition-oneway) hears every candidate and refuses one whose
+// log is shorter than its own, and its answers never arrive: it is no vote for a new leader,
+// and it cannot lead. It still counts among the voters whose majority a leader needs, as a
+// voter that is down does.
 func quorum(claims []*claim, voters []string) bool {
 	down := map[string]bool{}
 	cut := map[[2]string]bool{}

@@ -196,3 +196,65 @@ func TestHandOver(t *testing.T) {
 		})
 	}
 }
+
+// oneWay is a cut of the packets from from to each gateway of to, theirs to it still passing:
+// a forced leader change (the leader's raft requests dropped) or a partition-oneway.
+func oneWay(kind, from string, to []string) *claim {
+	c := &claim{kind: kind, net: []string{from}}
+	for _, g := range to {
+		c.links = append(c.links, [2]string{from, g})
+	}
+	return c
+}
+
+// TestRoomOneWayCut: a voter whose packets to the others are dropped while theirs reach it (the
+// leader under a forced leader change, a partition-oneway) still hears every candidate and
+// refuses one whose log is shorter than its own (it may hold an entry the others lack), and
+// none of its answers arrive: it is no vote for a new leader, yet it still counts among the
+// voters whose majority a leader needs. The rule counts it so whichever way the cut goes.
+func TestRoomOneWayCut(t *testing.T) {
+	three := []string{"n1", "n2", "n3"}
+	tests := []struct {
+		name   string
+		voters []string
+		held   []*claim
+		c      *claim
+		want   bool
+	}{
+		{"3 voters: a kill of a voter while the leader cannot send", three,
+			[]*claim{oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"})}, kill("n1"), false},
+		{"3 voters: a forced leader change while another voter is killed", three,
+			[]*claim{kill("n1")}, oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"}), false},
+		{"3 voters: a kill of a voter while another cannot send", three,
+			[]*claim{oneWay(PartitionOneWay, "n3", []string{"n1", "n2", "n4", "n5"})}, kill("n1"), false},
+		{"3 voters: a forced leader change while another voter cannot send", three,
+			[]*claim{oneWay(PartitionOneWay, "n3", []string{"n1", "n2", "n4", "n5"})}, oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"}), false},
+		{"3 voters: a kill of a non-voter while the leader cannot send", three,
+			[]*claim{oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"})}, kill("n4"), true},
+		{"5 voters: a forced leader change while another voter is killed (3 of 5 elect)", five,
+			[]*claim{kill("n1")}, oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"}), true},
+		{"5 voters: and a second kill leaves 2 of 5", five,
+			[]*claim{kill("n1"), oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"})}, kill("n3"), false},
+		{"5 voters: and a one-way cut of a third voter leaves 2 of 5", five,
+			[]*claim{kill("n1"), oneWay(LeaderTransfer, "n2", []string{"n1", "n3", "n4", "n5"})},
+			oneWay(PartitionOneWay, "n3", []string{"n1", "n2", "n4", "n5"}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fits(tt.held, tt.c, five, tt.voters); got != tt.want {
+				t.Errorf("fits = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// The direction of the cut does not matter: the voter that cannot send, and the voter that
+	// cannot be heard from, are each no vote for the other.
+	for _, links := range [][][2]string{{{"n2", "n1"}, {"n2", "n3"}}, {{"n1", "n2"}, {"n3", "n2"}}} {
+		c := &claim{kind: PartitionOneWay, net: []string{"n2"}, links: links}
+		if quorum([]*claim{c, kill("n1")}, three) {
+			t.Errorf("links %v and n1 down: quorum of n2 and n3", links)
+		}
+		if !quorum([]*claim{c}, three) {
+			t.Errorf("links %v alone: no quorum of n1 and n3", links)
+		}
+	}
+}
