@@ -91,7 +91,9 @@ func TestJoinWaitsForLeader(t *testing.T) {
 		Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive},
 		Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive},
 	)
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+	// --raft-voters 3, so that the joined gateway is promoted: two gateways keep one voter by
+	// default.
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

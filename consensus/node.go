@@ -379,24 +379,44 @@ type Info struct {
 	Servers       []Server `json:"servers"`
 	// Voters is how many servers of the configuration vote.
 	Voters int `json:"voters"`
-	// VotersWanted is how many voters the leader works towards: --raft-voters, at most the
-	// servers of the configuration (WithVotersWanted). 0 when not known.
+	// VotersWanted is how many voters the leader works towards: --raft-voters, or the count it
+	// chooses by the fleet's size (VotersAuto), at most the servers of the configuration
+	// (WithVotersWanted). 0 when not known.
 	VotersWanted int `json:"voters_wanted,omitempty"`
+	// VotersAuto says VotersWanted is the automatic count (--raft-voters 0, AutoVoters).
+	VotersAuto bool `json:"voters_auto,omitempty"`
 	// FaultTolerant says the configuration keeps a quorum when any one voter is lost: it has at
 	// least three voters. A cluster of three gateways whose joined ones are still non-voters is
 	// not yet fault-tolerant: the first one's death stops every write.
 	FaultTolerant bool `json:"fault_tolerant"`
 }
 
-// WithVotersWanted returns i with VotersWanted set from the leader's target of voters
-// (--raft-voters; zero or less means DefaultRaftVoters), at most the servers of the
-// configuration.
-func (i Info) WithVotersWanted(voters int) Info {
+// WithVotersWanted returns i with VotersWanted set from the leader's target of voters: voters
+// (--raft-voters) when it is positive, else the count the leader chooses by the fleet's size
+// from i's servers and the mesh's view peers (VotersWanted, VotersAuto set), at most the
+// servers of the configuration.
+func (i Info) WithVotersWanted(voters int, peers []Peer) Info {
 	if voters <= 0 {
-		voters = DefaultRaftVoters
+		cfg := raft.Configuration{Servers: make([]raft.Server, 0, len(i.Servers))}
+		for _, s := range i.Servers {
+			cfg.Servers = append(cfg.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Address),
+				Suffrage: suffrageOf(s.Suffrage)})
+		}
+		voters, i.VotersAuto = VotersWanted(cfg, peers, 0), true
 	}
 	i.VotersWanted = min(voters, len(i.Servers))
 	return i
+}
+
+// suffrageOf is the raft suffrage Server.Suffrage names.
+func suffrageOf(name string) raft.ServerSuffrage {
+	switch name {
+	case "voter":
+		return raft.Voter
+	case "staging":
+		return raft.Staging
+	}
+	return raft.Nonvoter
 }
 
 // Server is one member of the raft configuration.

@@ -1,9 +1,13 @@
 package consensus
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/mesh"
 )
 
 func TestSoleVoter(t *testing.T) {
@@ -29,22 +33,34 @@ func TestSoleVoter(t *testing.T) {
 }
 
 func TestInfoWithVotersWanted(t *testing.T) {
-	three := []Server{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
+	three := []Server{{ID: "n1", Suffrage: "voter"}, {ID: "n2", Suffrage: "nonvoter"}, {ID: "n3", Suffrage: "nonvoter"}}
+	five := append(slices.Clone(three), Server{ID: "n4", Suffrage: "voter"}, Server{ID: "n5", Suffrage: "voter"})
 	tests := []struct {
-		name    string
-		servers []Server
-		voters  int
-		want    int
+		name     string
+		servers  []Server
+		peers    []Peer
+		voters   int
+		want     int
+		wantAuto bool
 	}{
 		{name: "three gateways, --raft-voters 3", servers: three, voters: 3, want: 3},
-		{name: "the default", servers: three, want: DefaultRaftVoters},
 		{name: "a gateway alone", servers: three[:1], voters: 3, want: 1},
 		{name: "five wanted of three", servers: three, voters: 5, want: 3},
+		{name: "auto: three servers", servers: three, want: 3, wantAuto: true},
+		{name: "auto: five servers", servers: five, want: 5, wantAuto: true},
+		{name: "auto: five servers, two of them dead", servers: five, want: 5, wantAuto: true,
+			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), peer("n4", "", mesh.StatusDead, time.Minute), peer("n5", "", mesh.StatusDead, time.Minute)}},
+		{name: "auto: five servers, one draining", servers: five, want: 3, wantAuto: true,
+			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), draining(alive("n5", ""))}},
+		{name: "auto: two servers", servers: three[:2], want: 1, wantAuto: true},
+		{name: "auto: at most the servers listed", servers: three[:1], want: 1, wantAuto: true,
+			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := (Info{Servers: tt.servers}).WithVotersWanted(tt.voters).VotersWanted; got != tt.want {
-				t.Fatalf("VotersWanted = %d; want %d", got, tt.want)
+			got := (Info{Servers: tt.servers}).WithVotersWanted(tt.voters, tt.peers)
+			if got.VotersWanted != tt.want || got.VotersAuto != tt.wantAuto {
+				t.Fatalf("VotersWanted = %d, VotersAuto = %v; want %d, %v", got.VotersWanted, got.VotersAuto, tt.want, tt.wantAuto)
 			}
 		})
 	}

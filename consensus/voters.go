@@ -13,8 +13,9 @@ import (
 
 // Defaults of VoterOptions and VoterReconcilerConfig (DESIGN.md sections 3 and 11).
 const (
-	// DefaultRaftVoters is --raft-voters: how many voters the leader keeps.
-	DefaultRaftVoters = 3
+	// DefaultRaftVoters is --raft-voters: 0, the leader chooses the count by the fleet's size
+	// (AutoVoters).
+	DefaultRaftVoters = 0
 	// DefaultDeadVoterGrace is --dead-voter-grace: how long a voter may be dead before it is
 	// removed and its seat given to a live non-voter.
 	DefaultDeadVoterGrace = 60 * time.Second
@@ -62,7 +63,8 @@ type Peer struct {
 
 // VoterOptions are the knobs of PlanMembership. The zero value of each field is its default.
 type VoterOptions struct {
-	// Voters is --raft-voters, the number of voters to keep. Zero means DefaultRaftVoters.
+	// Voters is --raft-voters, the number of voters to keep. Zero (the default) chooses it by
+	// the fleet's size (AutoVoters of the planner's fleet).
 	Voters int
 	// DeadVoterGrace is --dead-voter-grace. Zero means DefaultDeadVoterGrace.
 	DeadVoterGrace time.Duration
@@ -72,7 +74,7 @@ type VoterOptions struct {
 }
 
 func (o VoterOptions) withDefaults() VoterOptions {
-	if o.Voters <= 0 {
+	if o.Voters < 0 {
 		o.Voters = DefaultRaftVoters
 	}
 	if o.DeadVoterGrace <= 0 {
@@ -161,7 +163,13 @@ type Change struct {
 //     rule 5 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
 //     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
 //     the grace is removed.
-//  5. While there are fewer voters that are not draining than Voters, an alive non-voter already
+//     4b. With the automatic count (rule 11), a voter that is not draining stays past the grace
+//     while exactly 3 voters that are not draining hold seats and no non-voter could take its
+//     seat (rule 5's choice): 2 live voters of 2 tolerate no more faults than 2 of 3, so the
+//     removal would gain nothing and cost the seat it comes back to. From 4 or 5 voters it
+//     goes, since the voters left (then demoted to an odd count by rule 6) tolerate as many
+//     faults or more.
+//  5. While there are fewer voters that are not draining than wanted (rule 11), an alive non-voter already
 //     in the configuration that is neither rejoining, draining nor unreachable (no answer to the
 //     leader's raft yet) is promoted: the one whose region holds the fewest voters, then the
 //     lowest id. Peers added by this plan wait for the next pass, so that raft has started to
@@ -171,8 +179,8 @@ type Change struct {
 //     5b. Once no promotion is planned and at least one voter is not draining, a draining voter
 //     other than Self is demoted, the lowest id first: its seat went to a peer that is not
 //     draining. It leaves the configuration when it leaves the mesh (rule 3).
-//  6. While there are more voters than Voters, one is demoted: not alive first, then the one
-//     whose region holds the most voters, then the highest id.
+//  6. While there are more voters than wanted (rule 11), one is demoted: not alive first, then
+//     the one whose region holds the most voters, then the highest id.
 //  7. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
 //     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone, unless it is draining
 //     (rule 3c, and 5b for a voter).
@@ -188,6 +196,16 @@ type Change struct {
 //  10. When Self is draining and an alive voter that is neither draining nor rejoining exists
 //     (the lowest id), the leadership is handed to it, after any promotion: the next leader
 //     demotes Self by rule 5b.
+//  11. The voters wanted are Voters when it is set. When it is zero they are AutoVoters of the
+//     fleet: the servers of the configuration and the alive peers with a raft address that are
+//     not in it yet, less those that left or drain. A server counts while it is suspect, dead,
+//     unreachable or unknown to the mesh, and a rejoining peer counts as the alive peer it is
+//     (rule 3b takes its seat, rule 1 adds it back): only a leave, a drain, or a removal past
+//     the dead grace (rules 4 and 4b) take a gateway out of the fleet. A kill, a pause, a
+//     partition or a lost disk therefore never lowers the count, and no voter is demoted for
+//     being unreachable a while: that is what raft's quorum is for. Once 3 voters hold seats
+//     the count stays at 3 or more until gateways leave or drain for good, since the voters are
+//     servers the fleet counts.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
@@ -230,6 +248,8 @@ type planner struct {
 	seats []seat // by id
 	peers []Peer // by id, one per id
 	inCfg map[string]bool
+	// fleet is rule 11's count of gateways; want the voters wanted.
+	fleet, want int
 }
 
 func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) *planner {
@@ -254,6 +274,10 @@ func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOpti
 		})
 	}
 	slices.SortFunc(p.seats, func(a, b seat) int { return cmp.Compare(a.id, b.id) })
+	p.fleet, p.want = p.countFleet(), o.Voters
+	if p.auto() {
+		p.want = AutoVoters(p.fleet)
+	}
 	return p
 }
 
@@ -353,15 +377,15 @@ func (p *planner) voterChange() (Change, bool) {
 				"the voter came back with a new incarnation %s (its raft state is new, so it may lack entries it acknowledged); it rejoins as a non-voter",
 				s.peer.Incarnation)}, true
 		}
-		if s, ok := p.longestDeadVoter(); ok {
+		if s, ok := p.longestDeadVoter(); ok && p.mayRemoveDead(s, staying) {
 			return Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("voter", s)}, true
 		}
 	}
 	regions := p.voterRegions()
-	if staying < p.o.Voters && holdsQuorum(voters+1, live+1) {
+	if staying < p.want && holdsQuorum(voters+1, live+1) {
 		if s, ok := p.promotable(regions); ok {
 			return Change{Kind: ChangePromote, ID: s.id, Address: s.peer.RaftAddress,
-				Reason: fmt.Sprintf("%d voters that are not draining of %d wanted; region %q holds %d", staying, p.o.Voters, s.peer.Region, regions[s.peer.Region])}, true
+				Reason: fmt.Sprintf("%d voters that are not draining of %s; region %q holds %d", staying, p.wanted(), s.peer.Region, regions[s.peer.Region])}, true
 		}
 	}
 	if c, ok := p.handOver(); ok {
@@ -372,10 +396,10 @@ func (p *planner) voterChange() (Change, bool) {
 			return Change{Kind: ChangeDemote, ID: s.id, Reason: "the voter is draining; its seat went to a peer that is not"}, true
 		}
 	}
-	if voters > p.o.Voters {
+	if voters > p.want {
 		if s, ok := p.demotable(regions); ok && holdsQuorum(voters-1, live-boolInt(s.live())) {
 			return Change{Kind: ChangeDemote, ID: s.id,
-				Reason: fmt.Sprintf("%d voters of %d wanted", voters, p.o.Voters)}, true
+				Reason: fmt.Sprintf("%d voters of %s", voters, p.wanted())}, true
 		}
 	}
 	return Change{}, false

@@ -111,7 +111,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo)})
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	leader := c.nodes[0]
 	waitReady(t, leader)
 
-	// One voter and four alive peers: three voters, one per region, and two non-voters that
+	// --raft-voters 3. One voter and four alive peers: three voters, one per region, and two non-voters that
 	// replicate the log.
 	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter")
 	// The configuration shows a change once appended; its line follows the commit.
@@ -194,7 +194,8 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 	}
 	var rs []*VoterReconciler
 	for range 3 {
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+		// --raft-voters 3: two gateways would keep one voter, and n3 would be demoted too.
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,4 +212,49 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 	if leader.IsLeader() {
 		t.Fatal("the draining n1 still leads")
 	}
+}
+
+// TestVoterReconcilerAutoCount: with the automatic count (Voters 0), five gateways that join one
+// become five voters, and a drain of one leaves three; what GET /mesh/raft shows follows
+// (voters_wanted, voters_auto).
+func TestVoterReconcilerAutoCount(t *testing.T) {
+	regions := []string{"a", "a", "b", "b", "c"}
+	m := newFakeMembership()
+	for i, region := range regions {
+		id := fmt.Sprintf("n%d", i+1)
+		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
+	}
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startJoiningCluster(t, r, regions...)
+	leader := c.nodes[0]
+	waitReady(t, leader)
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:voter", "n5:voter")
+	wanted := func() consensusInfoWanted {
+		info, err := leader.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info = info.WithVotersWanted(0, m.Peers())
+		return consensusInfoWanted{info.Voters, info.VotersWanted, info.VotersAuto}
+	}
+	if got, want := wanted(), (consensusInfoWanted{5, 5, true}); got != want {
+		t.Fatalf("voters, wanted, auto = %v; want %v", got, want)
+	}
+
+	// n5 drains: its seat goes, and the four left keep three voters (n4: region b holds two,
+	// and it has the highest id).
+	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:nonvoter", "n5:nonvoter")
+	if got, want := wanted(), (consensusInfoWanted{3, 3, true}); got != want {
+		t.Fatalf("after the drain: voters, wanted, auto = %v; want %v", got, want)
+	}
+}
+
+// consensusInfoWanted is what Info says of the voters.
+type consensusInfoWanted struct {
+	voters, wanted int
+	auto           bool
 }

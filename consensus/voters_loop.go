@@ -58,7 +58,7 @@ type membershipChanger interface {
 type VoterReconcilerConfig struct {
 	// Membership is the mesh's view of the peers. Required.
 	Membership Membership
-	// Voters is --raft-voters. Zero means DefaultRaftVoters.
+	// Voters is --raft-voters. Zero (the default) chooses it by the fleet's size (AutoVoters).
 	Voters int
 	// DeadVoterGrace is --dead-voter-grace. Zero means DefaultDeadVoterGrace.
 	DeadVoterGrace time.Duration

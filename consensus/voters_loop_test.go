@@ -134,7 +134,8 @@ func TestVoterReconcilerPasses(t *testing.T) {
 		var logs logBuffer
 		m := newFakeMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo)})
+		// --raft-voters 3, so that two gateways promote: the count is not what this tests.
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +269,7 @@ func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &unreachableNode{fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1},
 			ids: map[string]bool{"n2": true}}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +306,7 @@ func TestVoterReconcilerPromotesAtFirstContact(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &contactNode{contact: make(chan struct{}, 1), unreachableNode: &unreachableNode{
 			fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1}, ids: map[string]bool{"n2": true}}}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,8 @@ type cluster struct {
 
 	node *consensus.Node
 	mesh *mesh.Mesh
+	// members is the mesh as the voter reconciler reads it, for the voters wanted (Info).
+	members *membership
 	// owners is the mesh as ownership reads it; handoffs counts the moves of every reason.
 	owners   ownership.Membership
 	handoffs *ownership.Metrics
@@ -94,7 +96,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
-	c.owners = owners{members}
+	c.members, c.owners = members, owners{members}
 	if c.handoffs, err = ownership.NewMetrics(reg); err != nil {
 		return nil, err
 	}

@@ -179,12 +179,13 @@ func timePtr(t time.Time) *time.Time {
 }
 
 // Info implements admin.RaftInfo for GET /mesh/raft and /status: the node's view of raft with
-// the voters the leader works towards (--raft-voters), so that both say when the cluster is
-// not yet fault-tolerant (voters 1 of 3).
+// the voters the leader works towards (--raft-voters, or the count it chooses by the fleet's
+// size from this gateway's view of the mesh), so that both say when the cluster is not yet
+// fault-tolerant (voters 1 of 3).
 func (c *cluster) Info() (consensus.Info, error) {
 	info, err := c.node.Info()
 	if err != nil {
 		return info, err
 	}
-	return info.WithVotersWanted(c.o.cluster.raftVoters), nil
+	return info.WithVotersWanted(c.o.cluster.raftVoters, c.members.Peers()), nil
 }

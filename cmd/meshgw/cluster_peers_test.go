@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,30 @@ func TestPeersOfMembers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRaftInfoSaysTheVoterCount: GET /mesh/raft and /status say how many voters the leader
+// wants, and whether it chose that count by the fleet's size (the default) or --raft-voters
+// fixed it.
+func TestRaftInfoSaysTheVoterCount(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the default: chosen by the fleet's size", nil, `"voters":1,"voters_wanted":1,"voters_auto":true,"fault_tolerant":false`},
+		{"--raft-voters 3: at most the servers there are", []string{"--raft-voters", "3"}, `"voters":1,"voters_wanted":1,"fault_tolerant":false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := startDaemon(t, append([]string{"--ephemeral"}, tt.args...)...)
+			for _, path := range []string{"/mesh/raft", "/status"} {
+				if code, body := d.do(t, "GET", path, ""); code != 200 || !strings.Contains(body, tt.want) {
+					t.Errorf("GET %s: %d %s; want %s in it", path, code, body, tt.want)
+				}
 			}
 		})
 	}

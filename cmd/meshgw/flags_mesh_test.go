@@ -18,7 +18,7 @@ func TestClusterFlags(t *testing.T) {
 	}{
 		{"defaults", nil, nil, "", func(t *testing.T, o *options) {
 			c := o.cluster
-			if c.meshPort != 39527 || c.rpcPort != 39529 || c.meshProfile != "lan" || c.raftVoters != 3 || c.deadVoterGrace != 60 ||
+			if c.meshPort != 39527 || c.rpcPort != 39529 || c.meshProfile != "lan" || c.raftVoters != 0 || c.deadVoterGrace != 60 ||
 				c.reconcileInterval != 30 || c.bootstrapExpect != 0 || len(c.join) != 0 || c.clustered() {
 				t.Errorf("defaults %+v", c)
 			}
@@ -51,7 +51,12 @@ func TestClusterFlags(t *testing.T) {
 		{"bad mesh port", []string{"--mesh-port", "70000"}, nil, "--mesh-port 70000 is not a port", nil},
 		{"bad rpc port", nil, map[string]string{"MESHGW_RPC_PORT": "-1"}, "--rpc-port -1 is not a port", nil},
 		{"negative expect", []string{"--bootstrap-expect", "-1"}, nil, "--bootstrap-expect -1 is below the minimum 0", nil},
-		{"voters", []string{"--raft-voters", "0"}, nil, "--raft-voters 0 is below the minimum 1", nil},
+		{"voters", []string{"--raft-voters", "-1"}, nil, "--raft-voters -1 is below the minimum 0", nil},
+		{"an explicit voter count", []string{"--raft-voters", "3"}, nil, "", func(t *testing.T, o *options) {
+			if o.cluster.raftVoters != 3 {
+				t.Errorf("--raft-voters 3 gave %d", o.cluster.raftVoters)
+			}
+		}},
 		{"grace", []string{"--dead-voter-grace-secs", "0"}, nil, "--dead-voter-grace-secs 0 is below the minimum 1", nil},
 		{"interval", []string{"--reconcile-interval-secs", "0"}, nil, "--reconcile-interval-secs 0 is below the minimum 1", nil},
 		{"bad bind host", []string{"--mesh-bind-host", "eth0"}, nil, `--mesh-bind-host "eth0" is not an IP address`, nil},

@@ -1,0 +1,154 @@
+package consensus
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/mesh"
+)
+
+func TestAutoVoters(t *testing.T) {
+	for gateways, want := range []int{1, 1, 1, 3, 3, 5, 5, 5, 5, 5, 5} {
+		if got := AutoVoters(gateways); got != want {
+			t.Errorf("AutoVoters(%d) = %d; want %d", gateways, got, want)
+		}
+	}
+}
+
+// five is a configuration of five voters n1 to n5.
+func five() raft.Configuration {
+	return conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5"))
+}
+
+// alives returns an alive peer in region "a" for each id.
+func alives(ids ...string) []Peer {
+	out := make([]Peer, len(ids))
+	for i, id := range ids {
+		out[i] = alive(id, "a")
+	}
+	return out
+}
+
+// TestVotersWantedFleet: which gateways the automatic count counts (rule 11).
+func TestVotersWantedFleet(t *testing.T) {
+	grace := DefaultDeadVoterGrace
+	tests := []struct {
+		name  string
+		cfg   raft.Configuration
+		peers []Peer
+		want  int
+		// leader says only the leader's planner counts this way: it knows it runs (Self).
+		leader bool
+	}{
+		{name: "one gateway", cfg: conf(voter("n1")), peers: alives("n1"), want: 1},
+		{name: "two gateways: one voter", cfg: conf(voter("n1"), nonvoter("n2")), peers: alives("n1", "n2"), want: 1},
+		{name: "an alive peer not in the configuration yet counts", cfg: conf(voter("n1"), nonvoter("n2")), peers: alives("n1", "n2", "n3"), want: 3},
+		{name: "four gateways: three", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")), peers: alives("n1", "n2", "n3", "n4"), want: 3},
+		{name: "five gateways: five", cfg: five(), peers: alives("n1", "n2", "n3", "n4", "n5"), want: 5},
+		{name: "seven gateways: five", cfg: five(), peers: alives("n1", "n2", "n3", "n4", "n5", "n6", "n7"), want: 5},
+		{name: "dead and suspect servers count (a kill, a pause, a partition)", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 0)},
+			want:  5},
+		{name: "a server the mesh does not list counts", cfg: five(), peers: alives("n1", "n2", "n3"), want: 5},
+		{name: "a rejoining peer out of the configuration counts (a wiped disk)", cfg: conf(voter("n1"), voter("n2"), voter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), rejoining(alive("n3", "a")), alive("n4", "a"), alive("n5", "a")}, want: 5},
+		{name: "a dead peer out of the configuration does not (removed past the grace)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusDead, 3*grace)}, want: 3},
+		{name: "a draining server does not", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))}, want: 3},
+		{name: "a server that left does not", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, 0)}, want: 3},
+		{name: "Self counts whatever the mesh last said of it", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a"), alive("n3", "a")}, want: 3, leader: true},
+		{name: "Self draining does not", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{draining(alive("n1", "a")), alive("n2", "a"), alive("n3", "a")}, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlanner(tt.cfg, tt.peers, planNow, VoterOptions{Self: "n1"}.withDefaults())
+			if p.want != tt.want {
+				t.Fatalf("voters wanted %d (fleet %d); want %d", p.want, p.fleet, tt.want)
+			}
+			if got := VotersWanted(tt.cfg, tt.peers, 0); got != tt.want && !tt.leader {
+				t.Fatalf("VotersWanted = %d; want %d", got, tt.want)
+			}
+			if got := VotersWanted(tt.cfg, tt.peers, 3); got != 3 {
+				t.Fatalf("VotersWanted with --raft-voters 3 = %d", got)
+			}
+		})
+	}
+}
+
+// TestPlanMembershipAuto: single plans under the automatic count (Voters 0).
+func TestPlanMembershipAuto(t *testing.T) {
+	grace := DefaultDeadVoterGrace
+	dead := func(id string) Peer { return peer(id, "a", mesh.StatusDead, 2*grace) }
+	tests := []struct {
+		name  string
+		cfg   raft.Configuration
+		peers []Peer
+		want  []Change
+	}{
+		{name: "two gateways keep one voter", cfg: conf(voter("n1"), nonvoter("n2")), peers: alives("n1", "n2")},
+		{name: "the third gateway: a second voter", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")), peers: alives("n1", "n2", "n3"),
+			want: []Change{promote("n2")}},
+		{name: "the fifth gateway: a fourth voter", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4"), nonvoter("n5")),
+			peers: alives("n1", "n2", "n3", "n4", "n5"), want: []Change{promote("n4")}},
+		{name: "a fourth gateway is no voter", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")), peers: alives("n1", "n2", "n3", "n4")},
+		{name: "two of five dead within the grace: nothing", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusDead, time.Second), peer("n5", "a", mesh.StatusDead, time.Second)}},
+		{name: "two of five cut off (suspect) for long: nothing", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusSuspect, time.Hour), peer("n5", "a", mesh.StatusSuspect, time.Hour)}},
+		{name: "two of five dead past the grace: the longest dead goes", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), dead("n4"), peer("n5", "a", mesh.StatusDead, 3*grace)},
+			want:  []Change{remove("n5")}},
+		{name: "then the other one: four voters leave three", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), dead("n4"), peer("n5", "a", mesh.StatusDead, 3*grace)},
+			want:  []Change{remove("n4")}},
+		{name: "one of three dead past the grace, nobody to take its seat: it stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), dead("n3")}},
+		{name: "one of three dead past the grace, a non-voter to take its seat: it goes", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), dead("n3"), alive("n4", "a")},
+			want:  []Change{remove("n3")}},
+		{name: "one of three dead past the grace, the non-voter not reached: it stays", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), dead("n3"), unreachable(alive("n4", "a"))}},
+		{name: "two voters, one dead past the grace: it goes, and writes resume", cfg: conf(voter("n1"), voter("n2")),
+			peers: []Peer{alive("n1", "a"), dead("n2")}, want: []Change{remove("n2")}},
+		{name: "a wiped voter of five gives its seat back", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), rejoining(alive("n3", "a")), alive("n4", "a"), alive("n5", "a")},
+			want:  []Change{remove("n3")}},
+		{name: "and the four left are not demoted to three: it still counts", cfg: conf(voter("n1"), voter("n2"), voter("n4"), voter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), rejoining(alive("n3", "a")), alive("n4", "a"), alive("n5", "a")},
+			want:  []Change{add("n3")}},
+		{name: "a drain of one of five: its seat goes first", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))},
+			want:  []Change{demote("n5")}},
+		{name: "then four voters of three wanted", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), nonvoter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))},
+			want:  []Change{demote("n4")}},
+		{name: "a drain with two voters down: the dead extra voter is demoted, not a live one", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), peer("n4", "a", mesh.StatusDead, time.Second), draining(alive("n5", "a"))},
+			want:  []Change{demote("n4")}},
+		{name: "a two-gateway fleet that had three voters (one left) keeps one", cfg: conf(voter("n1"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a")},
+			want:  []Change{demote("n3")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PlanMembership(tt.cfg, tt.peers, planNow, VoterOptions{Self: "n1"})
+			if diff := cmp.Diff(tt.want, got, ignoreReason, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("plan (-want +got):\n%s", diff)
+			}
+			for _, c := range got {
+				if strings.Contains(c.Reason, "wanted") && !strings.Contains(c.Reason, "wanted (auto, ") {
+					t.Errorf("%+v: the reason does not say the count is automatic", c)
+				}
+			}
+		})
+	}
+}
