@@ -150,8 +150,11 @@ type RaftSummary struct {
 	// many the leader works towards (omitted when not known), and whether losing one voter
 	// keeps the quorum. "voters 1 of 3" and fault_tolerant false: the joined gateways are not
 	// voters yet, and the first one's death would stop every write.
-	Voters        int    `json:"voters"`
-	VotersWanted  int    `json:"voters_wanted,omitempty"`
+	Voters       int `json:"voters"`
+	VotersWanted int `json:"voters_wanted,omitempty"`
+	// VotersAuto says VotersWanted is the count the leader chooses by the fleet's size
+	// (--raft-voters 0).
+	VotersAuto    bool   `json:"voters_auto,omitempty"`
 	FaultTolerant bool   `json:"fault_tolerant"`
 	Error         string `json:"error,omitempty"`
 }
@@ -178,7 +181,7 @@ func (g *Gateway) Status() any {
 	if r := g.cfg.Admin.Raft; r != nil {
 		info, err := r.Info()
 		st.Raft = &RaftSummary{Leader: info.Leader, Term: info.Term, AppliedIndex: info.AppliedIndex, Servers: len(info.Servers),
-			Voters: info.Voters, VotersWanted: info.VotersWanted, FaultTolerant: info.FaultTolerant}
+			Voters: info.Voters, VotersWanted: info.VotersWanted, VotersAuto: info.VotersAuto, FaultTolerant: info.FaultTolerant}
 		if err != nil {
 			st.Raft.Error = err.Error()
 		}

@@ -29,6 +29,9 @@ func TestStatusRaftSummary(t *testing.T) {
 		{name: "not yet fault-tolerant", raft: &fakeRaft{info: consensus.Info{Leader: "n1", Term: 2, AppliedIndex: 7, Servers: make([]consensus.Server, 3),
 			Voters: 1, VotersWanted: 3}},
 			want: `{"leader":"n1","term":2,"applied_index":7,"servers":3,"voters":1,"voters_wanted":3,"fault_tolerant":false}`},
+		{name: "five voters chosen by the fleet's size", raft: &fakeRaft{info: consensus.Info{Leader: "n1", Term: 4, AppliedIndex: 9, Servers: make([]consensus.Server, 5),
+			Voters: 5, VotersWanted: 5, VotersAuto: true, FaultTolerant: true}},
+			want: `{"leader":"n1","term":4,"applied_index":9,"servers":5,"voters":5,"voters_wanted":5,"voters_auto":true,"fault_tolerant":true}`},
 		{name: "error", raft: &fakeRaft{err: errors.New("raft is shut down")},
 			want: `{"leader":"","term":0,"applied_index":0,"servers":0,"voters":0,"fault_tolerant":false,"error":"raft is shut down"}`},
 	}

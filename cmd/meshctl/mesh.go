@@ -15,8 +15,9 @@ func (a *app) raftCommand() *cobra.Command {
 		Long: "Show the raft group as the gateway sees it: the term, this gateway's applied index, and\n" +
 			"each server of the configuration with its suffrage; LEADER marks the leader. The last line\n" +
 			"counts the voters against those the leader works towards (--raft-voters, at most the\n" +
-			"servers) and says whether the group survives the loss of one voter: \"voters 1 of 3: not\n" +
-			"fault-tolerant\" while joined gateways are not voters yet.",
+			"servers; \"(auto)\" when the leader chooses them by the fleet's size) and says whether\n" +
+			"the group survives the loss of one voter: \"voters 1 of 3 (auto): not fault-tolerant\"\n" +
+			"while joined gateways are not voters yet.",
 		Example: "  meshctl raft\n  meshctl raft -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -33,7 +34,8 @@ func (a *app) raftCommand() *cobra.Command {
 					Address  string `json:"address"`
 					Suffrage string `json:"suffrage"`
 				} `json:"servers"`
-				VotersWanted int `json:"voters_wanted"`
+				VotersWanted int  `json:"voters_wanted"`
+				VotersAuto   bool `json:"voters_auto"`
 			}
 			if err := decode("GET /mesh/raft", ans.Body, &r); err != nil {
 				return err
@@ -54,18 +56,22 @@ func (a *app) raftCommand() *cobra.Command {
 			if err := t.flush(); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(a.stdout, votersLine(voters, r.VotersWanted))
+			_, err = fmt.Fprintln(a.stdout, votersLine(voters, r.VotersWanted, r.VotersAuto))
 			return err
 		},
 	}
 }
 
 // votersLine says how many of the servers vote, of the voters wanted (0: a gateway too old to
-// say), and whether the group keeps its quorum when one voter is lost (three voters or more).
-func votersLine(voters, wanted int) string {
+// say; auto: the count the leader chooses by the fleet's size), and whether the group keeps its
+// quorum when one voter is lost (three voters or more).
+func votersLine(voters, wanted int, auto bool) string {
 	line := "voters " + strconv.Itoa(voters)
 	if wanted > 0 {
 		line += " of " + strconv.Itoa(wanted)
+		if auto {
+			line += " (auto)"
+		}
 	}
 	if voters >= 3 {
 		return line + ": fault-tolerant"
