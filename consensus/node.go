@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -391,18 +392,19 @@ type Info struct {
 	FaultTolerant bool `json:"fault_tolerant"`
 }
 
-// WithVotersWanted returns i with VotersWanted set from the leader's target of voters: voters
-// (--raft-voters) when it is positive, else the count the leader chooses by the fleet's size
-// from i's servers and the mesh's view peers (VotersWanted, VotersAuto set), at most the
-// servers of the configuration.
-func (i Info) WithVotersWanted(voters int, peers []Peer) Info {
+// WithVotersWanted returns i with VotersWanted set from the leader's target of voters at time
+// now: o.Voters (--raft-voters) when it is positive, else the count the leader chooses by the
+// fleet's size from i's servers and the mesh's view peers (VotersWanted, VotersAuto set), at
+// most the servers of the configuration.
+func (i Info) WithVotersWanted(peers []Peer, now time.Time, o VoterOptions) Info {
+	voters := o.Voters
 	if voters <= 0 {
 		cfg := raft.Configuration{Servers: make([]raft.Server, 0, len(i.Servers))}
 		for _, s := range i.Servers {
 			cfg.Servers = append(cfg.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Address),
 				Suffrage: suffrageOf(s.Suffrage)})
 		}
-		voters, i.VotersAuto = VotersWanted(cfg, peers, 0), true
+		voters, i.VotersAuto = VotersWanted(cfg, peers, now, o), true
 	}
 	i.VotersWanted = min(voters, len(i.Servers))
 	return i

@@ -197,15 +197,18 @@ type Change struct {
 //     (the lowest id), the leadership is handed to it, after any promotion: the next leader
 //     demotes Self by rule 5b.
 //  11. The voters wanted are Voters when it is set. When it is zero they are AutoVoters of the
-//     fleet: the servers of the configuration and the alive peers with a raft address that are
-//     not in it yet, less those that left or drain. A server counts while it is suspect, dead,
-//     unreachable or unknown to the mesh, and a rejoining peer counts as the alive peer it is
-//     (rule 3b takes its seat, rule 1 adds it back): only a leave, a drain, or a removal past
-//     the dead grace (rules 4 and 4b) take a gateway out of the fleet. A kill, a pause, a
-//     partition or a lost disk therefore never lowers the count, and no voter is demoted for
-//     being unreachable a while: that is what raft's quorum is for. Once 3 voters hold seats
-//     the count stays at 3 or more until gateways leave or drain for good, since the voters are
-//     servers the fleet counts.
+//     fleet, the gateways that belong to it even while they are down. A server of the
+//     configuration counts whatever the mesh says of it (suspect, dead, unknown to the mesh,
+//     rejoining, draining), Self always, and a peer not in the configuration when it is alive
+//     with a raft address. A gateway that left, or that drained and is gone (rule 3c), still
+//     counts for DeadVoterGrace after it went, as does a peer no longer in the configuration
+//     that died or went suspect within the grace: a rolling restart, a supervisor that
+//     restarts a drained gateway at once, or a gateway whose disk was wiped comes back to an
+//     unchanged count. A kill, a pause, a partition or a lost disk therefore never lowers the
+//     count, and no voter is demoted for being unreachable a while: riding that out is what
+//     raft's quorum is for. The count goes down only once gateways stayed gone past the grace
+//     (a leave, a drain, or a removal by rules 4 and 4b), and once 3 voters hold seats it
+//     stays at 3 or more until then, since the voters are servers the fleet counts.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the

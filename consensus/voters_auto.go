@@ -42,33 +42,44 @@ func AutoVoters(gateways int) int {
 }
 
 // VotersWanted returns the voters the leader works towards on configuration cfg with the
-// mesh's view peers: voters when it is positive (--raft-voters), else AutoVoters of the fleet
-// (PlanMembership rule 11). Any gateway can call it to show what its leader plans.
-func VotersWanted(cfg raft.Configuration, peers []Peer, voters int) int {
-	return newPlanner(cfg, peers, time.Time{}, VoterOptions{Voters: voters}.withDefaults()).want
+// mesh's view peers at time now: o.Voters when it is positive (--raft-voters), else AutoVoters
+// of the fleet (PlanMembership rule 11, which reads o.DeadVoterGrace). Any gateway can call it
+// to show what its leader plans.
+func VotersWanted(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) int {
+	return newPlanner(cfg, peers, now, o.withDefaults()).want
 }
 
 // auto reports whether the voters wanted are the automatic count.
 func (p *planner) auto() bool { return p.o.Voters <= 0 }
 
-// countFleet is rule 11's fleet: the servers of the configuration and the alive peers with a
-// raft address that are not in it yet, less those that left or drain (Self only when it
-// drains). A server counts whatever the mesh says of it otherwise (suspect, dead, unknown, rejoining): the
-// configuration is the fleet's durable membership, and only a leave, a drain or a removal past
-// the dead grace take a gateway out of it.
+// countFleet is rule 11's fleet. A server of the configuration counts whatever the mesh says of
+// it (suspect, dead, unknown, rejoining, draining), Self always, unless it left or was drained
+// away longer than the grace ago; a peer not in the configuration counts when it is alive with
+// a raft address (rule 1 adds it), or when it went (left, died, was cut off) at most the grace
+// ago, since it may be back at once: a rolling restart, or a supervisor that restarts a drained
+// gateway.
 func (p *planner) countFleet() int {
 	n := 0
 	for _, s := range p.seats {
-		if !s.draining() && (s.self || !s.left()) { // Self runs, whatever the mesh last said
+		if s.self || !s.known || !(s.left() || s.drainedAway()) || p.recent(s.peer) {
 			n++
 		}
 	}
 	for _, peer := range p.peers {
-		if !p.inCfg[peer.ID] && peer.Status == mesh.StatusAlive && peer.RaftAddress != "" && !peer.Draining {
-			n++
+		switch {
+		case p.inCfg[peer.ID]:
+		case peer.Status == mesh.StatusAlive:
+			n += boolInt(peer.RaftAddress != "")
+		case peer.Status != mesh.StatusUnknown:
+			n += boolInt(p.recent(peer))
 		}
 	}
 	return n
+}
+
+// recent reports whether peer entered its status at most the grace ago.
+func (p *planner) recent(peer Peer) bool {
+	return !peer.Since.IsZero() && p.now.Sub(peer.Since) <= p.o.DeadVoterGrace
 }
 
 // mayRemoveDead is rule 4b: whether the dead voter s may be removed when staying voters that

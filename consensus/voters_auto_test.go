@@ -59,14 +59,22 @@ func TestVotersWantedFleet(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), rejoining(alive("n3", "a")), alive("n4", "a"), alive("n5", "a")}, want: 5},
 		{name: "a dead peer out of the configuration does not (removed past the grace)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusDead, 3*grace)}, want: 3},
-		{name: "a draining server does not", cfg: five(),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))}, want: 3},
-		{name: "a server that left does not", cfg: five(),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, 0)}, want: 3},
+		{name: "a draining server counts while it is there", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))}, want: 5},
+		{name: "a gateway that left counts for the grace (a restart)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, grace)}, want: 5},
+		{name: "and no longer past it", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, grace+time.Second)}, want: 3},
+		{name: "a drained gateway declared dead counts for the grace", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(peer("n5", "a", mesh.StatusDead, time.Second))}, want: 5},
+		{name: "a drained gateway the mesh does not list does not", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), nonvoter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(Peer{ID: "n5", Status: mesh.StatusUnknown})}, want: 3},
+		{name: "a server that left counts for the grace", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, 0)}, want: 5},
 		{name: "Self counts whatever the mesh last said of it", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a"), alive("n3", "a")}, want: 3, leader: true},
-		{name: "Self draining does not", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{draining(alive("n1", "a")), alive("n2", "a"), alive("n3", "a")}, want: 1},
+		{name: "Self draining counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []Peer{draining(alive("n1", "a")), alive("n2", "a"), alive("n3", "a")}, want: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,10 +82,10 @@ func TestVotersWantedFleet(t *testing.T) {
 			if p.want != tt.want {
 				t.Fatalf("voters wanted %d (fleet %d); want %d", p.want, p.fleet, tt.want)
 			}
-			if got := VotersWanted(tt.cfg, tt.peers, 0); got != tt.want && !tt.leader {
+			if got := VotersWanted(tt.cfg, tt.peers, planNow, VoterOptions{}); got != tt.want && !tt.leader {
 				t.Fatalf("VotersWanted = %d; want %d", got, tt.want)
 			}
-			if got := VotersWanted(tt.cfg, tt.peers, 3); got != 3 {
+			if got := VotersWanted(tt.cfg, tt.peers, planNow, VoterOptions{Voters: 3}); got != 3 {
 				t.Fatalf("VotersWanted with --raft-voters 3 = %d", got)
 			}
 		})
@@ -128,14 +136,19 @@ func TestPlanMembershipAuto(t *testing.T) {
 		{name: "a drain of one of five: its seat goes first", cfg: five(),
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))},
 			want:  []Change{demote("n5")}},
-		{name: "then four voters of three wanted", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), nonvoter("n5")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))},
+		{name: "then four voters while it is there", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), nonvoter("n5")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(alive("n5", "a"))}},
+		{name: "and once it left, for the grace: it may be restarted at once", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(peer("n5", "a", mesh.StatusLeft, grace))}},
+		{name: "gone past the grace: four voters of three wanted", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(peer("n5", "a", mesh.StatusLeft, grace+time.Second))},
 			want:  []Change{demote("n4")}},
-		{name: "a drain with two voters down: the dead extra voter is demoted, not a live one", cfg: five(),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), peer("n4", "a", mesh.StatusDead, time.Second), draining(alive("n5", "a"))},
-			want:  []Change{demote("n4")}},
-		{name: "a two-gateway fleet that had three voters (one left) keeps one", cfg: conf(voter("n1"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a")},
+		{name: "a drain with two voters down waits: its seat cannot go without the quorum", cfg: five(),
+			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), peer("n4", "a", mesh.StatusDead, time.Second), draining(alive("n5", "a"))}},
+		{name: "a fleet of three with one gone for the grace keeps three voters", cfg: conf(voter("n1"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, time.Second), alive("n3", "a")}},
+		{name: "gone past it: two gateways keep one voter", cfg: conf(voter("n1"), voter("n3")),
+			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 2*grace), alive("n3", "a")},
 			want:  []Change{demote("n3")}},
 	}
 	for _, tt := range tests {

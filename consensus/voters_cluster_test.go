@@ -215,8 +215,8 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 }
 
 // TestVoterReconcilerAutoCount: with the automatic count (Voters 0), five gateways that join one
-// become five voters, and a drain of one leaves three; what GET /mesh/raft shows follows
-// (voters_wanted, voters_auto).
+// become five voters; a drained one gives its seat back, and once it is gone past the grace the
+// four left keep three voters. What GET /mesh/raft shows follows (voters_wanted, voters_auto).
 func TestVoterReconcilerAutoCount(t *testing.T) {
 	regions := []string{"a", "a", "b", "b", "c"}
 	m := newFakeMembership()
@@ -237,17 +237,23 @@ func TestVoterReconcilerAutoCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		info = info.WithVotersWanted(0, m.Peers())
+		info = info.WithVotersWanted(m.Peers(), time.Now(), VoterOptions{})
 		return consensusInfoWanted{info.Voters, info.VotersWanted, info.VotersAuto}
 	}
 	if got, want := wanted(), (consensusInfoWanted{5, 5, true}); got != want {
 		t.Fatalf("voters, wanted, auto = %v; want %v", got, want)
 	}
 
-	// n5 drains: its seat goes, and the four left keep three voters (n4: region b holds two,
-	// and it has the highest id).
+	// n5 drains: its seat goes, and the count stays 5 while it is there.
 	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
-	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:nonvoter", "n5:nonvoter")
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:voter", "n5:nonvoter")
+	if got, want := wanted(), (consensusInfoWanted{4, 5, true}); got != want {
+		t.Fatalf("during the drain: voters, wanted, auto = %v; want %v", got, want)
+	}
+	// It left longer than the grace ago: four gateways keep three voters (n4: region b holds
+	// two, and it has the highest id).
+	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now().Add(-2 * DefaultDeadVoterGrace), Draining: true})
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:nonvoter")
 	if got, want := wanted(), (consensusInfoWanted{3, 3, true}); got != want {
 		t.Fatalf("after the drain: voters, wanted, auto = %v; want %v", got, want)
 	}

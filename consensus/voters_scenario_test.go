@@ -145,9 +145,15 @@ func TestAutoVoterScenarios(t *testing.T) {
 			}},
 		{name: "a drain of one of five", start: startFive,
 			steps: []fleetStep{
-				{"n5 drains: its seat goes, and four are three", func(w *fleetWorld) { w.drain("n5") }, []string{"n1", "n2", "n3"}, 3},
-				{"it leaves the mesh", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n5") }, []string{"n1", "n2", "n3"}, 3},
+				{"n5 drains: its seat goes", func(w *fleetWorld) { w.drain("n5") }, []string{"n1", "n2", "n3", "n4"}, 4},
+				{"it leaves the mesh: it counts for the grace", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n5") }, []string{"n1", "n2", "n3", "n4"}, 4},
+				{"gone past the grace: four gateways keep three voters", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"n1", "n2", "n3"}, 3},
 				{"a gateway started in its place: five again", func(w *fleetWorld) { w.join("n5") }, n15, 3},
+			}},
+		{name: "a drained gateway restarted at once", start: startFive,
+			steps: []fleetStep{
+				{"n5 drains and leaves", func(w *fleetWorld) { w.drain("n5"); w.converge(); w.set(mesh.StatusLeft, "n5") }, []string{"n1", "n2", "n3", "n4"}, 4},
+				{"it is started again: five, never three", func(w *fleetWorld) { w.tick(time.Second); w.join("n5") }, n15, 4},
 			}},
 		{name: "a kill of two of five", start: startFive,
 			steps: []fleetStep{
@@ -188,24 +194,33 @@ func TestAutoVoterScenarios(t *testing.T) {
 			}},
 		{name: "a drain of the leader", start: startFive,
 			steps: []fleetStep{
-				{"n1 drains: it hands over, the next leader demotes it and one more",
-					func(w *fleetWorld) { w.drain("n1") }, []string{"n2", "n3", "n4"}, 3},
-				{"it leaves", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n1") }, []string{"n2", "n3", "n4"}, 3},
+				{"n1 drains: it hands over, and the next leader demotes it",
+					func(w *fleetWorld) { w.drain("n1") }, []string{"n2", "n3", "n4", "n5"}, 4},
+				{"it leaves", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n1") }, []string{"n2", "n3", "n4", "n5"}, 4},
+				{"gone past the grace: three", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"n2", "n3", "n4"}, 3},
 			}},
 		{name: "drains and kills at once", start: startFive,
 			steps: []fleetStep{
-				{"n3 and n4 die while n5 drains: the dead extra voter goes, never below three",
-					func(w *fleetWorld) { w.set(mesh.StatusDead, "n3", "n4"); w.drain("n5") }, []string{"n1", "n2", "n3"}, 3},
-				{"n5 is restarted, n3 and n4 come back: five again", func(w *fleetWorld) { w.join("n3", "n4", "n5") }, n15, 3},
+				{"n3 and n4 die while n5 drains: its seat waits, the quorum needs it",
+					func(w *fleetWorld) { w.set(mesh.StatusDead, "n3", "n4"); w.drain("n5") }, n15, 5},
+				{"n3 comes back: the drained seat goes", func(w *fleetWorld) { w.set(mesh.StatusAlive, "n3") }, []string{"n1", "n2", "n3", "n4"}, 4},
+				{"n5 leaves and is started again, n4 comes back: five", func(w *fleetWorld) {
+					w.set(mesh.StatusLeft, "n5")
+					w.converge()
+					w.set(mesh.StatusAlive, "n4")
+					w.join("n5")
+				}, n15, 4},
 			}},
 		{name: "scale-down 5 -> 3 by drains", start: startFive,
 			steps: []fleetStep{
 				{"n4 and n5 drain", func(w *fleetWorld) { w.drain("n4", "n5") }, []string{"n1", "n2", "n3"}, 3},
 				{"they leave", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n4", "n5") }, []string{"n1", "n2", "n3"}, 3},
-				{"then n3 drains and leaves: two gateways keep one voter", func(w *fleetWorld) {
+				{"gone past the grace: three", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"n1", "n2", "n3"}, 3},
+				{"then n3 drains and leaves for good: two gateways keep one voter", func(w *fleetWorld) {
 					w.drain("n3")
 					w.converge()
 					w.set(mesh.StatusLeft, "n3")
+					w.tick(grace + time.Second)
 				}, []string{"n1"}, 1},
 			}},
 		{name: "blue/green", start: func(t *testing.T) *fleetWorld {
@@ -217,6 +232,7 @@ func TestAutoVoterScenarios(t *testing.T) {
 				{"blue drains: green takes every seat", func(w *fleetWorld) { w.drain("b1", "b2", "b3") },
 					[]string{"g1", "g2", "g3"}, 3},
 				{"blue leaves", func(w *fleetWorld) { w.set(mesh.StatusLeft, "b1", "b2", "b3") }, []string{"g1", "g2", "g3"}, 3},
+				{"gone past the grace", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"g1", "g2", "g3"}, 3},
 			}},
 	}
 	for _, tt := range tests {

@@ -187,5 +187,6 @@ func (c *cluster) Info() (consensus.Info, error) {
 	if err != nil {
 		return info, err
 	}
-	return info.WithVotersWanted(c.o.cluster.raftVoters, c.members.Peers()), nil
+	return info.WithVotersWanted(c.members.Peers(), time.Now(),
+		consensus.VoterOptions{Voters: c.o.cluster.raftVoters, DeadVoterGrace: c.o.cluster.deadVoterGraceDuration()}), nil
 }

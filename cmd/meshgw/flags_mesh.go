@@ -52,7 +52,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rpcPort, "rpc-port", consensus.DefaultRPCPort, "port of the gRPC listener serving writes forwarded to the raft leader (0 picks a free one)")
 	fs.StringVar(&f.rpcHost, "rpc-host", "", "address the gRPC listener binds (default: --host; 127.0.0.1 for a gateway without --join, --bootstrap-expect or an advertised address)")
 	fs.IntVar(&f.raftVoters, "raft-voters", consensus.DefaultRaftVoters,
-		"raft voters the leader keeps; other gateways are non-voters. 0: chosen by the fleet's size (1 or 2 gateways: 1, 3 or 4: 3, 5 or more: 5), counting gateways that are down until they leave, drain or stay dead past --dead-voter-grace-secs")
+		"raft voters the leader keeps; other gateways are non-voters. 0: chosen by the fleet's size (1 or 2 gateways: 1, 3 or 4: 3, 5 or more: 5), counting gateways that are down, and those that left or drained until --dead-voter-grace-secs after")
 	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
 	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(consensus.DefaultFleetAckTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
