@@ -44,6 +44,9 @@ type Pool struct {
 	// places in All the next rebuild updates (empty: it reuses All); flipped names those whose
 	// gates flipped, whose places in Routable it updates. Guarded by mu.
 	reshaped, flipped map[worker.ID]struct{}
+	// holds are the running hung holds (HoldHung) and holdN numbers them. Guarded by mu.
+	holds map[worker.ID]hungHold
+	holdN uint64
 }
 
 // New returns an empty pool.
@@ -183,6 +186,7 @@ func (p *Pool) Remove(id worker.ID) error {
 	}
 	delete(p.workers, id)
 	p.reshaped[id] = struct{}{}
+	p.endHoldLocked(w)
 	closeTransport(w)
 	published := p.rebuildLocked()
 	p.mu.Unlock()
@@ -190,9 +194,16 @@ func (p *Pool) Remove(id worker.ID) error {
 	return nil
 }
 
-// SetHealth records the worker's health state and reports whether its routability changed.
+// SetHealth records the worker's health state and reports whether its routability changed. A
+// change of state ends a hung hold (HoldHung): the owner's verdict decides again.
 func (p *Pool) SetHealth(id worker.ID, h Health) (bool, error) {
-	return p.mutate(id, func(w *Worker) bool { return w.setHealth(h) })
+	return p.mutate(id, func(w *Worker) bool {
+		released := false
+		if w.Health() != h {
+			released = p.endHoldLocked(w)
+		}
+		return w.setHealth(h) || released
+	})
 }
 
 // SetFlags records the raft record's disabled and is_dead flags and reports whether the worker's

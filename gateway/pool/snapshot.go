@@ -143,7 +143,7 @@ func (s *Snapshot) Why(need worker.Capability, model []byte) string {
 		return "no workers are registered"
 	}
 	if len(s.Routable) == 0 {
-		return "no worker is routable (all are unhealthy, disabled or draining)"
+		return "no worker is routable (all are unhealthy, disabled, draining, or held after a request got no answer in time)"
 	}
 	capable, serving := false, false
 	for _, w := range s.Routable {

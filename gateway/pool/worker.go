@@ -25,6 +25,10 @@ const (
 	GateNotReady                  // health state is not ready
 	GateDraining                  // its health state is draining (its owner stopped probing it)
 	GateRemoving                  // the raft record is draining: a DELETE was accepted, the owner removes it
+	// GateHung is this gateway's own, local verdict: a request to the worker got no answer
+	// within the request timeout, so no new request goes to it from here until the hold ends
+	// (Pool.HoldHung): its deadline, or a change of the owner's verdict on it.
+	GateHung
 )
 
 // Breaker is what selection asks of a worker's circuit breaker. A nil breaker always allows.
