@@ -23,6 +23,9 @@ type Hooks struct {
 	// OnReadmission is called when a health promotion moved an open circuit to half-open
 	// (worker_cb_health_readmissions_total), after that move's OnTransition.
 	OnReadmission func()
+	// OnHang is called when the hang rule (hang.go) opened a closed circuit, after that
+	// move's OnTransition.
+	OnHang func()
 }
 
 // Options are a breaker's collaborators; the zero value is the real clock, no hooks, no logs.
@@ -64,6 +67,8 @@ type Breaker struct {
 	failureThreshold int // the config: set by New and Reconfigure
 	successThreshold int
 	timeout          time.Duration
+	hangTimeout      time.Duration // Config.HangTimeout; 0: the hang rule is off
+	hang             hangWatch
 	failures         int // consecutive failures
 	successes        int // consecutive successes
 	openedAt         time.Time
@@ -79,6 +84,7 @@ func New(cfg Config, opt Options) *Breaker {
 		failureThreshold: cfg.EffectiveFailureThreshold(),
 		successThreshold: cfg.SuccessThreshold,
 		timeout:          cfg.Timeout,
+		hangTimeout:      cfg.HangTimeout,
 		clock:            opt.Clock,
 		base:             opt.Clock.Now(),
 		hooks:            opt.Hooks,
@@ -119,25 +125,39 @@ func (b *Breaker) openState() State {
 // step 4 of the package doc). Success resets the failure count and, after
 // SuccessThreshold in a row, closes a half-open circuit. Failure resets the success count, opens
 // a closed circuit at FailureThreshold in a row, and reopens a half-open one for a full timeout.
-// On an open circuit (a request that was let through before it opened) outcomes are counted but
+// TimedOut is a Failure that the hang rule (hang.go) also counts: it opens a closed circuit
+// when the rule judges the worker hung, unless the breaker is disabled (MaxThreshold). On an
+// open circuit (a request that was let through before it opened) outcomes are counted but
 // change no state. Ignored does nothing at all.
 func (b *Breaker) Record(o Outcome) {
-	if o != Success && o != Failure {
+	if o != Success && o != Failure && o != TimedOut {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f, s := b.failures, b.successes
+	var hung bool
+	b.hang, hung = b.hang.next(o, b.clock.Now(), b.hangTimeout)
 	switch st := State(b.state.Load()); o {
 	case Success:
 		b.failures, b.successes = 0, b.successes+1
 		if st == HalfOpen && b.successes >= b.successThreshold {
 			b.transitionLocked(Closed)
 		}
-	case Failure:
+	case Failure, TimedOut:
 		b.failures, b.successes = b.failures+1, 0
-		if st == HalfOpen || st == Closed && b.failures >= b.failureThreshold {
+		switch {
+		case st == HalfOpen || st == Closed && b.failures >= b.failureThreshold:
 			b.transitionLocked(Open)
+		case st == Closed && hung && b.failureThreshold < MaxThreshold:
+			b.transitionLocked(Open)
+			if b.log != nil {
+				b.log.Warn("circuit opened: the worker answered no request while requests to it timed out (hang rule)",
+					"timed_out", HangTimeouts, "request_timeout", b.hangTimeout)
+			}
+			if b.hooks.OnHang != nil {
+				b.hooks.OnHang()
+			}
 		}
 	}
 	if b.hooks.OnOutcome != nil {
@@ -149,7 +169,8 @@ func (b *Breaker) Record(o Outcome) {
 // Promote tells the breaker that health checks promoted the worker to ready. An open circuit
 // moves to half-open at once, without waiting for its timeout, and the move is counted as a
 // health readmission; a closed circuit forgets its consecutive failures; a half-open circuit
-// is left alone, its trial already running. So each promotion starts at most one trial.
+// is left alone, its trial already running. So each promotion starts at most one trial. Every
+// circuit forgets the timed-out requests the hang rule counted.
 //
 // Contract: call Promote only on a real flip to ready (from pending, not_ready or failed).
 // Passing probes on a worker that is already ready are not a promotion: calling Promote for
@@ -158,6 +179,7 @@ func (b *Breaker) Promote() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f, s := b.failures, b.successes
+	b.hang = hangWatch{} // a worker back from not_ready or failed starts a new watch
 	switch State(b.state.Load()) {
 	case Open:
 		b.transitionLocked(HalfOpen)
@@ -182,6 +204,7 @@ func (b *Breaker) Reconfigure(cfg Config) {
 	b.failureThreshold = cfg.EffectiveFailureThreshold()
 	b.successThreshold = cfg.SuccessThreshold
 	b.timeout = cfg.Timeout
+	b.hangTimeout = cfg.HangTimeout
 }
 
 // Snapshot returns the breaker's state and counts, after moving an open circuit whose timeout

@@ -73,6 +73,7 @@ func (r *recorder) hooks() Hooks {
 		OnOutcome:     func(o Outcome) { r.add("outcome %v", o) },
 		OnCounts:      func(f, s int) { r.add("counts %d %d", f, s) },
 		OnReadmission: func() { r.add("readmission") },
+		OnHang:        func() { r.add("hang") },
 	}
 }
 
@@ -132,6 +133,7 @@ func TestStateEventTable(t *testing.T) {
 	events := map[string]event{
 		"success":              record(Success),
 		"failure":              record(Failure),
+		"timed-out":            record(TimedOut),
 		"ignored":              record(Ignored),
 		"allow-before-timeout": allowAfter(cfg.Timeout - time.Nanosecond),
 		"allow-after-timeout":  allowAfter(cfg.Timeout),
@@ -148,6 +150,7 @@ func TestStateEventTable(t *testing.T) {
 	}{
 		{Closed, "success", true, Closed, 0, 1, []string{"outcome success", "counts 0 1"}},
 		{Closed, "failure", true, Open, 3, 0, []string{"transition closed->open", "outcome failure", "counts 3 0"}},
+		{Closed, "timed-out", true, Open, 3, 0, []string{"transition closed->open", "outcome timed_out", "counts 3 0"}},
 		{Closed, "ignored", true, Closed, 2, 0, nil},
 		{Closed, "allow-before-timeout", true, Closed, 2, 0, nil},
 		{Closed, "allow-after-timeout", true, Closed, 2, 0, nil},
@@ -155,6 +158,7 @@ func TestStateEventTable(t *testing.T) {
 
 		{Open, "success", true, Open, 0, 1, []string{"outcome success", "counts 0 1"}},
 		{Open, "failure", true, Open, 4, 0, []string{"outcome failure", "counts 4 0"}},
+		{Open, "timed-out", true, Open, 4, 0, []string{"outcome timed_out", "counts 4 0"}},
 		{Open, "ignored", true, Open, 3, 0, nil},
 		{Open, "allow-before-timeout", false, Open, 3, 0, nil},
 		{Open, "allow-after-timeout", true, HalfOpen, 0, 0, []string{"transition open->half_open", "counts 0 0"}},
@@ -162,6 +166,7 @@ func TestStateEventTable(t *testing.T) {
 
 		{HalfOpen, "success", true, Closed, 0, 0, []string{"transition half_open->closed", "outcome success", "counts 0 0"}},
 		{HalfOpen, "failure", true, Open, 1, 0, []string{"transition half_open->open", "outcome failure", "counts 1 0"}},
+		{HalfOpen, "timed-out", true, Open, 1, 0, []string{"transition half_open->open", "outcome timed_out", "counts 1 0"}},
 		{HalfOpen, "ignored", true, HalfOpen, 0, 1, nil},
 		{HalfOpen, "allow-before-timeout", true, HalfOpen, 0, 1, nil},
 		{HalfOpen, "allow-after-timeout", true, HalfOpen, 0, 1, nil},

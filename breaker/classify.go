@@ -4,6 +4,11 @@ package breaker
 // error, timeout): it is a failure, and it is retryable.
 const NoResponse = 0
 
+// NoResponseInTime is the status to classify when the worker sent nothing (not even a response
+// header) within the request timeout: a NoResponse whose outcome is TimedOut, which the hang
+// rule counts (hang.go).
+const NoResponseInTime = -1
+
 // The default status lists, SMG's: capacity_status_codes [429] and retryable_status_codes
 // [408, 429, 500, 502, 503, 504].
 var (
@@ -46,7 +51,8 @@ func NewClassifier(capacity, retryable []int) Classifier {
 // Classify returns the outcome of an answer with HTTP status status, or of no answer at all
 // when status is NoResponse (any value below 100):
 //
-//   - no response: Failure;
+//   - no response within the request timeout (NoResponseInTime): TimedOut;
+//   - any other no response: Failure;
 //   - a capacity status: Ignored;
 //   - a retryable status that is not a capacity status: Failure;
 //   - anything else, 2xx or a status on neither list (400, 404…): Success.
@@ -55,6 +61,8 @@ func NewClassifier(capacity, retryable []int) Classifier {
 // must not be recorded at all.
 func (c Classifier) Classify(status int) Outcome {
 	switch {
+	case status == NoResponseInTime:
+		return TimedOut
 	case status < 100:
 		return Failure
 	case c.capacitySet().has(status):

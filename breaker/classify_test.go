@@ -27,7 +27,8 @@ func TestClassifyDefaults(t *testing.T) {
 		{503, Failure, true},
 		{504, Failure, true},
 		{NoResponse, Failure, true},
-		{-1, Failure, true},
+		{NoResponseInTime, TimedOut, true},
+		{-2, Failure, true},
 		{700, Success, false},
 	}
 	for _, tt := range tests {

@@ -27,8 +27,14 @@ type Config struct {
 	// (--cb-window-duration-secs, default 120 s).
 	Window time.Duration
 	// Disabled raises the failure threshold to MaxThreshold so that the circuit stays closed
-	// (--disable-circuit-breaker, default false). Outcomes are still counted.
+	// (--disable-circuit-breaker, default false). Outcomes are still counted, and the hang rule
+	// opens nothing either.
 	Disabled bool
+	// HangTimeout is the request timeout (--request-timeout-secs) by which the hang rule
+	// (hang.go) judges that the worker answered nothing: it opens a closed circuit once
+	// HangTimeouts requests got no answer within it while the worker answered no request at
+	// all. 0 (the default of a Config built by hand) turns the rule off.
+	HangTimeout time.Duration
 }
 
 // DefaultConfig returns the flag defaults, which are SMG's.
@@ -53,6 +59,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--cb-timeout-duration-secs must be > 0, got %v", c.Timeout.Seconds())
 	case c.Window <= 0:
 		return fmt.Errorf("--cb-window-duration-secs must be > 0, got %v", c.Window.Seconds())
+	case c.HangTimeout < 0:
+		return fmt.Errorf("--request-timeout-secs must be > 0, got %v", c.HangTimeout.Seconds())
 	}
 	return nil
 }

@@ -10,8 +10,9 @@
 //     not throttled); an open one refuses until its timeout (60 s) has passed, when the check
 //     itself moves it to half-open.
 //  3. Classify every attempt's answer: Classifier.Classify(status), or Classify(NoResponse) when
-//     the worker never answered, or ClassifyGRPC(code). The lists classify outcomes only: what
-//     the gateway retries does not depend on them (SMG).
+//     the worker never answered (Classify(NoResponseInTime) when it sent nothing within the
+//     request timeout: a TimedOut, a failure the hang rule counts), or ClassifyGRPC(code). The
+//     lists classify outcomes only: what the gateway retries does not depend on them (SMG).
 //  4. Record one outcome per request per engine worker, however many attempts went to it (the
 //     gateway keeps the last answer each worker gave the request, and reports it when the
 //     request ends). An external provider's worker is the exception, as in SMG: record every
@@ -24,4 +25,9 @@
 //     forgets its failures. Passing probes on a ready worker are not a promotion.
 //  6. Publish Snapshot in GET /workers and bulletins; hooks publish metrics and fire only on a
 //     real change.
+//  7. With Config.HangTimeout set (the request timeout), the hang rule (hang.go), meshgw's own
+//     addition to SMG's breaker, opens a closed circuit once HangTimeouts requests got no
+//     answer within it while the worker answered no request at all: an engine that accepts
+//     requests and never answers, whose health endpoint still passes. Its owner sees the
+//     outcomes of every gateway (outcome reports), so one judgment takes it out fleet-wide.
 package breaker

@@ -22,6 +22,7 @@ type Metrics struct {
 	failures     *prometheus.GaugeVec
 	successes    *prometheus.GaugeVec
 	readmissions *prometheus.CounterVec
+	hangs        *prometheus.CounterVec
 
 	clock Clock
 	mu    sync.Mutex
@@ -29,8 +30,8 @@ type Metrics struct {
 }
 
 // NewMetrics registers the breaker metrics on reg. Every worker's
-// meshgw_worker_cb_health_readmissions_total is published at zero when Hooks is called, so a
-// dashboard's rate() has a series to start from. clock (nil: time.Now) times the removed
+// meshgw_worker_cb_health_readmissions_total and meshgw_worker_cb_hang_opens_total are
+// published at zero when Hooks is called, so a dashboard's rate() has a series to start from. clock (nil: time.Now) times the removed
 // workers' series (RemovedSeriesTTL).
 func NewMetrics(reg prometheus.Registerer, clock Clock) (*Metrics, error) {
 	if clock == nil {
@@ -61,6 +62,10 @@ func NewMetrics(reg prometheus.Registerer, clock Clock) (*Metrics, error) {
 			Name: "meshgw_worker_cb_health_readmissions_total",
 			Help: "Open circuits moved to half-open at once because health checks promoted the worker to ready.",
 		}, []string{"worker"}),
+		hangs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meshgw_worker_cb_hang_opens_total",
+			Help: "Closed circuits opened by the hang rule: requests to the worker got no answer within the request timeout while it answered no request at all.",
+		}, []string{"worker"}),
 	}
 	if err := reg.Register(m); err != nil {
 		return nil, err
@@ -69,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer, clock Clock) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.state, m.transitions, m.outcomes, m.failures, m.successes, m.readmissions}
+	return []prometheus.Collector{m.state, m.transitions, m.outcomes, m.failures, m.successes, m.readmissions, m.hangs}
 }
 
 // Describe implements prometheus.Collector.
@@ -101,6 +106,7 @@ func (m *Metrics) prune() {
 		l := prometheus.Labels{"worker": w}
 		m.state.Delete(l)
 		m.readmissions.Delete(l)
+		m.hangs.Delete(l)
 		m.transitions.DeletePartialMatch(l)
 		m.outcomes.DeletePartialMatch(l)
 	}
@@ -119,6 +125,7 @@ func (m *Metrics) Hooks(worker string) Hooks {
 	success := m.outcomes.WithLabelValues(worker, Success.String())
 	failure := m.outcomes.WithLabelValues(worker, Failure.String())
 	readmissions := m.readmissions.WithLabelValues(worker)
+	hangs := m.hangs.WithLabelValues(worker)
 	state.Set(float64(Closed))
 	failures.Set(0)
 	successes.Set(0)
@@ -128,10 +135,10 @@ func (m *Metrics) Hooks(worker string) Hooks {
 			state.Set(float64(to))
 		},
 		OnOutcome: func(o Outcome) {
-			if o == Failure {
-				failure.Inc()
-			} else {
+			if o == Success {
 				success.Inc()
+			} else {
+				failure.Inc() // a TimedOut too
 			}
 		},
 		OnCounts: func(f, s int) {
@@ -139,6 +146,7 @@ func (m *Metrics) Hooks(worker string) Hooks {
 			successes.Set(float64(s))
 		},
 		OnReadmission: readmissions.Inc,
+		OnHang:        hangs.Inc,
 	}
 }
 

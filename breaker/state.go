@@ -62,11 +62,15 @@ const (
 	Success
 	// Failure counts towards opening the circuit.
 	Failure
+	// TimedOut is a Failure whose request got no answer at all (not even a response header)
+	// within the request timeout. It counts as a Failure, and towards the hang rule (hang.go).
+	TimedOut
 )
 
-var outcomeNames = [...]string{Ignored: "ignored", Success: "success", Failure: "failure"}
+var outcomeNames = [...]string{Ignored: "ignored", Success: "success", Failure: "failure", TimedOut: "timed_out"}
 
-// String returns "ignored", "success" or "failure", the worker_cb_outcomes_total labels.
+// String returns "ignored", "success", "failure" or "timed_out". The worker_cb_outcomes_total
+// labels are "success" and "failure", a TimedOut counted as a failure.
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
