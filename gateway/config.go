@@ -50,8 +50,13 @@ type Config struct {
 	// answered 503 overloaded_error. Default 5 s.
 	BodyBudgetWait time.Duration
 	// RequestTimeout (--request-timeout-secs) bounds one upstream attempt, body included; past
-	// it the client gets 504. Default 1800 s.
+	// it the client gets 504, or, the first time for a request, its retry on another worker.
+	// Default 1800 s.
 	RequestTimeout time.Duration
+	// HungHold is how long a worker that gave a request no answer within RequestTimeout stays
+	// out of this gateway's routing, unless a change of its health or of its owner's breaker
+	// verdict ends the hold sooner (pool.HoldHung). Default pool.DefaultHungHold (30 s).
+	HungHold time.Duration
 	// ShutdownSettle is how long the listener stays open after readiness turns draining, so load
 	// balancers notice before connections are refused. Default 2 s.
 	ShutdownSettle time.Duration
@@ -104,7 +109,9 @@ type Config struct {
 	// OnOutcome receives, once per worker a request touched, that worker's last outcome (once
 	// per attempt on an external provider, whose breaker counts every failed attempt as SMG's
 	// does): the status it answered, or connErr when it gave no answer (connection error,
-	// timeout, or a stream cut mid-way). Shedding by the gateway itself reports nothing.
+	// timeout, or a stream cut mid-way), with status breaker.NoResponseInTime when it sent
+	// nothing within RequestTimeout and breaker.NoResponse otherwise. Shedding by the gateway
+	// itself reports nothing.
 	// Default: no-op.
 	OnOutcome func(w *pool.Worker, status int, connErr bool)
 
@@ -193,6 +200,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.HungHold <= 0 {
+		c.HungHold = pool.DefaultHungHold
 	}
 	if c.ShutdownSettle < 0 {
 		c.ShutdownSettle = 0

@@ -32,6 +32,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	retries   *prometheus.CounterVec
+	holds     *prometheus.CounterVec
 	durByRt   [numMetricRoutes]prometheus.Observer
 	reqByCode [numMetricRoutes][600]atomic.Pointer[prometheus.Counter]
 	retried   retried
@@ -49,6 +50,10 @@ func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget 
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meshgw_worker_retries_total", Help: "Attempts retried after a failure on a worker, by that worker's URL.",
 		}, []string{"worker"}),
+		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meshgw_worker_hung_holds_total",
+			Help: "Times a worker was held out of this gateway's routing because a request to it got no answer within the request timeout, by its URL.",
+		}, []string{"worker"}),
 	}
 	for r := range numMetricRoutes {
 		m.durByRt[r] = m.duration.WithLabelValues(routeLabel(r))
@@ -56,7 +61,7 @@ func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget 
 	if reg == nil {
 		return m
 	}
-	m.retried.vec = m.retries
+	m.retried.vecs = []*prometheus.CounterVec{m.retries, m.holds}
 	reg.MustRegister(m.requests, m.duration, &m.retried,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "meshgw_admission_inflight", Help: "Model requests in flight.",
@@ -103,29 +108,46 @@ func (m *metrics) observe(route, status int, seconds float64) {
 // retry counts a retry after a failure on the worker at url.
 func (m *metrics) retry(url string) {
 	m.retries.WithLabelValues(url).Inc()
-	m.retried.mu.Lock()
-	if _, ok := m.retried.gone[url]; !ok {
-		m.retried.gone[url] = time.Time{}
-	}
-	m.retried.mu.Unlock()
+	m.retried.track(url)
 }
 
-// retried collects meshgw_worker_retries_total, whose series of a worker removed from the pool
-// is deleted breaker.RemovedSeriesTTL after a scrape first found it gone, as the owner deletes
-// the worker's breaker and health series.
+// hung counts a hung hold of the worker at url.
+func (m *metrics) hung(url string) {
+	m.holds.WithLabelValues(url).Inc()
+	m.retried.track(url)
+}
+
+// retried collects meshgw_worker_retries_total and meshgw_worker_hung_holds_total, whose
+// series of a worker removed from the pool are deleted breaker.RemovedSeriesTTL after a scrape
+// first found it gone, as the owner deletes the worker's breaker and health series.
 type retried struct {
-	vec   *prometheus.CounterVec
+	vecs  []*prometheus.CounterVec
 	pool  *pool.Pool
 	clock func() time.Time
 	mu    sync.Mutex
 	gone  map[string]time.Time // the labels of the series, and when a scrape found the worker gone (zero: not yet)
 }
 
-func (r *retried) Describe(ch chan<- *prometheus.Desc) { r.vec.Describe(ch) }
+// track notes a series of the worker at url, pruned once the worker is gone.
+func (r *retried) track(url string) {
+	r.mu.Lock()
+	if _, ok := r.gone[url]; !ok {
+		r.gone[url] = time.Time{}
+	}
+	r.mu.Unlock()
+}
+
+func (r *retried) Describe(ch chan<- *prometheus.Desc) {
+	for _, v := range r.vecs {
+		v.Describe(ch)
+	}
+}
 
 func (r *retried) Collect(ch chan<- prometheus.Metric) {
 	r.prune()
-	r.vec.Collect(ch)
+	for _, v := range r.vecs {
+		v.Collect(ch)
+	}
 }
 
 func (r *retried) prune() {
@@ -148,7 +170,9 @@ func (r *retried) prune() {
 		case since.IsZero():
 			r.gone[url] = now
 		case now.Sub(since) >= breaker.RemovedSeriesTTL:
-			r.vec.DeleteLabelValues(url)
+			for _, v := range r.vecs {
+				v.DeleteLabelValues(url)
+			}
 			delete(r.gone, url)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
@@ -210,7 +211,7 @@ func (c *call) proxy() {
 	}
 	var last *pool.Worker
 	var res result
-	reselects := 0
+	reselects, timeouts := 0, 0
 	for attempt := 1; ; attempt++ {
 		snap := g.pool.Snapshot()
 		closing := c.candidates(snap, last)
@@ -240,7 +241,14 @@ func (c *call) proxy() {
 		if g.log.Enabled(context.Background(), slog.LevelDebug) {
 			g.log.Debug("attempt failed", "worker", w.URL, "attempt", attempt, "status", res.status, "conn_error", res.connErr, "timeout", res.timeout)
 		}
-		if attempt >= limit || res.timeout {
+		if res.timeout {
+			// No answer within the request timeout: the worker may hang. Hold it out of this
+			// gateway's routing at once, and try another worker once, since nothing reached
+			// the client; a second timeout answers 504, which bounds the wait at two timeouts.
+			g.holdHung(w)
+			timeouts++
+		}
+		if attempt >= limit || timeouts > 1 {
 			c.giveUp(res)
 			return
 		}
@@ -274,9 +282,8 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 	w.Release()
 	c.release(req)
 	if err != nil {
-		c.touch(w, 0, true)
 		ctx.Response.Reset()
-		return result{connErr: true, timeout: errors.Is(err, fasthttp.ErrTimeout)}
+		return c.noAnswer(w, errors.Is(err, fasthttp.ErrTimeout))
 	}
 	st := ctx.Response.StatusCode()
 	c.touch(w, st, false)
@@ -285,6 +292,17 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 	}
 	c.commit(w, attempt, st)
 	return result{status: st, done: true}
+}
+
+// noAnswer records that w gave no answer to the attempt (timeout: none within the request
+// timeout, as the hang rule counts it, breaker.NoResponseInTime) and returns its result.
+func (c *call) noAnswer(w *pool.Worker, timeout bool) result {
+	status := breaker.NoResponse
+	if timeout {
+		status = breaker.NoResponseInTime
+	}
+	c.touch(w, status, true)
+	return result{connErr: true, timeout: timeout}
 }
 
 // tryStream makes one attempt whose answer is read as a stream, relayed per SSE event.
@@ -298,8 +316,7 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, at
 	if err != nil {
 		w.Release()
 		fasthttp.ReleaseResponse(resp)
-		c.touch(w, 0, true)
-		return result{connErr: true, timeout: errors.Is(err, fasthttp.ErrTimeout)}
+		return c.noAnswer(w, errors.Is(err, fasthttp.ErrTimeout))
 	}
 	st := resp.StatusCode()
 	c.touch(w, st, false)

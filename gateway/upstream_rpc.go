@@ -181,8 +181,7 @@ func (d *drainClose) close() {
 func (c *call) rpcFailed(w *pool.Worker, up *upstream, attempt int, final bool, err error, timeout bool) result {
 	status := up.rpc.statusOf(err)
 	if status == 0 || timeout {
-		c.touch(w, 0, true)
-		return result{connErr: true, timeout: timeout}
+		return c.noAnswer(w, timeout)
 	}
 	c.touch(w, status, false)
 	if !final && retryableStatus(status) {
