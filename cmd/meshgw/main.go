@@ -200,8 +200,11 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	cl.mesh.SetBulletinReceiver(importer)
 	publisher := fleet.NewPublisher(cl.mesh, &owner, gw.Pool(), nil, log)
 	defer publisher.Close()
+	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
+	bcfg := o.breaker.config()
+	bcfg.HangTimeout = cfg.RequestTimeout
 	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
-		Breaker: o.breaker.config(), Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
+		Breaker: bcfg, Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
 		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, HandOver: importer.HandOver})
 	if err != nil {
 		gw.Close()

@@ -38,9 +38,10 @@ type outcomeRouter struct {
 func newOutcomeRouter(rep outcomeReporter) *outcomeRouter { return &outcomeRouter{rep: rep} }
 
 // OnOutcome classifies a request's outcome on w with w's own status lists, as its owner's
-// breaker would (NoResponse when connErr), and reports a success or a failure to w's owner at
-// the epoch of w's record. It skips workers not imported from another gateway, workers with no
-// owner yet, and outcomes that are nothing (a capacity status).
+// breaker would (NoResponse when connErr, unless the status says NoResponseInTime), and reports
+// a success, a failure or a timeout to w's owner at the epoch of w's record. It skips workers
+// not imported from another gateway, workers with no owner yet, and outcomes that are nothing
+// (a capacity status).
 func (r *outcomeRouter) OnOutcome(w *pool.Worker, status int, connErr bool) {
 	if w == nil || w.Origin != pool.OriginMesh {
 		return
@@ -49,7 +50,7 @@ func (r *outcomeRouter) OnOutcome(w *pool.Worker, status int, connErr bool) {
 	if owner == "" {
 		return
 	}
-	if connErr {
+	if connErr && status != breaker.NoResponseInTime {
 		status = breaker.NoResponse
 	}
 	var o outcome.Outcome
@@ -58,6 +59,8 @@ func (r *outcomeRouter) OnOutcome(w *pool.Worker, status int, connErr bool) {
 		o = outcome.Success
 	case breaker.Failure:
 		o = outcome.Failure
+	case breaker.TimedOut:
+		o = outcome.TimedOut
 	default:
 		return
 	}
@@ -92,8 +95,11 @@ type remoteRecorder interface {
 func outcomeSink(rec remoteRecorder) outcome.Sink {
 	return func(_, id string, epoch uint64, o outcome.Outcome, n int) bool {
 		bo := breaker.Success
-		if o == outcome.Failure {
+		switch o {
+		case outcome.Failure:
 			bo = breaker.Failure
+		case outcome.TimedOut:
+			bo = breaker.TimedOut
 		}
 		return rec.RecordRemote(worker.ID(id), epoch, bo, n)
 	}

@@ -53,6 +53,7 @@ func TestOutcomeRouter(t *testing.T) {
 		{"404 succeeds", pool.OriginMesh, "gw-b", nil, 404, false, outcome.Success},
 		{"500 fails", pool.OriginMesh, "gw-b", nil, 500, false, outcome.Failure},
 		{"no answer fails", pool.OriginMesh, "gw-b", nil, 0, true, outcome.Failure},
+		{"no answer in time times out", pool.OriginMesh, "gw-b", nil, breaker.NoResponseInTime, true, outcome.TimedOut},
 		{"429 is nothing", pool.OriginMesh, "gw-b", nil, 429, false, 0},
 		{"own capacity list", pool.OriginMesh, "gw-b", &worker.Resilience{CapacityStatusCodes: []int{503}}, 503, false, 0},
 		{"own retryable list", pool.OriginMesh, "gw-b", &worker.Resilience{RetryableStatusCodes: []int{502}}, 500, false, outcome.Success},
@@ -116,6 +117,7 @@ func TestOutcomeSink(t *testing.T) {
 	}{
 		{"failures", "w1", 2, outcome.Failure, 2, true},
 		{"a success", "w1", 2, outcome.Success, 1, true},
+		{"a timeout", "w1", 2, outcome.TimedOut, 1, true},
 		{"another epoch", "w1", 3, outcome.Failure, 1, false},
 		{"another worker", "w2", 2, outcome.Failure, 1, false},
 	}
@@ -126,7 +128,7 @@ func TestOutcomeSink(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff([]string{"failure", "failure", "success"}, rec.got); diff != "" {
+	if diff := cmp.Diff([]string{"failure", "failure", "success", "timed_out"}, rec.got); diff != "" {
 		t.Errorf("recorded (-want +got):\n%s", diff)
 	}
 }
@@ -143,8 +145,9 @@ func TestClassifierCacheIsBounded(t *testing.T) {
 	}
 }
 
-// TestOutcomeReportsEndToEnd: gateway gw-b proxies to a worker gw-a owns; the outcome reaches
-// gw-a's recorder over gRPC on 127.0.0.1, and close lets gw-a's server stop gracefully.
+// TestOutcomeReportsEndToEnd: gateway gw-b proxies to a worker gw-a owns; the outcomes, a
+// failure and a timeout, reach gw-a's recorder over gRPC on 127.0.0.1, and close lets gw-a's
+// server stop gracefully.
 func TestOutcomeReportsEndToEnd(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -175,13 +178,16 @@ func TestOutcomeReportsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.router.OnOutcome(p.Get(w.ID), 502, false)
-	select {
-	case got := <-rec.got:
-		if want := string(w.ID) + " 2 failure 1"; got != want {
-			t.Errorf("recorded %q, want %q", got, want)
+	b.router.OnOutcome(p.Get(w.ID), breaker.NoResponseInTime, true)
+	for _, want := range []string{" 2 failure 1", " 2 timed_out 1"} {
+		select {
+		case got := <-rec.got:
+			if want = string(w.ID) + want; got != want {
+				t.Errorf("recorded %q, want %q", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the outcome did not reach the owner within 10 s")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the outcome did not reach the owner within 10 s")
 	}
 	b.close()
 	a.close()

@@ -24,10 +24,11 @@ func newCircuit(b *breaker.Breaker, cls breaker.Classifier) *circuit {
 func (c *circuit) Allow() bool { return c.b.Allow() }
 
 // record classifies one request's outcome on the worker and records it: a status in the
-// retryable list (and not a capacity status) or no answer at all is a failure, a capacity
+// retryable list (and not a capacity status) or no answer at all is a failure (no answer within
+// the request timeout, breaker.NoResponseInTime, a TimedOut the hang rule counts), a capacity
 // status is nothing, anything else a success.
 func (c *circuit) record(status int, connErr bool) {
-	if connErr {
+	if connErr && status != breaker.NoResponseInTime {
 		status = breaker.NoResponse
 	}
 	c.b.Record(c.cls.Load().Classify(status))

@@ -20,7 +20,10 @@
 //     failed, draining), and so its routability and the gateway's readiness. A promotion to
 //     ready calls the breaker's Promote, once per real promotion.
 //  5. OnOutcome, plugged into gateway.Config.OnOutcome, classifies each request's outcome on a
-//     worker (Classifier.Classify; NoResponse when no answer came) and records it. The gateway
+//     worker (Classifier.Classify; NoResponse when no answer came, NoResponseInTime when none
+//     came within the request timeout) and records it. With Options.Breaker.HangTimeout set,
+//     the breakers' hang rule (breaker/hang.go) opens the circuit of a worker that answers
+//     nobody while requests to it, through any gateway, time out, whatever its probes say. The gateway
 //     reports one outcome per worker per request, so a request's retries on one worker count
 //     once. Workers not owned here have no breaker attached and are not recorded.
 //     RecordRemote records, in order, the outcomes other gateways report for an owned worker

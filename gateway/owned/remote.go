@@ -18,7 +18,7 @@ func (m *Manager) RecordRemote(id worker.ID, epoch uint64, o breaker.Outcome, n 
 	if !owns {
 		return false
 	}
-	if o != breaker.Success && o != breaker.Failure {
+	if o != breaker.Success && o != breaker.Failure && o != breaker.TimedOut {
 		return true
 	}
 	for range n {

@@ -25,6 +25,7 @@ func TestRecordRemote(t *testing.T) {
 		{"failures open the circuit", true, 5, breaker.Failure, 3, true, 3, 0, false},
 		{"a long run", true, 5, breaker.Failure, 5000, true, 5000, 0, false},
 		{"successes", true, 5, breaker.Success, 4, true, 0, 4, true},
+		{"timeouts are failures", true, 5, breaker.TimedOut, 3, true, 3, 0, false},
 		{"ignored records nothing", true, 5, breaker.Ignored, 4, true, 0, 0, true},
 		{"zero records nothing", true, 5, breaker.Failure, 0, true, 0, 0, true},
 		{"an older epoch is refused", true, 4, breaker.Failure, 3, false, 0, 0, true},

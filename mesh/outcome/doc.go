@@ -7,8 +7,10 @@
 //  1. Classify. The gateway that served a request classifies its outcome on each worker it
 //     touched with that worker's own status lists (breaker.Classifier, DESIGN.md section 7),
 //     once per worker per request, retries included (once per attempt on an external
-//     provider, breaker/doc.go step 4). Only Success and Failure are reported;
-//     nothing (a capacity status, a shed) never is. Workers this gateway owns are recorded by
+//     provider, breaker/doc.go step 4). Only Success, Failure and TimedOut (a failure whose
+//     request got no answer within the request timeout, which the owner's hang rule counts:
+//     OUTCOME_FAILURE with timed_out on the wire) are reported; nothing (a capacity status, a
+//     shed) never is. Workers this gateway owns are recorded by
 //     its own breakers, never reported.
 //  2. Report. Reporter.Report(owner, worker, epoch, outcome) appends to the owner's pending
 //     runs under a mutex and returns: it never dials, sends or waits. An outcome identical to

@@ -20,11 +20,16 @@ const (
 	Success Outcome = iota + 1
 	// Failure counts towards opening the owner's circuit.
 	Failure
+	// TimedOut is a Failure whose request got no answer at all (not even a response header)
+	// within the request timeout; the owner's hang rule counts it too. On the wire it is
+	// OUTCOME_FAILURE with timed_out set, so that an owner that does not know the flag still
+	// counts a failure.
+	TimedOut
 )
 
-var outcomeNames = [...]string{0: "unspecified", Success: "success", Failure: "failure"}
+var outcomeNames = [...]string{0: "unspecified", Success: "success", Failure: "failure", TimedOut: "timed_out"}
 
-// String returns "success", "failure", or "unspecified" for the zero value.
+// String returns "success", "failure", "timed_out", or "unspecified" for the zero value.
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
@@ -32,26 +37,33 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
 
-// valid reports whether o is Success or Failure.
-func (o Outcome) valid() bool { return o == Success || o == Failure }
+// valid reports whether o is Success, Failure or TimedOut.
+func (o Outcome) valid() bool { return o == Success || o == Failure || o == TimedOut }
 
-func (o Outcome) proto() meshv1.Outcome {
+// proto returns the wire value of o and its timed_out flag.
+func (o Outcome) proto() (meshv1.Outcome, bool) {
 	switch o {
 	case Success:
-		return meshv1.Outcome_OUTCOME_SUCCESS
+		return meshv1.Outcome_OUTCOME_SUCCESS, false
 	case Failure:
-		return meshv1.Outcome_OUTCOME_FAILURE
+		return meshv1.Outcome_OUTCOME_FAILURE, false
+	case TimedOut:
+		return meshv1.Outcome_OUTCOME_FAILURE, true
 	}
-	return meshv1.Outcome_OUTCOME_UNSPECIFIED
+	return meshv1.Outcome_OUTCOME_UNSPECIFIED, false
 }
 
-// fromProto returns the Outcome of a wire value, 0 (invalid) for any other than success and
-// failure.
-func fromProto(o meshv1.Outcome) Outcome {
+// fromProto returns the Outcome of a wire value and its timed_out flag, 0 (invalid) for any
+// other than success and failure. The flag makes a failure TimedOut; on a success it means
+// nothing.
+func fromProto(o meshv1.Outcome, timedOut bool) Outcome {
 	switch o {
 	case meshv1.Outcome_OUTCOME_SUCCESS:
 		return Success
 	case meshv1.Outcome_OUTCOME_FAILURE:
+		if timedOut {
+			return TimedOut
+		}
 		return Failure
 	}
 	return 0

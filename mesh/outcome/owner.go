@@ -200,7 +200,8 @@ func (q *ownerQueue) flush() {
 func (q *ownerQueue) message(runs []run) *meshv1.OutcomeBatch {
 	m := &meshv1.OutcomeBatch{From: q.r.cfg.From, Runs: make([]*meshv1.OutcomeRun, len(runs))}
 	for i, r := range runs {
-		m.Runs[i] = &meshv1.OutcomeRun{WorkerId: r.worker, Epoch: r.epoch, Outcome: r.o.proto(), Count: r.count}
+		o, timedOut := r.o.proto()
+		m.Runs[i] = &meshv1.OutcomeRun{WorkerId: r.worker, Epoch: r.epoch, Outcome: o, TimedOut: timedOut, Count: r.count}
 	}
 	return m
 }

@@ -40,6 +40,14 @@ func TestReportMergesRunsInOrder(t *testing.T) {
 			sent: 7,
 		},
 		{
+			name: "timed-out failures are runs of their own, and reach the owner as such",
+			reports: []report{{"a", "w1", 1, s}, {"a", "w1", 1, f}, {"a", "w1", 1, TimedOut}, {"a", "w1", 1, TimedOut},
+				{"a", "w1", 1, f}},
+			want: []sinkCall{{"self", "w1", 1, s, 1}, {"self", "w1", 1, f, 1}, {"self", "w1", 1, TimedOut, 2},
+				{"self", "w1", 1, f, 1}},
+			sent: 5,
+		},
+		{
 			name: "nothing, no owner and this gateway as owner are skipped",
 			reports: []report{{"a", "w1", 1, 0}, {"", "w1", 1, s}, {"self", "w1", 1, s}, {"a", "w1", 1, f},
 				{"a", "w1", 1, 7}},

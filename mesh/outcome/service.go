@@ -114,10 +114,10 @@ func (s *Service) apply(b *meshv1.OutcomeBatch, ack *meshv1.OutcomeAck) {
 	}
 }
 
-// accept checks one run and hands it to the sink. A run without a worker, with an outcome
-// that is not success or failure, or with a count outside 1..MaxRunCount is rejected unread.
+// accept checks one run and hands it to the sink (a failure with timed_out as TimedOut). A run
+// without a worker, with an outcome that is not success or failure, or with a count outside 1..MaxRunCount is rejected unread.
 func (s *Service) accept(from string, r *meshv1.OutcomeRun) bool {
-	o, n := fromProto(r.GetOutcome()), r.GetCount()
+	o, n := fromProto(r.GetOutcome(), r.GetTimedOut()), r.GetCount()
 	if r.GetWorkerId() == "" || !o.valid() || n < 1 || n > MaxRunCount {
 		return false
 	}

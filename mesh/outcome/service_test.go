@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -58,6 +59,29 @@ func TestServiceRefusesMalformedRuns(t *testing.T) {
 				t.Errorf("counts = %+v, want %+v", got, wantCounts)
 			}
 		})
+	}
+}
+
+// TestServiceReadsTimedOut: a failure marked timed_out reaches the sink as TimedOut, an
+// unmarked one as Failure; the mark means nothing on a success.
+func TestServiceReadsTimedOut(t *testing.T) {
+	var got []Outcome
+	s, err := NewService(ServiceOptions{Logger: quiet, Sink: func(_, _ string, _ uint64, o Outcome, _ int) bool {
+		got = append(got, o)
+		return true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []*meshv1.OutcomeRun{
+		{WorkerId: "w", Outcome: meshv1.Outcome_OUTCOME_FAILURE, TimedOut: true, Count: 1},
+		{WorkerId: "w", Outcome: meshv1.Outcome_OUTCOME_FAILURE, Count: 1},
+		{WorkerId: "w", Outcome: meshv1.Outcome_OUTCOME_SUCCESS, TimedOut: true, Count: 1},
+	}
+	var ack meshv1.OutcomeAck
+	s.apply(&meshv1.OutcomeBatch{From: "p", Runs: runs}, &ack)
+	if want := []Outcome{TimedOut, Failure, Success}; !slices.Equal(got, want) {
+		t.Errorf("sink got %v, want %v", got, want)
 	}
 }
 

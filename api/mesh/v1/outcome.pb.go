@@ -150,7 +150,11 @@ type OutcomeRun struct {
 	Epoch   uint64  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Outcome Outcome `protobuf:"varint,3,opt,name=outcome,proto3,enum=meshgw.mesh.v1.Outcome" json:"outcome,omitempty"`
 	// count is the number of outcomes in the run, at least 1; a run of 0 is rejected.
-	Count         uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Count uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// timed_out marks a run of failures whose requests got no answer at all (not even a response
+	// header) within the request timeout. The owner counts them as failures, and towards its hang
+	// rule (breaker/hang.go). An owner that does not know the field counts them as failures.
+	TimedOut      bool `protobuf:"varint,5,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,6 +215,13 @@ func (x *OutcomeRun) GetCount() uint32 {
 		return x.Count
 	}
 	return 0
+}
+
+func (x *OutcomeRun) GetTimedOut() bool {
+	if x != nil {
+		return x.TimedOut
+	}
+	return false
 }
 
 // OutcomeAck is the owner's answer when the reporter closes the stream: how many reports (the
@@ -274,13 +285,14 @@ const file_mesh_v1_outcome_proto_rawDesc = "" +
 	"\x15mesh/v1/outcome.proto\x12\x0emeshgw.mesh.v1\"R\n" +
 	"\fOutcomeBatch\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12.\n" +
-	"\x04runs\x18\x02 \x03(\v2\x1a.meshgw.mesh.v1.OutcomeRunR\x04runs\"\x88\x01\n" +
+	"\x04runs\x18\x02 \x03(\v2\x1a.meshgw.mesh.v1.OutcomeRunR\x04runs\"\xa5\x01\n" +
 	"\n" +
 	"OutcomeRun\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x121\n" +
 	"\aoutcome\x18\x03 \x01(\x0e2\x17.meshgw.mesh.v1.OutcomeR\aoutcome\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\rR\x05count\"D\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1b\n" +
+	"\ttimed_out\x18\x05 \x01(\bR\btimedOut\"D\n" +
 	"\n" +
 	"OutcomeAck\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\x04R\baccepted\x12\x1a\n" +
