@@ -296,7 +296,10 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 		_ = im.cfg.Pool.SetBreaker(w.ID, &cur.rb)
 	}
 	if h, ok := pool.ParseHealth(b.Health); ok && w.Health() != h {
-		_, _ = im.cfg.Pool.SetHealth(w.ID, h)
+		_, _ = im.cfg.Pool.SetHealth(w.ID, h) // which ends a hung hold: the owner's verdict changed
+	}
+	if prevHealth != "" && prevBreaker != b.Breaker {
+		im.cfg.Pool.ReleaseHung(w.ID) // the owner's breaker moved: its verdict decides from now on
 	}
 	if !slices.Equal(w.DiscoveredModels(), b.Models) && (len(b.Models) > 0 || w.DiscoveredModels() != nil) {
 		_ = im.cfg.Pool.SetDiscoveredModels(w.ID, b.Models)

@@ -152,6 +152,44 @@ func TestImportedWorkerFollowsBulletins(t *testing.T) {
 	}
 }
 
+// TestOwnersVerdictEndsAHungHold: a worker this gateway held after a request to it got no
+// answer stays held through bulletins that change neither its health nor its owner's breaker
+// state, and is released by the first that changes either: the owner's verdict decides.
+func TestOwnersVerdictEndsAHungHold(t *testing.T) {
+	tests := []struct {
+		name         string
+		health, brk  string
+		wantReleased bool
+	}{
+		{"the same verdict keeps the hold", "ready", "closed", false},
+		{"the owner opened the circuit", "ready", "open", true},
+		{"the owner took it out of routing", "not_ready", "closed", true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newImportFixture(t)
+			id := f.put(spec(t, 8100+i), "a", 5)
+			send := func(seq uint64, health, brk string) {
+				f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: health,
+					Breaker: brk, BreakerReopenIn: time.Minute, BreakerFailures: int(seq), ProbeInterval: time.Second}})
+			}
+			send(1, "ready", "closed")
+			if !f.pool.HoldHung(id, time.Hour) || f.routable(id) {
+				t.Fatal("the hold did not take the worker out of routing")
+			}
+			send(2, tt.health, tt.brk)
+			held := f.pool.Get(id).Gates()&pool.GateHung != 0
+			if held == tt.wantReleased {
+				t.Errorf("held after the bulletin: %v, want %v", held, !tt.wantReleased)
+			}
+			if f.routable(id) {
+				t.Error("routable after the bulletin, which took it out")
+			}
+			f.pool.ReleaseHung(id) // stops the hold's timer
+		})
+	}
+}
+
 // State not refreshed for three probe intervals is stale and keeps its last value; news from
 // the owner (a beat) makes it fresh again.
 func TestImportedStateGoesStaleButStays(t *testing.T) {
