@@ -227,7 +227,8 @@ func recheck(path string) int {
 		gateways = append(gateways, g)
 	}
 	sort.Strings(gateways)
-	rep := chaos.Report{Invariants: chaos.Check(h, gateways, chaos.Config{}), Requests: check.CountRequests(h)}
+	rep := chaos.Report{Invariants: chaos.Check(h, gateways, chaos.Config{}), Requests: check.CountRequests(h),
+		LostByCause: chaos.LostByCause(h)}
 	rep.Print(os.Stdout)
 	if !rep.OK() {
 		return 1

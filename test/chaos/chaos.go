@@ -160,6 +160,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.Refused = nem.Refused()
 	rep.FaultSeconds, rep.BackSeconds, rep.WaitSeconds, rep.TurnSeconds = nem.Seconds()
 	rep.Requests = check.CountRequests(h)
+	rep.LostByCause = LostByCause(h)
 	rep.AdminOps = map[string]int{}
 	for _, a := range h.Admin {
 		rep.AdminOps[string(a.Kind)+"_"+string(a.Outcome)]++
@@ -180,7 +181,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // list their records at the end. meshgw-chaos --check runs it on a saved history.json.
 func Check(h history.History, gateways []string, cfg Config) map[string]check.Result {
 	cfg.defaults()
+	losses := check.Losses(h, cluster.RequestTimeout)
 	return map[string]check.Result{
+		"no_gateway_fault":    check.NoGatewayFault(losses),
+		"hang_losses":         check.HangLosses(h, losses),
 		"linearizable":        check.Linearizable(h, cfg.LinearizableTimeout),
 		"no_lost_ack":         check.NoLostAck(h, gateways),
 		"no_disabled_routing": check.NoDisabledRouting(h),
@@ -188,6 +192,11 @@ func Check(h history.History, gateways []string, cfg Config) map[string]check.Re
 		"owner_within_bound":  check.OwnerWithinBound(h, cfg.Grace, cfg.OwnerBound),
 		"fail_static":         check.FailStatic(h, cfg.MinServed),
 	}
+}
+
+// LostByCause counts the history's lost requests by cause (check.Losses).
+func LostByCause(h history.History) map[string]int {
+	return check.LostByCause(check.Losses(h, cluster.RequestTimeout))
 }
 
 // plan sets the engines' roles: the last engine (with 3 or more) takes the weight updates, the

@@ -32,9 +32,12 @@ type Report struct {
 	WaitSeconds map[string]float64 `json:"room_wait_seconds,omitempty"`
 	// TurnSeconds is the part of WaitSeconds the faults waited for their kind's turn (the
 	// kinds take turns by count), not for the rules.
-	TurnSeconds map[string]float64      `json:"turn_wait_seconds,omitempty"`
-	Skipped     map[string]string       `json:"skipped,omitempty"`
-	Requests    check.Requests          `json:"requests"`
+	TurnSeconds map[string]float64 `json:"turn_wait_seconds,omitempty"`
+	Skipped     map[string]string  `json:"skipped,omitempty"`
+	Requests    check.Requests     `json:"requests"`
+	// LostByCause counts the lost requests (failed_gateway and gateway_down) by cause:
+	// shutdown, engine_hang, engine_error, gateway_fault (check.Losses).
+	LostByCause map[string]int          `json:"lost_by_cause"`
 	AdminOps    map[string]int          `json:"admin_ops"`
 	Invariants  map[string]check.Result `json:"invariants"`
 	Errors      []string                `json:"nemesis_errors,omitempty"`
@@ -70,6 +73,7 @@ func (r Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "requests: ok=%d failed_no_worker=%d refused_drained=%d failed_gateway=%d gateway_down=%d\n",
 		r.Requests.OK, r.Requests.NoWorker, r.Requests.Drained, r.Requests.GatewayLost, r.Requests.GatewayDown)
+	printCounts(w, "lost by cause", r.LostByCause, "%d", false)
 	fmt.Fprintf(w, "admin:")
 	for _, k := range sortedKeys(r.AdminOps) {
 		fmt.Fprintf(w, " %s=%d", k, r.AdminOps[k])

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/meshgw/meshgw/test/chaos/history"
@@ -77,6 +78,8 @@ func checkers(h history.History) map[string]Result {
 		"single_owner":        SingleOwner(h),
 		"owner_within_bound":  OwnerWithinBound(h, 3*s, 20*s),
 		"fail_static":         FailStatic(h, 0.95),
+		"no_gateway_fault":    NoGatewayFault(Losses(h, 3*s)),
+		"hang_losses":         HangLosses(h, Losses(h, 3*s)),
 	}
 }
 
@@ -159,10 +162,27 @@ func TestEachInvariantCatchesItsBreak(t *testing.T) {
 			h.Owners = append(h.Owners, history.OwnerSample{At: 40 * s, Gateway: "n3", Rows: []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: 3}}})
 		}},
 		{"fail_static", func(h *history.History) {
-			// Most requests to running gateways were lost.
+			// Most requests to running gateways were lost, to a flapping engine's errors.
+			h.Engines = append(h.Engines, history.EngineFault{Worker: "w-1", Kind: "engine-flap", From: 59 * s, To: 71 * s})
 			for i := range 10 {
 				at := time.Duration(60+i) * s
-				h.Requests = append(h.Requests, history.Request{Gateway: "n2", Invoke: at, Complete: at + time.Millisecond, Class: history.GatewayLost})
+				h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Status: 503,
+					Invoke: at, Complete: at + time.Millisecond, Class: history.GatewayLost})
+			}
+		}},
+		{"no_gateway_fault", func(h *history.History) {
+			// A request lost with no engine fault, and its gateway up: the data plane's own.
+			served(h, 40)
+			h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Status: 502,
+				Invoke: 60 * s, Complete: 60*s + time.Millisecond, Class: history.GatewayLost})
+		}},
+		{"hang_losses", func(h *history.History) {
+			// n2 lost two requests to one hang of w-1: the second sent after the first timed out.
+			served(h, 40)
+			h.Engines = append(h.Engines, history.EngineFault{Worker: "w-1", Kind: "engine-hang", From: 59 * s, To: 68 * s})
+			for _, at := range []time.Duration{60 * s, 64 * s} {
+				h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Status: 504,
+					Invoke: at, Complete: at + 3*s, Class: history.GatewayLost})
 			}
 		}},
 	}
@@ -176,6 +196,15 @@ func TestEachInvariantCatchesItsBreak(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// served adds n requests served through n2 after 70 s, so that a few lost ones keep the rate.
+func served(h *history.History, n int) {
+	for i := range n {
+		at := 70*s + time.Duration(i)*time.Millisecond
+		h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Status: 200,
+			Invoke: at, Complete: at + time.Millisecond, Class: history.Served})
 	}
 }
 
@@ -494,4 +523,51 @@ func TestWeightUpdateNotStarted(t *testing.T) {
 // row is one gateway's view of w-1: its owner at epoch.
 func row(owner string, epoch uint64) []history.OwnerRow {
 	return []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: epoch}}
+}
+
+// TestLossesByCause: each lost request gets the cause its history shows, and the hang goal
+// counts per gateway and per hang.
+func TestLossesByCause(t *testing.T) {
+	ms := time.Millisecond
+	h := history.History{
+		Down: []history.Down{{Node: "n3", From: 10 * s, To: 12 * s, Reason: "kill"}},
+		Engines: []history.EngineFault{
+			{Worker: "w-1", Kind: "engine-hang", From: 20 * s, To: 28 * s},
+			{Worker: "w-2", Kind: "engine-flap", From: 30 * s, To: 32 * s},
+			{Worker: "w-1", Kind: "engine-hang", From: 40 * s, To: 48 * s},
+		},
+		Requests: []history.Request{
+			{Gateway: "n1", Worker: "w-1", Status: 200, Invoke: 1 * s, Complete: 1*s + ms, Class: history.Served},
+			{Gateway: "n1", Status: 503, Invoke: 2 * s, Complete: 2*s + ms, Class: history.NoWorker},
+			{Gateway: "n3", Invoke: 11 * s, Complete: 11*s + ms, Class: history.GatewayLost},                             // shutdown
+			{Gateway: "n1", Worker: "w-1", Status: 504, Invoke: 20 * s, Complete: 26 * s, Class: history.GatewayLost},    // hang 0
+			{Gateway: "n2", Worker: "w-1", Status: 504, Invoke: 21 * s, Complete: 27 * s, Class: history.GatewayLost},    // hang 0
+			{Gateway: "n2", Invoke: 21 * s, Complete: 31 * s, Class: history.GatewayLost},                                // hang 0, no answer
+			{Gateway: "n2", Invoke: 50 * s, Complete: 60 * s, Class: history.GatewayLost},                                // no hang then
+			{Gateway: "n1", Worker: "w-2", Status: 503, Invoke: 31 * s, Complete: 31*s + ms, Class: history.GatewayLost}, // flap
+			{Gateway: "n1", Worker: "w-3", Status: 503, Invoke: 31 * s, Complete: 31*s + ms, Class: history.GatewayLost}, // no fault on w-3
+			{Gateway: "n1", Worker: "w-2", Status: 504, Invoke: 41 * s, Complete: 44 * s, Class: history.GatewayLost},    // w-2 did not hang
+			{Gateway: "n1", Worker: "w-1", Status: 504, Invoke: 40 * s, Complete: 43 * s, Class: history.GatewayLost},    // hang 2
+		},
+	}
+	losses := Losses(h, 3*s)
+	var got []string
+	for _, l := range losses {
+		got = append(got, l.Cause)
+	}
+	want := []string{CauseShutdown, CauseEngineHang, CauseEngineHang, CauseEngineHang, CauseGatewayFault, CauseEngineError,
+		CauseGatewayFault, CauseGatewayFault, CauseEngineHang}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("causes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{CauseShutdown: 1, CauseEngineHang: 4, CauseEngineError: 1, CauseGatewayFault: 3}, LostByCause(losses)); diff != "" {
+		t.Errorf("by cause (-want +got):\n%s", diff)
+	}
+	if r := NoGatewayFault(losses); r.OK {
+		t.Errorf("no_gateway_fault held: %s", r.Detail)
+	}
+	r := HangLosses(h, losses)
+	if r.OK || !strings.Contains(r.Detail, "n2 lost 2 requests to the hang of w-1 at 20s (0 sent after its own timeout into it)") {
+		t.Errorf("hang_losses: ok=%v %s", r.OK, r.Detail)
+	}
 }

@@ -32,6 +32,10 @@ type Config struct {
 // AdminKey is the gateways' --admin-api-key: an isolated run's harness is not on their loopback.
 const AdminKey = "chaos-admin-key"
 
+// RequestTimeout is the gateways' --request-timeout-secs: how long a request waits on a worker
+// that does not answer before the gateway gives up on it.
+const RequestTimeout = 3 * time.Second
+
 // Node is one meshgw gateway.
 type Node struct {
 	ID, Host, NS                   string
@@ -141,7 +145,8 @@ func (c *Cluster) args(n *Node, join []string) []string {
 		"--prometheus-host", n.Host, "--prometheus-port", strconv.Itoa(n.Metrics),
 		"--mesh-port", strconv.Itoa(n.Mesh), "--raft-port", strconv.Itoa(n.Raft), "--rpc-port", strconv.Itoa(n.RPC),
 		"--mesh-advertise-host", n.Host, "--mesh-profile", "local", "--state-dir", n.Dir,
-		"--shutdown-settle-secs", "0", "--health-check-interval-secs", "1", "--request-timeout-secs", "3",
+		"--shutdown-settle-secs", "0", "--health-check-interval-secs", "1",
+		"--request-timeout-secs", strconv.Itoa(int(RequestTimeout / time.Second)),
 		"--owner-failover-grace-secs", strconv.Itoa(int(c.cfg.Grace / time.Second)),
 		"--log-level", "info", "--admin-api-key", AdminKey, "--drain-timeout-secs", "20",
 	}

@@ -1,6 +1,7 @@
 // Package history records what a chaos run did and saw: admin operations with their invocation
 // and response times and outcomes, client requests and the worker that served each, ownership
-// samples, and when each node was down; the checkers in test/chaos/check read it.
+// samples, when each node was down and when each engine was under a fault; the checkers in
+// test/chaos/check read it.
 package history
 
 import (
@@ -127,6 +128,16 @@ type Down struct {
 	Serving bool `json:"serving"`
 }
 
+// EngineFault is an interval in which an engine was under a fault that reaches model requests
+// (engine-hang, engine-flap): From is taken before the fault was set, To once it was cleared, so
+// the interval covers the fault.
+type EngineFault struct {
+	Worker string        `json:"worker"` // the engine's worker id
+	Kind   string        `json:"kind"`
+	From   time.Duration `json:"from"`
+	To     time.Duration `json:"to"`
+}
+
 // Final is one worker as one gateway lists it after the faults healed.
 type Final struct {
 	Found    bool `json:"found"`
@@ -141,6 +152,7 @@ type History struct {
 	Owners   []OwnerSample               `json:"owners"`
 	Probes   []ProbeSample               `json:"probes"`
 	Down     []Down                      `json:"down"`
+	Engines  []EngineFault               `json:"engine_faults,omitempty"`
 	Final    map[string]map[string]Final `json:"final"` // gateway → worker → what it lists
 	Weights  map[string]bool             `json:"weight_workers"`
 	End      time.Duration               `json:"end"`
@@ -222,6 +234,14 @@ func (r *Recorder) IsDown(node string) bool {
 	return false
 }
 
+// EngineFault records that worker's engine was under a fault of kind from from to now.
+func (r *Recorder) EngineFault(worker, kind string, from time.Duration) {
+	to := r.Now()
+	r.mu.Lock()
+	r.h.Engines = append(r.h.Engines, EngineFault{Worker: worker, Kind: kind, From: from, To: to})
+	r.mu.Unlock()
+}
+
 // Final records what gateway lists for worker after the faults healed.
 func (r *Recorder) Final(gateway, worker string, f Final) {
 	r.mu.Lock()
@@ -250,6 +270,7 @@ func (r *Recorder) Snapshot() History {
 	h.Owners = append([]OwnerSample(nil), r.h.Owners...)
 	h.Probes = append([]ProbeSample(nil), r.h.Probes...)
 	h.Down = append([]Down(nil), r.h.Down...)
+	h.Engines = append([]EngineFault(nil), r.h.Engines...)
 	h.Final = map[string]map[string]Final{}
 	for g, m := range r.h.Final {
 		h.Final[g] = map[string]Final{}

@@ -5,12 +5,20 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/meshgw/meshgw/test/chaos/workload"
 )
 
-// engineFault makes engine flap, hang or fail its weight updates for p.hold.
+// engineFault makes engine flap, hang or fail its weight updates for p.hold. A flap and a hang,
+// which reach model requests, are recorded with their interval, for the classification of lost
+// requests.
 func (n *Nemesis) engineFault(ctx context.Context, p plan, engine string) {
 	n.say("%s on %s for %v", p.kind, engine, p.hold.Round(time.Millisecond))
 	n.count(p.kind)
+	if p.kind == EngineFlap || p.kind == EngineHang {
+		from := n.Rec.Now()
+		defer n.Rec.EngineFault(workload.NewWorker(engine).ID, p.kind, from)
+	}
 	switch p.kind {
 	case EngineFlap:
 		// Down and up again a few times within the hold.
