@@ -177,7 +177,7 @@ func TestEachInvariantCatchesItsBreak(t *testing.T) {
 				Invoke: 60 * s, Complete: 60*s + time.Millisecond, Class: history.GatewayLost})
 		}},
 		{"hang_losses", func(h *history.History) {
-			// n2 lost two requests to one hang of w-1: the second sent after the first timed out.
+			// n2 lost two requests to one hang of w-1, the second sent after the first timed out.
 			served(h, 40)
 			h.Engines = append(h.Engines, history.EngineFault{Worker: "w-1", Kind: "engine-hang", From: 59 * s, To: 68 * s})
 			for _, at := range []time.Duration{60 * s, 64 * s} {
@@ -567,7 +567,13 @@ func TestLossesByCause(t *testing.T) {
 		t.Errorf("no_gateway_fault held: %s", r.Detail)
 	}
 	r := HangLosses(h, losses)
-	if r.OK || !strings.Contains(r.Detail, "n2 lost 2 requests to the hang of w-1 at 20s (0 sent after its own timeout into it)") {
-		t.Errorf("hang_losses: ok=%v %s", r.OK, r.Detail)
+	if want := "2 engine hangs, 2 of them cost requests: 2 times a gateway lost one, 1 times more than one"; !r.OK || !strings.Contains(r.Detail, want) {
+		t.Errorf("hang_losses: ok=%v %q, want ok and %q", r.OK, r.Detail, want)
+	}
+	h.Requests = append(h.Requests, history.Request{Gateway: "n2", Worker: "w-1", Status: 504, Invoke: 27 * s, Complete: 30 * s,
+		Class: history.GatewayLost})
+	after := "n2 sent a request at 27s into the hang of w-1 that began at 20s, after its own timeout into it came back at 27s"
+	if r := HangLosses(h, Losses(h, 3*s)); r.OK || !strings.Contains(r.Detail, after) {
+		t.Errorf("hang_losses: ok=%v %q, want a failure with %q", r.OK, r.Detail, after)
 	}
 }

@@ -112,24 +112,24 @@ func NoGatewayFault(losses []Loss) Result {
 	return Pass("none of %d lost requests was the data plane's own fault", len(losses))
 }
 
-// HangLosses checks that each gateway lost at most one request to each engine hang, and none it
-// had sent after an earlier one of its requests into that hang came back timed out (the
-// gateway then knew of the hang).
+// HangLosses checks that no gateway lost a request to an engine hang that it sent after one of
+// its requests into that hang had come back timed out: by then the gateway knew of the hang
+// (it holds the worker out of its routing at its first timeout). The detail also gives the
+// goal of one lost request per gateway per hang: a gateway's requests already in flight to the
+// engine when it hung (the workload's two client loops per gateway) all wait out the same
+// timeout, and are lost when no other worker is routable for their retry.
 func HangLosses(h history.History, losses []Loss) Result {
 	type key struct {
 		hang    int
 		gateway string
 	}
 	by := map[key][]history.Request{}
-	hangs := map[int]bool{}
 	for _, l := range losses {
 		if l.Cause == CauseEngineHang {
 			k := key{l.Hang, l.Request.Gateway}
 			by[k] = append(by[k], l.Request)
-			hangs[l.Hang] = true
 		}
 	}
-	var bad examples
 	keys := make([]key, 0, len(by))
 	for k := range by {
 		keys = append(keys, k)
@@ -137,21 +137,25 @@ func HangLosses(h history.History, losses []Loss) Result {
 	sort.Slice(keys, func(i, j int) bool {
 		return keys[i].hang < keys[j].hang || keys[i].hang == keys[j].hang && keys[i].gateway < keys[j].gateway
 	})
+	var bad examples
+	hangs := map[int]bool{}
+	one, more := 0, 0
 	for _, k := range keys {
+		hangs[k.hang] = true
 		qs := by[k]
-		if len(qs) < 2 {
+		if len(qs) == 1 {
+			one++
 			continue
 		}
-		sort.Slice(qs, func(i, j int) bool { return qs[i].Invoke < qs[j].Invoke })
-		after := 0
+		more++
+		sort.Slice(qs, func(i, j int) bool { return qs[i].Complete < qs[j].Complete })
 		for _, q := range qs[1:] {
 			if q.Invoke >= qs[0].Complete {
-				after++
+				f := h.Engines[k.hang]
+				bad.add("%s sent a request at %v into the hang of %s that began at %v, after its own timeout into it came back at %v",
+					k.gateway, q.Invoke.Round(time.Millisecond), f.Worker, f.From.Round(time.Millisecond), qs[0].Complete.Round(time.Millisecond))
 			}
 		}
-		f := h.Engines[k.hang]
-		bad.add("%s lost %d requests to the hang of %s at %v (%d sent after its own timeout into it)", k.gateway, len(qs),
-			f.Worker, f.From.Round(time.Millisecond), after)
 	}
 	total := 0
 	for _, f := range h.Engines {
@@ -160,7 +164,8 @@ func HangLosses(h history.History, losses []Loss) Result {
 		}
 	}
 	if bad.n > 0 {
-		return Fail("%s", bad.String())
+		return Fail("%d requests lost to a hang after their gateway's own timeout into it: %s", bad.n, bad.String())
 	}
-	return Pass("%d engine hangs, %d of them cost a request; no gateway lost more than one to a hang", total, len(hangs))
+	return Pass("%d engine hangs, %d of them cost requests: %d times a gateway lost one, %d times more than one, all in flight "+
+		"before its own timeout into the hang came back; none was sent after it", total, len(hangs), one, more)
 }
