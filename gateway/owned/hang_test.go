@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -45,14 +46,14 @@ func TestOwnerTakesOutAHungWorker(t *testing.T) {
 				f, id := hangFixture(t)
 				w := f.pool.Get(id)
 				f.m.RecordRemote(id, 1, breaker.Success, 5) // answered before it hung
-				advance(3 * time.Second)                    // the first requests into the hang time out
+				testkit.Advance(3 * time.Second)            // the first requests into the hang time out
 				if !f.m.RecordRemote(id, 1, breaker.TimedOut, 1) {
 					t.Fatal("the owner refused gateway b's report")
 				}
 				if !w.Allow() {
 					t.Fatal("one timeout opened the circuit")
 				}
-				advance(200 * time.Millisecond)
+				testkit.Advance(200 * time.Millisecond)
 				tt.second(f, id)
 				if w.Allow() {
 					t.Fatal("the circuit is still closed after two timeouts in silence")
@@ -60,7 +61,7 @@ func TestOwnerTakesOutAHungWorker(t *testing.T) {
 				if got := f.metric("meshgw_worker_cb_hang_opens_total", "worker", w.URL); got != 1 {
 					t.Errorf("meshgw_worker_cb_hang_opens_total = %v, want 1", got)
 				}
-				advance(30 * time.Second) // probes pass: not a promotion
+				testkit.Advance(30 * time.Second) // probes pass: not a promotion
 				if w.Allow() {
 					t.Error("passing probes let the worker back before the circuit's timeout")
 				}
@@ -81,10 +82,10 @@ func TestOwnerKeepsASlowWorker(t *testing.T) {
 		w := f.pool.Get(id)
 		for range 10 {
 			f.m.RecordRemote(id, 1, breaker.Success, 1) // gateway b: a request answered
-			advance(2 * time.Second)
+			testkit.Advance(2 * time.Second)
 			f.m.RecordRemote(id, 1, breaker.TimedOut, 1) // gateway c: a long prefill timed out
 			f.m.OnOutcome(w, breaker.NoResponseInTime, true)
-			advance(time.Second)
+			testkit.Advance(time.Second)
 		}
 		if !w.Allow() {
 			t.Fatal("the owner took out a worker that kept answering")
