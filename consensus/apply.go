@@ -26,13 +26,13 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if err != nil {
 		return fsm.Result{}, err
 	}
-	return n.apply(ctx, cmd.Type(), data, n.ID())
+	return n.ApplyEntry(ctx, cmd.Type(), data, n.ID())
 }
 
-// apply proposes an encoded entry on behalf of node from (this node, or the follower that
-// forwarded it), which the entry names (fsm.FSM.AppliedFor). Forwarding (step 6) hands the
-// leader entries in this form.
-func (n *Node) apply(ctx context.Context, typ fsm.CommandType, data []byte, from string) (fsm.Result, error) {
+// ApplyEntry is Apply for an entry already encoded (fsm.Encode) of type typ, proposed on behalf
+// of node from: this node, or the follower that forwarded it, which the entry names
+// (fsm.FSM.AppliedFor). Forwarding hands the leader entries in this form.
+func (n *Node) ApplyEntry(ctx context.Context, typ fsm.CommandType, data []byte, from string) (fsm.Result, error) {
 	if n.closed.Load() {
 		return fsm.Result{}, ErrShutdown
 	}

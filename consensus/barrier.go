@@ -2,12 +2,8 @@ package consensus
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
-
-	"google.golang.org/grpc"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
 )
@@ -25,13 +21,20 @@ const (
 	appliedPoll = time.Millisecond
 )
 
-// leaderReadIndex is the read index of this node, which must lead: once it committed an entry
+// ReadIndexPeers reaches other nodes' FleetAck service (api/consensus/v1), which answers
+// ReadIndex; consensus/fleetack serves it and implements this over its connections to peers.
+type ReadIndexPeers interface {
+	// FleetAckClient returns a client of node id's FleetAck service.
+	FleetAckClient(id string) (consensusv1.FleetAckClient, error)
+}
+
+// ReadIndex is the read index of this node, which must lead (the FleetAck service answers a
+// peer's ReadIndex with it): once it committed an entry
 // of its term (a Barrier, at most once a term) its FSM holds every entry of earlier terms; and
 // once a quorum confirmed its leadership (VerifyLeader), no other leader can have acknowledged
 // a write it does not hold. A write is acknowledged only after the leader applied it, so the
 // FSM's applied index then covers every write acknowledged before the call.
-func (a *FleetAck) leaderReadIndex(ctx context.Context) (uint64, error) {
-	n := a.node
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	if n.closed.Load() {
 		return 0, ErrShutdown
 	}
@@ -39,7 +42,7 @@ func (a *FleetAck) leaderReadIndex(ctx context.Context) (uint64, error) {
 		return 0, n.notLeader()
 	}
 	term := n.raft.CurrentTerm()
-	if a.readyTerm.Load() != term {
+	if n.readyTerm.Load() != term {
 		timeout := readyTimeout
 		if d, ok := ctx.Deadline(); ok {
 			timeout = min(timeout, time.Until(d))
@@ -50,37 +53,36 @@ func (a *FleetAck) leaderReadIndex(ctx context.Context) (uint64, error) {
 		if err := n.raft.Barrier(timeout).Error(); err != nil {
 			return 0, fmt.Errorf("%w: the leader's barrier failed: %v", ErrNoLeader, err)
 		}
-		a.readyTerm.Store(term)
+		n.readyTerm.Store(term)
 	} else if err := n.raft.VerifyLeader().Error(); err != nil {
 		return 0, fmt.Errorf("%w: leadership not confirmed: %v", ErrNoLeader, err)
 	}
 	return n.AppliedIndex(), nil
 }
 
-// Barrier is a read barrier: it returns once this node's FSM has applied every write
-// acknowledged before the call, by asking the leader's read index (itself, when it leads) and
-// waiting until the FSM applied it. A state read after it is as current as the leader's was.
-// Its errors are ErrNoLeader (no leader could be asked within a bound), ErrShutdown, ErrTimeout
-// and ctx's; nothing is ever written.
-func (a *FleetAck) Barrier(ctx context.Context) error {
-	idx, err := a.readIndex(ctx)
+// ReadBarrier is a read barrier: it returns once this node's FSM has applied every write
+// acknowledged before the call, by asking the leader's read index (itself, when it leads) over
+// peers and waiting until the FSM applied it. A state read after it is as current as the
+// leader's was. Its errors are ErrNoLeader (no leader could be asked within a bound),
+// ErrShutdown, ErrTimeout and ctx's; nothing is ever written.
+func (n *Node) ReadBarrier(ctx context.Context, peers ReadIndexPeers) error {
+	idx, err := n.readIndex(ctx, peers)
 	if err != nil {
 		return err
 	}
-	return a.waitFSM(ctx, idx)
+	return n.waitFSM(ctx, idx)
 }
 
 // readIndex asks the leader for its read index, following NOT_LEADER a bounded number of times
 // and waiting a bounded time for a leader to be known.
-func (a *FleetAck) readIndex(ctx context.Context) (uint64, error) {
-	n := a.node
+func (n *Node) readIndex(ctx context.Context, peers ReadIndexPeers) (uint64, error) {
 	waitUntil := time.Now().Add(readIndexLeaderWait)
 	for hop := 0; hop < readIndexHops; {
 		if n.closed.Load() {
 			return 0, ErrShutdown
 		}
 		if n.IsLeader() {
-			return a.leaderReadIndex(ctx)
+			return n.ReadIndex(ctx)
 		}
 		_, id := n.raft.LeaderWithID()
 		if id == "" {
@@ -93,7 +95,7 @@ func (a *FleetAck) readIndex(ctx context.Context) (uint64, error) {
 			continue
 		}
 		hop++
-		idx, next, err := a.askReadIndex(ctx, string(id))
+		idx, next, err := n.askReadIndex(ctx, peers, string(id))
 		if err == nil {
 			return idx, nil
 		}
@@ -107,16 +109,16 @@ func (a *FleetAck) readIndex(ctx context.Context) (uint64, error) {
 
 // askReadIndex asks one node, believed to lead, for its read index; next is the leader it
 // names when it does not lead.
-func (a *FleetAck) askReadIndex(ctx context.Context, leader string) (idx uint64, next string, err error) {
-	cc, err := a.conn(leader)
+func (n *Node) askReadIndex(ctx context.Context, peers ReadIndexPeers, leader string) (idx uint64, next string, err error) {
+	client, err := peers.FleetAckClient(leader)
 	if err != nil {
 		return 0, "", fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
 	// A paused or cut-off leader keeps the connection open and never answers: once this node
 	// knows another leader, ask that one (asking again is always safe for a read).
-	resp, movedTo, err := untilLeaderMoves(ctx, a.node, leader, DefaultAttemptTimeout, DefaultLeaderPoll,
+	resp, movedTo, err := untilLeaderMoves(ctx, n, leader, DefaultAttemptTimeout, DefaultLeaderPoll,
 		func(cctx context.Context) (*consensusv1.ReadIndexResponse, error) {
-			return consensusv1.NewFleetAckClient(cc).ReadIndex(cctx, &consensusv1.ReadIndexRequest{From: a.node.ID()})
+			return client.ReadIndex(cctx, &consensusv1.ReadIndexRequest{From: n.ID()})
 		})
 	if movedTo != "" {
 		return 0, movedTo, &NotLeaderError{Leader: movedTo}
@@ -136,20 +138,20 @@ func (a *FleetAck) askReadIndex(ctx context.Context, leader string) (idx uint64,
 	return 0, "", fmt.Errorf("%w: %s could not confirm its leadership", ErrNoLeader, leader)
 }
 
-// waitFSM waits until the FSM applied index, or ctx ends.
-func (a *FleetAck) waitFSM(ctx context.Context, index uint64) error {
-	if a.node.AppliedIndex() >= index {
+// waitFSM waits until the FSM applied index, or ctx ends, or the node shuts down.
+func (n *Node) waitFSM(ctx context.Context, index uint64) error {
+	if n.AppliedIndex() >= index {
 		return nil
 	}
-	signals, stop := a.node.Watch()
+	signals, stop := n.Watch()
 	defer stop()
 	tick := time.NewTicker(appliedPoll)
 	defer tick.Stop()
-	for a.node.AppliedIndex() < index {
+	for n.AppliedIndex() < index {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: this node applied %d of the leader's %d", ctx.Err(), a.node.AppliedIndex(), index)
-		case <-a.stop:
+			return fmt.Errorf("%w: this node applied %d of the leader's %d", ctx.Err(), n.AppliedIndex(), index)
+		case <-n.stop:
 			return ErrShutdown
 		case <-signals:
 		case <-tick.C:

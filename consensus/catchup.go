@@ -37,7 +37,7 @@ type CatchUp struct {
 	// Node is the raft node. Required.
 	Node CatchUpNode
 	// Barrier asks the leader its read index and waits until this node applied it
-	// (FleetAck.Barrier). Required.
+	// (Node.ReadBarrier; fleetack.FleetAck.Barrier over its connections). Required.
 	Barrier func(ctx context.Context) error
 	// Poll backs up the node's signals. Zero means DefaultCatchUpPoll.
 	Poll time.Duration

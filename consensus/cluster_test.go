@@ -29,6 +29,13 @@ func startCluster(t *testing.T, size int) *cluster {
 // startClusterTuned starts size in-memory voters whose raft configuration tune sets.
 func startClusterTuned(t *testing.T, size int, tune func(*raft.Config)) *cluster {
 	t.Helper()
+	return startClusterWith(t, size, func(_ int, c *Config) { c.Tune = tune })
+}
+
+// startClusterWith starts size in-memory voters, ephemeral on clusterRaft, whose configuration
+// with then adjusts.
+func startClusterWith(t *testing.T, size int, with func(i int, c *Config)) *cluster {
+	t.Helper()
 	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
 	var servers []raft.Server
 	for i := range size {
@@ -39,14 +46,16 @@ func startClusterTuned(t *testing.T, size int, tune func(*raft.Config)) *cluster
 	}
 	c.heal()
 	for i, s := range servers {
-		c.nodes = append(c.nodes, startNode(t, Config{
+		cfg := Config{
 			NodeID:           string(s.ID),
 			Ephemeral:        true,
 			Transport:        c.trans[i],
 			Registerer:       prometheus.NewRegistry(),
 			BootstrapServers: servers,
-			Tune:             tune,
-		}))
+			Tune:             clusterRaft,
+		}
+		with(i, &cfg)
+		c.nodes = append(c.nodes, startNode(t, cfg))
 	}
 	return c
 }

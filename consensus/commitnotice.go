@@ -20,13 +20,13 @@ const (
 	noticeDeliverTimeout = time.Second
 )
 
-// commitNotice is the leader's word that an entry committed (api/consensus/v1 CommitNotice):
-// from, leading in leaderTerm, applied the entry at index, whose term is entryTerm.
-type commitNotice struct {
-	from       string
-	index      uint64
-	entryTerm  uint64
-	leaderTerm uint64
+// CommitNotice is the leader's word that an entry committed (api/consensus/v1 CommitNotice):
+// From, leading in LeaderTerm, applied the entry at Index, whose term is EntryTerm.
+type CommitNotice struct {
+	From       string
+	Index      uint64
+	EntryTerm  uint64
+	LeaderTerm uint64
 }
 
 // commitRelay hands this node's raft the commit notices of its leader. hashicorp/raft tells a
@@ -35,8 +35,8 @@ type commitNotice struct {
 // came, and a fleet-acknowledged write would wait that long, or for a Barrier entry the leader
 // appended after each write (two more log appends in a row, each with its fsyncs).
 //
-// The leader instead pushes a notice each time its FSM applies an entry, on the WatchApplied
-// stream its followers keep open (barrier.go, ackfeed.go), and the relay delivers it to raft as
+// The leader instead pushes a notice each time its FSM applies an entry (LeaderNotice), on the
+// WatchApplied stream its followers keep open (consensus/fleetack), and the relay delivers it to raft as
 // the AppendEntries the leader would have sent at its next CommitTimeout: no entries, the
 // notice's entry as the previous one, and its index as the leader's commit index. raft checks
 // it as any AppendEntries: a term below its own is ignored; an entry of another term at that
@@ -51,12 +51,12 @@ type commitNotice struct {
 type commitRelay struct {
 	n    *Node
 	mu   sync.Mutex
-	next commitNotice // the latest notice not delivered yet; index 0 when none
+	next CommitNotice // the latest notice not delivered yet; index 0 when none
 	wake chan struct{}
 
 	// delivered is the last notice delivered, and deliveredSig is closed and replaced after
 	// each (keepCommit).
-	delivered    atomic.Pointer[commitNotice]
+	delivered    atomic.Pointer[CommitNotice]
 	deliveredSig atomic.Pointer[chan struct{}]
 }
 
@@ -68,18 +68,18 @@ func newCommitRelay(n *Node) *commitRelay {
 }
 
 // lastDelivered returns the last notice delivered (zero: none) and a channel closed at the next.
-func (r *commitRelay) lastDelivered() (commitNotice, <-chan struct{}) {
+func (r *commitRelay) lastDelivered() (CommitNotice, <-chan struct{}) {
 	sig := *r.deliveredSig.Load() // before the notice: none slips between
 	if c := r.delivered.Load(); c != nil {
 		return *c, sig
 	}
-	return commitNotice{}, sig
+	return CommitNotice{}, sig
 }
 
 // offer queues a notice, replacing an older one: a later commit index covers an earlier one.
-func (r *commitRelay) offer(c commitNotice) {
+func (r *commitRelay) offer(c CommitNotice) {
 	r.mu.Lock()
-	if c.index <= r.next.index && c.leaderTerm <= r.next.leaderTerm {
+	if c.Index <= r.next.Index && c.LeaderTerm <= r.next.LeaderTerm {
 		r.mu.Unlock()
 		return
 	}
@@ -92,11 +92,11 @@ func (r *commitRelay) offer(c commitNotice) {
 }
 
 // take returns the queued notice and clears it.
-func (r *commitRelay) take() commitNotice {
+func (r *commitRelay) take() CommitNotice {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.next
-	r.next = commitNotice{}
+	r.next = CommitNotice{}
 	return c
 }
 
@@ -105,7 +105,7 @@ func (r *commitRelay) run(stop <-chan struct{}) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	var pending commitNotice // a notice whose entry this node's log lacks
+	var pending CommitNotice // a notice whose entry this node's log lacks
 	var since time.Time
 	wait := noticeRetryFirst
 	for {
@@ -113,12 +113,12 @@ func (r *commitRelay) run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-r.wake:
-			if c := r.take(); c.leaderTerm > pending.leaderTerm || c.index > pending.index {
+			if c := r.take(); c.LeaderTerm > pending.LeaderTerm || c.Index > pending.Index {
 				pending, since, wait = c, time.Now(), noticeRetryFirst
 			}
 		case <-retry.C:
 		}
-		if pending.index == 0 {
+		if pending.Index == 0 {
 			continue
 		}
 		switch r.n.deliverNotice(pending, stop) {
@@ -134,7 +134,7 @@ func (r *commitRelay) run(stop <-chan struct{}) {
 			next := make(chan struct{})
 			close(*r.deliveredSig.Swap(&next))
 		}
-		pending = commitNotice{}
+		pending = CommitNotice{}
 	}
 }
 
@@ -150,27 +150,27 @@ const (
 
 // deliverNotice hands raft the AppendEntries a commit notice stands for, when raft would take
 // it from the notice's sender (see commitRelay).
-func (n *Node) deliverNotice(c commitNotice, stop <-chan struct{}) noticeOutcome {
-	if n.raft.State() != raft.Follower || n.raft.CurrentTerm() != c.leaderTerm || n.raft.CommitIndex() >= c.index {
+func (n *Node) deliverNotice(c CommitNotice, stop <-chan struct{}) noticeOutcome {
+	if n.raft.State() != raft.Follower || n.raft.CurrentTerm() != c.LeaderTerm || n.raft.CommitIndex() >= c.Index {
 		return noticeStale
 	}
 	addr, id := n.raft.LeaderWithID()
-	if addr == "" || string(id) != c.from {
+	if addr == "" || string(id) != c.From {
 		return noticeStale
 	}
 	var l raft.Log
-	if err := n.stores.log.GetLog(c.index, &l); err != nil {
+	if err := n.stores.log.GetLog(c.Index, &l); err != nil {
 		return noticeLacksEntry
 	}
-	if l.Term != c.entryTerm {
+	if l.Term != c.EntryTerm {
 		return noticeConflicts
 	}
 	leader := n.trans.EncodePeer(id, addr)
 	rpc := raft.RPC{
 		Command: &raft.AppendEntriesRequest{
 			RPCHeader:    raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: leader},
-			Term:         c.leaderTerm,
-			PrevLogEntry: c.index, PrevLogTerm: c.entryTerm, LeaderCommitIndex: c.index,
+			Term:         c.LeaderTerm,
+			PrevLogEntry: c.Index, PrevLogTerm: c.EntryTerm, LeaderCommitIndex: c.Index,
 		},
 		RespChan: make(chan raft.RPCResponse, 1), // raft answers without waiting; nobody reads it
 	}
@@ -180,8 +180,24 @@ func (n *Node) deliverNotice(c commitNotice, stop <-chan struct{}) noticeOutcome
 	return noticeDelivered
 }
 
-// offerNotice passes a commit notice from peer from to the relay.
-func (n *Node) offerNotice(c commitNotice) {
+// LeaderNotice is the commit notice for the last entry this node's FSM applied, when it leads.
+// The term is read before and after the state, so that the notice names a term in which this
+// node led (raft changes the state before the term when it steps down).
+func (n *Node) LeaderNotice() (CommitNotice, bool) {
+	term := n.raft.CurrentTerm()
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return CommitNotice{}, false
+	}
+	index, entryTerm := n.fsm.AppliedEntry()
+	if entryTerm == 0 {
+		return CommitNotice{}, false // loaded or restored, not applied: its term is not known
+	}
+	return CommitNotice{From: n.ID(), Index: index, EntryTerm: entryTerm, LeaderTerm: term}, true
+}
+
+// OfferNotice passes a commit notice its leader sent to the relay, which hands it to raft when
+// raft would take it from that leader.
+func (n *Node) OfferNotice(c CommitNotice) {
 	if n.relay != nil {
 		n.relay.offer(c)
 	}
@@ -201,8 +217,8 @@ func (n *Node) keepCommit() {
 		applied := n.fsm.AppliedSignal() // before the entries: none slips between
 		notice, delivered := n.relay.lastDelivered()
 		index, term := n.fsm.AppliedEntry()
-		if notice.index > index {
-			index, term = notice.index, notice.entryTerm
+		if notice.Index > index {
+			index, term = notice.Index, notice.EntryTerm
 		}
 		if term != 0 && index > db.CommitIndex() {
 			_, err := db.SaveCommit(index, term)

@@ -260,7 +260,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 // local applies on this node. An entry that reached this node's log while it led and whose
 // outcome is unknown (leadership lost) may be re-sent.
 func (f *Forwarder) local(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
-	res, err := f.node.apply(ctx, typ, data, f.node.ID())
+	res, err := f.node.ApplyEntry(ctx, typ, data, f.node.ID())
 	if errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrShutdown) && ctx.Err() == nil {
 		return res, &unanswered{leader: f.node.ID(), err: err}
 	}

@@ -67,24 +67,8 @@ func (u *unanswered) settle(res fsm.Result, err error) (fsm.Result, error) {
 	return fsm.Result{}, fmt.Errorf("%w; re-sending it wrote nothing: %v", u.err, err)
 }
 
-// leaderID returns the leader this node knows (see knownLeader).
-func (f *Forwarder) leaderID() (id string, ok bool) { return knownLeader(f.node) }
-
-// knownLeader returns the leader n knows, itself when it leads; ok is false when it knows none.
-// A shut-down node counts as knowing one, "": the next attempt says ErrShutdown.
-func knownLeader(n *Node) (id string, ok bool) {
-	if n.closed.Load() {
-		return "", true
-	}
-	if n.IsLeader() {
-		return n.ID(), true
-	}
-	_, lid := n.raft.LeaderWithID()
-	if lid == "" || string(lid) == n.ID() {
-		return "", false
-	}
-	return string(lid), true
-}
+// leaderID returns the leader this node knows (see Node.Leader).
+func (f *Forwarder) leaderID() (id string, ok bool) { return f.node.Leader() }
 
 // untilLeaderMoves runs call, a request to the leader asked, and waits for its answer. After
 // patience without one it looks at n's leadership every poll, and gives the call up
@@ -126,7 +110,7 @@ func untilLeaderMoves[T any](ctx context.Context, n *Node, asked string, patienc
 			watch = time.NewTicker(poll)
 			tick = watch.C
 		case <-tick:
-			now, ok := knownLeader(n)
+			now, ok := n.Leader()
 			if !ok || now == asked {
 				continue
 			}

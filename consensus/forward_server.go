@@ -81,7 +81,7 @@ func (s *forwardServer) Apply(ctx context.Context, req *consensusv1.ApplyRequest
 		n.log.Warn("refused a forwarded raft entry that does not decode", "from", req.From, "err", err)
 		return &consensusv1.ApplyResponse{Status: consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY, Message: err.Error()}, nil
 	}
-	res, err := n.apply(ctx, typ, req.Entry, req.From)
+	res, err := n.ApplyEntry(ctx, typ, req.Entry, req.From)
 	a := answer(res, err)
 	if n.log.Enabled(ctx, slog.LevelDebug) {
 		n.log.Debug("forwarded write", "from", req.From, "command", typ, "status", a.Status, "index", a.Index, "err", err)
@@ -89,7 +89,7 @@ func (s *forwardServer) Apply(ctx context.Context, req *consensusv1.ApplyRequest
 	return a, nil
 }
 
-// answer turns what Node.apply returned into the answer, keeping its meaning for the write.
+// answer turns what Node.ApplyEntry returned into the answer, keeping its meaning for the write.
 func answer(res fsm.Result, err error) *consensusv1.ApplyResponse {
 	status := func(s consensusv1.ApplyStatus) *consensusv1.ApplyResponse {
 		return &consensusv1.ApplyResponse{Status: s, Message: errMessage(err)}

@@ -30,7 +30,10 @@ type Node struct {
 	// relay hands raft the leader's commit notices (commitnotice.go).
 	relay *commitRelay
 	// hb follows the leader's heartbeats to each peer (heartbeats.go).
-	hb          *heartbeats
+	hb *heartbeats
+	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
+	// its commit index covers every entry of earlier terms (ReadIndex).
+	readyTerm   atomic.Uint64
 	incarnation string
 	stores      stores
 	met         *metrics
@@ -331,6 +334,36 @@ func (n *Node) HasLeader() bool {
 // IsLeader reports whether this node is the raft leader right now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// Leader returns the leader this node knows, itself when it leads; ok is false when it knows
+// none. A shut-down node counts as knowing one, "", so that a caller waiting for a leader stops
+// waiting and its next attempt says ErrShutdown.
+func (n *Node) Leader() (id string, ok bool) {
+	if n.closed.Load() {
+		return "", true
+	}
+	if n.IsLeader() {
+		return n.ID(), true
+	}
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" || string(lid) == n.ID() {
+		return "", false
+	}
+	return string(lid), true
+}
+
+// WatchLeader returns a channel that receives after changes of the leader this node knows
+// (raft's LeaderObservation), coalesced in a buffer of one, and a function that stops the
+// watch.
+func (n *Node) WatchLeader() (<-chan raft.Observation, func()) {
+	changes := make(chan raft.Observation, 1)
+	obs := raft.NewObserver(changes, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(obs)
+	return changes, func() { n.raft.DeregisterObserver(obs) }
+}
+
 // Worker returns a copy of the applied record of id.
 func (n *Node) Worker(id worker.ID) (fsm.Record, bool) { return n.fsm.Worker(id) }
 
@@ -357,6 +390,10 @@ func (n *Node) ClusterID() string { return n.fsm.ClusterID() }
 // AppliedIndex returns the raft index of the last command applied on this node: what it
 // publishes for fleet-acknowledged writes.
 func (n *Node) AppliedIndex() uint64 { return n.fsm.AppliedIndex() }
+
+// AppliedFor returns the index of the last entry proposed by node from (Apply, or a write it
+// forwarded) that this node applied; see fsm.FSM.AppliedFor.
+func (n *Node) AppliedFor(from string) uint64 { return n.fsm.AppliedFor(from) }
 
 // AppliedSignal returns a channel closed the next time the applied index changes, by any
 // entry (fsm.FSM.AppliedSignal).

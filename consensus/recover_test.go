@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // Two of three voters are lost for good: the survivor, given a peers.json naming itself alone,
@@ -28,11 +29,17 @@ func TestRecoverFromPeersFile(t *testing.T) {
 		dirs[i] = d.Path
 	}
 	onDisk := func(i int, c *Config) { c.Ephemeral, c.StateDir = false, dirs[i] }
-	c := startAckCluster(t, 3, 10*time.Second, func(_ int, n *Node) Applied { return n }, onDisk)
+	c := startClusterWith(t, 3, onDisk)
 	lead := c.waitLeader(t, 0, 1, 2)
-	c.register(t, lead, 8001)
-	_, rec := c.register(t, lead, 8002)
-	waitFor(t, "n1 applied both", func() bool { _, ok := c.nodes[0].Worker(rec.ID); return ok })
+	var rec worker.ID
+	for _, port := range []int{8001, 8002} {
+		res, err := c.nodes[lead].Apply(context.Background(), fsm.Register{Spec: spec(t, port), Owner: "n1", At: time.Unix(1, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = res.Record.ID
+	}
+	waitFor(t, "n1 applied both", func() bool { _, ok := c.nodes[0].Worker(rec); return ok })
 	want := c.nodes[0].Workers()
 	for _, n := range c.nodes {
 		crash(t, n)

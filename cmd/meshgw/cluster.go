@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
@@ -56,10 +57,9 @@ type cluster struct {
 	rpc      *grpc.Server
 	rpcAddr  string // advertised
 
-	// acks makes admin writes fleet-acknowledged (acks.go); applied is the data plane it
-	// reports, set once the reconciler exists.
-	acks    *consensus.FleetAck
-	applied lateApplied
+	// acks makes admin writes fleet-acknowledged (acks.go); its data plane is set once the
+	// reconciler exists.
+	acks *fleetack.FleetAck
 
 	caughtUp     chan struct{}
 	caughtUpOnce sync.Once

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 )
@@ -55,7 +56,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 		"raft voters the leader keeps; other gateways are non-voters. 0: chosen by the fleet's size (1 or 2 gateways: 1, 3 or 4: 3, 5 or more: 5), counting gateways that are down, and those that left or drained until --dead-voter-grace-secs after")
 	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
-	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(consensus.DefaultFleetAckTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
+	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(fleetack.DefaultTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
 	fs.BoolVar(&f.leaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, drain this gateway as meshctl drain does (its workers, raft leadership and voter seat go to other gateways, then it leaves) before it stops; without it a quick restart comes back as the owner")
 	fs.IntVar(&f.drainTimeout, "drain-timeout-secs", int(defaultDrainTimeout/time.Second), "seconds a drain (POST /mesh/drain, --leave-on-terminate) waits for the drained gateways to hand everything over and leave before it answers what is left")
 	fs.BoolVar(&f.autoRebalance, "auto-rebalance", false, "the raft leader evens out worker ownership (as meshctl rebalance does) once membership settles after a join or a failover")

@@ -215,7 +215,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Imports: importer,
 		CaughtUp: cl.caughtUp, AppliedIndex: node.AppliedIndex, AppliedSignal: node.AppliedSignal, Logger: log})
 	reconciler.Start()
-	cl.applied.r.Store(reconciler)
+	cl.acks.SetLocal(reconciler)
 	defer reconciler.Stop()
 	restoreImports(importer, node, log)
 	defer fleet.KeepImports(importer, node, 0, log)()

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -80,7 +81,7 @@ func (a *FleetAck) feed(id string) *peerFeed {
 // WatchApplied, or at Close.
 func (a *FleetAck) follow(id string, f *peerFeed) {
 	defer a.wg.Done()
-	defer a.node.recoverLog("fleet-ack feed")
+	defer a.recoverLog("fleet-ack feed")
 	defer func() {
 		a.mu.Lock()
 		if a.feeds[id] == f {
@@ -147,7 +148,7 @@ func (a *FleetAck) stream(ctx context.Context, id string, f *peerFeed) (got bool
 		}
 		got = true
 		if c := m.Commit; c != nil {
-			a.node.offerNotice(commitNotice{from: id, index: c.Index, entryTerm: c.EntryTerm, leaderTerm: c.LeaderTerm})
+			a.notices.OfferNotice(consensus.CommitNotice{From: id, Index: c.Index, EntryTerm: c.EntryTerm, LeaderTerm: c.LeaderTerm})
 		}
 		if m.Applied > 0 {
 			f.set(func(f *peerFeed) { f.applied = max(f.applied, m.Applied) })

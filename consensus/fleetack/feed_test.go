@@ -11,7 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // How a node of an ackCluster serves WatchApplied.
@@ -65,7 +68,7 @@ func (s *countingStream) RecvMsg(m any) error {
 func (s *countingStream) SendMsg(m any) error {
 	if a, ok := m.(*consensusv1.AppliedIndex); ok && a.Applied > 0 {
 		s.c.pushedMu.Lock()
-		s.c.pushed[[2]string{s.c.nodes[s.node].ID(), s.from}]++
+		s.c.pushed[[2]string{s.c.Nodes[s.node].ID(), s.from}]++
 		s.c.pushedMu.Unlock()
 	}
 	return s.ServerStream.SendMsg(m)
@@ -75,19 +78,19 @@ func (s *countingStream) SendMsg(m any) error {
 func (c *ackCluster) pushes(from, to int) int {
 	c.pushedMu.Lock()
 	defer c.pushedMu.Unlock()
-	return c.pushed[[2]string{c.nodes[from].ID(), c.nodes[to].ID()}]
+	return c.pushed[[2]string{c.Nodes[from].ID(), c.Nodes[to].ID()}]
 }
 
 // registerFor writes a registration through the leader on behalf of node writer, as the
 // leader does for a write writer forwarded, and returns its index.
 func (c *ackCluster) registerFor(t *testing.T, lead, writer, port int) uint64 {
 	t.Helper()
-	cmd := fsm.Register{Spec: spec(t, port), Owner: "n1", At: time.Unix(1, 0)}
+	cmd := fsm.Register{Spec: consensustest.Spec(t, port), Owner: "n1", At: time.Unix(1, 0)}
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.nodes[lead].apply(context.Background(), cmd.Type(), data, c.nodes[writer].ID())
+	res, err := c.Nodes[lead].ApplyEntry(context.Background(), cmd.Type(), data, c.Nodes[writer].ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +110,9 @@ func (c *ackCluster) askedTotal() int64 {
 // for the writer's own writes (each entry names the node that proposed it): nothing is sent to
 // a gateway for the writes of others, which it does not wait for.
 func TestPeersPushTheirAppliedIndex(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	f := follower(lead, 3)
 	other := follower(f, 3)
 	for _, writer := range []int{f, lead} {
@@ -129,7 +132,7 @@ func TestPeersPushTheirAppliedIndex(t *testing.T) {
 		last = c.registerFor(t, lead, lead, 8180+i)
 		c.acks[lead].Acknowledge(context.Background(), last)
 	}
-	waitApplied(t, c.nodes, last)
+	consensustest.WaitApplied(t, c.Nodes, last)
 	if got := c.pushes(other, f) - before; got != 0 {
 		t.Errorf("n%d pushed n%d %d applied indexes for 10 writes of n%d; want none", other+1, f+1, got, lead+1)
 	}
@@ -139,9 +142,9 @@ func TestPeersPushTheirAppliedIndex(t *testing.T) {
 // whose stream stalls is asked after feedGrace: both acknowledge, long before the timeout.
 func TestPeersWithoutAStreamAreAsked(t *testing.T) {
 	for _, mode := range []int32{watchUnimplemented, watchSilent} {
-		c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-		lead := c.waitLeader(t, 0, 1, 2)
-		waitReady(t, c.nodes[lead])
+		c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+		lead := c.WaitLeader(t, 0, 1, 2)
+		consensustest.WaitReady(t, c.Nodes[lead])
 		writer, other := follower(lead, 3), follower(follower(lead, 3), 3)
 		c.watch[other].Store(mode)
 		for i := range 3 {
@@ -164,9 +167,9 @@ func TestPeersWithoutAStreamAreAsked(t *testing.T) {
 // A peer that served no WatchApplied (an older version) is tried again after feedRecheck: once
 // it serves the stream (upgraded), the writer follows it and asks it nothing more.
 func TestUpgradedPeerIsFollowedAgain(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	writer, other := follower(lead, 3), follower(follower(lead, 3), 3)
 	c.acks[writer].recheck.Store(int64(100 * time.Millisecond))
 	c.watch[other].Store(watchUnimplemented)
@@ -178,8 +181,8 @@ func TestUpgradedPeerIsFollowedAgain(t *testing.T) {
 		t.Fatalf("n%d, which served no stream, was not asked", other+1)
 	}
 	c.watch[other].Store(watchServed) // upgraded
-	id := c.nodes[other].ID()
-	waitFor(t, "the writer to follow the upgraded peer's stream", func() bool {
+	id := c.Nodes[other].ID()
+	testkit.For(t, "the writer to follow the upgraded peer's stream", func() bool {
 		applied, unsupported, _, _ := c.acks[writer].feed(id).get()
 		return !unsupported && applied > 0
 	})
@@ -198,18 +201,18 @@ func TestUpgradedPeerIsFollowedAgain(t *testing.T) {
 // A watcher that does not ask for its own writes only (a gateway of an older version) is sent
 // every index its peer applies, as before.
 func TestOlderWatchersGetEveryIndex(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	f := follower(lead, 3)
-	cc, err := grpc.NewClient(c.addrs[c.nodes[lead].ID()], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(c.Addrs[c.Nodes[lead].ID()], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := consensusv1.NewFleetAckClient(cc).WatchApplied(ctx, &consensusv1.WatchAppliedRequest{From: c.nodes[f].ID()})
+	st, err := consensusv1.NewFleetAckClient(cc).WatchApplied(ctx, &consensusv1.WatchAppliedRequest{From: c.Nodes[f].ID()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,48 +5,79 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/mesh"
 )
 
-// DefaultFleetAckTimeout is --fleet-ack-timeout-secs: how long a write waits for the fleet to
-// apply it before it answers naming the peers that lag.
-const DefaultFleetAckTimeout = 5 * time.Second
+// DefaultTimeout is --fleet-ack-timeout-secs: how long a write waits for the fleet to apply it
+// before it answers naming the peers that lag.
+const DefaultTimeout = 5 * time.Second
 
 // leaderFeedEvery is how often a follower checks that it follows its leader's WatchApplied
 // stream, which brings the leader's commit notices, besides each entry it applies.
 const leaderFeedEvery = time.Second
 
 // Applied is a gateway's data plane as fleet acknowledgements see it: the raft index its pool
-// has applied and published. gateway/fleet.Reconciler implements it.
+// has applied and published. gateway/fleet.Reconciler implements it; so does consensus.Node,
+// whose data plane is then its FSM (tools and tests).
 type Applied interface {
 	// WaitApplied returns the applied index once it is at least index, or when ctx ends.
 	WaitApplied(ctx context.Context, index uint64) uint64
 }
 
-// FleetAckOptions configures a FleetAck. The zero value of every optional field is a working
-// default.
-type FleetAckOptions struct {
-	// Local is this gateway's data plane. Required.
+// Saved is what a restart of this gateway would serve at once; consensus.Node implements it.
+type Saved interface {
+	// WaitSaved returns the index a restart serves once it is at least index, or when ctx
+	// ends (consensus.Node.WaitSaved).
+	WaitSaved(ctx context.Context, index uint64) uint64
+}
+
+// Commits is the raft node's side of the commit notices this service carries from the leader
+// to its followers (consensus/commitnotice.go); consensus.Node implements it.
+type Commits interface {
+	// LeaderNotice returns the notice of the last entry this node's FSM applied, while it leads.
+	LeaderNotice() (consensus.CommitNotice, bool)
+	// OfferNotice hands raft a notice that this node's leader sent.
+	OfferNotice(consensus.CommitNotice)
+}
+
+// Members is the mesh as fleet acknowledgements read it; *mesh.Mesh implements it.
+type Members interface {
+	// Members returns every member the mesh knows, this node included.
+	Members() []mesh.Member
+	// Watch returns a channel that receives, coalesced, after membership changes, and a
+	// function that stops the watch.
+	Watch() (<-chan struct{}, func())
+}
+
+// Options configures a FleetAck. The zero value of every optional field is a working default.
+type Options struct {
+	// Local is this gateway's data plane. Nil until SetLocal: this gateway then acknowledges
+	// nothing.
 	Local Applied
+	// Saved, when set, holds an acknowledgement back until a restart would serve the index too,
+	// so that an acknowledged write holds from the first request after a restart (fail-static).
+	// Nil means an index is acknowledged once Local applied it.
+	Saved Saved
 	// Members is the mesh: the alive members that are not foreign are the live peers a write
 	// waits for. Required.
-	Members MemberList
+	Members Members
 	// ResolveRPC returns a peer's gRPC address (its --rpc-port listener) by node id. Required.
 	ResolveRPC func(nodeID string) (addr string, ok bool)
 	// Timeout bounds the wait for the fleet (--fleet-ack-timeout-secs). Zero means
-	// DefaultFleetAckTimeout.
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Credentials secure the connections to peers. Nil means insecure (plain TCP).
 	Credentials credentials.TransportCredentials
@@ -61,9 +92,9 @@ type FleetAckOptions struct {
 	Registerer prometheus.Registerer
 }
 
-// AckReport says which live peers acknowledged a write (their data plane applied its index)
+// Report says which live peers acknowledged a write (their data plane applied its index)
 // within the timeout, and which lagged. Both lists hold node ids, sorted, this node included.
-type AckReport struct {
+type Report struct {
 	Index   uint64   `json:"index"`
 	Acked   []string `json:"acked"`
 	Lagging []string `json:"lagging"`
@@ -72,34 +103,33 @@ type AckReport struct {
 // FleetAck makes writes fleet-acknowledged and reads linearizable (DESIGN.md section 3):
 //
 //   - Acknowledge waits until every live peer's data plane applied a write's index. Each
-//     gateway follows every live peer's WatchApplied stream (ackfeed.go), on which the peer
+//     gateway follows every live peer's WatchApplied stream (feed.go), on which the peer
 //     pushes its applied index each time its pool publishes a new one: the writer learns it
 //     directly, with no request per write and no gossip round in between. A peer that has not
 //     pushed the index after feedGrace (or serves no stream) is also asked WaitApplied. The
 //     leader's stream also pushes a commit notice each time its FSM applies an entry, and every
 //     follower keeps its leader's stream open, so that the followers learn at once that the
-//     write committed (commitnotice.go) instead of at raft's next AppendEntries. Each node
-//     stores the commit index once its FSM applied an entry (Node.keepCommit), so by the time a
-//     peer acknowledges a write, a restart would serve it (replay.go).
-//   - Barrier is a read barrier: it asks the leader for its read index (ReadIndex: leadership
-//     confirmed by a quorum, an entry of its term committed) and waits until this node's FSM
-//     applied it, so that what it reads next includes every write acknowledged before.
+//     write committed (consensus/commitnotice.go) instead of at raft's next AppendEntries.
+//     Each node stores the commit index once its FSM applied an entry, so by the time a peer
+//     acknowledges a write, a restart would serve it (consensus/replay.go).
+//   - Barrier is the node's read barrier (consensus.Node.ReadBarrier) over this service's
+//     connections: the service answers a peer's ReadIndex with the leader's read index.
 //
 // Its methods are safe for concurrent use. Register its service before the gRPC listener
 // serves; Close it before the node shuts down.
 type FleetAck struct {
-	node *Node
-	o    FleetAckOptions
-	log  *slog.Logger
-	dial []grpc.DialOption
-	met  *ackMetrics
+	node    *consensus.Node
+	notices Commits // the node's
+	o       Options
+	log     *slog.Logger
+	dial    []grpc.DialOption
+	met     *ackMetrics
+	// local is the data plane (Options.Local, SetLocal); nil until there is one.
+	local atomic.Pointer[Applied]
 
-	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
-	// its commit index covers every entry of earlier terms.
-	readyTerm atomic.Uint64
 	// notice is the last commit notice this node published while leading (nil: none), and
 	// noticeSig is closed and replaced when it changes; the WatchApplied streams send it.
-	notice    atomic.Pointer[commitNotice]
+	notice    atomic.Pointer[consensus.CommitNotice]
 	noticeSig atomic.Pointer[chan struct{}]
 	// recheck is feedRecheck in nanoseconds (tests shorten it).
 	recheck atomic.Int64
@@ -108,16 +138,16 @@ type FleetAck struct {
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
-	feeds  map[string]*peerFeed        // by node id (ackfeed.go)
+	feeds  map[string]*peerFeed        // by node id (feed.go)
 	closed bool
 }
 
-// NewFleetAck returns a FleetAck over node and starts its loop of commit notices.
-func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
-	if node == nil || o.Local == nil || o.Members == nil || o.ResolveRPC == nil {
-		return nil, errors.New("consensus: fleet acknowledgements need a node, Local, Members and ResolveRPC")
+// New returns a FleetAck over node and starts its loop of commit notices.
+func New(node *consensus.Node, o Options) (*FleetAck, error) {
+	if node == nil || o.Members == nil || o.ResolveRPC == nil {
+		return nil, errors.New("fleetack: fleet acknowledgements need a node, Members and ResolveRPC")
 	}
-	o.Timeout = cmp.Or(o.Timeout, DefaultFleetAckTimeout)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
 	creds := o.Credentials
 	if creds == nil {
 		creds = insecure.NewCredentials()
@@ -127,13 +157,16 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 		return nil, err
 	}
 	a := &FleetAck{
-		node: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"), met: met,
+		node: node, notices: node, o: o, log: cmp.Or(o.Logger, slog.Default()).With("component", "fleet-ack"), met: met,
 		dial: append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.DialOptions...),
 		stop: make(chan struct{}), conns: make(map[string]*grpc.ClientConn), feeds: make(map[string]*peerFeed),
 	}
 	sig := make(chan struct{})
 	a.noticeSig.Store(&sig)
 	a.recheck.Store(int64(feedRecheck))
+	if o.Local != nil {
+		a.SetLocal(o.Local)
+	}
 	a.wg.Add(1)
 	go a.noticeLoop()
 	return a, nil
@@ -142,6 +175,25 @@ func NewFleetAck(node *Node, o FleetAckOptions) (*FleetAck, error) {
 // Timeout is the bound of one Acknowledge.
 func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
 
+// SetLocal gives the service this gateway's data plane, when it is built after the service
+// (a gateway's reconciler drives its pool, which exists only after the gRPC listener serves).
+func (a *FleetAck) SetLocal(local Applied) { a.local.Store(&local) }
+
+// waitLocal returns the index this gateway acknowledges once it is at least index, or when ctx
+// ends: what its data plane applied and, with Saved, what a restart would serve. Without a data
+// plane it is 0.
+func (a *FleetAck) waitLocal(ctx context.Context, index uint64) uint64 {
+	local := a.local.Load()
+	if local == nil {
+		return 0
+	}
+	got := (*local).WaitApplied(ctx, index)
+	if got < index || a.o.Saved == nil {
+		return got
+	}
+	return min(got, a.o.Saved.WaitSaved(ctx, index))
+}
+
 // Acknowledge waits until every live peer, this node included, has applied index to its data
 // plane, or Timeout (or ctx) ends the wait, and reports who did. Live means alive or suspect in
 // the mesh: a suspect peer may still route (a slow link, a paused process about to resume), so
@@ -149,7 +201,7 @@ func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
 // starts is not waited for; one the mesh declares so during the wait is waited for no longer and
 // lags; one whose gRPC address is unknown, or that cannot be reached, lags. A report with
 // laggards is also logged at WARN.
-func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
+func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) Report {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
 	changes, unwatch := a.watchMembership() // before the peers are read: no change slips between
@@ -181,7 +233,7 @@ func (a *FleetAck) Acknowledge(ctx context.Context, index uint64) AckReport {
 			}
 		}
 	}
-	rep := AckReport{Index: index, Acked: []string{}, Lagging: []string{}}
+	rep := Report{Index: index, Acked: []string{}, Lagging: []string{}}
 	for i, id := range peers {
 		if reached[i] {
 			rep.Acked = append(rep.Acked, id)
@@ -224,7 +276,7 @@ func (a *FleetAck) livePeers() []string {
 // waitPeer waits until one peer's feed (or this node's data plane) reached index.
 func (a *FleetAck) waitPeer(ctx context.Context, id string, index uint64) bool {
 	if id == a.node.ID() {
-		return a.o.Local.WaitApplied(ctx, index) >= index
+		return a.waitLocal(ctx, index) >= index
 	}
 	return a.waitFeed(ctx, id, index)
 }
@@ -246,6 +298,40 @@ func (a *FleetAck) askPeer(ctx context.Context, id string, index uint64) bool {
 	return resp.Reached && resp.Applied >= index
 }
 
+// FleetAckClient returns a client of peer id's FleetAck service over this service's connection
+// to it: how the read barrier asks the leader's read index (consensus.ReadIndexPeers).
+func (a *FleetAck) FleetAckClient(id string) (consensusv1.FleetAckClient, error) {
+	cc, err := a.conn(id)
+	if err != nil {
+		return nil, err
+	}
+	return consensusv1.NewFleetAckClient(cc), nil
+}
+
+// Barrier is the node's read barrier (consensus.Node.ReadBarrier) over this service's
+// connections: it returns once this node's FSM applied every write acknowledged before the
+// call. Close ends it with consensus.ErrShutdown.
+func (a *FleetAck) Barrier(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := a.node.ReadBarrier(ctx, a)
+	select {
+	case <-a.stop:
+		if err != nil {
+			return consensus.ErrShutdown
+		}
+	default:
+	}
+	return err
+}
+
 // conn returns the connection to a peer's gRPC listener, making it on first use.
 func (a *FleetAck) conn(id string) (*grpc.ClientConn, error) {
 	addr, ok := a.o.ResolveRPC(id)
@@ -255,7 +341,7 @@ func (a *FleetAck) conn(id string) (*grpc.ClientConn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, ErrShutdown
+		return nil, consensus.ErrShutdown
 	}
 	if cc := a.conns[addr]; cc != nil {
 		return cc, nil
@@ -274,19 +360,14 @@ func (a *FleetAck) conn(id string) (*grpc.ClientConn, error) {
 // change of leader, and every leaderFeedEvery (a feed ends while its peer is not live).
 func (a *FleetAck) noticeLoop() {
 	defer a.wg.Done()
-	defer a.node.recoverLog("fleet-ack commit notices")
+	defer a.recoverLog("fleet-ack commit notices")
 	tick := time.NewTicker(leaderFeedEvery)
 	defer tick.Stop()
-	leaders := make(chan raft.Observation, 1)
-	obs := raft.NewObserver(leaders, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	a.node.raft.RegisterObserver(obs)
-	defer a.node.raft.DeregisterObserver(obs)
+	leaders, unwatch := a.node.WatchLeader()
+	defer unwatch()
 	for {
 		applied := a.node.AppliedSignal() // before the entry: none slips between
-		if c, ok := a.leaderNotice(); ok {
+		if c, ok := a.notices.LeaderNotice(); ok {
 			if last := a.notice.Load(); last == nil || *last != c {
 				a.notice.Store(&c)
 				next := make(chan struct{})
@@ -305,27 +386,10 @@ func (a *FleetAck) noticeLoop() {
 	}
 }
 
-// leaderNotice is the commit notice for the last entry this node's FSM applied, when it leads.
-// The term is read before and after the state, so that the notice names a term in which this
-// node led (raft changes the state before the term when it steps down).
-func (a *FleetAck) leaderNotice() (commitNotice, bool) {
-	r := a.node.raft
-	term := r.CurrentTerm()
-	if r.State() != raft.Leader || r.CurrentTerm() != term {
-		return commitNotice{}, false
-	}
-	index, entryTerm := a.node.fsm.AppliedEntry()
-	if entryTerm == 0 {
-		return commitNotice{}, false // loaded or restored, not applied: its term is not known
-	}
-	return commitNotice{from: a.node.ID(), index: index, entryTerm: entryTerm, leaderTerm: term}, true
-}
-
 // followLeader starts following the leader's stream, when this node knows another leader and
 // does not follow it yet.
 func (a *FleetAck) followLeader() {
-	_, leader := a.node.raft.LeaderWithID()
-	id := string(leader)
+	id, _ := a.node.Leader()
 	if id == "" || id == a.node.ID() {
 		return
 	}
@@ -334,6 +398,13 @@ func (a *FleetAck) followLeader() {
 	a.mu.Unlock()
 	if !following && a.isLive(id) {
 		a.feed(id)
+	}
+}
+
+// recoverLog turns a panic in a background goroutine into an error line with its stack.
+func (a *FleetAck) recoverLog(what string) {
+	if r := recover(); r != nil {
+		a.log.Error("panic in background goroutine", "goroutine", what, "panic", r, "stack", string(debug.Stack()))
 	}
 }
 

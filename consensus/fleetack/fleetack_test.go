@@ -2,8 +2,6 @@ package fleetack
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -12,22 +10,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 )
-
-// slowCommitRaft makes raft tell followers a commit only with the next entry or after 2 to 4 s
-// (CommitTimeout): a follower that applies a write sooner learned it from the leader's notice.
-func slowCommitRaft(c *raft.Config) {
-	clusterRaft(c)
-	c.CommitTimeout = 2 * time.Second
-}
 
 // stuckApplied is a data plane that never applies anything.
 type stuckApplied struct{}
@@ -79,13 +72,12 @@ func (m *staticMembers) set(id string, st mesh.Status) {
 
 // ackCluster is an in-memory raft cluster whose nodes serve FleetAck on 127.0.0.1.
 type ackCluster struct {
-	*cluster
+	*consensustest.Cluster
 	acks    []*FleetAck
 	regs    []*prometheus.Registry // each FleetAck's metrics
-	addrs   map[string]string
 	members *staticMembers
 	// asked counts the WaitApplied calls each node served; watch sets how each serves
-	// WatchApplied (ackfeed_test.go).
+	// WatchApplied (feed_test.go).
 	asked []atomic.Int64
 	watch []atomic.Int32
 	// pushed counts the applied indexes sent on WatchApplied streams, by sender and watcher id.
@@ -93,62 +85,36 @@ type ackCluster struct {
 	pushed   map[[2]string]int
 }
 
-// startAckCluster starts size nodes; local gives each node's data plane, and each tune, if
-// any, adjusts a node's configuration (ephemeral by default).
-func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i int, n *Node) Applied, tune ...func(i int, c *Config)) *ackCluster {
+// startAckCluster starts size ephemeral nodes, raft tuned by consensustest.SlowCommitRaft;
+// local gives each node's data plane.
+func startAckCluster(t *testing.T, size int, timeout time.Duration, local func(i int, n *consensus.Node) Applied) *ackCluster {
 	t.Helper()
-	c := &ackCluster{cluster: &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)},
-		addrs: make(map[string]string), members: &staticMembers{},
-		asked: make([]atomic.Int64, size), watch: make([]atomic.Int32, size), pushed: make(map[[2]string]int)}
-	var servers []raft.Server
-	for i := range size {
-		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))
-		c.trans = append(c.trans, trans)
-		c.byAddr[addr] = trans
-		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("n%d", i+1)), Address: addr, Suffrage: raft.Voter})
+	slow := func(_ int, c *consensus.Config) { c.Tune = consensustest.SlowCommitRaft }
+	c := &ackCluster{Cluster: consensustest.Start(t, size, slow),
+		members: &staticMembers{}, asked: make([]atomic.Int64, size), watch: make([]atomic.Int32, size), pushed: make(map[[2]string]int)}
+	for _, n := range c.Nodes {
+		c.members.members = append(c.members.members, mesh.Member{ID: n.ID(), Status: mesh.StatusAlive})
 	}
-	c.heal()
-	for i, s := range servers {
-		cfg := Config{NodeID: string(s.ID), Ephemeral: true, Transport: c.trans[i],
-			Registerer: prometheus.NewRegistry(), BootstrapServers: servers, Tune: slowCommitRaft}
-		for _, f := range tune {
-			f(i, &cfg)
-		}
-		c.nodes = append(c.nodes, startNode(t, cfg))
-		c.members.members = append(c.members.members, mesh.Member{ID: string(s.ID), Status: mesh.StatusAlive})
-	}
-	resolve := func(id string) (string, bool) {
-		a, ok := c.addrs[id]
-		return a, ok
-	}
-	for i, n := range c.nodes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.addrs[n.ID()] = ln.Addr().String()
+	c.Serve(t, c.interceptors, func(i int, s *grpc.Server) {
 		reg := prometheus.NewRegistry()
-		a, err := NewFleetAck(n, FleetAckOptions{Local: local(i, n), Members: c.members, ResolveRPC: resolve, Timeout: timeout,
-			Logger: quiet(), Registerer: reg})
+		a, err := New(c.Nodes[i], Options{Local: local(i, c.Nodes[i]), Members: c.members, ResolveRPC: c.ResolveRPC,
+			Timeout: timeout, Logger: testkit.Quiet(), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := grpc.NewServer(c.interceptors(i)...)
+		t.Cleanup(func() { _ = a.Close() })
 		a.Register(s)
-		served := make(chan struct{})
-		go func() { defer close(served); _ = s.Serve(ln) }()
-		t.Cleanup(func() { _ = a.Close(); s.Stop(); <-served })
 		c.acks = append(c.acks, a)
 		c.regs = append(c.regs, reg)
-	}
+	})
 	return c
 }
 
 // register writes a registration through the leader and returns its index.
 func (c *ackCluster) register(t *testing.T, lead, port int) (fsm.Result, fsm.Record) {
 	t.Helper()
-	s := spec(t, port)
-	res, err := c.nodes[lead].Apply(context.Background(), fsm.Register{Spec: s, Owner: "n1", At: time.Unix(1, 0)})
+	s := consensustest.Spec(t, port)
+	res, err := c.Nodes[lead].Apply(context.Background(), fsm.Register{Spec: s, Owner: "n1", At: time.Unix(1, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,22 +126,22 @@ func follower(lead, size int) int { return (lead + 1) % size }
 // A write is acknowledged by every live peer well before raft's CommitTimeout would have told
 // the followers it committed: the leader's commit notice did.
 func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	res, rec := c.register(t, lead, 8101)
 	f := follower(lead, 3)
 	start := time.Now()
 	rep := c.acks[f].Acknowledge(context.Background(), res.Index)
 	took := time.Since(start)
-	want := AckReport{Index: res.Index, Acked: []string{"n1", "n2", "n3"}, Lagging: []string{}}
+	want := Report{Index: res.Index, Acked: []string{"n1", "n2", "n3"}, Lagging: []string{}}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Fatalf("report (-want +got):\n%s", diff)
 	}
 	if took > time.Second {
 		t.Errorf("the acknowledgement took %v: the followers learned the commit only from raft (CommitTimeout is 2 s)", took)
 	}
-	for i, n := range c.nodes {
+	for i, n := range c.Nodes {
 		if _, ok := n.Worker(rec.ID); !ok {
 			t.Errorf("n%d acknowledged without the record", i+1)
 		}
@@ -186,11 +152,11 @@ func TestFleetAckAcknowledgesEveryLivePeer(t *testing.T) {
 // writer asks for an acknowledgement: a write forwarded from a follower saves the round trip of
 // its answer and of the writer's WaitApplied to the leader.
 func TestLeaderTellsFollowersOfEachWrite(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	res, _ := c.register(t, lead, 8102) // no Acknowledge: only the write itself
-	f := c.nodes[follower(lead, 3)]
+	f := c.Nodes[follower(lead, 3)]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // CommitTimeout is 2 s
 	defer cancel()
 	if got := f.WaitApplied(ctx, res.Index); got < res.Index {
@@ -198,51 +164,11 @@ func TestLeaderTellsFollowersOfEachWrite(t *testing.T) {
 	}
 }
 
-// The followers learn that a write committed from the leader's commit notice, not from an entry
-// appended after it: an acknowledged write adds one entry to the log, not two, so the next
-// write queues behind no Barrier and no disk waits twice per write.
-func TestNoEntryFollowsAnAcknowledgedWrite(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
-	f := follower(lead, 3)
-	for i := range 5 {
-		res, _ := c.register(t, lead, 8120+i)
-		start := time.Now()
-		if rep := c.acks[f].Acknowledge(context.Background(), res.Index); len(rep.Lagging) > 0 {
-			t.Fatalf("write %d: lagging %v", i, rep.Lagging)
-		}
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("write %d was acknowledged after %v: a follower learned it committed only from raft (CommitTimeout is 2 s)", i, took)
-		}
-		if last := c.nodes[lead].raft.LastIndex(); last != res.Index {
-			t.Fatalf("write %d at index %d: the leader's log ends at %d once it is acknowledged, with %d Barrier entries after it",
-				i, res.Index, last, barriersAfter(t, c.nodes[lead], res.Index))
-		}
-	}
-}
-
-// barriersAfter counts the Barrier entries in n's log after index.
-func barriersAfter(t *testing.T, n *Node, index uint64) int {
-	t.Helper()
-	count := 0
-	for i := index + 1; i <= n.raft.LastIndex(); i++ {
-		var l raft.Log
-		if err := n.stores.log.GetLog(i, &l); err != nil {
-			t.Fatalf("log entry %d: %v", i, err)
-		}
-		if l.Type == raft.LogBarrier {
-			count++
-		}
-	}
-	return count
-}
-
 // Peers that are dead or left are not waited for; a live peer that never applies, or whose
 // address is unknown, lags, and the wait ends at the timeout.
 func TestFleetAckNamesLaggingPeers(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	c := startAckCluster(t, 3, timeout, func(i int, n *Node) Applied {
+	c := startAckCluster(t, 3, timeout, func(i int, n *consensus.Node) Applied {
 		if i == 2 {
 			return stuckApplied{}
 		}
@@ -254,13 +180,13 @@ func TestFleetAckNamesLaggingPeers(t *testing.T) {
 		mesh.Member{ID: "n9", Status: mesh.StatusDead},
 		mesh.Member{ID: "n10", Status: mesh.StatusLeft})
 	c.members.mu.Unlock()
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	res, _ := c.register(t, lead, 8102)
 	start := time.Now()
 	rep := c.acks[0].Acknowledge(context.Background(), res.Index)
 	took := time.Since(start)
-	want := AckReport{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3", "n8"}}
+	want := Report{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3", "n8"}}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Fatalf("report (-want +got):\n%s", diff)
 	}
@@ -288,36 +214,36 @@ meshgw_fleet_acks_total{result="lagging"} 1
 // dead during the wait is waited for no longer: the write answers then, naming it lagging.
 func TestFleetAckWaitsForSuspectPeers(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	c := startAckCluster(t, 3, timeout, func(i int, n *Node) Applied {
+	c := startAckCluster(t, 3, timeout, func(i int, n *consensus.Node) Applied {
 		if i == 2 {
 			return stuckApplied{}
 		}
 		return n
 	})
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	c.members.set("n3", mesh.StatusSuspect)
 	res, _ := c.register(t, lead, 8103)
 	rep := c.acks[0].Acknowledge(context.Background(), res.Index)
-	want := AckReport{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3"}}
+	want := Report{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3"}}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Fatalf("suspect n3: report (-want +got):\n%s", diff)
 	}
 
 	c.acks[0].o.Timeout = time.Minute
 	res, _ = c.register(t, lead, 8104)
-	done := make(chan AckReport, 1)
+	done := make(chan Report, 1)
 	asked := c.asked[2].Load()
 	go func() { done <- c.acks[0].Acknowledge(context.Background(), res.Index) }()
 	// n3 never pushes the index: after feedGrace, n1 asks it too.
-	waitFor(t, "n1 waiting on n3", func() bool { return c.asked[2].Load() > asked })
+	testkit.For(t, "n1 waiting on n3", func() bool { return c.asked[2].Load() > asked })
 	c.members.set("n3", mesh.StatusDead)
 	select {
 	case rep = <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write still waits for n3, declared dead")
 	}
-	want = AckReport{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3"}}
+	want = Report{Index: res.Index, Acked: []string{"n1", "n2"}, Lagging: []string{"n3"}}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Fatalf("n3 declared dead: report (-want +got):\n%s", diff)
 	}
@@ -326,9 +252,9 @@ func TestFleetAckWaitsForSuspectPeers(t *testing.T) {
 // A read barrier on a follower returns only once it applied what the leader acknowledged,
 // which raft alone would tell it only after CommitTimeout.
 func TestBarrierFollowerReadsLeaderWrites(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	f := follower(lead, 3)
 	for i := range 5 {
 		res, rec := c.register(t, lead, 8110+i)
@@ -338,10 +264,10 @@ func TestBarrierFollowerReadsLeaderWrites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("write %d: barrier: %v", i, err)
 		}
-		if got := c.nodes[f].AppliedIndex(); got < res.Index {
+		if got := c.Nodes[f].AppliedIndex(); got < res.Index {
 			t.Fatalf("write %d: after the barrier the follower applied %d, want %d", i, got, res.Index)
 		}
-		if _, ok := c.nodes[f].Worker(rec.ID); !ok {
+		if _, ok := c.Nodes[f].Worker(rec.ID); !ok {
 			t.Fatalf("write %d: after the barrier the follower has no record of it", i)
 		}
 	}
@@ -349,17 +275,17 @@ func TestBarrierFollowerReadsLeaderWrites(t *testing.T) {
 
 // ReadIndex answers only on the leader; a follower names it.
 func TestReadIndexOnlyOnTheLeader(t *testing.T) {
-	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *Node) Applied { return n })
-	lead := c.waitLeader(t, 0, 1, 2)
-	waitReady(t, c.nodes[lead])
+	c := startAckCluster(t, 3, 5*time.Second, func(_ int, n *consensus.Node) Applied { return n })
+	lead := c.WaitLeader(t, 0, 1, 2)
+	consensustest.WaitReady(t, c.Nodes[lead])
 	ctx := context.Background()
 	got, err := (&fleetAckServer{a: c.acks[lead]}).ReadIndex(ctx, &consensusv1.ReadIndexRequest{From: "test"})
-	if err != nil || got.Status != consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK || got.Index < c.nodes[lead].AppliedIndex() {
+	if err != nil || got.Status != consensusv1.ReadIndexStatus_READ_INDEX_STATUS_OK || got.Index < c.Nodes[lead].AppliedIndex() {
 		t.Fatalf("leader: %v, %v", got, err)
 	}
 	f := follower(lead, 3)
 	got, err = (&fleetAckServer{a: c.acks[f]}).ReadIndex(ctx, &consensusv1.ReadIndexRequest{From: "test"})
-	if err != nil || got.Status != consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER || got.LeaderId != c.nodes[lead].ID() {
+	if err != nil || got.Status != consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NOT_LEADER || got.LeaderId != c.Nodes[lead].ID() {
 		t.Fatalf("follower: %v, %v", got, err)
 	}
 }

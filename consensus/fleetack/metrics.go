@@ -33,17 +33,17 @@ func newAckMetrics(reg prometheus.Registerer) (*ackMetrics, error) {
 		return m, nil
 	}
 	if err := reg.Register(m.acks); err != nil {
-		return nil, errors.Join(errors.New("consensus: register fleet-ack metrics"), err)
+		return nil, errors.Join(errors.New("fleetack: register fleet-ack metrics"), err)
 	}
 	if err := reg.Register(m.lagging); err != nil {
 		reg.Unregister(m.acks)
-		return nil, errors.Join(errors.New("consensus: register fleet-ack metrics"), err)
+		return nil, errors.Join(errors.New("fleetack: register fleet-ack metrics"), err)
 	}
 	return m, nil
 }
 
 // observe counts one acknowledgement's report.
-func (m *ackMetrics) observe(rep AckReport) {
+func (m *ackMetrics) observe(rep Report) {
 	if len(rep.Lagging) == 0 {
 		m.acks.WithLabelValues("acked").Inc()
 		return

@@ -3,15 +3,14 @@ package fleetack
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 )
-
 
 // Register serves the FleetAck service of api/consensus/v1 on s: WaitApplied for writers'
 // acknowledgements, and ReadIndex when this node leads.
@@ -44,7 +43,7 @@ func (s *fleetAckServer) WaitApplied(ctx context.Context, req *consensusv1.WaitA
 		waitCtx, cancelEarly = context.WithDeadline(waitCtx, d.Add(-margin))
 		defer cancelEarly()
 	}
-	got := s.a.o.Local.WaitApplied(waitCtx, req.Index)
+	got := s.a.waitLocal(waitCtx, req.Index)
 	return &consensusv1.WaitAppliedResponse{Applied: got, Reached: got >= req.Index}, nil
 }
 
@@ -98,7 +97,7 @@ func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1
 	retry.Stop()
 	defer retry.Stop()
 	for want := uint64(0); ; {
-		got := s.a.o.Local.WaitApplied(ctx, want)
+		got := s.a.waitLocal(ctx, want)
 		if ctx.Err() != nil {
 			return nil // the caller left, or this node closes: the caller reads EOF and follows again
 		}
@@ -129,13 +128,13 @@ func (s *fleetAckServer) sendApplied(ctx context.Context, send func(*consensusv1
 func everyIndex(sent uint64) (uint64, <-chan struct{}) { return sent + 1, nil }
 
 // ownWrites is sendApplied's next for a watcher of its own writes: the last entry node from
-// proposed that the FSM applied (fsm.FSM.AppliedFor), once it is past the index sent; until
+// proposed that the FSM applied (consensus.Node.AppliedFor), once it is past the index sent; until
 // then, the FSM's next apply.
 func (s *fleetAckServer) ownWrites(from string) func(sent uint64) (uint64, <-chan struct{}) {
-	f := s.a.node.fsm
+	n := s.a.node
 	return func(sent uint64) (uint64, <-chan struct{}) {
-		applied := f.AppliedSignal() // before the index: no entry slips between
-		if want := f.AppliedFor(from); want > sent {
+		applied := n.AppliedSignal() // before the index: no entry slips between
+		if want := n.AppliedFor(from); want > sent {
 			return want, nil
 		}
 		return 0, applied
@@ -145,13 +144,13 @@ func (s *fleetAckServer) ownWrites(from string) func(sent uint64) (uint64, <-cha
 // sendNotices sends each commit notice this node publishes while it leads (noticeLoop), the
 // last one at once, until ctx ends.
 func (s *fleetAckServer) sendNotices(ctx context.Context, send func(*consensusv1.AppliedIndex) error) error {
-	var sent commitNotice
+	var sent consensus.CommitNotice
 	for {
 		changed := *s.a.noticeSig.Load() // before the notice: none slips between
 		if c := s.a.notice.Load(); c != nil && *c != sent {
 			sent = *c
 			err := send(&consensusv1.AppliedIndex{Commit: &consensusv1.CommitNotice{
-				Index: c.index, EntryTerm: c.entryTerm, LeaderTerm: c.leaderTerm}})
+				Index: c.Index, EntryTerm: c.EntryTerm, LeaderTerm: c.LeaderTerm}})
 			if err != nil {
 				return err
 			}
@@ -164,10 +163,11 @@ func (s *fleetAckServer) sendNotices(ctx context.Context, send func(*consensusv1
 	}
 }
 
-// ReadIndex implements consensusv1.FleetAckServer. Every outcome is answered with status OK.
+// ReadIndex implements consensusv1.FleetAckServer with the node's read index
+// (consensus.Node.ReadIndex). Every outcome is answered with status OK.
 func (s *fleetAckServer) ReadIndex(ctx context.Context, req *consensusv1.ReadIndexRequest) (*consensusv1.ReadIndexResponse, error) {
-	idx, err := s.a.leaderReadIndex(ctx)
-	var nl *NotLeaderError
+	idx, err := s.a.node.ReadIndex(ctx)
+	var nl *consensus.NotLeaderError
 	switch {
 	case err == nil:
 		// The asker learned that idx committed from this node's commit notice, sent when this
@@ -178,4 +178,3 @@ func (s *fleetAckServer) ReadIndex(ctx context.Context, req *consensusv1.ReadInd
 	}
 	return &consensusv1.ReadIndexResponse{Status: consensusv1.ReadIndexStatus_READ_INDEX_STATUS_NO_LEADER}, nil
 }
-

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
@@ -15,11 +16,11 @@ import (
 const barrierBound = 5 * time.Second
 
 // Fleet makes the admin API's writes fleet-acknowledged and its reads linearizable on demand
-// (DESIGN.md section 3); *consensus.FleetAck implements it.
+// (DESIGN.md section 3); *fleetack.FleetAck implements it.
 type Fleet interface {
 	// Acknowledge waits until every live peer's data plane applied index, bounded by
 	// --fleet-ack-timeout-secs, and names who did and who lagged.
-	Acknowledge(ctx context.Context, index uint64) consensus.AckReport
+	Acknowledge(ctx context.Context, index uint64) fleetack.Report
 	// Barrier returns once this gateway applied every write acknowledged before the call (a
 	// read index asked of the leader).
 	Barrier(ctx context.Context) error
@@ -62,7 +63,7 @@ func wantsConsistent(ctx *fasthttp.RequestCtx) (bool, *apiError) {
 }
 
 // acknowledge waits for the fleet to apply a committed write; nil without a Fleet.
-func (h *Handler) acknowledge(res fsm.Result) *consensus.AckReport {
+func (h *Handler) acknowledge(res fsm.Result) *fleetack.Report {
 	if h.cfg.Fleet == nil || res.Index == 0 {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -37,11 +38,11 @@ func (f *fakeFleet) Barrier(context.Context) error {
 	return nil
 }
 
-func (f *fakeFleet) Acknowledge(_ context.Context, index uint64) consensus.AckReport {
+func (f *fakeFleet) Acknowledge(_ context.Context, index uint64) fleetack.Report {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acked = append(f.acked, index)
-	return consensus.AckReport{Index: index, Acked: []string{"n1"}, Lagging: []string{"n2"}}
+	return fleetack.Report{Index: index, Acked: []string{"n1"}, Lagging: []string{"n2"}}
 }
 
 // lagRecords is a follower's copy that lacks every record until a barrier made it current.
@@ -88,7 +89,7 @@ func TestConsistencyBarrierAndAcks(t *testing.T) {
 	if got.FleetAck == nil || got.FleetAck.Index == 0 {
 		t.Fatalf("the answer has no fleet_ack: %s", a.body)
 	}
-	if diff := cmp.Diff(&consensus.AckReport{Index: got.FleetAck.Index, Acked: []string{"n1"}, Lagging: []string{"n2"}}, got.FleetAck); diff != "" {
+	if diff := cmp.Diff(&fleetack.Report{Index: got.FleetAck.Index, Acked: []string{"n1"}, Lagging: []string{"n2"}}, got.FleetAck); diff != "" {
 		t.Errorf("fleet_ack (-want +got):\n%s", diff)
 	}
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/ownership"
 )
 
@@ -44,7 +44,7 @@ type drainAnswer struct {
 	// the mesh. Otherwise States says what is left after --drain-timeout-secs (202).
 	Done     bool                   `json:"done"`
 	States   []ownership.DrainState `json:"states"`
-	FleetAck *consensus.AckReport   `json:"fleet_ack,omitempty"`
+	FleetAck *fleetack.Report       `json:"fleet_ack,omitempty"`
 }
 
 // drainPeers is POST /mesh/drain {"peer": ID} or {"color": C}: the gateways named are marked

@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/ownership"
 	"github.com/meshgw/meshgw/worker"
@@ -97,7 +97,7 @@ type rebalanceAnswer struct {
 	Skipped []skipAnswer   `json:"skipped"`
 	Owners  map[string]int `json:"owners"`
 	// FleetAck is set once the moves are committed: see Record.FleetAck.
-	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
+	FleetAck *fleetack.Report `json:"fleet_ack,omitempty"`
 }
 
 type moveAnswer struct {
@@ -160,7 +160,7 @@ func (h *Handler) owning(ctx *fasthttp.RequestCtx) bool {
 }
 
 // acknowledgeIndex waits for the fleet to apply index; nil for 0 (nothing written).
-func (h *Handler) acknowledgeIndex(index uint64) *consensus.AckReport {
+func (h *Handler) acknowledgeIndex(index uint64) *fleetack.Report {
 	return h.acknowledge(fsm.Result{Index: index})
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
@@ -82,7 +82,7 @@ type Record struct {
 
 	// FleetAck is set in the answer of a write: the live peers whose data plane applied it
 	// within --fleet-ack-timeout-secs, and those that lagged.
-	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
+	FleetAck *fleetack.Report `json:"fleet_ack,omitempty"`
 }
 
 // Runtime supplies the runtime state of the workers this gateway owns; gateway/owned.Manager

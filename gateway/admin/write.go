@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
@@ -269,7 +269,7 @@ type deleteAnswer struct {
 	DrainSettleSecs float64    `json:"drain_settle_secs"`
 	DrainDeadline   *time.Time `json:"drain_deadline,omitempty"`
 	// FleetAck is set once the write is committed: see Record.FleetAck.
-	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
+	FleetAck *fleetack.Report `json:"fleet_ack,omitempty"`
 }
 
 // deleteWorker is DELETE /workers/{id}: a ready worker drains first (202: its record enters

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -31,9 +31,9 @@ type Writer interface {
 	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 }
 
-// Fleet waits for every live gateway to apply a write; *consensus.FleetAck implements it.
+// Fleet waits for every live gateway to apply a write; *fleetack.FleetAck implements it.
 type Fleet interface {
-	Acknowledge(ctx context.Context, index uint64) consensus.AckReport
+	Acknowledge(ctx context.Context, index uint64) fleetack.Report
 }
 
 // Records is the applied raft state the coordinator reads; *consensus.Node implements it.
@@ -128,7 +128,7 @@ type Report struct {
 	Message string         `json:"message"`
 	Targets []TargetReport `json:"targets"`
 	// FleetAck is the acknowledgement of the write that opened the record.
-	FleetAck *consensus.AckReport `json:"fleet_ack,omitempty"`
+	FleetAck *fleetack.Report `json:"fleet_ack,omitempty"`
 }
 
 // InputError is an update the coordinator refuses before writing anything: no target, or a

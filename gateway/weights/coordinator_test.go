@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -40,8 +40,8 @@ func (w *fsmWriter) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error
 
 type ackAll struct{ lagging []string }
 
-func (a ackAll) Acknowledge(_ context.Context, index uint64) consensus.AckReport {
-	return consensus.AckReport{Index: index, Acked: []string{"n1"}, Lagging: a.lagging}
+func (a ackAll) Acknowledge(_ context.Context, index uint64) fleetack.Report {
+	return fleetack.Report{Index: index, Acked: []string{"n1"}, Lagging: a.lagging}
 }
 
 // engines serves /update_weights_from_disk for each url; fail names the ones that answer 500.
