@@ -10,15 +10,16 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/mesh"
 )
 
-// acks serves consensus.FleetAck on loopback gRPC for each node of a raftbench cluster, each
+// acks serves fleetack.FleetAck on loopback gRPC for each node of a raftbench cluster, each
 // node's data plane being its FSM (consensus.Node.WaitApplied), so that `cluster --ack` times the consensus
 // layer's share of a fleet-acknowledged write without the gateway around it.
 type acks struct {
 	nodes   []*consensus.Node
-	fa      []*consensus.FleetAck
+	fa      []*fleetack.FleetAck
 	servers []*grpc.Server
 }
 
@@ -39,7 +40,7 @@ func startAcks(ns []*consensus.Node) (*acks, error) {
 	}
 	resolve := func(id string) (string, bool) { addr, ok := addrs[id]; return addr, ok }
 	for i, n := range ns {
-		fa, err := consensus.NewFleetAck(n, consensus.FleetAckOptions{Local: n, Members: members,
+		fa, err := fleetack.New(n, fleetack.Options{Local: n, Members: members,
 			ResolveRPC: resolve, Timeout: 5 * time.Second, Logger: quiet(nil)})
 		if err != nil {
 			return a, err
