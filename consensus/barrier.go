@@ -12,8 +12,13 @@ import (
 const (
 	// readIndexHops bounds the leaders one barrier asks in a row, following NOT_LEADER.
 	readIndexHops = 3
-	// readIndexLeaderWait bounds the wait for a leader to ask.
-	readIndexLeaderWait = DefaultNoLeaderWait
+	// readIndexLeaderWait bounds the wait for a leader to ask (as a forwarded write's).
+	readIndexLeaderWait = 2 * time.Second
+	// readIndexLeaderPoll is how often a barrier waiting for a leader looks again.
+	readIndexLeaderPoll = 50 * time.Millisecond
+	// readIndexPatience is how long a barrier waits for a leader's answer before it watches
+	// leadership and asks the next leader instead (as a forwarded write's AttemptTimeout).
+	readIndexPatience = time.Second
 	// readyTimeout bounds the Barrier a new leader commits before its first read index.
 	readyTimeout = 2 * time.Second
 	// appliedPoll is how often a barrier looks at the applied index again without a signal (an
@@ -89,7 +94,7 @@ func (n *Node) readIndex(ctx context.Context, peers ReadIndexPeers) (uint64, err
 			if time.Now().After(waitUntil) {
 				return 0, ErrNoLeader
 			}
-			if !sleepCtx(ctx, DefaultLeaderPoll) {
+			if !sleepCtx(ctx, readIndexLeaderPoll) {
 				return 0, ctx.Err()
 			}
 			continue
@@ -116,7 +121,7 @@ func (n *Node) askReadIndex(ctx context.Context, peers ReadIndexPeers, leader st
 	}
 	// A paused or cut-off leader keeps the connection open and never answers: once this node
 	// knows another leader, ask that one (asking again is always safe for a read).
-	resp, movedTo, err := untilLeaderMoves(ctx, n, leader, DefaultAttemptTimeout, DefaultLeaderPoll,
+	resp, movedTo, err := UntilLeaderMoves(ctx, n, n.log, leader, readIndexPatience, readIndexLeaderPoll,
 		func(cctx context.Context) (*consensusv1.ReadIndexResponse, error) {
 			return client.ReadIndex(cctx, &consensusv1.ReadIndexRequest{From: n.ID()})
 		})

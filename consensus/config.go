@@ -17,6 +17,9 @@ import (
 const (
 	DefaultRaftPort     = 39528
 	DefaultApplyTimeout = 10 * time.Second
+	// DefaultRPCPort is --rpc-port: the cluster's gRPC listener, which serves forwarded writes
+	// (consensus/forward), fleet acknowledgements and read indexes (consensus/fleetack).
+	DefaultRPCPort = 39529
 	// DefaultRaftLogLevel keeps raft's routine INFO lines (elections, snapshots) out of the log.
 	DefaultRaftLogLevel = slog.LevelWarn
 )

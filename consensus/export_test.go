@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -37,6 +38,14 @@ func SaveEvery(c *Config, d time.Duration) { c.saveInterval = d }
 
 // NoElection keeps raft from electing anyone for the length of a test.
 var NoElection = noElection
+
+// SetLookup replaces how a resolves a member's host name.
+func (a *PeerAuth) SetLookup(lookup func(ctx context.Context, host string) ([]string, error)) {
+	a.lookup = lookup
+}
+
+// TestPKI makes a CA and returns a function that issues node id's certificates (testPKI).
+var TestPKI = testPKI
 
 // Crash stops n the way kill -9 would as far as the saved state goes (crash).
 var Crash = crash

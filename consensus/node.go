@@ -517,3 +517,11 @@ func (n *Node) recoverLog(what string) {
 		n.log.Error("panic in background goroutine", "goroutine", what, "panic", r, "stack", string(debug.Stack()))
 	}
 }
+
+// recoverLog turns a panic in a background goroutine into an error line on log with its stack.
+// Deferred directly, as recover requires.
+func recoverLog(log *slog.Logger, what string) {
+	if r := recover(); r != nil {
+		log.Error("panic in background goroutine", "goroutine", what, "panic", r, "stack", string(debug.Stack()))
+	}
+}

@@ -1,4 +1,4 @@
-package consensus
+package consensus_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -16,14 +17,35 @@ import (
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
 	"github.com/meshgw/meshgw/clusterkey"
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/consensustest"
+	"github.com/meshgw/meshgw/consensus/forward"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
+// PeerAuth in front of the Forward service (consensus/forward), as the cluster's gRPC listener
+// serves it.
+
+// meshOf is a mesh whose members never change.
+type meshOf []mesh.Member
+
+func (m meshOf) Members() []mesh.Member { return m }
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // serveForward serves node's Forward service on 127.0.0.1 behind auth, with creds (nil:
 // plaintext), and returns its address.
-func serveForward(t *testing.T, n *Node, auth *PeerAuth, creds credentials.TransportCredentials) string {
+func serveForward(t *testing.T, n *consensus.Node, auth *consensus.PeerAuth, creds credentials.TransportCredentials) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,7 +56,7 @@ func serveForward(t *testing.T, n *Node, auth *PeerAuth, creds credentials.Trans
 		opts = append(opts, grpc.Creds(creds))
 	}
 	s := grpc.NewServer(opts...)
-	n.RegisterForward(s)
+	forward.Register(s, n, testkit.Quiet())
 	served := make(chan struct{})
 	go func() { defer close(served); _ = s.Serve(ln) }()
 	t.Cleanup(func() { s.Stop(); <-served })
@@ -72,15 +94,15 @@ func encode(t *testing.T, c fsm.Command) []byte {
 // refused with PermissionDenied and change nothing; a member's go through; and entries no
 // gateway forwards (InitCluster, Reassign) are refused even from a member.
 func TestForwardRefusesNonMembers(t *testing.T) {
-	c := startCluster(t, 1)
-	n := c.nodes[0]
-	waitReady(t, n)
-	s := spec(t, 8101)
+	c := consensustest.Start(t, 1)
+	n := c.Nodes[0]
+	consensustest.WaitReady(t, n)
+	s := consensustest.Spec(t, 8101)
 	if _, err := n.Apply(testCtx(t), fsm.Register{Spec: s, Owner: "n1"}); err != nil {
 		t.Fatal(err)
 	}
-	var logs logBuffer
-	auth := &PeerAuth{
+	var logs logbuf.Buffer
+	auth := &consensus.PeerAuth{
 		Members: meshOf{
 			{ID: "n1", Status: mesh.StatusAlive, Address: "127.0.0.2:7946", Meta: mesh.Meta{RPCAddr: "127.0.0.2:1", RaftAddr: "127.0.0.2:2"}},
 			{ID: "named", Status: mesh.StatusSuspect, Address: "gw-named.internal:7946", Meta: mesh.Meta{RPCAddr: "gw-named.internal:1"}},
@@ -88,13 +110,13 @@ func TestForwardRefusesNonMembers(t *testing.T) {
 			{ID: "other", Status: mesh.StatusForeign, Address: "127.0.0.1:7947", Meta: mesh.Meta{RPCAddr: "127.0.0.1:3"}},
 		},
 		Logger: logs.Logger(slog.LevelWarn),
-		lookup: func(_ context.Context, host string) ([]string, error) {
-			if host == "gw-named.internal" {
-				return []string{"127.0.0.3"}, nil
-			}
-			return nil, errors.New("no such host")
-		},
 	}
+	auth.SetLookup(func(_ context.Context, host string) ([]string, error) {
+		if host == "gw-named.internal" {
+			return []string{"127.0.0.3"}, nil
+		}
+		return nil, errors.New("no such host")
+	})
 	addr := serveForward(t, n, auth, nil)
 	disable := encode(t, fsm.SetFlags{ID: s.ID(), Flags: fsm.FlagChange{Disabled: ptr(true), Reason: "forged"}})
 	remove := encode(t, fsm.Remove{ID: s.ID()})
@@ -142,13 +164,13 @@ func TestForwardRefusesNonMembers(t *testing.T) {
 // VerifyNodeID, only when the sender it names is its certificate's; and PeerAuth refuses
 // everyone when the listener's credentials are not TLS (a wiring mistake fails closed).
 func TestPeerAuthTLS(t *testing.T) {
-	c := startCluster(t, 1)
-	n := c.nodes[0]
-	waitReady(t, n)
-	node := testPKI(t)
+	c := consensustest.Start(t, 1)
+	n := c.Nodes[0]
+	consensustest.WaitReady(t, n)
+	node := consensus.TestPKI(t)
 	server, gw2 := node("n1"), node("gw2")
-	pinned := serveForward(t, n, &PeerAuth{TLS: true, VerifyNodeID: true, Logger: quiet()}, credentials.NewTLS(server.PeerConfig()))
-	open := serveForward(t, n, &PeerAuth{TLS: true, Logger: quiet()}, nil)
+	pinned := serveForward(t, n, &consensus.PeerAuth{TLS: true, VerifyNodeID: true, Logger: testkit.Quiet()}, credentials.NewTLS(server.PeerConfig()))
+	open := serveForward(t, n, &consensus.PeerAuth{TLS: true, Logger: testkit.Quiet()}, nil)
 	entry := encode(t, fsm.SetFlags{ID: worker.ID("w-none"), Flags: fsm.FlagChange{Disabled: ptr(true)}})
 	tests := []struct {
 		name string
@@ -179,14 +201,14 @@ func TestPeerAuthTLS(t *testing.T) {
 // TestPeerAuthRequiresTheClusterKey: with a key, a caller from a member's host is refused
 // unless its call carries the key's token.
 func TestPeerAuthRequiresTheClusterKey(t *testing.T) {
-	n := startNode(t, Config{NodeID: "n1", Ephemeral: true, BindAddr: "127.0.0.1:0", Registerer: prometheus.NewRegistry(), Logger: quiet()})
-	waitReady(t, n)
-	s := spec(t, 8102)
+	n := consensustest.StartNode(t, consensus.Config{NodeID: "n1", Ephemeral: true, BindAddr: "127.0.0.1:0", Registerer: prometheus.NewRegistry(), Logger: testkit.Quiet()})
+	consensustest.WaitReady(t, n)
+	s := consensustest.Spec(t, 8102)
 	if _, err := n.Apply(testCtx(t), fsm.Register{Spec: s, Owner: "n1"}); err != nil {
 		t.Fatal(err)
 	}
 	key := clusterkey.Derive("the admin key")
-	auth := &PeerAuth{Key: key, Logger: quiet(),
+	auth := &consensus.PeerAuth{Key: key, Logger: testkit.Quiet(),
 		Members: meshOf{{ID: "n1", Status: mesh.StatusAlive, Address: "127.0.0.2:7946", Meta: mesh.Meta{RPCAddr: "127.0.0.2:1"}}}}
 	addr := serveForward(t, n, auth, nil)
 	disable := encode(t, fsm.SetFlags{ID: s.ID(), Flags: fsm.FlagChange{Disabled: ptr(true), Reason: "forged"}})

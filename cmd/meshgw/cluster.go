@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fleetack"
+	"github.com/meshgw/meshgw/consensus/forward"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
@@ -53,7 +54,7 @@ type cluster struct {
 	// owners is the mesh as ownership reads it; handoffs counts the moves of every reason.
 	owners   ownership.Membership
 	handoffs *ownership.Metrics
-	fwd      *consensus.Forwarder
+	fwd      *forward.Forwarder
 	rpc      *grpc.Server
 	rpcAddr  string // advertised
 
@@ -154,7 +155,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 		rebalance.Attach(c.node)
 	}
 	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)
-	c.node.RegisterForward(c.rpc)
+	forward.Register(c.rpc, c.node, c.base)
 	if err := c.startFleetAck(); err != nil {
 		_ = rpcLn.Close()
 		c.shutdown()
@@ -168,7 +169,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 			c.log.Error("the gRPC listener failed", "err", err)
 		}
 	}()
-	if c.fwd, err = consensus.NewForwarder(c.node, consensus.ForwardOptions{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds(), DialOptions: o.tls.keyDialOptions()}); err != nil {
+	if c.fwd, err = forward.New(c.node, forward.Options{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds(), DialOptions: o.tls.keyDialOptions(), Logger: c.base}); err != nil {
 		c.shutdown()
 		return nil, err
 	}

@@ -25,8 +25,10 @@ import (
 type Cluster struct {
 	Nodes []*consensus.Node
 	Trans []*raft.InmemTransport
-	// Addrs are the gRPC addresses by node id, once Serve opened them.
-	Addrs map[string]string
+	// Addrs are the gRPC addresses by node id, and Servers the gRPC servers by node, once
+	// Serve made them.
+	Addrs   map[string]string
+	Servers []*grpc.Server
 }
 
 // Start starts size voters n1..nK, ephemeral, each with its own metrics registry and raft
@@ -163,6 +165,7 @@ func (c *Cluster) Serve(t testing.TB, opts func(i int) []grpc.ServerOption, regi
 			o = opts(i)
 		}
 		s := grpc.NewServer(o...)
+		c.Servers = append(c.Servers, s)
 		served := make(chan struct{})
 		serving := false
 		t.Cleanup(func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -73,12 +74,12 @@ func reassignFromWire(r *consensusv1.ReassignOutcome) *fsm.ReassignResult {
 
 // resultFromWire rebuilds the Result of an APPLIED answer. An outcome or error kind this
 // version does not know (a newer leader) is an error: the entry applied, but what it did cannot
-// be told, so the caller gets ErrOutcomeUnknown rather than a guess.
+// be told, so the caller gets consensus.ErrOutcomeUnknown rather than a guess.
 func resultFromWire(a *consensusv1.ApplyResponse) (fsm.Result, error) {
 	o, ok := outcomeFromWire[a.Outcome]
 	if !ok {
 		return fsm.Result{}, fmt.Errorf("%w: the leader applied index %d with an outcome this version does not know (%d)",
-			ErrOutcomeUnknown, a.Index, a.Outcome)
+			consensus.ErrOutcomeUnknown, a.Index, a.Outcome)
 	}
 	res := fsm.Result{Index: a.Index, Outcome: o, Reassign: reassignFromWire(a.Reassign)}
 	if a.Record != nil {
@@ -88,7 +89,7 @@ func resultFromWire(a *consensusv1.ApplyResponse) (fsm.Result, error) {
 		err, ok := businessErrorFromWire(a.Error)
 		if !ok {
 			return fsm.Result{}, fmt.Errorf("%w: the leader rejected index %d with an error this version does not know (%d: %s)",
-				ErrOutcomeUnknown, a.Index, a.Error.Kind, a.Error.Message)
+				consensus.ErrOutcomeUnknown, a.Index, a.Error.Kind, a.Error.Message)
 		}
 		res.Err = err
 	}

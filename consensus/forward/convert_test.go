@@ -13,7 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -124,8 +126,8 @@ func TestForwardResultFromNewerLeader(t *testing.T) {
 			Error: &consensusv1.BusinessError{Kind: 99, Message: "new kind"}},
 	}
 	for _, a := range tests {
-		if _, err := resultFromWire(a); !errors.Is(err, ErrOutcomeUnknown) {
-			t.Errorf("%v: %v; want ErrOutcomeUnknown", a, err)
+		if _, err := resultFromWire(a); !errors.Is(err, consensus.ErrOutcomeUnknown) {
+			t.Errorf("%v: %v; want consensus.ErrOutcomeUnknown", a, err)
 		}
 	}
 }
@@ -134,7 +136,7 @@ func TestForwardResultFromNewerLeader(t *testing.T) {
 // snapshot encodes it, and reads back as the applied record.
 func TestForwardRecordMatchesSnapshot(t *testing.T) {
 	full := fullRecord(t)
-	f := fsm.New(quiet())
+	f := fsm.New(testkit.Quiet())
 	apply := func(index uint64, c fsm.Command) {
 		data, err := fsm.Encode(c)
 		if err != nil {

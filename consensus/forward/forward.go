@@ -1,9 +1,11 @@
 package forward
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -16,15 +18,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
-// Defaults of ForwardOptions.
+// Defaults of Options.
 const (
-	// DefaultRPCPort is --rpc-port: the gRPC listener that serves forwarding.
-	DefaultRPCPort = 39529
-	// DefaultForwardHops bounds the leaders one write is sent to in a row.
-	DefaultForwardHops = 3
+	// DefaultHops bounds the leaders one write is sent to in a row.
+	DefaultHops = 3
 	// DefaultNoLeaderWait bounds how long a write waits for a reachable leader.
 	DefaultNoLeaderWait = 2 * time.Second
 	// DefaultLeaderPoll is how often a waiting write looks at leadership again.
@@ -39,9 +40,21 @@ const (
 	DefaultMaxResends = 3
 )
 
-// ForwardOptions configures a Forwarder. The zero value of every optional field is a working
-// default.
-type ForwardOptions struct {
+// Node is the raft node a Forwarder writes through and the Forward service proposes on;
+// *consensus.Node implements it.
+type Node interface {
+	// ID returns this node's raft server id.
+	ID() string
+	// ApplyEntry proposes an encoded entry of type typ on behalf of node from and waits until
+	// this node applied it (consensus.Node.ApplyEntry); it must run on the leader.
+	ApplyEntry(ctx context.Context, typ fsm.CommandType, entry []byte, from string) (fsm.Result, error)
+	// Leader returns the leader this node knows, itself when it leads; ok is false when it
+	// knows none, and a shut-down node knows "" (consensus.Node.Leader).
+	Leader() (id string, ok bool)
+}
+
+// Options configures a Forwarder. The zero value of every optional field is a working default.
+type Options struct {
 	// ResolveRPC returns the gRPC address (host:port) of a node's --rpc-port listener by node
 	// id; memberlist metadata provides it. Required.
 	ResolveRPC func(nodeID string) (addr string, ok bool)
@@ -51,12 +64,12 @@ type ForwardOptions struct {
 	// DialOptions are added to every connection to a leader.
 	DialOptions []grpc.DialOption
 	// MaxHops bounds how many gateways one attempt sends the entry to in a row, following
-	// NotLeader answers; the last *NotLeaderError is returned after that. Zero means
-	// DefaultForwardHops.
+	// NotLeader answers; the last *consensus.NotLeaderError is returned after that. Zero means
+	// DefaultHops.
 	MaxHops int
 	// NoLeaderWait bounds the total time a write waits for a leader it can reach (no leader
 	// known, a leader that is shutting down or cannot be dialled) before it fails with
-	// ErrNoLeader. Zero means DefaultNoLeaderWait. The write's context bounds it too.
+	// consensus.ErrNoLeader. Zero means DefaultNoLeaderWait. The write's context bounds it too.
 	NoLeaderWait time.Duration
 	// LeaderPoll is how often a waiting write looks at leadership again. Zero means
 	// DefaultLeaderPoll.
@@ -70,42 +83,24 @@ type ForwardOptions struct {
 	// Zero means DefaultAttemptTimeout.
 	AttemptTimeout time.Duration
 	// MaxResends bounds how many times one write is re-sent after attempts that ended without
-	// the leader's answer (see forward_resend.go for why a re-send is safe). Zero means
+	// the leader's answer (see resend.go for why a re-send is safe). Zero means
 	// DefaultMaxResends.
 	MaxResends int
+	// ApplyTimeout bounds a write whose context has no deadline. Zero means
+	// consensus.DefaultApplyTimeout, the node's own bound (consensus.Config.ApplyTimeout).
+	ApplyTimeout time.Duration
+	// Logger receives the line of each re-sent write. Nil means slog.Default().
+	Logger *slog.Logger
 }
-
-// LeaderUnreachableError says this node knows a leader but could not hand it the write: no RPC
-// address is known for it, it could not be dialled, or it answered that it is shutting down.
-// Nothing was written. errors.Is(err, ErrNoLeader) is true: for a writer there is no leader.
-type LeaderUnreachableError struct {
-	// Leader is the leader's node id; Address its RPC address, "" when none is known.
-	Leader  string
-	Address string
-	Err     error
-}
-
-func (e *LeaderUnreachableError) Error() string {
-	at := ""
-	if e.Address != "" {
-		at = " at " + e.Address
-	}
-	return fmt.Sprintf("raft leader %s is unreachable%s: %v; nothing was written", e.Leader, at, e.Err)
-}
-
-// Is makes errors.Is(err, ErrNoLeader) true.
-func (e *LeaderUnreachableError) Is(target error) bool { return target == ErrNoLeader }
-
-// Unwrap returns the cause.
-func (e *LeaderUnreachableError) Unwrap() error { return e.Err }
 
 // Forwarder applies writes from any gateway: locally when this node leads, otherwise by sending
 // the encoded entry to the leader's Forward service over gRPC. It keeps one connection per
 // leader address, dropping idle ones when the leader moves. Its methods are safe for
 // concurrent use.
 type Forwarder struct {
-	node *Node
-	o    ForwardOptions
+	node Node
+	o    Options
+	log  *slog.Logger
 	dial []grpc.DialOption
 	done chan struct{}
 
@@ -122,13 +117,13 @@ type leaderConn struct {
 	inUse  int
 }
 
-// NewForwarder returns a Forwarder that applies through node. Shut it down before the node.
-func NewForwarder(node *Node, o ForwardOptions) (*Forwarder, error) {
+// New returns a Forwarder that applies through node. Shut it down before the node.
+func New(node Node, o Options) (*Forwarder, error) {
 	if node == nil || o.ResolveRPC == nil {
-		return nil, errors.New("consensus: a forwarder needs a node and ForwardOptions.ResolveRPC")
+		return nil, errors.New("forward: a forwarder needs a node and Options.ResolveRPC")
 	}
 	if o.MaxHops <= 0 {
-		o.MaxHops = DefaultForwardHops
+		o.MaxHops = DefaultHops
 	}
 	if o.NoLeaderWait <= 0 {
 		o.NoLeaderWait = DefaultNoLeaderWait
@@ -145,6 +140,9 @@ func NewForwarder(node *Node, o ForwardOptions) (*Forwarder, error) {
 	if o.MaxResends <= 0 {
 		o.MaxResends = DefaultMaxResends
 	}
+	if o.ApplyTimeout <= 0 {
+		o.ApplyTimeout = consensus.DefaultApplyTimeout
+	}
 	creds := o.Credentials
 	if creds == nil {
 		creds = insecure.NewCredentials()
@@ -158,25 +156,25 @@ func NewForwarder(node *Node, o ForwardOptions) (*Forwarder, error) {
 			MinConnectTimeout: o.DialTimeout,
 		}),
 	}, o.DialOptions...)
-	return &Forwarder{node: node, o: o, dial: dial, done: make(chan struct{}), conns: make(map[string]*leaderConn)}, nil
+	log := cmp.Or(o.Logger, slog.Default()).With("component", "forward", "node", node.ID())
+	return &Forwarder{node: node, o: o, log: log, dial: dial, done: make(chan struct{}), conns: make(map[string]*leaderConn)}, nil
 }
 
-// Apply has the contract of Node.Apply, from any node: it proposes cmd and waits until the
-// leader has applied it, or ctx ends (without a deadline, the node's Config.ApplyTimeout
-// bounds it). Every error says whether the write happened:
+// Apply has the contract of consensus.Node.Apply, from any node: it proposes cmd and waits
+// until the leader has applied it, or ctx ends (without a deadline, ApplyTimeout bounds it). Every error says whether the write happened:
 //
 //   - nil or a business error of package fsm: applied, and the Result is the leader's (with
 //     Result.Reassign for a Handoff; a gateway never forwards Reassign, which failover applies
 //     on the leader);
-//   - *NotLeaderError (MaxHops answers followed), ErrNoLeader (also *LeaderUnreachableError:
-//     no leader could be reached within NoLeaderWait), ErrTimeout, ErrShutdown (this node or
+//   - *consensus.NotLeaderError (MaxHops answers followed), consensus.ErrNoLeader (also *consensus.LeaderUnreachableError:
+//     no leader could be reached within NoLeaderWait), consensus.ErrTimeout, consensus.ErrShutdown (this node or
 //     forwarder), ctx.Err(), *fsm.InvalidError (the command does not encode): nothing was
 //     written;
-//   - ErrOutcomeUnknown (wrapping the cause): the entry may or may not commit. An attempt that
+//   - consensus.ErrOutcomeUnknown (wrapping the cause): the entry may or may not commit. An attempt that
 //     ends without the leader's answer once the entry may be in its log (the leader lost
 //     leadership, the connection broke, or the leader stayed silent for AttemptTimeout while
 //     this node learnt of a newer one) is re-sent to the leader this node knows next, bounded
-//     by ctx and MaxResends; the write answers ErrOutcomeUnknown only when no re-send settles
+//     by ctx and MaxResends; the write answers consensus.ErrOutcomeUnknown only when no re-send settles
 //     it: ctx ends first, no re-send reached a leader, or the re-send was rejected with a
 //     conflict or not-found that the first copy may have caused (the rejection is wrapped too).
 func (f *Forwarder) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
@@ -186,7 +184,7 @@ func (f *Forwarder) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.node.cfg.ApplyTimeout)
+		ctx, cancel = context.WithTimeout(ctx, f.o.ApplyTimeout)
 		defer cancel()
 	}
 	return f.forward(ctx, cmd.Type(), data)
@@ -198,7 +196,7 @@ func (f *Forwarder) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 // the leader's answer, once a leader is known again.
 func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
 	var (
-		target    *NotLeaderError // nil: ask this node
+		target    *consensus.NotLeaderError // nil: ask this node
 		hops      int
 		waitUntil time.Time   // set by the first wait
 		pending   *unanswered // the first attempt that may be in a leader's log
@@ -206,7 +204,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 	)
 	for {
 		if f.isClosed() {
-			return pending.settle(fsm.Result{}, ErrShutdown)
+			return pending.settle(fsm.Result{}, consensus.ErrShutdown)
 		}
 		var (
 			res fsm.Result
@@ -219,7 +217,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 			res, err = f.send(ctx, target, data)
 		}
 		var (
-			nl *NotLeaderError
+			nl *consensus.NotLeaderError
 			un *unanswered
 		)
 		switch {
@@ -231,7 +229,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 			if nl.Leader == f.node.ID() { // a stale peer names this node: look again here
 				target = nil
 			}
-		case errors.Is(err, ErrNoLeader) && !errors.Is(err, ErrOutcomeUnknown):
+		case errors.Is(err, consensus.ErrNoLeader) && !errors.Is(err, consensus.ErrOutcomeUnknown):
 			if werr := f.waitLeader(ctx, &waitUntil, err); werr != nil {
 				return pending.settle(fsm.Result{}, werr)
 			}
@@ -248,7 +246,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 			}
 			resends++
 			target, hops = nil, 0
-			f.node.log.Info("re-sending a write that a raft leader did not answer", "command", typ, "asked", un.leader, "resend", resends, "err", un.err)
+			f.log.Info("re-sending a write that a raft leader did not answer", "command", typ, "asked", un.leader, "resend", resends, "err", un.err)
 		default:
 			res, err = pending.settle(res, err)
 			res.Resent = pending != nil && err == nil
@@ -261,7 +259,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 // outcome is unknown (leadership lost) may be re-sent.
 func (f *Forwarder) local(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
 	res, err := f.node.ApplyEntry(ctx, typ, data, f.node.ID())
-	if errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrShutdown) && ctx.Err() == nil {
+	if errors.Is(err, consensus.ErrOutcomeUnknown) && !errors.Is(err, consensus.ErrShutdown) && ctx.Err() == nil {
 		return res, &unanswered{leader: f.node.ID(), err: err}
 	}
 	return res, err
@@ -286,7 +284,7 @@ func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause erro
 			}
 			return cause
 		case <-f.done:
-			return ErrShutdown
+			return consensus.ErrShutdown
 		case <-tick.C:
 			if f.leaderKnown() {
 				return nil
@@ -302,10 +300,10 @@ func (f *Forwarder) leaderKnown() bool {
 }
 
 // send hands the entry to the leader to over gRPC and reads its answer in Apply's terms.
-func (f *Forwarder) send(ctx context.Context, to *NotLeaderError, data []byte) (fsm.Result, error) {
+func (f *Forwarder) send(ctx context.Context, to *consensus.NotLeaderError, data []byte) (fsm.Result, error) {
 	addr, ok := f.o.ResolveRPC(to.Leader)
 	if !ok || addr == "" {
-		return fsm.Result{}, &LeaderUnreachableError{Leader: to.Leader, Err: errors.New("no RPC address is known for it")}
+		return fsm.Result{}, &consensus.LeaderUnreachableError{Leader: to.Leader, Err: errors.New("no RPC address is known for it")}
 	}
 	lc, err := f.acquire(addr)
 	if err != nil {
@@ -316,7 +314,7 @@ func (f *Forwarder) send(ctx context.Context, to *NotLeaderError, data []byte) (
 		if cerr := ctx.Err(); cerr != nil {
 			return fsm.Result{}, cerr // not sent
 		}
-		return fsm.Result{}, &LeaderUnreachableError{Leader: to.Leader, Address: addr, Err: err}
+		return fsm.Result{}, &consensus.LeaderUnreachableError{Leader: to.Leader, Address: addr, Err: err}
 	}
 	if err := ctx.Err(); err != nil {
 		return fsm.Result{}, err // not sent
@@ -334,14 +332,14 @@ func (f *Forwarder) send(ctx context.Context, to *NotLeaderError, data []byte) (
 // soon as this node knows another leader than the one asked: the entry may be in the asked
 // leader's log, and forward re-sends the write to the new one.
 func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr string, data []byte) (*consensusv1.ApplyResponse, error) {
-	a, now, err := untilLeaderMoves(ctx, f.node, leader, f.o.AttemptTimeout, f.o.LeaderPoll,
+	a, now, err := consensus.UntilLeaderMoves(ctx, f.node, f.log, leader, f.o.AttemptTimeout, f.o.LeaderPoll,
 		func(ctx context.Context) (*consensusv1.ApplyResponse, error) {
 			return lc.client.Apply(ctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
 		})
 	switch {
 	case now != "":
 		return nil, &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s, which gave no answer within %v; %s leads now",
-			ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
+			consensus.ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
 	case err != nil:
 		return nil, rpcError(ctx, leader, addr, err)
 	}
@@ -354,12 +352,12 @@ func rpcError(ctx context.Context, leader, addr string, err error) error {
 	switch status.Code(err) {
 	case codes.Unimplemented, // no Forward service there: the entry was not looked at
 		codes.Unauthenticated, codes.PermissionDenied: // the leader refused this node or the entry unread (PeerAuth)
-		return &LeaderUnreachableError{Leader: leader, Address: addr, Err: err}
+		return &consensus.LeaderUnreachableError{Leader: leader, Address: addr, Err: err}
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("%w: forwarded to %s at %s: %w (%v)", ErrOutcomeUnknown, leader, addr, cerr, err)
+		return fmt.Errorf("%w: forwarded to %s at %s: %w (%v)", consensus.ErrOutcomeUnknown, leader, addr, cerr, err)
 	}
-	return &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s: %w", ErrOutcomeUnknown, leader, addr, err)}
+	return &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s: %w", consensus.ErrOutcomeUnknown, leader, addr, err)}
 }
 
 // read turns the leader's answer into Apply's result and error.
@@ -374,31 +372,31 @@ func (f *Forwarder) read(ctx context.Context, leader, addr string, a *consensusv
 		return res, res.Err
 	case consensusv1.ApplyStatus_APPLY_STATUS_NOT_LEADER:
 		if a.LeaderId == "" {
-			return fsm.Result{}, fmt.Errorf("%w (%s)", ErrNoLeader, said("not the leader and names none"))
+			return fsm.Result{}, fmt.Errorf("%w (%s)", consensus.ErrNoLeader, said("not the leader and names none"))
 		}
 		// Followed even when it names the node asked for (a stale address): MaxHops bounds it.
-		return fsm.Result{}, &NotLeaderError{Leader: a.LeaderId, LeaderAddress: a.LeaderAddress}
+		return fsm.Result{}, &consensus.NotLeaderError{Leader: a.LeaderId, LeaderAddress: a.LeaderAddress}
 	case consensusv1.ApplyStatus_APPLY_STATUS_NO_LEADER:
-		return fsm.Result{}, fmt.Errorf("%w (%s)", ErrNoLeader, said("knows no leader"))
+		return fsm.Result{}, fmt.Errorf("%w (%s)", consensus.ErrNoLeader, said("knows no leader"))
 	case consensusv1.ApplyStatus_APPLY_STATUS_SHUTDOWN:
-		return fsm.Result{}, &LeaderUnreachableError{Leader: leader, Address: addr, Err: errors.New("it is shutting down")}
+		return fsm.Result{}, &consensus.LeaderUnreachableError{Leader: leader, Address: addr, Err: errors.New("it is shutting down")}
 	case consensusv1.ApplyStatus_APPLY_STATUS_CANCELED:
 		if err := ctx.Err(); err != nil {
 			return fsm.Result{}, err
 		}
-		return fsm.Result{}, &LeaderUnreachableError{Leader: leader, Address: addr, Err: errors.New("it dropped the request before proposing it")}
+		return fsm.Result{}, &consensus.LeaderUnreachableError{Leader: leader, Address: addr, Err: errors.New("it dropped the request before proposing it")}
 	case consensusv1.ApplyStatus_APPLY_STATUS_TIMEOUT:
-		return fsm.Result{}, fmt.Errorf("%w (%s)", ErrTimeout, said(a.Message))
+		return fsm.Result{}, fmt.Errorf("%w (%s)", consensus.ErrTimeout, said(a.Message))
 	case consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY:
 		return fsm.Result{}, &fsm.InvalidError{Msg: said(a.Message)}
 	case consensusv1.ApplyStatus_APPLY_STATUS_OUTCOME_UNKNOWN:
-		err := fmt.Errorf("%w: %s", ErrOutcomeUnknown, said(a.Message))
+		err := fmt.Errorf("%w: %s", consensus.ErrOutcomeUnknown, said(a.Message))
 		if ctx.Err() != nil {
 			return fsm.Result{}, err
 		}
 		return fsm.Result{}, &unanswered{leader: leader, err: err} // it lost leadership, or shut down: re-send
 	}
-	return fsm.Result{}, fmt.Errorf("%w: %s", ErrOutcomeUnknown, said(fmt.Sprintf("an answer this version does not know (%d)", a.Status)))
+	return fsm.Result{}, fmt.Errorf("%w: %s", consensus.ErrOutcomeUnknown, said(fmt.Sprintf("an answer this version does not know (%d)", a.Status)))
 }
 
 // ready connects cc if it is not connected, bounded by DialTimeout. A connection in transient
@@ -415,7 +413,7 @@ func (f *Forwarder) ready(ctx context.Context, cc *grpc.ClientConn) error {
 		case connectivity.TransientFailure:
 			return errors.New("the connection failed")
 		case connectivity.Shutdown:
-			return ErrShutdown
+			return consensus.ErrShutdown
 		}
 		if !cc.WaitForStateChange(ctx, s) {
 			return fmt.Errorf("connecting: %w", ctx.Err())
@@ -429,7 +427,7 @@ func (f *Forwarder) acquire(addr string) (*leaderConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return nil, ErrShutdown
+		return nil, consensus.ErrShutdown
 	}
 	f.current = addr
 	for a, lc := range f.conns {
@@ -442,7 +440,7 @@ func (f *Forwarder) acquire(addr string) (*leaderConn, error) {
 	if lc == nil {
 		cc, err := grpc.NewClient(addr, f.dial...)
 		if err != nil {
-			return nil, &LeaderUnreachableError{Address: addr, Err: err}
+			return nil, &consensus.LeaderUnreachableError{Address: addr, Err: err}
 		}
 		lc = &leaderConn{cc: cc, client: consensusv1.NewForwardClient(cc)}
 		f.conns[addr] = lc
@@ -469,7 +467,7 @@ func (f *Forwarder) isClosed() bool {
 }
 
 // Shutdown closes the connections to leaders. A write in flight on one of them ends with
-// ErrOutcomeUnknown; later writes return ErrShutdown. Calling it again does nothing.
+// consensus.ErrOutcomeUnknown; later writes return consensus.ErrShutdown. Calling it again does nothing.
 func (f *Forwarder) Shutdown() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -16,52 +16,46 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // fwdCluster is a cluster on raft's in-memory transport with a real gRPC server per node on
 // 127.0.0.1, and a Forwarder per node resolving node ids to those servers.
 type fwdCluster struct {
-	*cluster
-	addrs   []string
-	servers []*grpc.Server
-	calls   []atomic.Int64 // Forward RPCs each server received
-	hooks   []atomic.Pointer[grpc.UnaryServerInterceptor]
-	fwd     []*Forwarder
+	*consensustest.Cluster
+	calls []atomic.Int64 // Forward RPCs each server received
+	hooks []atomic.Pointer[grpc.UnaryServerInterceptor]
+	fwd   []*Forwarder
 
 	mu       sync.Mutex
 	override func(id string) (string, bool, bool) // (addr, ok, handled)
 }
 
-func startForwardCluster(t *testing.T, size int, o ForwardOptions) *fwdCluster {
+func startForwardCluster(t *testing.T, size int, o Options) *fwdCluster {
 	t.Helper()
 	c := &fwdCluster{
-		cluster: startCluster(t, size),
+		Cluster: consensustest.Start(t, size),
 		calls:   make([]atomic.Int64, size),
 		hooks:   make([]atomic.Pointer[grpc.UnaryServerInterceptor], size),
 	}
-	for i, n := range c.nodes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	c.Serve(t, func(i int) []grpc.ServerOption {
+		return []grpc.ServerOption{grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			c.calls[i].Add(1)
 			if hook := c.hooks[i].Load(); hook != nil {
 				return (*hook)(ctx, req, info, h)
 			}
 			return h(ctx, req)
-		}))
-		n.RegisterForward(s)
-		served := make(chan struct{})
-		go func() { defer close(served); _ = s.Serve(ln) }()
-		t.Cleanup(func() { s.Stop(); <-served })
-		c.addrs = append(c.addrs, ln.Addr().String())
-		c.servers = append(c.servers, s)
-	}
+		})}
+	}, func(i int, s *grpc.Server) { Register(s, c.Nodes[i], testkit.Quiet()) })
 	o.ResolveRPC = c.resolve
-	for _, n := range c.nodes {
-		f, err := NewForwarder(n, o)
+	if o.Logger == nil {
+		o.Logger = testkit.Quiet()
+	}
+	for _, n := range c.Nodes {
+		f, err := New(n, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +69,9 @@ func startForwardCluster(t *testing.T, size int, o ForwardOptions) *fwdCluster {
 	return c
 }
 
+// addr is node i's gRPC address.
+func (c *fwdCluster) addr(i int) string { return c.Addrs[c.Nodes[i].ID()] }
+
 // resolve maps node id nK to the gRPC address of node K, unless an override handles it.
 func (c *fwdCluster) resolve(id string) (string, bool) {
 	c.mu.Lock()
@@ -85,12 +82,7 @@ func (c *fwdCluster) resolve(id string) (string, bool) {
 			return addr, ok
 		}
 	}
-	for i, n := range c.nodes {
-		if n.ID() == id {
-			return c.addrs[i], true
-		}
-	}
-	return "", false
+	return c.ResolveRPC(id)
 }
 
 func (c *fwdCluster) setOverride(o func(id string) (string, bool, bool)) {
@@ -110,10 +102,10 @@ func (c *fwdCluster) callCounts() []int64 {
 // ready waits for a leader every node agrees on and for the cluster id on every node.
 func (c *fwdCluster) ready(t *testing.T) int {
 	t.Helper()
-	all := others(len(c.nodes), -1)
-	lead := c.waitLeader(t, all...)
-	waitFor(t, "the cluster id on every node", func() bool {
-		for _, n := range c.nodes {
+	all := consensustest.Others(len(c.Nodes), -1)
+	lead := c.WaitLeader(t, all...)
+	testkit.For(t, "the cluster id on every node", func() bool {
+		for _, n := range c.Nodes {
 			if n.ClusterID() == "" {
 				return false
 			}
@@ -133,12 +125,12 @@ func testCtx(t *testing.T) context.Context {
 // record, business error) is the leader's, and equals what the leader's state holds and what a
 // local Apply answers.
 func TestForwardFromFollower(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{})
+	c := startForwardCluster(t, 3, Options{})
 	lead := c.ready(t)
-	leader, fi := c.nodes[lead], others(3, lead)[0]
+	leader, fi := c.Nodes[lead], consensustest.Others(3, lead)[0]
 	f := c.fwd[fi]
 	ctx := testCtx(t)
-	a := spec(t, 8001)
+	a := consensustest.Spec(t, 8001)
 	other := a.Clone()
 	other.Model = "another-model"
 	at := time.Unix(1_700_000_000, 0).UTC()
@@ -191,7 +183,7 @@ func TestForwardFromFollower(t *testing.T) {
 				t.Fatalf("%s: forwarded result differs from a local Apply's (-local +forwarded):\n%s\n%v / %v", st.name, diff, lerr, err)
 			}
 		}
-		waitApplied(t, c.nodes, res.Index)
+		consensustest.WaitApplied(t, c.Nodes, res.Index)
 	}
 	if got := c.callCounts(); got[lead] != int64(len(steps)) || got[fi] != 0 {
 		t.Fatalf("forward RPCs per node %v; want %d on the leader %d only", got, len(steps), lead)
@@ -211,38 +203,38 @@ func TestForwardFromFollower(t *testing.T) {
 // answers NotLeader and never forwards itself, the forwarder follows the answer, and gives up
 // after MaxHops when the answers go round in a circle.
 func TestForwardFollowsNotLeader(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{})
+	c := startForwardCluster(t, 3, Options{})
 	lead := c.ready(t)
-	rest := others(3, lead)
+	rest := consensustest.Others(3, lead)
 	from, stale := rest[0], rest[1]
-	leaderID := c.nodes[lead].ID()
+	leaderID := c.Nodes[lead].ID()
 	ctx := testCtx(t)
-	before := c.nodes[lead].AppliedIndex()
+	before := c.Nodes[lead].AppliedIndex()
 
 	// Every lookup of the leader gives the follower's address: a loop, cut after MaxHops.
-	c.setOverride(func(id string) (string, bool, bool) { return c.addrs[stale], true, id == leaderID })
-	_, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: spec(t, 8002), Owner: "n1"})
-	var nl *NotLeaderError
+	c.setOverride(func(id string) (string, bool, bool) { return c.addr(stale), true, id == leaderID })
+	_, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8002), Owner: "n1"})
+	var nl *consensus.NotLeaderError
 	if !errors.As(err, &nl) || nl.Leader != leaderID {
-		t.Fatalf("a circle of NotLeader answers: %v; want *NotLeaderError naming %s", err, leaderID)
+		t.Fatalf("a circle of NotLeader answers: %v; want *consensus.NotLeaderError naming %s", err, leaderID)
 	}
-	if got := c.callCounts(); got[stale] != DefaultForwardHops || got[lead] != 0 || got[from] != 0 {
-		t.Fatalf("forward RPCs per node %v; want %d on node %d only", got, DefaultForwardHops, stale)
+	if got := c.callCounts(); got[stale] != DefaultHops || got[lead] != 0 || got[from] != 0 {
+		t.Fatalf("forward RPCs per node %v; want %d on node %d only", got, DefaultHops, stale)
 	}
-	if c.nodes[lead].AppliedIndex() != before {
+	if c.Nodes[lead].AppliedIndex() != before {
 		t.Fatal("a refused write was applied")
 	}
 
 	// A stale lookup once: the follower's NotLeader answer leads to the leader.
 	var once atomic.Bool
 	c.setOverride(func(id string) (string, bool, bool) {
-		return c.addrs[stale], true, id == leaderID && once.CompareAndSwap(false, true)
+		return c.addr(stale), true, id == leaderID && once.CompareAndSwap(false, true)
 	})
-	res, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: spec(t, 8002), Owner: "n1"})
+	res, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8002), Owner: "n1"})
 	if err != nil || res.Outcome != fsm.Created {
 		t.Fatalf("after one NotLeader answer: %+v, %v", res, err)
 	}
-	if got := c.callCounts(); got[stale] != DefaultForwardHops+1 || got[lead] != 1 {
+	if got := c.callCounts(); got[stale] != DefaultHops+1 || got[lead] != 1 {
 		t.Fatalf("forward RPCs per node %v", got)
 	}
 }
@@ -250,22 +242,22 @@ func TestForwardFollowsNotLeader(t *testing.T) {
 // TestForwardFollowsNewLeader isolates the leader: writes through a remaining follower reach
 // the new leader, and after healing the old leader's forwarder reaches whoever leads.
 func TestForwardFollowsNewLeader(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{})
+	c := startForwardCluster(t, 3, Options{})
 	lead := c.ready(t)
-	rest := others(3, lead)
+	rest := consensustest.Others(3, lead)
 	ctx := testCtx(t)
-	if _, err := c.fwd[rest[0]].Apply(ctx, fsm.Register{Spec: spec(t, 8003), Owner: "n1"}); err != nil {
+	if _, err := c.fwd[rest[0]].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8003), Owner: "n1"}); err != nil {
 		t.Fatal(err)
 	}
 
-	c.isolate(lead)
-	newLead := c.waitLeader(t, rest...)
+	c.Isolate(lead)
+	newLead := c.WaitLeader(t, rest...)
 	follower := rest[0]
 	if follower == newLead {
 		follower = rest[1]
 	}
 	before := c.calls[newLead].Load()
-	res, err := c.fwd[follower].Apply(ctx, fsm.Register{Spec: spec(t, 8004), Owner: "n1"})
+	res, err := c.fwd[follower].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8004), Owner: "n1"})
 	if err != nil || res.Outcome != fsm.Created {
 		t.Fatalf("write after the leader changed: %+v, %v", res, err)
 	}
@@ -279,30 +271,30 @@ func TestForwardFollowsNewLeader(t *testing.T) {
 		t.Fatalf("the forwarder keeps %d connections; want only the new leader's", conns)
 	}
 
-	c.heal()
-	c.waitLeader(t, 0, 1, 2)
-	res, err = c.fwd[lead].Apply(ctx, fsm.Register{Spec: spec(t, 8005), Owner: "n1"})
+	c.Heal()
+	c.WaitLeader(t, 0, 1, 2)
+	res, err = c.fwd[lead].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8005), Owner: "n1"})
 	if err != nil || res.Outcome != fsm.Created {
 		t.Fatalf("write from the healed old leader: %+v, %v", res, err)
 	}
-	waitApplied(t, c.nodes, res.Index)
-	for _, n := range c.nodes {
+	consensustest.WaitApplied(t, c.Nodes, res.Index)
+	for _, n := range c.Nodes {
 		if len(n.Workers()) != 3 {
 			t.Fatalf("%s holds %d records; want 3", n.ID(), len(n.Workers()))
 		}
 	}
 }
 
-// TestForwardNoLeader cuts every node off: a write fails with ErrNoLeader after
+// TestForwardNoLeader cuts every node off: a write fails with consensus.ErrNoLeader after
 // NoLeaderWait, or sooner when its context ends first.
 func TestForwardNoLeader(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{})
+	c := startForwardCluster(t, 3, Options{})
 	c.ready(t)
-	c.isolate(0)
-	c.isolate(1)
-	waitFor(t, "no node to know a leader", func() bool {
-		for _, n := range c.nodes {
-			if _, id := n.raft.LeaderWithID(); n.IsLeader() || id != "" {
+	c.Isolate(0)
+	c.Isolate(1)
+	testkit.For(t, "no node to know a leader", func() bool {
+		for _, n := range c.Nodes {
+			if id, _ := n.Leader(); id != "" {
 				return false
 			}
 		}
@@ -323,9 +315,9 @@ func TestForwardNoLeader(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
 			defer cancel()
 			start := time.Now()
-			_, err := c.fwd[2].Apply(ctx, fsm.Register{Spec: spec(t, 8006), Owner: "n1"})
+			_, err := c.fwd[2].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8006), Owner: "n1"})
 			took := time.Since(start)
-			if !errors.Is(err, ErrNoLeader) || errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) != tt.ctxErr {
+			if !errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) != tt.ctxErr {
 				t.Fatalf("Apply without a leader: %v", err)
 			}
 			if took < tt.min || took > tt.max {
@@ -339,11 +331,11 @@ func TestForwardNoLeader(t *testing.T) {
 }
 
 // TestForwardLeaderUnreachable: no RPC address, or one nothing listens on, means nothing was
-// written, and ErrNoLeader once NoLeaderWait has passed.
+// written, and consensus.ErrNoLeader once NoLeaderWait has passed.
 func TestForwardLeaderUnreachable(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{NoLeaderWait: 300 * time.Millisecond})
+	c := startForwardCluster(t, 3, Options{NoLeaderWait: 300 * time.Millisecond})
 	lead := c.ready(t)
-	leaderID := c.nodes[lead].ID()
+	leaderID := c.Nodes[lead].ID()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -361,13 +353,13 @@ func TestForwardLeaderUnreachable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c.setOverride(func(id string) (string, bool, bool) { return tt.addr, tt.ok, id == leaderID })
-			before := c.nodes[lead].AppliedIndex()
-			_, err := c.fwd[others(3, lead)[0]].Apply(testCtx(t), fsm.Register{Spec: spec(t, 8007), Owner: "n1"})
-			var ue *LeaderUnreachableError
-			if !errors.As(err, &ue) || !errors.Is(err, ErrNoLeader) || ue.Leader != leaderID || ue.Address != tt.addr {
-				t.Fatalf("unreachable leader: %v; want *LeaderUnreachableError", err)
+			before := c.Nodes[lead].AppliedIndex()
+			_, err := c.fwd[consensustest.Others(3, lead)[0]].Apply(testCtx(t), fsm.Register{Spec: consensustest.Spec(t, 8007), Owner: "n1"})
+			var ue *consensus.LeaderUnreachableError
+			if !errors.As(err, &ue) || !errors.Is(err, consensus.ErrNoLeader) || ue.Leader != leaderID || ue.Address != tt.addr {
+				t.Fatalf("unreachable leader: %v; want *consensus.LeaderUnreachableError", err)
 			}
-			if c.nodes[lead].AppliedIndex() != before {
+			if c.Nodes[lead].AppliedIndex() != before {
 				t.Fatal("something was written")
 			}
 		})
@@ -375,7 +367,7 @@ func TestForwardLeaderUnreachable(t *testing.T) {
 }
 
 // TestForwardLeaderDiesMidCall stops the leader's gRPC server while it holds the request:
-// before or after applying it, the caller cannot tell, so both are ErrOutcomeUnknown.
+// before or after applying it, the caller cannot tell, so both are consensus.ErrOutcomeUnknown.
 func TestForwardLeaderDiesMidCall(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -386,31 +378,31 @@ func TestForwardLeaderDiesMidCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := startForwardCluster(t, 3, ForwardOptions{})
+			c := startForwardCluster(t, 3, Options{})
 			lead := c.ready(t)
-			leader := c.nodes[lead]
+			leader := c.Nodes[lead]
 			var hook grpc.UnaryServerInterceptor = func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				var resp any
 				var err error
 				if tt.applies {
 					resp, err = h(ctx, req)
 				}
-				c.servers[lead].Stop() // closes the connection before the answer is written
+				c.Servers[lead].Stop() // closes the connection before the answer is written
 				return resp, err
 			}
 			c.hooks[lead].Store(&hook)
-			a := spec(t, 8008)
-			from := others(3, lead)[0]
+			a := consensustest.Spec(t, 8008)
+			from := consensustest.Others(3, lead)[0]
 			_, err := c.fwd[from].Apply(testCtx(t), fsm.Register{Spec: a, Owner: "n1"})
-			if err == nil && !c.nodes[lead].IsLeader() {
+			if err == nil && !c.Nodes[lead].IsLeader() {
 				// Under load an election can move the leadership meanwhile: the re-sent register,
 				// idempotent, is then answered by the new leader, and that answer is the write's.
 				t.Logf("leadership moved during the call; the re-sent write was answered")
-				waitFor(t, "the record on the writer", func() bool { _, ok := c.nodes[from].Worker(a.ID()); return ok })
+				testkit.For(t, "the record on the writer", func() bool { _, ok := c.Nodes[from].Worker(a.ID()); return ok })
 				return
 			}
-			if !errors.Is(err, ErrOutcomeUnknown) {
-				t.Fatalf("leader died mid-call: %v; want ErrOutcomeUnknown", err)
+			if !errors.Is(err, consensus.ErrOutcomeUnknown) {
+				t.Fatalf("leader died mid-call: %v; want consensus.ErrOutcomeUnknown", err)
 			}
 			if _, ok := leader.Worker(a.ID()); ok != tt.applies {
 				t.Fatalf("record on the leader: %v; want %v", ok, tt.applies)
@@ -422,15 +414,15 @@ func TestForwardLeaderDiesMidCall(t *testing.T) {
 // TestForwardRefusesBadEntries sends entries straight to the leader's service: one its FSM
 // would not decode is refused, and every node keeps running.
 func TestForwardRefusesBadEntries(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{})
+	c := startForwardCluster(t, 3, Options{})
 	lead := c.ready(t)
-	cc, err := grpc.NewClient(c.addrs[lead], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(c.addr(lead), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cc.Close() }()
 	client := consensusv1.NewForwardClient(cc)
-	good, err := fsm.Encode(fsm.Register{Spec: spec(t, 8009), Owner: "n1"})
+	good, err := fsm.Encode(fsm.Register{Spec: consensustest.Spec(t, 8009), Owner: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,43 +440,43 @@ func TestForwardRefusesBadEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := c.nodes[lead].AppliedIndex()
+			before := c.Nodes[lead].AppliedIndex()
 			a, err := client.Apply(testCtx(t), &consensusv1.ApplyRequest{Entry: tt.entry, From: "test"})
 			if err != nil || a.Status != tt.want {
 				t.Fatalf("answer %v, %v; want %s", a, err, tt.want)
 			}
-			if applied := c.nodes[lead].AppliedIndex() != before; applied != (tt.want == consensusv1.ApplyStatus_APPLY_STATUS_APPLIED) {
+			if applied := c.Nodes[lead].AppliedIndex() != before; applied != (tt.want == consensusv1.ApplyStatus_APPLY_STATUS_APPLIED) {
 				t.Fatalf("applied: %v", applied)
 			}
 		})
 	}
 	// A follower's service answers NotLeader for a good entry, naming the leader.
-	fc, err := grpc.NewClient(c.addrs[others(3, lead)[0]], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	fc, err := grpc.NewClient(c.addr(consensustest.Others(3, lead)[0]), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = fc.Close() }()
 	a, err := consensusv1.NewForwardClient(fc).Apply(testCtx(t), &consensusv1.ApplyRequest{Entry: good})
-	if err != nil || a.Status != consensusv1.ApplyStatus_APPLY_STATUS_NOT_LEADER || a.LeaderId != c.nodes[lead].ID() ||
-		a.LeaderAddress != c.nodes[lead].Address() {
+	if err != nil || a.Status != consensusv1.ApplyStatus_APPLY_STATUS_NOT_LEADER || a.LeaderId != c.Nodes[lead].ID() ||
+		a.LeaderAddress != c.Nodes[lead].Address() {
 		t.Fatalf("follower's answer %v, %v", a, err)
 	}
 }
 
 func TestForwarderShutdown(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{})
+	c := startForwardCluster(t, 3, Options{})
 	lead := c.ready(t)
-	f := c.fwd[others(3, lead)[0]]
-	if _, err := f.Apply(testCtx(t), fsm.Register{Spec: spec(t, 8010), Owner: "n1"}); err != nil {
+	f := c.fwd[consensustest.Others(3, lead)[0]]
+	if _, err := f.Apply(testCtx(t), fsm.Register{Spec: consensustest.Spec(t, 8010), Owner: "n1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Apply(testCtx(t), fsm.Register{Spec: spec(t, 8011), Owner: "n1"}); !errors.Is(err, ErrShutdown) {
-		t.Fatalf("Apply after Shutdown: %v; want ErrShutdown", err)
+	if _, err := f.Apply(testCtx(t), fsm.Register{Spec: consensustest.Spec(t, 8011), Owner: "n1"}); !errors.Is(err, consensus.ErrShutdown) {
+		t.Fatalf("Apply after Shutdown: %v; want consensus.ErrShutdown", err)
 	}
-	if _, err := NewForwarder(c.nodes[0], ForwardOptions{}); err == nil {
+	if _, err := New(c.Nodes[0], Options{}); err == nil {
 		t.Fatal("a forwarder without a resolver")
 	}
 }

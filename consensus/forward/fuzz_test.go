@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
@@ -16,7 +17,7 @@ import (
 // entry can reach the log and stop every node that applies it. Seeds: one valid entry of each
 // command a gateway forwards (and testdata/fuzz/FuzzCheckEntry).
 func FuzzCheckEntry(f *testing.F) {
-	s := spec(f, 8080)
+	s := consensustest.Spec(f, 8080)
 	off := true
 	for _, c := range []fsm.Command{
 		fsm.Register{Spec: s, Owner: "gw-1"},

@@ -3,40 +3,33 @@ package forward
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
-	"github.com/meshgw/meshgw/clusterkey"
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
-	"github.com/meshgw/meshgw/mesh"
-	"github.com/meshgw/meshgw/worker"
 )
 
 // TestForwarderTakesARefusalAsNothingWritten: a leader that refuses the caller (PeerAuth) has
 // not looked at the entry, so the write is not of unknown outcome: it fails as a leader this
-// node cannot use (ErrNoLeader), after NoLeaderWait, and is never re-sent as unanswered.
+// node cannot use (consensus.ErrNoLeader), after NoLeaderWait, and is never re-sent as unanswered.
 func TestForwarderTakesARefusalAsNothingWritten(t *testing.T) {
-	c := startForwardCluster(t, 3, ForwardOptions{NoLeaderWait: 200e6})
+	c := startForwardCluster(t, 3, Options{NoLeaderWait: 200e6})
 	lead := c.ready(t)
 	hook := grpc.UnaryServerInterceptor(func(context.Context, any, *grpc.UnaryServerInfo, grpc.UnaryHandler) (any, error) {
 		return nil, status.Error(codes.PermissionDenied, "meshgw: refused: the caller is not a member of the mesh")
 	})
 	c.hooks[lead].Store(&hook)
-	s := spec(t, 8102)
-	_, err := c.fwd[others(3, lead)[0]].Apply(testCtx(t), fsm.Register{Spec: s, Owner: "n1"})
-	if !errors.Is(err, ErrNoLeader) || errors.Is(err, ErrOutcomeUnknown) {
-		t.Fatalf("refused write: %v; want ErrNoLeader, not ErrOutcomeUnknown", err)
+	s := consensustest.Spec(t, 8102)
+	_, err := c.fwd[consensustest.Others(3, lead)[0]].Apply(testCtx(t), fsm.Register{Spec: s, Owner: "n1"})
+	if !errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrOutcomeUnknown) {
+		t.Fatalf("refused write: %v; want consensus.ErrNoLeader, not consensus.ErrOutcomeUnknown", err)
 	}
-	if _, ok := c.nodes[lead].Worker(s.ID()); ok {
+	if _, ok := c.Nodes[lead].Worker(s.ID()); ok {
 		t.Fatal("a refused write was applied")
 	}
 }

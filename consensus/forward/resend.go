@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
-// Re-sending a write whose attempt ended without the leader's answer (see doc.go, "Unknown
-// outcomes", and docs/choices.md).
+// Re-sending a write whose attempt ended without the leader's answer (see consensus/doc.go,
+// "Unknown outcomes", and docs/choices.md).
 //
 // An attempt whose entry may have reached a leader's log and that ended without an answer (the
 // leader lost leadership, its connection broke, or it was paused and the forwarder gave up on
@@ -27,18 +28,18 @@ import (
 //     found) when the first applied.
 //
 // So the re-send's answer is the write's answer, except a conflict or not-found rejection: the
-// first copy may be what caused it, and the write then answers ErrOutcomeUnknown, wrapping the
+// first copy may be what caused it, and the write then answers consensus.ErrOutcomeUnknown, wrapping the
 // rejection. An invalid rejection depends on the entry alone, and stands. A re-send that
 // applied without a rejection is the write's answer: a first copy that committed before it
 // shows in that answer, and one left in a deposed leader's log can no longer commit (an older
 // term's entry commits only ahead of the newer leader's entries).
 
 // unanswered is the error of an attempt that ended without the leader's answer after its entry
-// may have reached the leader's log. It wraps ErrOutcomeUnknown; forward re-sends the write and
+// may have reached the leader's log. It wraps consensus.ErrOutcomeUnknown; forward re-sends the write and
 // never returns this type.
 type unanswered struct {
 	leader string // the node id asked
-	err    error  // wraps ErrOutcomeUnknown
+	err    error  // wraps consensus.ErrOutcomeUnknown
 }
 
 func (u *unanswered) Error() string { return u.err.Error() }
@@ -61,71 +62,14 @@ func (u *unanswered) settle(res fsm.Result, err error) (fsm.Result, error) {
 	case res.Index != 0 && err == res.Err:
 		return fsm.Result{}, fmt.Errorf("%w; re-sent, it was rejected at index %d, which the first copy may have caused: %w",
 			u.err, res.Index, err)
-	case errors.Is(err, ErrOutcomeUnknown):
+	case errors.Is(err, consensus.ErrOutcomeUnknown):
 		return fsm.Result{}, err
 	}
 	return fsm.Result{}, fmt.Errorf("%w; re-sending it wrote nothing: %v", u.err, err)
 }
 
-// leaderID returns the leader this node knows (see Node.Leader).
+// leaderID returns the leader this node knows (see consensus.Node.Leader).
 func (f *Forwarder) leaderID() (id string, ok bool) { return f.node.Leader() }
-
-// untilLeaderMoves runs call, a request to the leader asked, and waits for its answer. After
-// patience without one it looks at n's leadership every poll, and gives the call up
-// (cancelling its context) as soon as n knows a leader other than asked: a paused or cut-off
-// leader keeps its connection open and never answers. movedTo is then that leader (or "" with
-// call's result, when call answered as it was given up). Anything asked of a leader over gRPC
-// can use it; the caller decides whether asking the new leader again is safe.
-func untilLeaderMoves[T any](ctx context.Context, n *Node, asked string, patience, poll time.Duration,
-	call func(context.Context) (T, error)) (res T, movedTo string, err error) {
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type reply struct {
-		res T
-		err error
-	}
-	done := make(chan reply, 1)
-	go func() {
-		r := reply{err: errors.New("the call to the leader panicked")}
-		defer func() { done <- r }()
-		defer n.recoverLog("call to the leader")
-		r.res, r.err = call(cctx)
-	}()
-	wait := time.NewTimer(patience)
-	defer wait.Stop()
-	var (
-		watch *time.Ticker
-		tick  <-chan time.Time // nil until patience runs out
-	)
-	defer func() {
-		if watch != nil {
-			watch.Stop()
-		}
-	}()
-	for {
-		select {
-		case r := <-done:
-			return r.res, "", r.err
-		case <-wait.C:
-			watch = time.NewTicker(poll)
-			tick = watch.C
-		case <-tick:
-			now, ok := n.Leader()
-			if !ok || now == asked {
-				continue
-			}
-			cancel()
-			if r := <-done; r.err == nil {
-				return r.res, "", nil // answered as it was given up
-			}
-			if now == "" {
-				now = "no one (this node is shut down)"
-			}
-			var zero T
-			return zero, now, nil
-		}
-	}
-}
 
 // waitMoved waits, after an attempt to asked ended without its answer, until this node knows a
 // leader other than asked, or any leader once AttemptTimeout has passed (asked may have kept
@@ -143,7 +87,7 @@ func (f *Forwarder) waitMoved(ctx context.Context, asked string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-f.done:
-			return ErrShutdown
+			return consensus.ErrShutdown
 		case <-tick.C:
 		}
 	}

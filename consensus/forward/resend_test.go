@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 
+	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
@@ -54,11 +56,11 @@ func (c *fwdCluster) stallLeader(lead int, s stall) (held <-chan struct{}) {
 				return nil, err
 			}
 		case lostLeadership:
-			c.isolate(lead)
+			c.Isolate(lead)
 			close(ch)
 			return h(ctx, req)
 		}
-		c.isolate(lead)
+		c.Isolate(lead)
 		close(ch)
 		<-ctx.Done() // a paused process never answers; the caller gives up
 		return nil, ctx.Err()
@@ -70,8 +72,8 @@ func (c *fwdCluster) stallLeader(lead int, s stall) (held <-chan struct{}) {
 // TestForwardResendsToNewLeader sends a write through a follower to a leader that stops
 // answering (paused before or after committing the entry, or deposed with it in its log). The
 // write is re-sent to the leader the others elect, and answers what the per-command rule of
-// forward_resend.go says: the re-send's answer, or ErrOutcomeUnknown wrapping a rejection the
-// first copy may have caused. Without re-sending, every case ends ErrOutcomeUnknown at the
+// forward_resend.go says: the re-send's answer, or consensus.ErrOutcomeUnknown wrapping a rejection the
+// first copy may have caused. Without re-sending, every case ends consensus.ErrOutcomeUnknown at the
 // write's deadline.
 func TestForwardResendsToNewLeader(t *testing.T) {
 	yes := ptr(true)
@@ -81,22 +83,22 @@ func TestForwardResendsToNewLeader(t *testing.T) {
 		stall   stall
 		cmd     func(rec fsm.Record) fsm.Command // rec: a worker registered beforehand
 		outcome fsm.Outcome                      // when the write succeeds
-		errIs   error                            // when it fails: ErrOutcomeUnknown and errIs
+		errIs   error                            // when it fails: consensus.ErrOutcomeUnknown and errIs
 		state   func(rec fsm.Record, ok bool) bool
 	}{
 		{
 			name: "register, first copy unread", stall: heldUnread,
-			cmd:     func(fsm.Record) fsm.Command { return fsm.Register{Spec: spec(t, 8102), Owner: "n1"} },
+			cmd:     func(fsm.Record) fsm.Command { return fsm.Register{Spec: consensustest.Spec(t, 8102), Owner: "n1"} },
 			outcome: fsm.Created,
 		},
 		{
 			name: "register, first copy committed", stall: heldCommitted,
-			cmd:     func(fsm.Record) fsm.Command { return fsm.Register{Spec: spec(t, 8102), Owner: "n1"} },
+			cmd:     func(fsm.Record) fsm.Command { return fsm.Register{Spec: consensustest.Spec(t, 8102), Owner: "n1"} },
 			outcome: fsm.Unchanged,
 		},
 		{
 			name: "register, first copy in the deposed leader's log", stall: lostLeadership,
-			cmd:     func(fsm.Record) fsm.Command { return fsm.Register{Spec: spec(t, 8102), Owner: "n1"} },
+			cmd:     func(fsm.Record) fsm.Command { return fsm.Register{Spec: consensustest.Spec(t, 8102), Owner: "n1"} },
 			outcome: fsm.Created,
 		},
 		{
@@ -138,17 +140,17 @@ func TestForwardResendsToNewLeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := startForwardCluster(t, 3, ForwardOptions{AttemptTimeout: 300 * time.Millisecond})
+			c := startForwardCluster(t, 3, Options{AttemptTimeout: 300 * time.Millisecond})
 			lead := c.ready(t)
-			rest := others(3, lead)
+			rest := consensustest.Others(3, lead)
 			from := rest[0]
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 			defer cancel()
-			pre, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: spec(t, 8101), Owner: "n1"})
+			pre, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8101), Owner: "n1"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitApplied(t, c.nodes, pre.Index)
+			consensustest.WaitApplied(t, c.Nodes, pre.Index)
 			cmd := tt.cmd(*pre.Record)
 
 			held := c.stallLeader(lead, tt.stall)
@@ -178,14 +180,14 @@ func TestForwardResendsToNewLeader(t *testing.T) {
 			switch {
 			case tt.errIs == nil && (a.err != nil || a.res.Outcome != tt.outcome):
 				t.Fatalf("%+v, %v; want outcome %s", a.res, a.err, tt.outcome)
-			case tt.errIs != nil && (!errors.Is(a.err, ErrOutcomeUnknown) || !errors.Is(a.err, tt.errIs)):
-				t.Fatalf("%+v, %v; want ErrOutcomeUnknown wrapping %v", a.res, a.err, tt.errIs)
+			case tt.errIs != nil && (!errors.Is(a.err, consensus.ErrOutcomeUnknown) || !errors.Is(a.err, tt.errIs)):
+				t.Fatalf("%+v, %v; want consensus.ErrOutcomeUnknown wrapping %v", a.res, a.err, tt.errIs)
 			case tt.errIs == nil && !a.res.Resent:
 				t.Fatalf("%+v: the answer of a re-sent write is not marked Resent", a.res)
 			}
 			t.Logf("%s: %v, %v", tt.stall, a.res.Outcome, a.err)
 
-			newLead := c.waitLeader(t, rest...)
+			newLead := c.WaitLeader(t, rest...)
 			if got := c.calls[lead].Load(); got < 2 { // the registration, then the stalled write
 				t.Fatalf("the old leader received %d forwarded writes; want at least 2", got)
 			}
@@ -194,21 +196,21 @@ func TestForwardResendsToNewLeader(t *testing.T) {
 			}
 			// Once healed, the old leader drops what it did not commit: every node holds the
 			// same records, with the write applied once.
-			c.heal()
-			c.waitLeader(t, 0, 1, 2)
-			barrier, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: spec(t, 8199), Owner: "n1"})
+			c.Heal()
+			c.WaitLeader(t, 0, 1, 2)
+			barrier, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8199), Owner: "n1"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitApplied(t, c.nodes, barrier.Index)
-			want := c.nodes[newLead].Workers()
-			for _, n := range c.nodes {
+			consensustest.WaitApplied(t, c.Nodes, barrier.Index)
+			want := c.Nodes[newLead].Workers()
+			for _, n := range c.Nodes {
 				if diff := cmp.Diff(want, n.Workers()); diff != "" {
 					t.Fatalf("%s differs from the new leader (-leader +node):\n%s", n.ID(), diff)
 				}
 			}
 			if tt.state != nil {
-				rec, ok := c.nodes[newLead].Worker(pre.Record.ID)
+				rec, ok := c.Nodes[newLead].Worker(pre.Record.ID)
 				if !tt.state(rec, ok) {
 					t.Fatalf("the record after the write: %+v (present %v)", rec, ok)
 				}
@@ -219,7 +221,7 @@ func TestForwardResendsToNewLeader(t *testing.T) {
 
 // TestResendSettle covers the answer of a re-sent write, given what the re-send came to.
 func TestResendSettle(t *testing.T) {
-	first := &unanswered{leader: "n1", err: fmt.Errorf("%w: no answer", ErrOutcomeUnknown)}
+	first := &unanswered{leader: "n1", err: fmt.Errorf("%w: no answer", consensus.ErrOutcomeUnknown)}
 	rec := &fsm.Record{ID: "w-1"}
 	conflict := &fsm.ConflictError{ID: "w-1", Reason: "revision is 9, not 7"}
 	notFound := &fsm.NotFoundError{ID: "w-1"}
@@ -234,21 +236,21 @@ func TestResendSettle(t *testing.T) {
 		isNot   []error
 	}{
 		{"nothing pending: answered as it is", nil, fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: conflict}, conflict,
-			fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: conflict}, []error{fsm.ErrConflict}, []error{ErrOutcomeUnknown}},
+			fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: conflict}, []error{fsm.ErrConflict}, []error{consensus.ErrOutcomeUnknown}},
 		{"applied", first, fsm.Result{Index: 5, Outcome: fsm.Created, Record: rec}, nil,
-			fsm.Result{Index: 5, Outcome: fsm.Created, Record: rec}, nil, []error{ErrOutcomeUnknown}},
+			fsm.Result{Index: 5, Outcome: fsm.Created, Record: rec}, nil, []error{consensus.ErrOutcomeUnknown}},
 		{"conflict the first copy may have caused", first, fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: conflict}, conflict,
-			fsm.Result{}, []error{ErrOutcomeUnknown, fsm.ErrConflict}, nil},
+			fsm.Result{}, []error{consensus.ErrOutcomeUnknown, fsm.ErrConflict}, nil},
 		{"not found the first copy may have caused", first, fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: notFound}, notFound,
-			fsm.Result{}, []error{ErrOutcomeUnknown, fsm.ErrNotFound}, nil},
+			fsm.Result{}, []error{consensus.ErrOutcomeUnknown, fsm.ErrNotFound}, nil},
 		{"invalid stands", first, fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: invalid}, invalid,
-			fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: invalid}, []error{fsm.ErrInvalid}, []error{ErrOutcomeUnknown}},
-		{"re-send wrote nothing", first, fsm.Result{}, ErrNoLeader,
-			fsm.Result{}, []error{ErrOutcomeUnknown}, []error{ErrNoLeader}},
+			fsm.Result{Index: 5, Outcome: fsm.Rejected, Err: invalid}, []error{fsm.ErrInvalid}, []error{consensus.ErrOutcomeUnknown}},
+		{"re-send wrote nothing", first, fsm.Result{}, consensus.ErrNoLeader,
+			fsm.Result{}, []error{consensus.ErrOutcomeUnknown}, []error{consensus.ErrNoLeader}},
 		{"re-send's deadline", first, fsm.Result{}, context.DeadlineExceeded,
-			fsm.Result{}, []error{ErrOutcomeUnknown}, nil},
-		{"re-send unanswered too", first, fsm.Result{}, &unanswered{leader: "n2", err: fmt.Errorf("%w: again", ErrOutcomeUnknown)},
-			fsm.Result{}, []error{ErrOutcomeUnknown}, nil},
+			fsm.Result{}, []error{consensus.ErrOutcomeUnknown}, nil},
+		{"re-send unanswered too", first, fsm.Result{}, &unanswered{leader: "n2", err: fmt.Errorf("%w: again", consensus.ErrOutcomeUnknown)},
+			fsm.Result{}, []error{consensus.ErrOutcomeUnknown}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,27 +14,31 @@ import (
 	"google.golang.org/grpc/status"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 )
 
-// RegisterForward serves the Forward service of api/consensus/v1 on s: other gateways' writes,
-// forwarded to this node because they believe it leads. The caller owns s, its listener
-// (--rpc-port) and its credentials (TLS goes in the grpc.ServerOptions it makes s with), and
-// stops s before it shuts the node down.
+// Register serves the Forward service of api/consensus/v1 on s: other gateways' writes,
+// forwarded to this node because they believe it leads, proposed on node. Refusals are logged
+// on log (nil: slog.Default()). The caller owns s, its listener (--rpc-port) and its
+// credentials (TLS goes in the grpc.ServerOptions it makes s with), and stops s before it shuts
+// the node down.
 //
 // Each request is proposed with the request's context, so its deadline is the caller's; a
 // caller that gives up on a silent leader cancels it, and an entry proposed by then may still
-// commit, which the caller's re-send accounts for (doc.go, "Unknown outcomes"). A
+// commit, which the caller's re-send accounts for (consensus/doc.go, "Unknown outcomes"). A
 // follower answers NOT_LEADER (or NO_LEADER) and never forwards further: a write cannot loop.
 // Every outcome of the apply is answered in the response with status OK (see forward.proto).
-func (n *Node) RegisterForward(s grpc.ServiceRegistrar) {
-	consensusv1.RegisterForwardServer(s, &forwardServer{node: n})
+func Register(s grpc.ServiceRegistrar, node Node, log *slog.Logger) {
+	log = cmp.Or(log, slog.Default()).With("component", "forward", "node", node.ID())
+	consensusv1.RegisterForwardServer(s, &forwardServer{node: node, log: log})
 }
 
 // forwardServer is the leader's side of forwarding.
 type forwardServer struct {
 	consensusv1.UnimplementedForwardServer
-	node *Node
+	node Node
+	log  *slog.Logger
 }
 
 // forwardable are the entry types a gateway forwards to the leader: the admin API's writes
@@ -69,22 +74,22 @@ var (
 // with PermissionDenied, before decoding it, an entry of a type no gateway forwards. Who
 // may call at all is decided before (PeerAuth, on the gRPC server).
 func (s *forwardServer) Apply(ctx context.Context, req *consensusv1.ApplyRequest) (*consensusv1.ApplyResponse, error) {
-	n := s.node
+	n, log := s.node, s.log
 	if len(req.Entry) > 0 {
 		if t := fsm.CommandType(req.Entry[0]) &^ fsm.IgnoreUnknownFlag; t.Known() && !forwardable[t] {
-			n.log.Warn("refused a forwarded raft entry of a type no gateway forwards", "from", req.From, "command", t)
+			log.Warn("refused a forwarded raft entry of a type no gateway forwards", "from", req.From, "command", t)
 			return nil, status.Errorf(codes.PermissionDenied, "meshgw: refused: a gateway never forwards %s entries", t)
 		}
 	}
 	typ, err := checkEntry(req.Entry)
 	if err != nil {
-		n.log.Warn("refused a forwarded raft entry that does not decode", "from", req.From, "err", err)
+		log.Warn("refused a forwarded raft entry that does not decode", "from", req.From, "err", err)
 		return &consensusv1.ApplyResponse{Status: consensusv1.ApplyStatus_APPLY_STATUS_INVALID_ENTRY, Message: err.Error()}, nil
 	}
 	res, err := n.ApplyEntry(ctx, typ, req.Entry, req.From)
 	a := answer(res, err)
-	if n.log.Enabled(ctx, slog.LevelDebug) {
-		n.log.Debug("forwarded write", "from", req.From, "command", typ, "status", a.Status, "index", a.Index, "err", err)
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("forwarded write", "from", req.From, "command", typ, "status", a.Status, "index", a.Index, "err", err)
 	}
 	return a, nil
 }
@@ -94,11 +99,11 @@ func answer(res fsm.Result, err error) *consensusv1.ApplyResponse {
 	status := func(s consensusv1.ApplyStatus) *consensusv1.ApplyResponse {
 		return &consensusv1.ApplyResponse{Status: s, Message: errMessage(err)}
 	}
-	var nl *NotLeaderError
+	var nl *consensus.NotLeaderError
 	switch {
 	case err == nil || (res.Index != 0 && err == res.Err): // applied, maybe with a business error
 		return resultToWire(res)
-	case errors.Is(err, ErrOutcomeUnknown): // before ErrShutdown, which it may wrap
+	case errors.Is(err, consensus.ErrOutcomeUnknown): // before consensus.ErrShutdown, which it may wrap
 		return status(consensusv1.ApplyStatus_APPLY_STATUS_OUTCOME_UNKNOWN)
 	case errors.As(err, &nl):
 		return &consensusv1.ApplyResponse{
@@ -106,11 +111,11 @@ func answer(res fsm.Result, err error) *consensusv1.ApplyResponse {
 			LeaderId:      nl.Leader,
 			LeaderAddress: nl.LeaderAddress,
 		}
-	case errors.Is(err, ErrNoLeader):
+	case errors.Is(err, consensus.ErrNoLeader):
 		return status(consensusv1.ApplyStatus_APPLY_STATUS_NO_LEADER)
-	case errors.Is(err, ErrTimeout):
+	case errors.Is(err, consensus.ErrTimeout):
 		return status(consensusv1.ApplyStatus_APPLY_STATUS_TIMEOUT)
-	case errors.Is(err, ErrShutdown):
+	case errors.Is(err, consensus.ErrShutdown):
 		return status(consensusv1.ApplyStatus_APPLY_STATUS_SHUTDOWN)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status(consensusv1.ApplyStatus_APPLY_STATUS_CANCELED)

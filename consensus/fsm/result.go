@@ -57,9 +57,10 @@ type Result struct {
 	// Journal is a copy of the weight-update record a journal command opened, changed or closed
 	// (Removed); nil for every other command.
 	Journal *JournalRecord
-	// Resent is set by consensus's Forwarder when this is the answer of a re-sent copy, after an
-	// attempt that ended without the leader's answer and may have applied: an Unchanged answer
-	// may then be the write's own first copy (a registration's first copy created the record).
+	// Resent is set by consensus/forward's Forwarder when this is the answer of a re-sent copy,
+	// after an attempt that ended without the leader's answer and may have applied: an Unchanged
+	// answer may then be the write's own first copy (a registration's first copy created the
+	// record).
 	Resent bool
 }
 
