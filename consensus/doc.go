@@ -2,33 +2,66 @@
 // state (worker records, owners and epochs, operator flags, the weight-update journal), and
 // offers the rest of meshgw a typed way to change it and to read what is applied.
 //
+// A write's way is shared by a few packages: consensus (the node: raft, its stores, applying,
+// commit notices, the read barrier), consensus/fsm (the commands and the state they change),
+// consensus/forward (a write taken to the leader), consensus/fleetack (the fleet's
+// acknowledgement), and on the gateway's side gateway/admin (the proposer and the answer) and
+// gateway/fleet (the pool that follows the state). docs/architecture.md draws it.
+//
 // # Command lifecycle
 //
 //  1. Propose. A caller (the admin API, a health auto-removal, the leader's own duties) builds
 //     an fsm.Command. Everything that must be the same on every node and is not in the state
 //     (the time, a new id, the merged spec of a PATCH, the compare-and-set revision or fence)
-//     is decided here, by the proposer, and carried inside the command.
+//     is decided here, by the proposer, and carried inside the command. A gateway's writes go
+//     through gateway/fleet.Writer, which bounds them in time.
 //  2. Forward. Only the leader appends. A follower's Apply returns *NotLeaderError naming the
-//     leader (ErrNoLeader when there is none); a Forwarder sends the entry over gRPC to the
-//     leader's Forward service (RegisterForward), following NotLeader a bounded number of
-//     times. Nothing has been written at this point. A leader that gives no answer within
-//     ForwardOptions.AttemptTimeout is given up as soon as this node knows another leader,
-//     and the write is re-sent there (see "Unknown outcomes"). The leader takes a forwarded
+//     leader (ErrNoLeader when there is none); a forward.Forwarder sends the entry over gRPC to
+//     the leader's Forward service (forward.Register), following NotLeader a bounded number of
+//     times; the leader proposes it on behalf of the sender (Node.ApplyEntry). Nothing has been
+//     written at this point. A leader that gives no answer within forward.Options.AttemptTimeout
+//     is given up as soon as this node knows another leader, and the write is re-sent there
+//     (see "Unknown outcomes"). The leader takes a forwarded
 //     entry only from a peer (PeerAuth: a node certificate of the cluster's CA, or under
 //     --insecure a member's host) and only of a type gateways forward (not InitCluster or
 //     Reassign, which a leader proposes on itself; Handoff, an operator's fenced moves, is
 //     forwarded); a refusal writes nothing.
 //  3. Append. The leader encodes the command (one type byte, then protobuf) and appends it to
 //     its log. raft's Apply timeout bounds only this hand-over (ErrTimeout: nothing written).
-//  4. Commit. The entry commits once a quorum of voters has stored it (bbolt fsyncs each append).
+//  4. Commit. The entry commits once a quorum of voters has stored it (bbolt fsyncs each append,
+//     and stores the commit index raft stages with it). The leader tells its followers at once:
+//     each time its FSM applies an entry it publishes a commit notice (Node.LeaderNotice), which
+//     consensus/fleetack pushes to every follower, and a follower's relay hands it to raft as
+//     the leader's next AppendEntries would (Node.OfferNotice, commitnotice.go), instead of
+//     waiting for raft's next append or CommitTimeout.
 //  5. Apply. Every node applies committed entries in log order to its FSM. Applying reads no
 //     clock and no randomness, so every node reaches the same state and the same Result. An
 //     entry that does not decode panics: skipping it would silently diverge. A business error
 //     (not found, conflict, a lost compare-and-set, an invalid command) is not a failure of the
-//     entry but its Result, the same everywhere.
+//     entry but its Result, the same everywhere. Each node stores the commit index once its FSM
+//     applied an entry (keepCommit), so that a restart serves the entry before any leader exists
+//     (replay.go); the applied state itself is saved later, coalesced (persist.go).
 //  6. Answer and signal. On the leader, Apply returns the Result (and its business error) once
-//     the entry is applied there. On every node the applied state changes and Watch signals,
-//     coalesced, so the gateway's pool reconciles by reading the state.
+//     the entry is applied there; a forwarded write's answer travels back to the sender. On
+//     every node the applied state changes and Watch signals, coalesced.
+//  7. Reach the data plane. On every gateway, gateway/fleet.Reconciler reads the changed
+//     records and brings the worker pool in step with them, then publishes the pool with the
+//     raft index it reflects (Reconciler.WaitApplied): from then on that gateway routes by the
+//     write.
+//  8. Acknowledge. The writer's gateway waits until every live gateway's data plane applied the
+//     write's index and a restart there would serve it, bounded by --fleet-ack-timeout-secs
+//     (fleetack.FleetAck.Acknowledge: each gateway pushes its index to the writer on a stream
+//     the writer keeps open). The admin API answers then, with the write's Result and a report
+//     naming the gateways that acknowledged and those that lagged; a lagging gateway still
+//     routes by the state before the write until it applies it.
+//
+// # Reading what was acknowledged
+//
+// A read that must include every write acknowledged before it (?consistent=true, a drain's
+// last check, catching up after a restart) runs the read barrier, Node.ReadBarrier: it asks the
+// leader for its read index (Node.ReadIndex: leadership confirmed by a quorum, an entry of its
+// term committed) over the FleetAck service, and waits until this node's FSM applied it.
+// Nothing is written.
 //
 // # Unknown outcomes
 //
@@ -38,11 +71,11 @@
 // treat the write as maybe-applied. Register and SetFlags are idempotent and the CAS commands
 // fail cleanly on a second attempt, so a retry after reading the state is safe.
 //
-// A Forwarder makes that retry itself when the outcome is unknown for want of an answer: the
-// leader lost leadership, the connection broke, or the leader stayed silent past AttemptTimeout
-// (paused, cut off) while this node learnt of a newer one. It re-sends the same entry to the
-// leader it knows next, bounded by the write's deadline and MaxResends, and the re-send's
-// answer is the write's, by command:
+// A forward.Forwarder makes that retry itself when the outcome is unknown for want of an
+// answer: the leader lost leadership, the connection broke, or the leader stayed silent past
+// AttemptTimeout (paused, cut off) while this node learnt of a newer one. It re-sends the same
+// entry to the leader it knows next, bounded by the write's deadline and MaxResends, and the
+// re-send's answer is the write's, by command:
 //
 //  1. Register, SetFlags and ReplaceSpec without a revision, Transfer without an epoch, Drain:
 //     idempotent. A second copy is Unchanged; the answer stands. Handoff too: its marks are

@@ -1,6 +1,3 @@
-// Package gateway is meshgw's HTTP data plane: it routes OpenAI-style requests to workers,
-// proxies them over fasthttp with retries and SSE streaming, bounds admission, and serves the
-// probe, status and admin endpoints.
 package gateway
 
 import (
