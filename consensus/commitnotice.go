@@ -36,15 +36,14 @@ type CommitNotice struct {
 // appended after each write (two more log appends in a row, each with its fsyncs).
 //
 // The leader instead pushes a notice each time its FSM applies an entry (LeaderNotice), on the
-// WatchApplied stream its followers keep open (consensus/fleetack), and the relay delivers it to raft as
-// the AppendEntries the leader would have sent at its next CommitTimeout: no entries, the
-// notice's entry as the previous one, and its index as the leader's commit index. raft checks
-// it as any AppendEntries: a term below its own is ignored; an entry of another term at that
-// index is refused. The relay delivers only what raft would accept from that leader: this node
-// follows, in the notice's term, the leader that sent it, and its log holds the notice's entry
-// with the same term, so by raft's log matching its log up to that entry is the leader's, all
-// committed. A notice for an entry not stored yet is tried again as the log grows, for
-// noticeRetryFor.
+// WatchApplied stream its followers keep open (consensus/fleetack), and the relay delivers it to
+// raft as the AppendEntries the leader would have sent at its next CommitTimeout: no entries, the
+// notice's entry as the previous one, and its index as the leader's commit index. raft checks it as
+// any AppendEntries: a term below its own is ignored; an entry of another term at that index is
+// refused. The relay delivers only what raft would accept from that leader: this node follows, in
+// the notice's term, the leader that sent it, and its log holds the notice's entry with the same
+// term, so by raft's log matching its log up to that entry is the leader's, all committed. A notice
+// for an entry not stored yet is tried again as the log grows, for noticeRetryFor.
 //
 // A notice delivered also goes to keepCommit, which stores the commit index while raft applies
 // the entry, rather than after.

@@ -70,7 +70,7 @@ func fillAll(t *testing.T, v reflect.Value, n *int) {
 			fillAll(t, v.Field(i), n)
 		}
 	default:
-		t.Fatalf("fillAll: %s is a %s; teach fillAll and forward_convert.go about it", v.Type(), v.Kind())
+		t.Fatalf("fillAll: %s is a %s; teach fillAll and convert.go about it", v.Type(), v.Kind())
 	}
 }
 

@@ -161,22 +161,24 @@ func New(node Node, o Options) (*Forwarder, error) {
 }
 
 // Apply has the contract of consensus.Node.Apply, from any node: it proposes cmd and waits
-// until the leader has applied it, or ctx ends (without a deadline, ApplyTimeout bounds it). Every error says whether the write happened:
+// until the leader has applied it, or ctx ends (without a deadline, ApplyTimeout bounds it).
+// Every error says whether the write happened:
 //
 //   - nil or a business error of package fsm: applied, and the Result is the leader's (with
 //     Result.Reassign for a Handoff; a gateway never forwards Reassign, which failover applies
 //     on the leader);
-//   - *consensus.NotLeaderError (MaxHops answers followed), consensus.ErrNoLeader (also *consensus.LeaderUnreachableError:
-//     no leader could be reached within NoLeaderWait), consensus.ErrTimeout, consensus.ErrShutdown (this node or
-//     forwarder), ctx.Err(), *fsm.InvalidError (the command does not encode): nothing was
-//     written;
-//   - consensus.ErrOutcomeUnknown (wrapping the cause): the entry may or may not commit. An attempt that
-//     ends without the leader's answer once the entry may be in its log (the leader lost
-//     leadership, the connection broke, or the leader stayed silent for AttemptTimeout while
-//     this node learnt of a newer one) is re-sent to the leader this node knows next, bounded
-//     by ctx and MaxResends; the write answers consensus.ErrOutcomeUnknown only when no re-send settles
-//     it: ctx ends first, no re-send reached a leader, or the re-send was rejected with a
-//     conflict or not-found that the first copy may have caused (the rejection is wrapped too).
+//   - *consensus.NotLeaderError (MaxHops answers followed), consensus.ErrNoLeader (also
+//     *consensus.LeaderUnreachableError: no leader could be reached within NoLeaderWait),
+//     consensus.ErrTimeout, consensus.ErrShutdown (this node or forwarder), ctx.Err(),
+//     *fsm.InvalidError (the command does not encode): nothing was written;
+//   - consensus.ErrOutcomeUnknown (wrapping the cause): the entry may or may not commit. An
+//     attempt that ends without the leader's answer once the entry may be in its log (the
+//     leader lost leadership, the connection broke, or the leader stayed silent for
+//     AttemptTimeout while this node learnt of a newer one) is re-sent to the leader this node
+//     knows next, bounded by ctx and MaxResends; the write answers consensus.ErrOutcomeUnknown
+//     only when no re-send settles it: ctx ends first, no re-send reached a leader, or the
+//     re-send was rejected with a conflict or not-found that the first copy may have caused
+//     (the rejection is wrapped too).
 func (f *Forwarder) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -467,7 +469,8 @@ func (f *Forwarder) isClosed() bool {
 }
 
 // Shutdown closes the connections to leaders. A write in flight on one of them ends with
-// consensus.ErrOutcomeUnknown; later writes return consensus.ErrShutdown. Calling it again does nothing.
+// consensus.ErrOutcomeUnknown; later writes return consensus.ErrShutdown. Calling it again does
+// nothing.
 func (f *Forwarder) Shutdown() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -28,15 +28,15 @@ import (
 //     found) when the first applied.
 //
 // So the re-send's answer is the write's answer, except a conflict or not-found rejection: the
-// first copy may be what caused it, and the write then answers consensus.ErrOutcomeUnknown, wrapping the
-// rejection. An invalid rejection depends on the entry alone, and stands. A re-send that
-// applied without a rejection is the write's answer: a first copy that committed before it
-// shows in that answer, and one left in a deposed leader's log can no longer commit (an older
-// term's entry commits only ahead of the newer leader's entries).
+// first copy may be what caused it, and the write then answers consensus.ErrOutcomeUnknown,
+// wrapping the rejection. An invalid rejection depends on the entry alone, and stands. A
+// re-send that applied without a rejection is the write's answer: a first copy that committed
+// before it shows in that answer, and one left in a deposed leader's log can no longer commit
+// (an older term's entry commits only ahead of the newer leader's entries).
 
 // unanswered is the error of an attempt that ended without the leader's answer after its entry
-// may have reached the leader's log. It wraps consensus.ErrOutcomeUnknown; forward re-sends the write and
-// never returns this type.
+// may have reached the leader's log. It wraps consensus.ErrOutcomeUnknown; forward re-sends the
+// write and never returns this type.
 type unanswered struct {
 	leader string // the node id asked
 	err    error  // wraps consensus.ErrOutcomeUnknown

@@ -72,9 +72,9 @@ func (c *fwdCluster) stallLeader(lead int, s stall) (held <-chan struct{}) {
 // TestForwardResendsToNewLeader sends a write through a follower to a leader that stops
 // answering (paused before or after committing the entry, or deposed with it in its log). The
 // write is re-sent to the leader the others elect, and answers what the per-command rule of
-// forward_resend.go says: the re-send's answer, or consensus.ErrOutcomeUnknown wrapping a rejection the
-// first copy may have caused. Without re-sending, every case ends consensus.ErrOutcomeUnknown at the
-// write's deadline.
+// resend.go says: the re-send's answer, or consensus.ErrOutcomeUnknown wrapping a rejection the
+// first copy may have caused. Without re-sending, every case ends consensus.ErrOutcomeUnknown at
+// the write's deadline.
 func TestForwardResendsToNewLeader(t *testing.T) {
 	yes := ptr(true)
 	disable := fsm.FlagChange{Disabled: yes, Reason: "maintenance", By: "ops"}

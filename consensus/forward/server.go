@@ -103,7 +103,7 @@ func answer(res fsm.Result, err error) *consensusv1.ApplyResponse {
 	switch {
 	case err == nil || (res.Index != 0 && err == res.Err): // applied, maybe with a business error
 		return resultToWire(res)
-	case errors.Is(err, consensus.ErrOutcomeUnknown): // before consensus.ErrShutdown, which it may wrap
+	case errors.Is(err, consensus.ErrOutcomeUnknown): // before ErrShutdown, which it may wrap
 		return status(consensusv1.ApplyStatus_APPLY_STATUS_OUTCOME_UNKNOWN)
 	case errors.As(err, &nl):
 		return &consensusv1.ApplyResponse{
