@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // BenchmarkNodeApply measures one write through a single-voter node, from Apply to result:
@@ -21,7 +22,7 @@ func BenchmarkNodeApply(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			cfg := Config{NodeID: "n1", Ephemeral: !durable}
 			if durable {
-				dir, err := storage.PrepareNodeDir(b.TempDir(), "n1", quiet())
+				dir, err := storage.PrepareNodeDir(b.TempDir(), "n1", testkit.Quiet())
 				if err != nil {
 					b.Fatal(err)
 				}

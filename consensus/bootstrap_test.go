@@ -12,6 +12,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // startWaiting starts size nodes on raft's in-memory transport, each configured by with (Join or
@@ -67,7 +68,7 @@ func TestBootstrapExpect(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := c.nodes[c.waitLeader(t, 0, 1, 2)]
-	waitFor(t, "a cluster id", func() bool { return leader.ClusterID() != "" })
+	testkit.For(t, "a cluster id", func() bool { return leader.ClusterID() != "" })
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter")
 	res, err := leader.Apply(t.Context(), fsm.Register{Spec: spec(t, 8201), Owner: leader.ID()})
 	if err != nil {
@@ -93,7 +94,7 @@ func TestJoinWaitsForLeader(t *testing.T) {
 	)
 	// --raft-voters 3, so that the joined gateway is promoted: two gateways keep one voter by
 	// default.
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestJoinWaitsForLeader(t *testing.T) {
 	r.Attach(c.nodes[0])
 	waitReady(t, c.nodes[0])
 	waitServers(t, c.nodes[0], "n1:voter", "n2:voter")
-	waitFor(t, "n2 to have state and the cluster id", func() bool {
+	testkit.For(t, "n2 to have state and the cluster id", func() bool {
 		return c.nodes[1].HasState() && c.nodes[1].ClusterID() == c.nodes[0].ClusterID()
 	})
 	if c.nodes[1].IsLeader() {
@@ -121,7 +122,7 @@ func TestJoinWaitsForLeader(t *testing.T) {
 // TestRestartIgnoresJoin: with raft state, Join and BootstrapExpect neither bootstrap nor wait:
 // the node restores its configuration and leads its cluster of one again.
 func TestRestartIgnoresJoin(t *testing.T) {
-	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // fakeLeader is a CatchUpNode whose leader a test sets, with a barrier the test answers.
@@ -84,7 +86,7 @@ func TestCatchUp(t *testing.T) {
 				defer cancel()
 				var leader string
 				var ok bool
-				c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Poll: time.Hour, Logger: quiet()}
+				c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Poll: time.Hour, Logger: testkit.Quiet()}
 				start := time.Now()
 				var done <-chan struct{}
 				for i, s := range tt.steps {
@@ -118,7 +120,7 @@ func TestCatchUp(t *testing.T) {
 func TestCatchUpRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := &fakeLeader{leader: "L", answer: failing}
-		c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Logger: quiet()}
+		c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Logger: testkit.Quiet()}
 		start := time.Now()
 		done := runUntil(func() { c.Wait(context.Background()) })
 		synctest.Wait()
@@ -132,7 +134,7 @@ func TestCatchUpRetries(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		node := &fakeLeader{leader: "L"} // the barrier hangs
-		c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Logger: quiet()}
+		c := CatchUp{Self: "self", Node: node, Barrier: node.barrier, Logger: testkit.Quiet()}
 		start := time.Now()
 		done := runUntil(func() { c.Wait(context.Background()) })
 		synctest.Wait()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // cluster is n nodes on raft's in-memory transport, bootstrapped together.
@@ -63,7 +64,7 @@ func startClusterWith(t *testing.T, size int, with func(i int, c *Config)) *clus
 // clusterRaft gives the leader a lease long enough (300 ms) that a test can write to an
 // isolated leader before it notices it is cut off.
 func clusterRaft(c *raft.Config) {
-	fastRaft(c)
+	testkit.FastRaft(c)
 	c.HeartbeatTimeout = 300 * time.Millisecond
 	c.ElectionTimeout = 300 * time.Millisecond
 	c.LeaderLeaseTimeout = 300 * time.Millisecond
@@ -116,7 +117,7 @@ func (c *cluster) leader(among ...int) int {
 func (c *cluster) waitLeader(t *testing.T, among ...int) int {
 	t.Helper()
 	lead := -1
-	waitFor(t, "one leader all agree on", func() bool { lead = c.leader(among...); return lead >= 0 })
+	testkit.For(t, "one leader all agree on", func() bool { lead = c.leader(among...); return lead >= 0 })
 	return lead
 }
 
@@ -135,7 +136,7 @@ func TestCluster(t *testing.T) {
 	all := []int{0, 1, 2}
 	lead := c.waitLeader(t, all...)
 	leader := c.nodes[lead]
-	waitFor(t, "the cluster id on every node", func() bool {
+	testkit.For(t, "the cluster id on every node", func() bool {
 		for _, n := range c.nodes {
 			if n.ClusterID() == "" || n.ClusterID() != leader.ClusterID() {
 				return false
@@ -184,7 +185,7 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("isolated leader's Apply: %v; want ErrOutcomeUnknown", err)
 	}
 	// Once it knows, it refuses at once.
-	waitFor(t, "the isolated node to step down", func() bool { return !oldLeader.IsLeader() })
+	testkit.For(t, "the isolated node to step down", func() bool { return !oldLeader.IsLeader() })
 	if _, err = oldLeader.Apply(ctx, fsm.Transfer{ID: a.ID(), To: "n9"}); !errors.Is(err, ErrNoLeader) && !errors.As(err, &nl) {
 		t.Fatalf("isolated follower's Apply: %v; want ErrNoLeader", err)
 	}
@@ -214,6 +215,6 @@ func TestCluster(t *testing.T) {
 func waitApplied(t *testing.T, nodes []*Node, index uint64) {
 	t.Helper()
 	for _, n := range nodes {
-		waitFor(t, fmt.Sprintf("%s to apply index %d", n.ID(), index), func() bool { return n.AppliedIndex() >= index })
+		testkit.For(t, fmt.Sprintf("%s to apply index %d", n.ID(), index), func() bool { return n.AppliedIndex() >= index })
 	}
 }

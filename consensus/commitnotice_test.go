@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // slowCommitRaft makes raft tell followers a commit only with the next entry or after 2 to 4 s
@@ -32,7 +33,7 @@ func TestCommitNoticeDelivery(t *testing.T) {
 	}
 	fi := follower(lead, 3)
 	f := c.nodes[fi]
-	waitFor(t, "the follower to store the write", func() bool { return f.raft.LastIndex() >= res.Index })
+	testkit.For(t, "the follower to store the write", func() bool { return f.raft.LastIndex() >= res.Index })
 	if got := f.raft.CommitIndex(); got >= res.Index {
 		t.Fatalf("the follower knew the write committed (commit index %d) before any notice", got)
 	}

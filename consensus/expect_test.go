@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // signals is a Watch whose signals a test sends; they never block and coalesce as the real
@@ -218,9 +219,9 @@ func TestExpectBootstrap(t *testing.T) {
 				members := &fakeMembers{members: tt.members}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				b := ExpectBootstrap{Expect: 3, Self: tt.self, Node: node, Members: members, Logger: quiet()}
+				b := ExpectBootstrap{Expect: 3, Self: tt.self, Node: node, Members: members, Logger: testkit.Quiet()}
 				done := runUntil(func() { b.Run(ctx) })
-				advance(DefaultBootstrapPoll) // one poll: enough for a retry
+				testkit.Advance(DefaultBootstrapPoll) // one poll: enough for a retry
 				if diff := cmp.Diff(tt.want, node.bootstraps()); diff != "" {
 					t.Errorf("bootstraps (-want +got):\n%s", diff)
 				}
@@ -244,7 +245,7 @@ func TestExpectBootstrapFollows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := &fakeBootstrapNode{}
 		members := &fakeMembers{members: []mesh.Member{expectMember("a"), expectMember("b")}}
-		b := ExpectBootstrap{Expect: 3, Self: "a", Node: node, Members: members, Logger: quiet()}
+		b := ExpectBootstrap{Expect: 3, Self: "a", Node: node, Members: members, Logger: testkit.Quiet()}
 		start := time.Now()
 		done := runUntil(func() { b.Run(context.Background()) })
 		synctest.Wait()
@@ -260,7 +261,7 @@ func TestExpectBootstrapFollows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := &fakeBootstrapNode{}
 		members := &fakeMembers{members: []mesh.Member{expectMember("a"), expectMember("b"), expectMember("c")}}
-		b := ExpectBootstrap{Expect: 3, Self: "c", Node: node, Members: members, Poll: time.Minute, Logger: quiet()}
+		b := ExpectBootstrap{Expect: 3, Self: "c", Node: node, Members: members, Poll: time.Minute, Logger: testkit.Quiet()}
 		start := time.Now()
 		done := runUntil(func() { b.Run(context.Background()) })
 		synctest.Wait()

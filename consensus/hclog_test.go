@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func TestHCLogBridge(t *testing.T) {
@@ -54,7 +56,7 @@ func TestHCLogBridge(t *testing.T) {
 }
 
 func TestHCLogLevels(t *testing.T) {
-	l := newHCLogBridge(quiet(), slog.LevelWarn)
+	l := newHCLogBridge(testkit.Quiet(), slog.LevelWarn)
 	if l.IsInfo() || !l.IsWarn() || !l.IsError() || l.GetLevel() != hclog.Warn {
 		t.Fatalf("warn bridge: info %v warn %v error %v level %v", l.IsInfo(), l.IsWarn(), l.IsError(), l.GetLevel())
 	}

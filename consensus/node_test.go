@@ -17,6 +17,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 func TestConfigRefusals(t *testing.T) {
@@ -33,7 +34,7 @@ func TestConfigRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.Logger = quiet()
+			tt.cfg.Logger = testkit.Quiet()
 			n, err := Start(tt.cfg)
 			if err == nil {
 				_ = n.Shutdown()
@@ -50,7 +51,7 @@ func TestConfigRefusals(t *testing.T) {
 // flags, restarts it on the same folder (on another port) and checks that it did not bootstrap
 // again and that every record and flag came back.
 func TestDurableRestart(t *testing.T) {
-	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestDurableRestart(t *testing.T) {
 	if n.bootstrapped {
 		t.Fatal("the restart bootstrapped again")
 	}
-	waitFor(t, "the log to replay", func() bool { return n.AppliedIndex() >= applied })
+	testkit.For(t, "the log to replay", func() bool { return n.AppliedIndex() >= applied })
 	if diff := cmp.Diff(want, n.Workers()); diff != "" {
 		t.Fatalf("records after restart (-want +got):\n%s", diff)
 	}
@@ -99,7 +100,7 @@ func TestDurableRestart(t *testing.T) {
 		t.Fatalf("cluster id %q after restart, want %q", n.ClusterID(), cluster)
 	}
 	// The port changed; the node's own entry in the configuration follows it.
-	waitFor(t, "the new address in the configuration", func() bool {
+	testkit.For(t, "the new address in the configuration", func() bool {
 		info, err := n.Info()
 		return err == nil && len(info.Servers) == 1 && info.Servers[0].Address == n.Address()
 	})
@@ -237,7 +238,7 @@ meshgw_raft_leader 1
 	}
 	// init_cluster and register; the leader loop observes init_cluster's duration after the
 	// FSM applied it, so the series may come a moment after the cluster id.
-	waitFor(t, "the apply duration series of init_cluster and register", func() bool {
+	testkit.For(t, "the apply duration series of init_cluster and register", func() bool {
 		return testutil.CollectAndCount(n.met.apply, "meshgw_raft_apply_duration_seconds") == 2
 	})
 	info, err := n.Info()

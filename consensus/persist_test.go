@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // noElection keeps raft from electing anyone for the length of a test: the node restarts as a
@@ -31,7 +32,7 @@ func writeAndStop(t *testing.T, cfg Config, cmds ...fsm.Command) ([]fsm.Record, 
 			t.Fatalf("%T: %v", cmd, err)
 		}
 	}
-	waitFor(t, "the applied state saved", func() bool { return n.SavedIndex() == n.AppliedIndex() })
+	testkit.For(t, "the applied state saved", func() bool { return n.SavedIndex() == n.AppliedIndex() })
 	want, applied := n.Workers(), n.AppliedIndex()
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func writeAndStop(t *testing.T, cfg Config, cmds ...fsm.Command) ([]fsm.Record, 
 // leader exists: the state saved beside the raft log, not raft's replay, which waits for a
 // commit.
 func TestRestartServesSavedStateWithoutLeader(t *testing.T) {
-	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestRestartReplaySkipsSavedEntries(t *testing.T) {
 			name = "a snapshot before the last writes"
 		}
 		t.Run(name, func(t *testing.T) {
-			dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+			dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", testkit.Quiet())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +106,7 @@ func TestRestartReplaySkipsSavedEntries(t *testing.T) {
 			if _, err := n.Apply(ctx, fsm.Remove{ID: b.ID(), Fence: &fsm.Fence{Owner: rec.Owner, Epoch: rec.Epoch}}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the applied state saved", func() bool { return n.SavedIndex() == n.AppliedIndex() })
+			testkit.For(t, "the applied state saved", func() bool { return n.SavedIndex() == n.AppliedIndex() })
 			want, applied := n.Workers(), n.AppliedIndex()
 			if err := n.Shutdown(); err != nil {
 				t.Fatal(err)
@@ -113,7 +114,7 @@ func TestRestartReplaySkipsSavedEntries(t *testing.T) {
 
 			n = startNode(t, cfg)
 			waitReady(t, n)
-			waitFor(t, "the log replayed", func() bool { return n.AppliedIndex() >= applied })
+			testkit.For(t, "the log replayed", func() bool { return n.AppliedIndex() >= applied })
 			if diff := cmp.Diff(want, n.Workers()); diff != "" {
 				t.Fatalf("records after the replay (-want +got):\n%s", diff)
 			}
@@ -121,7 +122,7 @@ func TestRestartReplaySkipsSavedEntries(t *testing.T) {
 			if err != nil || res.Outcome != fsm.Updated {
 				t.Fatalf("a write after the restart: %+v, %v", res, err)
 			}
-			waitFor(t, "the new write saved", func() bool { return n.SavedIndex() == n.AppliedIndex() })
+			testkit.For(t, "the new write saved", func() bool { return n.SavedIndex() == n.AppliedIndex() })
 		})
 	}
 }
@@ -129,7 +130,7 @@ func TestRestartReplaySkipsSavedEntries(t *testing.T) {
 // WaitSaved returns once the state on disk holds an index: a write that changed a record once
 // the saver wrote it, and a write that changed nothing at once (the saved state is current).
 func TestWaitSaved(t *testing.T) {
-	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

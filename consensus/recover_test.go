@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestRecoverFromPeersFile(t *testing.T) {
 	dirs := make([]string, 3)
 	for i := range dirs {
-		d, err := storage.PrepareNodeDir(t.TempDir(), fmt.Sprintf("n%d", i+1), quiet())
+		d, err := storage.PrepareNodeDir(t.TempDir(), fmt.Sprintf("n%d", i+1), testkit.Quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestRecoverFromPeersFile(t *testing.T) {
 		}
 		rec = res.Record.ID
 	}
-	waitFor(t, "n1 applied both", func() bool { _, ok := c.nodes[0].Worker(rec); return ok })
+	testkit.For(t, "n1 applied both", func() bool { _, ok := c.nodes[0].Worker(rec); return ok })
 	want := c.nodes[0].Workers()
 	for _, n := range c.nodes {
 		crash(t, n)
@@ -51,7 +52,7 @@ func TestRecoverFromPeersFile(t *testing.T) {
 	}
 	_, trans := raft.NewInmemTransport("mem-n1")
 	n := startNode(t, Config{NodeID: "n1", StateDir: dirs[0], Transport: trans})
-	waitFor(t, "the survivor to lead alone", n.IsLeader)
+	testkit.For(t, "the survivor to lead alone", n.IsLeader)
 	if diff := cmp.Diff(want, n.Workers()); diff != "" {
 		t.Fatalf("records after the recovery (-want +got):\n%s", diff)
 	}

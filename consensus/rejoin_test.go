@@ -5,6 +5,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestRejoining: a node that waits for a leader without raft state starts rejoining and ends it
@@ -21,7 +22,7 @@ func TestRejoining(t *testing.T) {
 		t.Fatalf("after Rejoined: rejoining %v, err %v", joiner.Rejoining(), err)
 	}
 
-	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", quiet())
+	dir, err := storage.PrepareNodeDir(t.TempDir(), "n1", testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/clusterkey"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestClusterKeyTransport: two nodes whose raft connections prove the cluster key form a
@@ -45,7 +46,7 @@ func TestClusterKeyTransport(t *testing.T) {
 			t.Fatalf("a handshake with another key: %v, want refused", err)
 		}
 	})
-	waitFor(t, "the refusals in the log", func() bool {
+	testkit.For(t, "the refusals in the log", func() bool {
 		return len(logs.Lines("did not prove the cluster key")) >= 1
 	})
 }

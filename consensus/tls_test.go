@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshgw/meshgw/certs"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // testPKI makes a CA in a temporary folder and returns a function loading a node's certificate.
@@ -84,7 +85,7 @@ func TestTLSTransport(t *testing.T) {
 		}
 		_ = n // a TLS alert may come back; raft never answers
 	})
-	waitFor(t, "a refusal in the log", func() bool { return len(logs.Lines("TLS handshake failed")) == 1 })
+	testkit.For(t, "a refusal in the log", func() bool { return len(logs.Lines("TLS handshake failed")) == 1 })
 }
 
 // tlsRefused dials addr with cfg and reports an error unless the server refuses: the handshake
@@ -132,7 +133,7 @@ func pairReplicates(t *testing.T, cfg func(id string) Config, port int) []*Node 
 		t.Fatal(err)
 	}
 	var leader *Node
-	waitFor(t, "a leader", func() bool {
+	testkit.For(t, "a leader", func() bool {
 		for _, n := range nodes {
 			if n.IsLeader() && n.ClusterID() != "" {
 				leader = n
@@ -147,7 +148,7 @@ func pairReplicates(t *testing.T, cfg func(id string) Config, port int) []*Node 
 	if _, err := leader.Apply(ctx, fsm.Register{Spec: s, Owner: leader.ID(), At: time.Unix(1, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the write on both nodes", func() bool {
+	testkit.For(t, "the write on both nodes", func() bool {
 		for _, n := range nodes {
 			if _, ok := n.Worker(s.ID()); !ok {
 				return false

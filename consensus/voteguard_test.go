@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // guardPair is a candidate's transport connected to a guarded node's.
@@ -13,7 +15,7 @@ func guardPair(t *testing.T, rejoining bool) (cand *raft.InmemTransport, g *vote
 	_, b := raft.NewInmemTransport("node")
 	a.Connect("node", b)
 	b.Connect("cand", a)
-	g = newVoteGuard(b, "node", rejoining, quiet())
+	g = newVoteGuard(b, "node", rejoining, testkit.Quiet())
 	t.Cleanup(func() { _ = g.Close(); _ = a.Close() })
 	return a, g
 }
@@ -92,7 +94,7 @@ func TestVoteGuard(t *testing.T) {
 // TestVoteGuardClose: Close stops the relay and closes the wrapped transport, once.
 func TestVoteGuardClose(t *testing.T) {
 	_, inner := raft.NewInmemTransport("node")
-	g := newVoteGuard(inner, "node", false, quiet())
+	g := newVoteGuard(inner, "node", false, testkit.Quiet())
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // startJoiningCluster starts one node per region on raft's in-memory transport. n1 bootstraps a
@@ -65,7 +66,7 @@ func startJoiningClusterWith(t *testing.T, rs []*VoterReconciler, regions ...str
 // else: raft.HasExistingState holds, so Start does not bootstrap.
 func joiningStateDir(t *testing.T, id string) string {
 	t.Helper()
-	dir, err := storage.PrepareNodeDir(t.TempDir(), id, quiet())
+	dir, err := storage.PrepareNodeDir(t.TempDir(), id, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func serversOf(t *testing.T, n *Node) []string {
 func waitServers(t *testing.T, n *Node, want ...string) {
 	t.Helper()
 	var got []string
-	waitFor(t, "the configuration "+strings.Join(want, " "), func() bool {
+	testkit.For(t, "the configuration "+strings.Join(want, " "), func() bool {
 		got = serversOf(t, n)
 		return slices.Equal(got, want)
 	})
@@ -123,7 +124,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	// replicate the log.
 	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter")
 	// The configuration shows a change once appended; its line follows the commit.
-	waitFor(t, "6 change lines (4 adds, 2 promotions)", func() bool { return len(logs.Lines("raft membership changed")) >= 6 })
+	testkit.For(t, "6 change lines (4 adds, 2 promotions)", func() bool { return len(logs.Lines("raft membership changed")) >= 6 })
 	res, err := leader.Apply(t.Context(), fsm.Register{Spec: spec(t, 8101), Owner: leader.ID()})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	}
 	before := r.passes.Load()
 	m.set() // a signal without news
-	waitFor(t, "a pass after the signal", func() bool { return r.passes.Load() > before })
+	testkit.For(t, "a pass after the signal", func() bool { return r.passes.Load() > before })
 	if _, now, _ := leader.configuration(); now != index {
 		t.Fatalf("an unchanged membership changed the configuration (index %d to %d)", index, now)
 	}
@@ -149,7 +150,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	}
 	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
 	before = r.passes.Load()
-	waitFor(t, "a pass after n3 died", func() bool { return r.passes.Load() > before })
+	testkit.For(t, "a pass after n3 died", func() bool { return r.passes.Load() > before })
 	if got := serversOf(t, leader); !slices.Contains(got, "n3:voter") {
 		t.Fatalf("n3 lost its seat within the grace: %v", got)
 	}
@@ -172,7 +173,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 		t.Fatalf("n4 differs from the leader:\n%s", diff)
 	}
 	// One line per change: 6, then remove n3, promote n4, remove n2 and remove n5; no failure.
-	waitFor(t, "10 change lines", func() bool { return len(logs.Lines("raft membership changed")) >= 10 })
+	testkit.For(t, "10 change lines", func() bool { return len(logs.Lines("raft membership changed")) >= 10 })
 	if got, failed := logs.Lines("raft membership changed"), logs.Lines("change failed"); len(got) != 10 || len(failed) != 0 {
 		t.Fatalf("%d change lines (want 10), %d failures (want 0):\n%s", len(got), len(failed), logs.String())
 	}
@@ -195,7 +196,7 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 	var rs []*VoterReconciler
 	for range 3 {
 		// --raft-voters 3: two gateways would keep one voter, and n3 would be demoted too.
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +208,7 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter")
 
 	m.set(Peer{ID: "n1", RaftAddress: "mem-n1", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
-	waitFor(t, "n2 to lead", func() bool { return c.nodes[1].IsLeader() })
+	testkit.For(t, "n2 to lead", func() bool { return c.nodes[1].IsLeader() })
 	waitServers(t, c.nodes[1], "n1:nonvoter", "n2:voter", "n3:voter")
 	if leader.IsLeader() {
 		t.Fatal("the draining n1 still leads")
@@ -224,7 +225,7 @@ func TestVoterReconcilerAutoCount(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // joinTries is how many times TestJoinedGatewaysVoteWithinASecond starts a cluster; docs/cluster.md
@@ -51,7 +52,7 @@ func TestJoinedGatewaysVoteWithinASecond(t *testing.T) {
 func joinThree(t *testing.T) time.Duration {
 	t.Helper()
 	m := newFakeMembership(Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive, Since: time.Now()})
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: quiet()})
+	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func joinThree(t *testing.T) time.Duration {
 	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Status: mesh.StatusAlive, Since: time.Now()})
 	joined := time.Now()
 	want := []string{"n1:voter", "n2:voter", "n3:voter"}
-	waitFor(t, "three voters", func() bool { return slices.Equal(serversOf(t, c.nodes[0]), want) })
+	testkit.For(t, "three voters", func() bool { return slices.Equal(serversOf(t, c.nodes[0]), want) })
 	took := time.Since(joined)
 	if info, err := c.nodes[0].Info(); err != nil || info.Voters != 3 || !info.FaultTolerant {
 		t.Fatalf("three voters: %+v, %v; want fault-tolerant", info, err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // fakeMembership is a Membership whose peers a test sets. Its signals never block.
@@ -173,11 +175,11 @@ func TestVoterReconcilerPasses(t *testing.T) {
 		}
 
 		// No signal: a full pass every interval, and only then.
-		advance(DefaultReconcileInterval - time.Nanosecond)
+		testkit.Advance(DefaultReconcileInterval - time.Nanosecond)
 		if n := r.passes.Load(); n != 4 {
 			t.Fatalf("%d passes before the interval; want 4", n)
 		}
-		advance(time.Nanosecond)
+		testkit.Advance(time.Nanosecond)
 		if n := r.passes.Load(); n != 5 {
 			t.Fatalf("%d passes after the interval; want 5", n)
 		}
@@ -209,11 +211,11 @@ func TestVoterReconcilerChangeTimeout(t *testing.T) {
 			m.set(alive("n2", "b"))
 		}
 		before := r.passes.Load()
-		advance(5*time.Second - time.Nanosecond)
+		testkit.Advance(5*time.Second - time.Nanosecond)
 		if n := r.passes.Load(); n != before {
 			t.Fatalf("the pass ended before the change timeout (%d passes, was %d)", n, before)
 		}
-		advance(time.Nanosecond)
+		testkit.Advance(time.Nanosecond)
 		if got := logs.Lines("raft membership change failed", "change=add-nonvoter", "server=n2", "did not commit in time"); len(got) != 1 {
 			t.Fatalf("failure log lines: %q\n%s", got, logs.String())
 		}
@@ -224,7 +226,7 @@ func TestVoterReconcilerChangeTimeout(t *testing.T) {
 
 func TestVoterReconcilerStopsBeforeAttach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: newFakeMembership(), Logger: quiet()})
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: newFakeMembership(), Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,14 +235,6 @@ func TestVoterReconcilerStopsBeforeAttach(t *testing.T) {
 	if _, err := NewVoterReconciler(VoterReconcilerConfig{}); err == nil {
 		t.Fatal("a reconciler without a Membership was made")
 	}
-}
-
-// advance moves the synctest bubble's fake clock d forward and lets every goroutine settle:
-// inside a bubble time passes only when all its goroutines are blocked, so this takes no real
-// time.
-func advance(d time.Duration) {
-	<-time.After(d)
-	synctest.Wait()
 }
 
 // unreachableNode is a fakeNode whose leader cannot reach the peers it lists by raft.
@@ -269,7 +263,7 @@ func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &unreachableNode{fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1},
 			ids: map[string]bool{"n2": true}}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +277,7 @@ func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
 		// Heartbeats resume with no membership event (a gateway started again at once): a
 		// pass runs again within unreachableRecheck, not at the next full pass.
 		node.set("n2", false)
-		advance(unreachableRecheck)
+		testkit.Advance(unreachableRecheck)
 		if diff := cmp.Diff([]Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
 			t.Fatalf("changes once n2 is reached (-want +got):\n%s", diff)
 		}
@@ -306,7 +300,7 @@ func TestVoterReconcilerPromotesAtFirstContact(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &contactNode{contact: make(chan struct{}, 1), unreachableNode: &unreachableNode{
 			fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1}, ids: map[string]bool{"n2": true}}}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: quiet()})
+		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +311,7 @@ func TestVoterReconcilerPromotesAtFirstContact(t *testing.T) {
 		if got := node.changes(); len(got) != 0 {
 			t.Fatalf("changes %+v before the leader's raft reached n2; want none", got)
 		}
-		advance(unreachableRecheck / 4)
+		testkit.Advance(unreachableRecheck / 4)
 		node.set("n2", false)
 		node.contact <- struct{}{}
 		reached := time.Now()

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	enginev1 "github.com/meshgw/meshgw/api/engine/v1"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -89,7 +90,7 @@ func TestBodyBudgetWaiterGoesAheadWhenRoomFrees(t *testing.T) {
 	go post(800)
 	<-held
 	go post(500)
-	waitFor(t, "the second request to wait for room", func() bool { return e.gw.budget.waiting.Load() == 1 })
+	testkit.For(t, "the second request to wait for room", func() bool { return e.gw.budget.waiting.Load() == 1 })
 	releaseOnce()
 	for range 2 {
 		if s := <-results; s != 200 {

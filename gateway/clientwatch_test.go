@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/certs"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // pausedUpstream sends one event, then waits for next (or the gateway closing the request),
@@ -74,7 +75,7 @@ func TestClientGoneWhileUpstreamSilentReleasesEverything(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the gateway kept the upstream request of a client that left")
 	}
-	waitFor(t, "the call to finish", func() bool {
+	testkit.For(t, "the call to finish", func() bool {
 		return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1
 	})
 }
@@ -103,11 +104,11 @@ func TestClientWatchLeavesTheConnectionUsable(t *testing.T) {
 			br := bufio.NewReader(conn)
 			_, _ = io.WriteString(conn, streamRequest(`{"stream":true}`))
 			readUntil(t, br, "data: 1")
-			waitFor(t, "the client watch to start", watching)
+			testkit.For(t, "the client watch to start", watching)
 			second := streamRequest(`{"model":"m"}`)
 			if tt.pipelined {
 				_, _ = io.WriteString(conn, second)
-				waitFor(t, "the watch to see the request and end", func() bool { return !watching() })
+				testkit.For(t, "the watch to see the request and end", func() bool { return !watching() })
 			}
 			close(next)
 			readUntil(t, br, "0\r\n\r\n") // the end of the stream

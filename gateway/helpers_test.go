@@ -17,23 +17,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// net/http's client keeps idle connections' goroutines until CloseIdleConnections.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		// fasthttp's own housekeeping goroutines outlive a stopped server or client by design
-		// (they sleep out their period); the gateway's goroutines are still checked.
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
-	)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testkit.Housekeeping()...) }
 
 // testEnv is a gateway on 127.0.0.1 with in-test upstreams.
 type testEnv struct {
@@ -201,16 +189,4 @@ func rawRequest(t *testing.T, addr, raw string, deadline time.Duration) (status 
 	head = buf.String()
 	status, _, _ = strings.Cut(head, "\r\n")
 	return status, head
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/fakeengine"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -85,7 +86,7 @@ func TestModelsListsDiscovered(t *testing.T) {
 	}
 	want := []string{"declared-m", "fallback-m", "grpc-model", "http-model", "zmq-model"}
 	var got []string
-	waitFor(t, "GET /v1/models to list the discovered models", func() bool {
+	testkit.For(t, "GET /v1/models to list the discovered models", func() bool {
 		got = e.modelIDs()
 		return slices.Equal(got, want)
 	})

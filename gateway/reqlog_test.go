@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // reqLogEnv is a gateway whose log goes to a JSON buffer, the request log's records formatted
@@ -42,7 +43,7 @@ func records(t *testing.T, buf *logbuf.Buffer) []map[string]any {
 // lastRecord waits for the n-th record of the request log and returns it.
 func lastRecord(t *testing.T, buf *logbuf.Buffer, n int) map[string]any {
 	t.Helper()
-	waitFor(t, "request log record", func() bool { return len(records(t, buf)) >= n })
+	testkit.For(t, "request log record", func() bool { return len(records(t, buf)) >= n })
 	recs := records(t, buf)
 	if len(recs) != n {
 		t.Fatalf("%d records, want %d: %v", len(recs), n, recs)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // sseUpstream serves n events, each only after the test allows it on next, and, when cutAfter >
@@ -120,7 +122,7 @@ func TestSSEUpstreamCutEndsWithErrorEventAndNoRetry(t *testing.T) {
 	if hits.Load() != 1 || other.Load() != 0 {
 		t.Errorf("upstream hits %d/%d: a started stream must never be retried", hits.Load(), other.Load())
 	}
-	waitFor(t, "the stream's outcome", func() bool { return len(e.outcomesCopy()) == 1 })
+	testkit.For(t, "the stream's outcome", func() bool { return len(e.outcomesCopy()) == 1 })
 	if o := e.outcomesCopy()[0]; o.worker != w.ID || !o.connErr {
 		t.Errorf("outcome %+v, want a connection failure of the cut worker", o)
 	}
@@ -202,7 +204,7 @@ func TestClientGoneMidStreamReleasesEverything(t *testing.T) {
 	conn.Close() // the client goes away mid-stream
 	close(next)
 	<-upstreamGone // the gateway closed the upstream connection too
-	waitFor(t, "the call to finish", func() bool { return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1 })
+	testkit.For(t, "the call to finish", func() bool { return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1 })
 }
 
 // TestConcurrentStreamsEachGetTheirOwnEvents runs many streams at once through two workers:
@@ -240,7 +242,7 @@ func TestConcurrentStreamsEachGetTheirOwnEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every stream to finish", func() bool {
+	testkit.For(t, "every stream to finish", func() bool {
 		idle := e.gw.adm.inflight.Load() == 0
 		for _, w := range e.gw.Pool().Snapshot().All {
 			idle = idle && w.Inflight() == 0
@@ -295,7 +297,7 @@ func TestStreamStalledPastTheAttemptTimeoutEndsWithErrorEvent(t *testing.T) {
 	if want := "data: 1\n\n" + string(sseUpstreamError); status != 200 || body != want {
 		t.Fatalf("got %d %q, want 200 %q", status, body, want)
 	}
-	waitFor(t, "the call to finish", func() bool {
+	testkit.For(t, "the call to finish", func() bool {
 		return e.gw.adm.inflight.Load() == 0 && w.Inflight() == 0 && len(e.outcomesCopy()) == 1
 	})
 	if o := e.outcomesCopy()[0]; !o.connErr {

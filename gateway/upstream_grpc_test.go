@@ -18,6 +18,7 @@ import (
 	enginev1 "github.com/meshgw/meshgw/api/engine/v1"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/test/fakeengine"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -223,7 +224,7 @@ func TestGRPCStreamCut(t *testing.T) {
 	if code != 200 || body != "data: {\"i\":1}\n\n"+string(sseUpstreamError) {
 		t.Fatalf("answer %d %q", code, body)
 	}
-	waitFor(t, "the outcome", func() bool { return len(e.outcomesCopy()) == 1 })
+	testkit.For(t, "the outcome", func() bool { return len(e.outcomesCopy()) == 1 })
 	if got := e.outcomesCopy()[0]; got != (outcome{w.ID, 0, true}) {
 		t.Errorf("outcome %v, want no answer", got)
 	}

@@ -14,17 +14,11 @@ import (
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// net/http's client keeps idle connections' goroutines until they time out.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testkit.Housekeeping()...) }
 
 func ptr[T any](v T) *T { return &v }
 

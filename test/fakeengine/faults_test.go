@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 const chatBody = `{"messages":[{"role":"user","content":"hi"}]}`
@@ -148,7 +150,7 @@ func TestHangUntilCleared(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	waitFor(t, "the request to hang", func() bool { return h.e.hanging.Load() == 1 })
+	testkit.For(t, "the request to hang", func() bool { return h.e.hanging.Load() == 1 })
 	select {
 	case status := <-done:
 		t.Fatalf("a hanging engine answered %d", status)
@@ -169,7 +171,7 @@ func TestHangEndsWhenClientGoesAway(t *testing.T) {
 		_, err := h.send(ctx, "POST", RouteChat, "", chatBody)
 		errc <- err
 	}()
-	waitFor(t, "the request to arrive", func() bool { return h.e.Stats().Requests == 1 })
+	testkit.For(t, "the request to arrive", func() bool { return h.e.Stats().Requests == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("client error %v, want context.Canceled", err)
@@ -306,7 +308,7 @@ func TestWeightUpdates(t *testing.T) {
 			resp.Body.Close()
 			done <- resp.StatusCode
 		}()
-		waitFor(t, "the update to hang", func() bool { return h.e.hanging.Load() == 1 })
+		testkit.For(t, "the update to hang", func() bool { return h.e.hanging.Load() == 1 })
 		select {
 		case status := <-done:
 			t.Fatalf("a hanging update answered %d", status)
@@ -353,7 +355,7 @@ func TestCloseEndsHangingRequests(t *testing.T) {
 		_, err := h.send(context.Background(), "POST", RouteChat, "", chatBody)
 		errc <- err
 	}()
-	waitFor(t, "the request to arrive", func() bool { return h.e.Stats().Requests == 1 })
+	testkit.For(t, "the request to arrive", func() bool { return h.e.Stats().Requests == 1 })
 	if err := h.e.Close(); err != nil {
 		t.Fatal(err)
 	}

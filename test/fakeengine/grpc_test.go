@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	enginev1 "github.com/meshgw/meshgw/api/engine/v1"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // grpcHarness is one engine in gRPC mode with a client connection and an HTTP harness on the
@@ -196,12 +197,12 @@ func TestGRPCFaults(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() { _, err := g.generate(ctx, req); errc <- err }()
-		waitFor(t, "the call to hang", func() bool { return g.e.hanging.Load() == 1 })
+		testkit.For(t, "the call to hang", func() bool { return g.e.hanging.Load() == 1 })
 		cancel()
 		if err := <-errc; status.Code(err) != codes.Canceled {
 			t.Errorf("got %v, want CANCELED", err)
 		}
-		waitFor(t, "the handler to end", func() bool { return g.e.hanging.Load() == 0 })
+		testkit.For(t, "the handler to end", func() bool { return g.e.hanging.Load() == 0 })
 	})
 	t.Run("control endpoints on the same port", func(t *testing.T) {
 		g.fault(`{}`)

@@ -87,18 +87,6 @@ func (h *harness) fault(patch string) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not waiting for time
-	}
-}
-
 // readEvents reads SSE payloads until [DONE] or an error, which it returns.
 func readEvents(r io.Reader) ([]string, error) {
 	sc := bufio.NewScanner(r)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/zmqlink"
 )
 
@@ -45,7 +46,7 @@ func newZMQHarness(t *testing.T, endpoint string) *zmqHarness {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	waitFor(t, "the link to be ready", func() bool { return link.Check(context.Background()) == nil })
+	testkit.For(t, "the link to be ready", func() bool { return link.Check(context.Background()) == nil })
 	return &zmqHarness{harness: h, link: link}
 }
 
@@ -130,22 +131,22 @@ func TestZMQFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the request to hang", func() bool { return z.e.hanging.Load() == 1 })
+		testkit.For(t, "the request to hang", func() bool { return z.e.hanging.Load() == 1 })
 		cancel()
 		if _, err := st.Next(); !errors.Is(err, context.Canceled) {
 			t.Errorf("Next: %v, want context.Canceled", err)
 		}
-		waitFor(t, "the engine to drop the request", func() bool { return z.e.hanging.Load() == 0 })
+		testkit.For(t, "the engine to drop the request", func() bool { return z.e.hanging.Load() == 0 })
 	})
 	t.Run("unhealthy stops heartbeats and refuses sessions", func(t *testing.T) {
 		z.fault(`{"hang":false,"health_status":503}`)
-		waitFor(t, "stale heartbeats", func() bool { return errors.Is(z.link.Check(context.Background()), zmqlink.ErrStale) })
-		waitFor(t, "a refused HELLO", func() bool {
+		testkit.For(t, "stale heartbeats", func() bool { return errors.Is(z.link.Check(context.Background()), zmqlink.ErrStale) })
+		testkit.For(t, "a refused HELLO", func() bool {
 			var ee *zmqlink.EngineError
 			return errors.As(z.link.Check(context.Background()), &ee) && ee.Code == zmqlink.CodeUnavailable
 		})
 		z.fault(`{}`)
-		waitFor(t, "the link to rejoin", func() bool { return z.link.Check(context.Background()) == nil })
+		testkit.For(t, "the link to rejoin", func() bool { return z.link.Check(context.Background()) == nil })
 		if p := z.e.Stats().ByGateway["gw-z"].Probes; p != 2 {
 			t.Errorf("%d HELLOs counted, want 2", p)
 		}
