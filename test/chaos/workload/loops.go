@@ -30,11 +30,15 @@ func pace(ctx context.Context, d time.Duration) bool {
 }
 
 // Requests sends chat completions through g until ctx ends, streaming or not, and records
-// each with the worker that served it.
+// each with the worker that served it; a request that the end of ctx cut short is not recorded.
 func Requests(ctx context.Context, rec *history.Recorder, g Gateway, stream bool) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	for i := 0; i < MaxPerLoop && ctx.Err() == nil; i++ {
-		rec.Request(request(ctx, client, rec, g, stream, i))
+		q := request(ctx, client, rec, g, stream, i)
+		if q.Class != history.Served && ctx.Err() != nil {
+			return // cut short by the run's own end: no outcome of the system
+		}
+		rec.Request(q)
 		if !pace(ctx, 20*time.Millisecond) {
 			return
 		}
