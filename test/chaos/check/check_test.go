@@ -358,7 +358,7 @@ func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
 	}
 }
 
-// TestProbeWhileOwnershipMovedSampledInside is seed 42's case (240 s on 5 gateways, finding 14):
+// TestProbeWhileOwnershipMovedSampledInside is seed 42's case (240 s on 5 gateways):
 // a rebalance gave w-1 to n2 at epoch 1068 and a drain of n2 gave it to n3 at epoch 1072, 38 ms
 // later; n2 probed it in between. n2's sample of the next tick (epoch 1072) came 7 ms before the
 // probe sample, inside the interval, and n2 was restarted before its next one: the epoch moved in
@@ -488,7 +488,7 @@ func TestUnknownDeleteMayOrMayNotHappen(t *testing.T) {
 }
 
 // TestWeightUpdateNotStarted: a weight update that sent nothing says what became of its
-// targets (chaos finding 10): 503 fleet_ack_timeout enabled them again, 503 journal_unresolved
+// targets: 503 fleet_ack_timeout enabled them again, 503 journal_unresolved
 // left them disabled, 503 outcome_unknown may have done either.
 func TestWeightUpdateNotStarted(t *testing.T) {
 	tests := []struct {
@@ -498,7 +498,7 @@ func TestWeightUpdateNotStarted(t *testing.T) {
 		ok       bool
 	}{
 		{"fleet_ack_timeout", history.OK, false, true},
-		{"fleet_ack_timeout", history.OK, true, false}, // finding 10's history
+		{"fleet_ack_timeout", history.OK, true, false}, // a coordinator drained mid-update
 		{"journal_unresolved", history.OK, true, true},
 		{"journal_unresolved", history.OK, false, false},
 		{"outcome_unknown", history.Unknown, true, true},

@@ -73,7 +73,7 @@ func stepRecord(s record, op lin) []record {
 		case op.status == 201 && !s.Exists:
 			return []record{created}
 		case op.status == 200 && s.Exists && !s.Draining:
-			return []record{s} // the same spec was there (docs/chaos.md, finding 3)
+			return []record{s} // the same spec was there
 		case op.status == 409 && s.Draining:
 			return []record{s} // refused: the record is being removed
 		}

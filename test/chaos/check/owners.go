@@ -131,7 +131,7 @@ func ownedAround(h history.History, g, w string, from, to time.Duration) (seen, 
 // epochMoved reports whether w's epoch changed between gateway g's last sample at or before from
 // and g's samples in (from, to+probeSlack]: one of them shows another epoch. A sample inside the
 // interval counts as much as one after it (the samplers of ownership and of probes tick apart, so
-// g's sample of the same tick may come a few milliseconds before the probe sample: finding 14).
+// g's sample of the same tick may come a few milliseconds before the probe sample).
 // When g took none there (killed right after the probe), the newest epoch another gateway
 // showed in that window decides. Without a sample before, or any in the window, it says no: the
 // probe is judged by the samples there are.

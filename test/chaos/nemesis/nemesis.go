@@ -114,7 +114,7 @@ func (n *Nemesis) skipReason(k string) string {
 		}
 	case Drain:
 		if !routeExists(n.C, "/mesh/drain") {
-			return "this build has no POST /mesh/drain (issue 15)"
+			return "this build has no POST /mesh/drain"
 		}
 		if len(n.C.Nodes) < 2 {
 			return "a drain needs another gateway to hand over to"

@@ -238,7 +238,7 @@ var drainClient = &http.Client{Timeout: 60 * time.Second}
 // and voter seat go to the others, and it leaves; its data plane then answers new requests 503
 // draining (the workload counts them apart) while those in flight finish. Then it is stopped
 // and started again on its state directory: at once after the answer (the leader must then
-// clear the mark of the process started again, docs/chaos.md finding 5), or, when late, once
+// clear the mark of the process started again), or, when late, once
 // the leader cleared its mark and d/2 later (an operator who waits). The fault ends when it is
 // back and its mark is gone. The answer is logged; a refusal that wrote nothing is counted as
 // refused, no answer is a nemesis error.
