@@ -94,13 +94,10 @@ func TestJoinWaitsForLeader(t *testing.T) {
 	)
 	// --raft-voters 3, so that the joined gateway is promoted: two gateways keep one voter by
 	// default.
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newLateVoters(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 	c := startWaiting(t, 2, func(i int, cfg *Config) {
 		if i == 0 {
-			cfg.LeaderLoop = r.Run
+			cfg.LeaderLoop = r.loop.Run
 			return
 		}
 		cfg.Join = []string{"127.0.0.1:39527"}
@@ -108,7 +105,7 @@ func TestJoinWaitsForLeader(t *testing.T) {
 	if !c.nodes[0].bootstrapped || c.nodes[1].bootstrapped {
 		t.Fatalf("bootstrapped: n1 %v (want true), n2 %v (want false)", c.nodes[0].bootstrapped, c.nodes[1].bootstrapped)
 	}
-	r.Attach(c.nodes[0])
+	r.bind(t, c.nodes[0])
 	waitReady(t, c.nodes[0])
 	waitServers(t, c.nodes[0], "n1:voter", "n2:voter")
 	testkit.For(t, "n2 to have state and the cluster id", func() bool {

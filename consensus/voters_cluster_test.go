@@ -20,18 +20,18 @@ import (
 )
 
 // startJoiningCluster starts one node per region on raft's in-memory transport. n1 bootstraps a
-// cluster of one voter, itself, and runs r as its leader loop. The others start as a joining
+// cluster of one voter, itself, and runs r's loop as its leader loop. The others start as a joining
 // node will: with raft state that holds no configuration (only a term), so that they do not
 // bootstrap and wait as followers outside the configuration until the leader adds them.
-func startJoiningCluster(t *testing.T, r *VoterReconciler, regions ...string) *cluster {
+func startJoiningCluster(t *testing.T, r *lateVoters, regions ...string) *cluster {
 	t.Helper()
-	c := startJoiningClusterWith(t, []*VoterReconciler{r}, regions...)
+	c := startJoiningClusterWith(t, []*lateVoters{r}, regions...)
 	return c
 }
 
 // startJoiningClusterWith is startJoiningCluster where node i runs rs[i] (when there is one) as
 // its leader loop.
-func startJoiningClusterWith(t *testing.T, rs []*VoterReconciler, regions ...string) *cluster {
+func startJoiningClusterWith(t *testing.T, rs []*lateVoters, regions ...string) *cluster {
 	t.Helper()
 	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
 	for i := range regions {
@@ -49,7 +49,7 @@ func startJoiningClusterWith(t *testing.T, rs []*VoterReconciler, regions ...str
 			Tune:       clusterRaft,
 		}
 		if i < len(rs) {
-			cfg.LeaderLoop = rs[i].Run
+			cfg.LeaderLoop = rs[i].loop.Run
 		}
 		if i > 0 {
 			cfg.StateDir = joiningStateDir(t, cfg.NodeID)
@@ -57,7 +57,7 @@ func startJoiningClusterWith(t *testing.T, rs []*VoterReconciler, regions ...str
 		c.nodes = append(c.nodes, startNode(t, cfg))
 	}
 	for i, r := range rs {
-		r.Attach(c.nodes[i])
+		r.bind(t, c.nodes[i])
 	}
 	return c
 }
@@ -112,10 +112,7 @@ func TestVoterReconcilerCluster(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newLateVoters(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 	c := startJoiningCluster(t, r, regions...)
 	leader := c.nodes[0]
 	waitReady(t, leader)
@@ -193,13 +190,10 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	var rs []*VoterReconciler
+	var rs []*lateVoters
 	for range 3 {
 		// --raft-voters 3: two gateways would keep one voter, and n3 would be demoted too.
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newLateVoters(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		rs = append(rs, r)
 	}
 	c := startJoiningClusterWith(t, rs, "a", "a", "a")
@@ -225,10 +219,7 @@ func TestVoterReconcilerAutoCount(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newLateVoters(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
 	c := startJoiningCluster(t, r, regions...)
 	leader := c.nodes[0]
 	waitReady(t, leader)

@@ -52,10 +52,7 @@ func TestJoinedGatewaysVoteWithinASecond(t *testing.T) {
 func joinThree(t *testing.T) time.Duration {
 	t.Helper()
 	m := newFakeMembership(Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive, Since: time.Now()})
-	r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newLateVoters(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
 	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
 	for i := range 3 {
 		addr, trans := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("mem-n%d", i+1)))
@@ -67,13 +64,13 @@ func joinThree(t *testing.T) time.Duration {
 		cfg := Config{NodeID: fmt.Sprintf("n%d", i+1), Transport: c.trans[i], Registerer: prometheus.NewRegistry(),
 			Tune: func(*raft.Config) {}} // raft's defaults: a heartbeat timeout of 1 s
 		if i == 0 {
-			cfg.Ephemeral, cfg.LeaderLoop = true, r.Run
+			cfg.Ephemeral, cfg.LeaderLoop = true, r.loop.Run
 		} else {
 			cfg.StateDir = joiningStateDir(t, cfg.NodeID)
 		}
 		c.nodes = append(c.nodes, startNode(t, cfg))
 	}
-	r.Attach(c.nodes[0])
+	r.bind(t, c.nodes[0])
 	if info, err := c.nodes[0].Info(); err != nil || info.Voters != 1 || info.FaultTolerant {
 		t.Fatalf("alone: %+v, %v; want one voter, not fault-tolerant", info, err)
 	}

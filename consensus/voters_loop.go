@@ -6,11 +6,12 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/leader"
 )
 
 // Defaults of VoterReconcilerConfig.
@@ -26,7 +27,7 @@ const (
 	// unreachableRecheck is how soon a pass runs again after one that found a non-voter the
 	// leader's raft has not reached: no membership event comes when it answers (a gateway just
 	// added, or started again at once), and the next full pass is ReconcileInterval away. The
-	// node's contact signal (raftContact) wakes Run as soon as it answers; this backs it up.
+	// node's contact signal (raftContact) wakes the duty as soon as it answers; this backs it up.
 	unreachableRecheck = time.Second
 )
 
@@ -56,6 +57,8 @@ type membershipChanger interface {
 // VoterReconcilerConfig configures a VoterReconciler. The zero value of every optional field is
 // its default.
 type VoterReconcilerConfig struct {
+	// Node is the raft node whose configuration the reconciler manages. Required.
+	Node *Node
 	// Membership is the mesh's view of the peers. Required.
 	Membership Membership
 	// Voters is --raft-voters. Zero (the default) chooses it by the fleet's size (AutoVoters).
@@ -71,29 +74,36 @@ type VoterReconcilerConfig struct {
 }
 
 // VoterReconciler is the leader's duty of reconciling the mesh's membership into the raft
-// configuration (DESIGN.md section 3, Voters) with PlanMembership: a pass when it starts, on each
-// membership signal and every ReconcileInterval. Its Run is meant to be the node's
-// Config.LeaderLoop (or to be called from it):
+// configuration (DESIGN.md section 3, Voters) with PlanMembership: a pass when a term starts,
+// on each membership signal and every ReconcileInterval. It is a leader.Duty, run by the
+// node's Config.LeaderLoop:
 //
-//	r, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{Membership: m})
-//	cfg.LeaderLoop = r.Run
+//	var duties leader.Loop
+//	cfg.LeaderLoop = duties.Run
 //	node, err := consensus.Start(cfg)
-//	r.Attach(node)
+//	r, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{Node: node, Membership: m})
+//	duties.Set(r)
 type VoterReconciler struct {
-	cfg      VoterReconcilerConfig
-	log      *slog.Logger
-	attach   sync.Once
-	attached chan struct{}
-	node     membershipChanger // set once, before attached is closed
+	cfg  VoterReconcilerConfig
+	log  *slog.Logger
+	node membershipChanger
 
 	passes atomic.Uint64 // passes finished, for tests
-	// sawUnreachable says the last pass found a non-voter its node's raft has not reached (Run
-	// then passes again after unreachableRecheck, or at the node's contact signal).
+	// sawUnreachable says the last pass found a non-voter its node's raft has not reached (the
+	// duty then passes again after unreachableRecheck, or at the node's contact signal).
 	sawUnreachable atomic.Bool
 }
 
-// NewVoterReconciler returns a reconciler that waits for Attach.
+// NewVoterReconciler returns the reconciler of cfg.Node's configuration.
 func NewVoterReconciler(cfg VoterReconcilerConfig) (*VoterReconciler, error) {
+	if cfg.Node == nil {
+		return nil, errors.New("consensus: the voter reconciler needs a Node")
+	}
+	return newVoterReconciler(cfg, cfg.Node)
+}
+
+// newVoterReconciler is NewVoterReconciler on any membershipChanger (a test's fake).
+func newVoterReconciler(cfg VoterReconcilerConfig, node membershipChanger) (*VoterReconciler, error) {
 	if cfg.Membership == nil {
 		return nil, errors.New("consensus: the voter reconciler needs a Membership")
 	}
@@ -106,57 +116,29 @@ func NewVoterReconciler(cfg VoterReconcilerConfig) (*VoterReconciler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &VoterReconciler{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "voters"),
-		attached: make(chan struct{}),
-	}, nil
+	return &VoterReconciler{cfg: cfg, log: cfg.Logger.With("component", "voters"), node: node}, nil
 }
 
-// Attach gives the reconciler the node whose configuration it manages. Run waits for it, since
-// the node may gain leadership before Start returns. Only the first call counts.
-func (r *VoterReconciler) Attach(n *Node) { r.attachTo(n) }
-
-func (r *VoterReconciler) attachTo(m membershipChanger) {
-	r.attach.Do(func() {
-		r.node = m
-		close(r.attached)
-	})
-}
-
-// Run reconciles until ctx ends (the leadership is lost or the node shuts down): at the start,
-// then on each membership signal and every ReconcileInterval. It never blocks the
+// Term implements leader.Duty: reconcile at the start, on each membership signal, on the node's
+// signal that its raft reached a peer, every ReconcileInterval, and unreachableRecheck after a
+// pass that found a non-voter the node's raft has not reached. It never blocks the
 // membership's signals, and each change is bounded by ChangeTimeout.
-func (r *VoterReconciler) Run(ctx context.Context) {
-	select {
-	case <-r.attached:
-	case <-ctx.Done():
-		return
-	}
-	signals, stop := r.cfg.Membership.Watch()
-	defer stop()
-	tick := time.NewTicker(r.cfg.ReconcileInterval)
-	defer tick.Stop()
-	recheck := time.NewTimer(unreachableRecheck)
-	defer recheck.Stop()
+func (r *VoterReconciler) Term() leader.Term {
 	var contact <-chan struct{} // nil, which never fires, for a node that does not signal
 	if c, ok := r.node.(interface{ raftContact() <-chan struct{} }); ok {
 		contact = c.raftContact()
 	}
-	for {
-		r.reconcile(ctx)
-		recheck.Stop()
-		if r.sawUnreachable.Load() {
-			recheck.Reset(unreachableRecheck)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-signals:
-		case <-tick.C:
-		case <-recheck.C:
-		case <-contact:
-		}
+	return leader.Term{
+		Watch:    r.cfg.Membership.Watch,
+		Also:     contact,
+		Interval: r.cfg.ReconcileInterval,
+		Pass: func(ctx context.Context, _ leader.Wake) time.Time {
+			r.reconcile(ctx)
+			if r.sawUnreachable.Load() {
+				return time.Now().Add(unreachableRecheck)
+			}
+			return time.Time{}
+		},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/test/testkit"
 )
 
@@ -120,15 +121,38 @@ func (f heldFuture) Error() error {
 
 func (f heldFuture) Index() uint64 { return f.index }
 
-// runReconciler runs r until the returned stop is called, which waits for Run to return.
+// runReconciler runs r as a leader's only duty until the returned stop is called, which waits
+// for it to return.
 func runReconciler(r *VoterReconciler) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Run(ctx)
+		leader.Run(ctx, r)
 	}()
 	return func() { cancel(); <-done }
+}
+
+// lateVoters is a voter reconciler for a node a test has yet to start: loop is the node's
+// leader loop, and bind makes the reconciler (of cfg) once the node exists.
+type lateVoters struct {
+	*VoterReconciler
+	cfg  VoterReconcilerConfig
+	loop leader.Loop
+}
+
+func newLateVoters(cfg VoterReconcilerConfig) *lateVoters { return &lateVoters{cfg: cfg} }
+
+func (l *lateVoters) bind(t *testing.T, n *Node) {
+	t.Helper()
+	cfg := l.cfg
+	cfg.Node = n
+	r, err := NewVoterReconciler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.VoterReconciler = r
+	l.loop.Set(r)
 }
 
 func TestVoterReconcilerPasses(t *testing.T) {
@@ -137,7 +161,7 @@ func TestVoterReconcilerPasses(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1}
 		// --raft-voters 3, so that two gateways promote: the count is not what this tests.
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
+		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)}, node)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,16 +169,10 @@ func TestVoterReconcilerPasses(t *testing.T) {
 		stop := runReconciler(r)
 		defer stop()
 
-		// Nothing happens before Attach.
-		synctest.Wait()
-		if n := r.passes.Load(); n != 0 {
-			t.Fatalf("%d passes before Attach", n)
-		}
 		// A pass at once, which changes nothing.
-		r.attachTo(node)
 		synctest.Wait()
 		if n := r.passes.Load(); n != 1 || len(node.changes()) != 0 {
-			t.Fatalf("after Attach: %d passes, changes %+v; want 1 pass and no change", n, node.changes())
+			t.Fatalf("at the start: %d passes, changes %+v; want 1 pass and no change", n, node.changes())
 		}
 
 		// A signal: one pass adds n2, the next promotes it, a third finds nothing to do. No
@@ -194,11 +212,10 @@ func TestVoterReconcilerChangeTimeout(t *testing.T) {
 		var logs logBuffer
 		m := newFakeMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1, hold: make(chan struct{})}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second})
+		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second}, node)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.attachTo(node)
 		stop := runReconciler(r)
 		defer stop()
 		synctest.Wait()
@@ -224,15 +241,11 @@ func TestVoterReconcilerChangeTimeout(t *testing.T) {
 	})
 }
 
-func TestVoterReconcilerStopsBeforeAttach(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: newFakeMembership(), Logger: testkit.Quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runReconciler(r)() // returns: Run does not wait for Attach once its context ends
-	})
-	if _, err := NewVoterReconciler(VoterReconcilerConfig{}); err == nil {
+func TestVoterReconcilerNeedsNodeAndMembership(t *testing.T) {
+	if _, err := NewVoterReconciler(VoterReconcilerConfig{Membership: newFakeMembership()}); err == nil {
+		t.Fatal("a reconciler without a Node was made")
+	}
+	if _, err := newVoterReconciler(VoterReconcilerConfig{}, &fakeNode{}); err == nil {
 		t.Fatal("a reconciler without a Membership was made")
 	}
 }
@@ -263,13 +276,12 @@ func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &unreachableNode{fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1},
 			ids: map[string]bool{"n2": true}}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
+		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()}, node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stop := runReconciler(r)
 		defer stop()
-		r.attachTo(node)
 		synctest.Wait()
 		if got := node.changes(); len(got) != 0 {
 			t.Fatalf("changes %+v while n2 is unreachable; want none", got)
@@ -300,13 +312,12 @@ func TestVoterReconcilerPromotesAtFirstContact(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &contactNode{contact: make(chan struct{}, 1), unreachableNode: &unreachableNode{
 			fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1}, ids: map[string]bool{"n2": true}}}
-		r, err := NewVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
+		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()}, node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stop := runReconciler(r)
 		defer stop()
-		r.attachTo(node)
 		synctest.Wait()
 		if got := node.changes(); len(got) != 0 {
 			t.Fatalf("changes %+v before the leader's raft reached n2; want none", got)

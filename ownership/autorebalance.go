@@ -5,8 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
+
+	"github.com/meshgw/meshgw/leader"
 )
 
 // DefaultRebalanceSettle is how long membership must stay quiet before --auto-rebalance runs,
@@ -23,6 +24,8 @@ type RebalanceStore interface {
 // AutoRebalanceConfig configures an AutoRebalancer. The zero value of every optional field is
 // its default.
 type AutoRebalanceConfig struct {
+	// Store is the raft node the rebalance reads and writes through. Required.
+	Store RebalanceStore
 	// Membership is the mesh's view of the peers. Required.
 	Membership Membership
 	// Settle is how long membership must be quiet. Zero means DefaultRebalanceSettle.
@@ -38,18 +41,19 @@ type AutoRebalanceConfig struct {
 
 // AutoRebalancer is the leader's duty of --auto-rebalance: once membership has settled after a
 // change (no signal for Settle), and at every ReconcileInterval while it stays settled, it runs
-// the rebalance of meshctl rebalance, with the peers alive for less than Settle left out. Its
-// Run is meant for the node's Config.LeaderLoop, like FailoverReconciler's.
+// the rebalance of meshctl rebalance, with the peers alive for less than Settle left out. It is
+// a leader.Duty, like FailoverReconciler.
 type AutoRebalancer struct {
-	cfg      AutoRebalanceConfig
-	log      *slog.Logger
-	attach   sync.Once
-	attached chan struct{}
-	op       *Operator // set once, before attached is closed
+	cfg AutoRebalanceConfig
+	log *slog.Logger
+	op  *Operator
 }
 
-// NewAutoRebalancer returns a rebalancer that waits for Attach.
+// NewAutoRebalancer returns the rebalancer of cfg.Store's workers.
 func NewAutoRebalancer(cfg AutoRebalanceConfig) (*AutoRebalancer, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("ownership: the automatic rebalance needs a Store")
+	}
 	if cfg.Membership == nil {
 		return nil, errors.New("ownership: the automatic rebalance needs a Membership")
 	}
@@ -62,48 +66,33 @@ func NewAutoRebalancer(cfg AutoRebalanceConfig) (*AutoRebalancer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &AutoRebalancer{cfg: cfg, log: cfg.Logger.With("component", "rebalance"), attached: make(chan struct{})}, nil
+	op := NewOperator(OperatorConfig{Records: cfg.Store, Membership: cfg.Membership, Apply: cfg.Store, Metrics: cfg.Metrics, Logger: cfg.Logger})
+	return &AutoRebalancer{cfg: cfg, log: cfg.Logger.With("component", "rebalance"), op: op}, nil
 }
 
-// Attach gives the rebalancer the node it reads and writes through. Only the first call counts.
-func (a *AutoRebalancer) Attach(s RebalanceStore) {
-	a.attach.Do(func() {
-		a.op = NewOperator(OperatorConfig{Records: s, Membership: a.cfg.Membership, Apply: s, Metrics: a.cfg.Metrics, Logger: a.cfg.Logger})
-		close(a.attached)
-	})
-}
-
-// Run rebalances until ctx ends: Settle after it starts or after the last membership signal,
-// then every ReconcileInterval.
-func (a *AutoRebalancer) Run(ctx context.Context) {
-	select {
-	case <-a.attached:
-	case <-ctx.Done():
-		return
-	}
-	signals, stop := a.cfg.Membership.Watch()
-	defer stop()
-	settled := time.NewTimer(a.cfg.Settle)
-	defer settled.Stop()
-	tick := time.NewTicker(a.cfg.ReconcileInterval)
-	defer tick.Stop()
+// Term implements leader.Duty: rebalance Settle after the term starts or after the last
+// membership signal, then every ReconcileInterval until the next signal.
+func (a *AutoRebalancer) Term() leader.Term {
 	quiet := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-signals:
-			quiet = false
-			settled.Reset(a.cfg.Settle)
-			continue
-		case <-settled.C:
-			quiet = true
-		case <-tick.C:
-			if !quiet {
-				continue
+	settleAt := time.Time{} // when membership counts as settled, while it is not yet
+	return leader.Term{
+		Watch:    a.cfg.Membership.Watch,
+		Interval: a.cfg.ReconcileInterval,
+		Pass: func(ctx context.Context, w leader.Wake) time.Time {
+			switch w {
+			case leader.Start, leader.Signal:
+				quiet, settleAt = false, time.Now().Add(a.cfg.Settle)
+				return settleAt
+			case leader.Timer:
+				quiet = true
+			case leader.Tick:
+				if !quiet {
+					return settleAt
+				}
 			}
-		}
-		a.pass(ctx)
+			a.pass(ctx)
+			return time.Time{}
+		},
 	}
 }
 

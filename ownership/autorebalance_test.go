@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"testing/synctest"
@@ -19,16 +18,12 @@ func TestAutoRebalance(t *testing.T) {
 		settle := 10 * time.Second
 		m := newMembership(peer("g1", "", mesh.StatusAlive, time.Now()), peer("g2", "", mesh.StatusAlive, time.Now()))
 		s := newStore(t, "g1", "g1", "g1", "g1", "g1", "g1")
-		a, err := NewAutoRebalancer(AutoRebalanceConfig{Membership: m, Settle: settle, ReconcileInterval: time.Minute,
+		a, err := NewAutoRebalancer(AutoRebalanceConfig{Store: s, Membership: m, Settle: settle, ReconcileInterval: time.Minute,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); a.Run(ctx) }()
-		defer func() { cancel(); <-done }()
-		a.Attach(s)
+		defer start(a)()
 		testkit.Advance(settle - time.Millisecond)
 		if got := s.owners(); got["g1"] != 6 {
 			t.Fatalf("moved before membership settled: %v", got)

@@ -8,13 +8,13 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -53,6 +53,8 @@ type Store interface {
 // FailoverConfig configures a FailoverReconciler. The zero value of every optional field is its
 // default.
 type FailoverConfig struct {
+	// Store is the raft node failover reads and writes through. Required.
+	Store Store
 	// Membership is the mesh's view of the peers. Required.
 	Membership Membership
 	// Grace is --owner-failover-grace. Zero means DefaultFailoverGrace.
@@ -75,27 +77,29 @@ type FailoverConfig struct {
 // FailoverReconciler is the leader's duty of failing over the workers of gone owners
 // (DESIGN.md section 5, Failover), with PlanFailover. It lives here rather than in consensus
 // because it decides ownership, which consensus only stores; it reaches raft through Store.
-// Its Run is meant to be called from the node's Config.LeaderLoop:
+// It is a leader.Duty, run by the node's Config.LeaderLoop:
 //
-//	f, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{Membership: m})
-//	cfg.LeaderLoop = f.Run
+//	var duties leader.Loop
+//	cfg.LeaderLoop = duties.Run
 //	node, err := consensus.Start(cfg)
-//	f.Attach(node)
+//	f, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{Store: node, Membership: m})
+//	duties.Set(f)
 type FailoverReconciler struct {
-	cfg      FailoverConfig
-	log      *slog.Logger
-	attach   sync.Once
-	attached chan struct{}
-	store    Store // set once, before attached is closed
+	cfg   FailoverConfig
+	log   *slog.Logger
+	store Store
 
 	failovers, moved prometheus.Counter // nil without a Registerer
 
 	passes atomic.Uint64 // passes finished, for tests
 }
 
-// NewFailoverReconciler returns a reconciler that waits for Attach. It fails without a
-// Membership, or when the metrics cannot be registered.
+// NewFailoverReconciler returns the reconciler of cfg.Store's workers. It fails without a Store
+// or a Membership, or when the metrics cannot be registered.
 func NewFailoverReconciler(cfg FailoverConfig) (*FailoverReconciler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("ownership: the failover reconciler needs a Store")
+	}
 	if cfg.Membership == nil {
 		return nil, errors.New("ownership: the failover reconciler needs a Membership")
 	}
@@ -111,7 +115,7 @@ func NewFailoverReconciler(cfg FailoverConfig) (*FailoverReconciler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &FailoverReconciler{cfg: cfg, log: cfg.Logger.With("component", "failover"), attached: make(chan struct{})}
+	r := &FailoverReconciler{cfg: cfg, log: cfg.Logger.With("component", "failover"), store: cfg.Store}
 	if reg := cfg.Registerer; reg != nil {
 		r.failovers = prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meshgw_ownership_failovers_total",
@@ -132,45 +136,20 @@ func NewFailoverReconciler(cfg FailoverConfig) (*FailoverReconciler, error) {
 	return r, nil
 }
 
-// Attach gives the reconciler the node it reads and writes through. Run waits for it, since
-// the node may gain leadership before Start returns. Only the first call counts.
-func (r *FailoverReconciler) Attach(s Store) {
-	r.attach.Do(func() {
-		r.store = s
-		close(r.attached)
-	})
-}
-
-// Run fails over until ctx ends (the leadership is lost or the node shuts down): at the start,
-// on each membership signal, every ReconcileInterval, and when the grace of a gone owner runs
-// out. Owners the mesh does not list are timed from when this run first missed them, so a new
-// leader gives them a full grace.
-func (r *FailoverReconciler) Run(ctx context.Context) {
-	select {
-	case <-r.attached:
-	case <-ctx.Done():
-		return
-	}
-	signals, stop := r.cfg.Membership.Watch()
-	defer stop()
-	tick := time.NewTicker(r.cfg.ReconcileInterval)
-	defer tick.Stop()
-	deadline := time.NewTimer(time.Hour)
-	deadline.Stop()
-	defer deadline.Stop()
+// Term implements leader.Duty: fail over at the start, on each membership signal, every
+// ReconcileInterval, and when the grace of a gone owner runs out. Owners the mesh does not list
+// are timed from when this term first missed them, so a new leader gives them a full grace.
+func (r *FailoverReconciler) Term() leader.Term {
 	missing := make(map[string]time.Time)
-	for {
-		if next, ok := r.reconcile(ctx, missing); ok {
-			deadline.Reset(time.Until(next))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-signals:
-		case <-tick.C:
-		case <-deadline.C:
-		}
-		deadline.Stop()
+	return leader.Term{
+		Watch:    r.cfg.Membership.Watch,
+		Interval: r.cfg.ReconcileInterval,
+		Pass: func(ctx context.Context, _ leader.Wake) time.Time {
+			if next, ok := r.reconcile(ctx, missing); ok {
+				return next
+			}
+			return time.Time{}
+		},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -128,11 +129,11 @@ func (s *fsmStore) reassigns() int { s.mu.Lock(); defer s.mu.Unlock(); return s.
 // logBuffer collects log lines safely (the shared test sink).
 type logBuffer = logbuf.Buffer
 
-// start runs r in the bubble until the returned stop is called.
-func start(r *FailoverReconciler) (stop func()) {
+// start runs d in the bubble as a leader's only duty until the returned stop is called.
+func start(d leader.Duty) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
+	go func() { defer close(done); leader.Run(ctx, d) }()
 	return func() { cancel(); <-done }
 }
 
@@ -145,18 +146,13 @@ func TestFailoverAfterGrace(t *testing.T) {
 		s := newStore(t, "g1", "g2", "g2", "g2", "g3")
 		var logs logBuffer
 		reg := prometheus.NewRegistry()
-		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Grace: 2 * time.Second, Registerer: reg,
+		r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, Grace: 2 * time.Second, Registerer: reg,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		stop := start(r)
 		defer stop()
-		synctest.Wait()
-		if r.passes.Load() != 0 {
-			t.Fatal("a pass ran before Attach")
-		}
-		r.Attach(s)
 		synctest.Wait()
 		if s.reassigns() != 0 {
 			t.Fatalf("moved with every owner alive: %v", s.owners())
@@ -198,11 +194,10 @@ func TestFailoverMeshOfOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMembership(peer("g1", "", mesh.StatusAlive, time.Now()))
 		s := newStore(t, "g1", "g1", "g1")
-		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Logger: slog.New(slog.DiscardHandler)})
+		r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Attach(s)
 		stop := start(r)
 		defer stop()
 		testkit.Advance(10 * DefaultReconcileInterval)
@@ -218,11 +213,10 @@ func TestFailoverBatches(t *testing.T) {
 		now := time.Now()
 		m := newMembership(peer("g1", "", mesh.StatusAlive, now), peer("g2", "", mesh.StatusLeft, now.Add(-time.Hour)))
 		s := newStore(t, "g2", "g2", "g2", "g2", "g2", "g2", "g2", "g2", "g2", "g2")
-		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, MaxMovesPerEntry: 4, Logger: slog.New(slog.DiscardHandler)})
+		r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, MaxMovesPerEntry: 4, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Attach(s)
 		stop := start(r)
 		defer stop()
 		synctest.Wait()
@@ -238,11 +232,10 @@ func TestFailoverUnknownOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMembership(peer("g1", "", mesh.StatusAlive, time.Now()))
 		s := newStore(t, "g1", "ghost", "late")
-		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Logger: slog.New(slog.DiscardHandler)})
+		r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Attach(s)
 		stop := start(r)
 		defer stop()
 		<-time.After(DefaultFailoverGrace / 2) // the bubble's fake clock
@@ -275,12 +268,11 @@ func TestFailoverApplyError(t *testing.T) {
 		m := newMembership(peer("g1", "", mesh.StatusAlive, now), peer("g2", "", mesh.StatusDead, now.Add(-time.Hour)))
 		s := newStore(t, "g2", "g2")
 		s.fail = errors.New("no leader")
-		r, err := NewFailoverReconciler(FailoverConfig{Membership: m, ReconcileInterval: 5 * time.Second,
+		r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, ReconcileInterval: 5 * time.Second,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Attach(s)
 		stop := start(r)
 		defer stop()
 		synctest.Wait()
@@ -295,11 +287,14 @@ func TestFailoverApplyError(t *testing.T) {
 }
 
 func TestNewFailoverReconciler(t *testing.T) {
-	if _, err := NewFailoverReconciler(FailoverConfig{}); err == nil {
+	if _, err := NewFailoverReconciler(FailoverConfig{Membership: newMembership()}); err == nil {
+		t.Error("no error without a Store")
+	}
+	if _, err := NewFailoverReconciler(FailoverConfig{Store: newStore(t)}); err == nil {
 		t.Error("no error without a Membership")
 	}
 	reg := prometheus.NewRegistry()
-	cfg := FailoverConfig{Membership: newMembership(), Registerer: reg}
+	cfg := FailoverConfig{Store: newStore(t), Membership: newMembership(), Registerer: reg}
 	if _, err := NewFailoverReconciler(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +308,7 @@ func TestNewFailoverReconciler(t *testing.T) {
 func TestFailoverReport(t *testing.T) {
 	var logs logBuffer
 	reg := prometheus.NewRegistry()
-	r, err := NewFailoverReconciler(FailoverConfig{Membership: newMembership(), Registerer: reg,
+	r, err := NewFailoverReconciler(FailoverConfig{Store: newStore(t), Membership: newMembership(), Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -143,11 +143,10 @@ func TestFailoverSkipsDrainingPeers(t *testing.T) {
 	}
 	m := newMembership(peer("g1", "", mesh.StatusAlive, t0), peer("g2", "", mesh.StatusLeft, time.Now().Add(-time.Hour)),
 		peer("g3", "", mesh.StatusAlive, t0))
-	r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Logger: slog.New(slog.DiscardHandler)})
+	r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Attach(s)
 	if moved, _, _, err := r.pass(context.Background(), map[string]time.Time{}); err != nil || moved != 4 {
 		t.Fatalf("pass: %d moved, %v", moved, err)
 	}
@@ -169,11 +168,10 @@ func TestFailoverHandsOffDrainingOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewFailoverReconciler(FailoverConfig{Membership: m, Metrics: metrics, Logger: slog.New(slog.DiscardHandler)})
+	r, err := NewFailoverReconciler(FailoverConfig{Store: s, Membership: m, Metrics: metrics, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Attach(s)
 	if moved, _, _, err := r.pass(context.Background(), map[string]time.Time{}); err != nil || moved != 2 {
 		t.Fatalf("pass: %d moved, %v", moved, err)
 	}

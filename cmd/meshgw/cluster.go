@@ -18,6 +18,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/forward"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 	"github.com/meshgw/meshgw/version"
@@ -67,8 +68,8 @@ type cluster struct {
 	// rejoined receives once this node's rejoining ended, so that its metadata says so at once:
 	// the leader promotes it only then.
 	rejoined chan struct{}
-	// started is closed once node and mesh are set, for the leader's duties that read them.
-	started chan struct{}
+	// duties are what this node runs while it leads (leaderDuties), set once node and mesh are.
+	duties leader.Loop
 
 	ctx      context.Context // ends at shutdown
 	cancel   context.CancelFunc
@@ -83,54 +84,25 @@ type cluster struct {
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
 	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
 	c := &cluster{o: o, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
-		caughtUp: make(chan struct{}), started: make(chan struct{}), rejoined: make(chan struct{}, 1)}
+		caughtUp: make(chan struct{}), rejoined: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
 		return nil, err
 	}
-	members := &membership{}
-	voters, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{
-		Membership: members, Voters: o.cluster.raftVoters, DeadVoterGrace: o.cluster.deadVoterGraceDuration(),
-		ReconcileInterval: o.cluster.reconcileIntervalDuration(), Logger: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.members, c.owners = members, owners{members}
+	c.members = &membership{}
+	c.owners = owners{c.members}
 	if c.handoffs, err = ownership.NewMetrics(reg); err != nil {
 		return nil, err
-	}
-	failover, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{
-		Membership: c.owners, Grace: o.cluster.ownerFailoverGraceDuration(),
-		ReconcileInterval: o.cluster.reconcileIntervalDuration(), Registerer: reg, Metrics: c.handoffs, Logger: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var rebalance *ownership.AutoRebalancer
-	if o.cluster.autoRebalance {
-		if rebalance, err = ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Membership: c.owners,
-			ReconcileInterval: o.cluster.reconcileIntervalDuration(), Metrics: c.handoffs, Logger: log}); err != nil {
-			return nil, err
-		}
 	}
 	cfg := o.state.consensus(nodeID, o.cluster.raftBind(), o.cluster.meshAdvertiseHost, dir, log)
 	cfg.Registerer, cfg.Join, cfg.BootstrapExpect, cfg.TLS = reg, o.cluster.join, o.cluster.bootstrapExpect, o.tls.raftTLS()
 	cfg.ClusterKey = o.tls.raftKey()
 	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
-	// The voter reconciler, failover and the automatic rebalance run side by side for the
-	// term; all end with ctx.
+	// The leader's duties (leaderDuties) run side by side for the term; all end with ctx.
 	cfg.LeaderLoop = func(ctx context.Context) {
 		c.markCaughtUp("this node leads")
-		var wg sync.WaitGroup
-		wg.Go(func() { failover.Run(ctx) })
-		if rebalance != nil {
-			wg.Go(func() { rebalance.Run(ctx) })
-		}
-		wg.Go(func() { c.clearFinishedDrains(ctx) })
-		voters.Run(ctx)
-		wg.Wait()
+		c.duties.Run(ctx)
 	}
 	if c.node, err = consensus.Start(cfg); err != nil {
 		return nil, err
@@ -146,14 +118,15 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 		_ = rpcLn.Close()
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
-	members.m.Store(c.mesh)
-	members.node.Store(c.node)
-	close(c.started)
-	voters.Attach(c.node)
-	failover.Attach(c.node)
-	if rebalance != nil {
-		rebalance.Attach(c.node)
+	c.members.m.Store(c.mesh)
+	c.members.node.Store(c.node)
+	duties, err := c.leaderDuties()
+	if err != nil {
+		_ = rpcLn.Close()
+		c.shutdown()
+		return nil, err
 	}
+	c.duties.Set(duties...)
 	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)
 	forward.Register(c.rpc, c.node, c.base)
 	if err := c.startFleetAck(); err != nil {
@@ -182,6 +155,36 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	}
 	c.goLoop("catch up", c.catchUp)
 	return c, nil
+}
+
+// leaderDuties are the duties this node runs while it leads: the voter reconciler, failover,
+// the automatic rebalance (with --auto-rebalance) and clearing finished drains.
+func (c *cluster) leaderDuties() ([]leader.Duty, error) {
+	o := &c.o.cluster
+	voters, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{
+		Node: c.node, Membership: c.members, Voters: o.raftVoters, DeadVoterGrace: o.deadVoterGraceDuration(),
+		ReconcileInterval: o.reconcileIntervalDuration(), Logger: c.base,
+	})
+	if err != nil {
+		return nil, err
+	}
+	failover, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{
+		Store: c.node, Membership: c.owners, Grace: o.ownerFailoverGraceDuration(),
+		ReconcileInterval: o.reconcileIntervalDuration(), Registerer: c.reg, Metrics: c.handoffs, Logger: c.base,
+	})
+	if err != nil {
+		return nil, err
+	}
+	duties := []leader.Duty{voters, failover, drainClearer{c}}
+	if o.autoRebalance {
+		rebalance, err := ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Store: c.node, Membership: c.owners,
+			ReconcileInterval: o.reconcileIntervalDuration(), Metrics: c.handoffs, Logger: c.base})
+		if err != nil {
+			return nil, err
+		}
+		duties = append(duties, rebalance)
+	}
+	return duties, nil
 }
 
 // catchUp marks raft state current on a follower once it caught up with its leader

@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/fleet"
+	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 )
@@ -47,35 +48,28 @@ func (c *cluster) raftView() ownership.RaftView {
 	return view
 }
 
-// clearFinishedDrains is the leader's duty of clearing the drain marks of the gateways whose
-// drain is over (ownership.Finished): gone from the mesh and the raft configuration, owning
-// nothing, or started again since (the mesh lists another process of it). A gateway started
-// again with the same id, before or after its mark is cleared, then joins as a new gateway.
-// Every leader runs it, so a mark the last leader left is cleared by the next. It runs until ctx
-// ends, on membership and drain signals, and every second while marks exist (a configuration
-// change has no signal).
-func (c *cluster) clearFinishedDrains(ctx context.Context) {
-	select {
-	case <-c.started:
-	case <-ctx.Done():
-		return
-	}
-	signals, stop := c.owners.Watch()
-	defer stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		if marks := c.node.Draining(); len(marks) > 0 {
-			if done := ownership.Finished(marks, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView()); len(done) > 0 {
-				c.clearMarks(ctx, done)
+// drainClearer is the leader's duty of clearing the drain marks of the gateways whose drain is
+// over (ownership.Finished): gone from the mesh and the raft configuration, owning nothing, or
+// started again since (the mesh lists another process of it). A gateway started again with the
+// same id, before or after its mark is cleared, then joins as a new gateway. Every leader runs
+// it, so a mark the last leader left is cleared by the next. It passes on membership and drain
+// signals, and every second (a configuration change has no signal).
+type drainClearer struct{ c *cluster }
+
+// Term implements leader.Duty.
+func (d drainClearer) Term() leader.Term {
+	c := d.c
+	return leader.Term{
+		Watch:    c.owners.Watch,
+		Interval: time.Second,
+		Pass: func(ctx context.Context, _ leader.Wake) time.Time {
+			if marks := c.node.Draining(); len(marks) > 0 {
+				if done := ownership.Finished(marks, workersOf(c.node.WorkersShared()), c.owners.Peers(), c.raftView()); len(done) > 0 {
+					c.clearMarks(ctx, done)
+				}
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-signals:
-		case <-tick.C:
-		}
+			return time.Time{}
+		},
 	}
 }
 
