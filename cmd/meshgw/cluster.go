@@ -175,7 +175,7 @@ func (c *cluster) leaderDuties() ([]leader.Duty, error) {
 	if err != nil {
 		return nil, err
 	}
-	duties := []leader.Duty{voters, failover, drainClearer{c}}
+	duties := []leader.Duty{voters, failover, ownership.DrainClearer{View: c.drainView(), Apply: c.node, Logger: c.log}}
 	if o.autoRebalance {
 		rebalance, err := ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Store: c.node, Membership: c.owners,
 			ReconcileInterval: o.reconcileIntervalDuration(), Metrics: c.handoffs, Logger: c.base})
