@@ -75,10 +75,10 @@ type Config struct {
 	// Sleep waits for a retry backoff or the shutdown settle window, returning early with ctx's
 	// error. Default: a real timer. Tests inject one that does not wait.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// InitialHealth is the health state of a newly added worker: pool.HealthReady (the zero
-	// value) when nothing checks health, pool.HealthPending while the owner's health checks run
-	// (they then move it).
-	InitialHealth pool.Health
+	// StartPending makes a newly added worker start health.Pending, for a gateway whose owners
+	// check health (their verdicts then move it). False, the default, starts it health.Ready:
+	// nothing checks health.
+	StartPending bool
 	// Quorum reports whether the control plane has a quorum (raft has a leader); GET /status
 	// shows it. Nil: no control plane, no quorum field.
 	Quorum func() bool

@@ -12,7 +12,6 @@ import (
 
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/owned"
-	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/fakeengine"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -63,7 +62,7 @@ func startFakeEngine(t *testing.T, mode, model string) string {
 // models win over what an engine says; --model stands in for a worker nothing was discovered
 // from; and routing still sends any model to a worker that declares none.
 func TestModelsListsDiscovered(t *testing.T) {
-	e := newEnv(t, Config{DefaultModel: "fallback-m", InitialHealth: pool.HealthPending})
+	e := newEnv(t, Config{DefaultModel: "fallback-m", StartPending: true})
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs, hc.TimeoutSecs = 1, 2
 	m, err := owned.New(owned.Options{Pool: e.gw.Pool(), NodeID: "gw-test", Health: hc,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -52,7 +53,7 @@ func errorEnvelope(t *testing.T, body string) (typ string, code any) {
 func TestExternalRouteFailsOpen(t *testing.T) {
 	type target struct {
 		external bool
-		health   pool.Health
+		health   health.State
 		open     bool // breaker open
 		disabled bool
 		dead     bool
@@ -65,16 +66,16 @@ func TestExternalRouteFailsOpen(t *testing.T) {
 		served   int    // which target answered (index), when 200
 		anyOfExt bool   // any external target may answer
 	}{
-		{"one external not ready", []target{{external: true, health: pool.HealthNotReady}}, 200, "", 0, false},
-		{"every external not ready", []target{{external: true, health: pool.HealthFailed}, {external: true, health: pool.HealthNotReady}}, 200, "", 0, true},
+		{"one external not ready", []target{{external: true, health: health.NotReady}}, 200, "", 0, false},
+		{"every external not ready", []target{{external: true, health: health.Failed}, {external: true, health: health.NotReady}}, 200, "", 0, true},
 		{"external breaker open", []target{{external: true, open: true}}, 200, "", 0, false},
-		{"external pending", []target{{external: true, health: pool.HealthPending}}, 200, "", 0, false},
-		{"engine not ready", []target{{health: pool.HealthNotReady}}, 503, codeNoWorkers, 0, false},
+		{"external pending", []target{{external: true, health: health.Pending}}, 200, "", 0, false},
+		{"engine not ready", []target{{health: health.NotReady}}, 503, codeNoWorkers, 0, false},
 		{"engine breaker open", []target{{open: true}}, 503, codeNoWorkers, 0, false},
-		{"engine down, external down", []target{{health: pool.HealthNotReady}, {external: true, health: pool.HealthNotReady}}, 200, "", 1, false},
+		{"engine down, external down", []target{{health: health.NotReady}, {external: true, health: health.NotReady}}, 200, "", 1, false},
 		{"external disabled", []target{{external: true, disabled: true}}, 503, typeUnavailable, 0, false},
 		{"external quarantined", []target{{external: true, dead: true}}, 503, typeUnavailable, 0, false},
-		{"external draining", []target{{external: true, health: pool.HealthDraining}}, 503, typeUnavailable, 0, false},
+		{"external draining", []target{{external: true, health: health.Draining}}, 503, typeUnavailable, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

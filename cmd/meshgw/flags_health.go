@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 )
 
@@ -60,14 +59,9 @@ func checkSecs(name string, v, lo int) error {
 	return checkMin(name, v, lo)
 }
 
-// initialHealth is the health of a newly added worker: pending until probes verify it, or ready
-// when health checks are off (the owner then marks it ready anyway).
-func (f *healthFlags) initialHealth() pool.Health {
-	if f.cfg.DisableHealthCheck {
-		return pool.HealthReady
-	}
-	return pool.HealthPending
-}
+// startPending says whether a newly added worker starts pending until probes verify it; with
+// health checks off it starts ready (the owner then marks it ready anyway).
+func (f *healthFlags) startPending() bool { return !f.cfg.DisableHealthCheck }
 
 // linkedBools registers bool flags (name, usage) that set one variable and count as one: once
 // any of them is given, on the command line or through its variable, the environment fills

@@ -160,7 +160,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	defer writer.Close() // removals still waiting for raft end before raft stops
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.CacheAware = o.cache.config()
-	cfg.Registerer, cfg.Logger, cfg.InitialHealth = reg, log, o.health.initialHealth()
+	cfg.Registerer, cfg.Logger, cfg.StartPending = reg, log, o.health.startPending()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	cfg.RequestLog, cfg.RequestLogger = o.observe.requestLog, lg.reqLog
 	cfg.RequestLogWriter, cfg.RequestLogJSON = lg.reqOut, lg.json

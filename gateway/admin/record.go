@@ -11,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -123,7 +124,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 		Owner:          rec.Owner,
 		Epoch:          rec.Epoch,
 		Origin:         origin,
-		HealthState:    pool.HealthPending.String(),
+		HealthState:    health.Pending.String(),
 		Disabled:       rec.Disabled,
 		DisabledReason: rec.DisabledReason,
 		DisabledBy:     rec.DisabledBy,
@@ -163,7 +164,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 	}
 	if rec.Draining {
 		// Before the owner's health follows (a bulletin on its way, a restart), the record says.
-		r.HealthState, r.DrainDeadline = pool.HealthDraining.String(), timePtr(rec.DrainDeadline())
+		r.HealthState, r.DrainDeadline = health.Draining.String(), timePtr(rec.DrainDeadline())
 		r.Routable = false // nor is it routable, even before this gateway's pool applied the record
 	}
 	return r

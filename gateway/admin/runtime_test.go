@@ -61,7 +61,7 @@ func (f fakeImports) Imported(id worker.ID) (fleet.ImportedStatus, bool) { retur
 // A worker another gateway owns shows its owner's state from the last bulletin, stale when it
 // was not refreshed; before the first bulletin, health and breaker are unknown.
 func TestRecordShowsImportedState(t *testing.T) {
-	p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+	p := pool.New(pool.Config{StartPending: true})
 	w, _, err := p.Upsert(worker.Spec{URL: "http://127.0.0.1:8001"}, pool.OriginMesh)
 	if err != nil {
 		t.Fatal(err)

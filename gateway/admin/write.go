@@ -12,7 +12,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/fsm"
-	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -304,7 +304,7 @@ func (h *Handler) drainSettle(rec fsm.Record) (time.Duration, bool) {
 	if h.cfg.DrainSettle == nil || rec.IsDead {
 		return 0, false
 	}
-	if w := h.cfg.Pool.Get(rec.ID); w == nil || w.Health() != pool.HealthReady {
+	if w := h.cfg.Pool.Get(rec.ID); w == nil || w.Health() != health.Ready {
 		return 0, false
 	}
 	settle := h.cfg.DrainSettle(rec.Spec)

@@ -13,6 +13,7 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -312,7 +313,7 @@ func TestDelete(t *testing.T) {
 			`{"url":"http://127.0.0.1:8001","health":{"drain_settle_secs":5}}`, nil, 202, "draining"},
 		{"no settle: removed", func(worker.Spec) time.Duration { return 0 }, `{"url":"http://127.0.0.1:8001"}`, nil, 200, "removed"},
 		{"not ready: removed", fiveSecs, `{"url":"http://127.0.0.1:8001"}`, func(t *testing.T, e *env, id worker.ID) {
-			if _, err := e.pool.SetHealth(id, pool.HealthNotReady); err != nil {
+			if _, err := e.pool.SetHealth(id, health.NotReady); err != nil {
 				t.Fatal(err)
 			}
 		}, 200, "removed"},
@@ -327,7 +328,7 @@ func TestDelete(t *testing.T) {
 			}
 			// Not ready any more as the pool sees it: the record's drain goes on regardless.
 			testkit.For(t, "the drain to reach the pool", func() bool { return e.pool.Get(id).Gates()&pool.GateRemoving != 0 })
-			if _, err := e.pool.SetHealth(id, pool.HealthDraining); err != nil {
+			if _, err := e.pool.SetHealth(id, health.Draining); err != nil {
 				t.Fatal(err)
 			}
 		}, 202, "draining"},

@@ -58,7 +58,7 @@ func BenchmarkReconcileFirstPass(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				b.StartTimer()
-				p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+				p := pool.New(pool.Config{StartPending: true})
 				r := New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: testkit.Quiet()})
 				r.Reconcile()
 				b.StopTimer()
@@ -96,7 +96,7 @@ func BenchmarkReconcileOneChange(b *testing.B) {
 	index := uint64(n)
 	for _, mode := range []string{"incremental", "full"} {
 		b.Run(fmt.Sprintf("%d/%s", n, mode), func(b *testing.B) {
-			p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+			p := pool.New(pool.Config{StartPending: true})
 			r := New(Config{NodeID: "n1", Records: f, Pool: p, Logger: testkit.Quiet()})
 			r.Reconcile()
 			b.ReportAllocs()
@@ -146,7 +146,7 @@ func BenchmarkImportBulletins(b *testing.B) {
 			bs[j].Seq = uint64(i + 1)
 			bs[j].Owner = fmt.Sprint("n", 2) // a decoded bulletin's own copy, as from the wire
 		}
-		p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+		p := pool.New(pool.Config{StartPending: true})
 		New(Config{NodeID: "n1", Records: recs, Pool: p, Logger: testkit.Quiet()}).Reconcile()
 		runtime.GC()
 		runtime.ReadMemStats(&before)

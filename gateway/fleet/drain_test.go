@@ -31,7 +31,7 @@ type ownerGateway struct {
 
 func startOwnerGateway(t *testing.T, n *consensus.Node, nodeID string) *ownerGateway {
 	t.Helper()
-	p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+	p := pool.New(pool.Config{StartPending: true})
 	w := &Writer{Node: n, NodeID: nodeID, Logger: testkit.Quiet()}
 	m, err := owned.New(owned.Options{Pool: p, NodeID: nodeID, Health: health.DefaultConfig(), Breaker: breaker.DefaultConfig(),
 		Logger: testkit.Quiet(), OnRemove: w.OnRemove, Probers: map[string]health.Prober{worker.ModeHTTP: passing{}}})

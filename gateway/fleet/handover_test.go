@@ -47,7 +47,7 @@ type handingGateway struct {
 // Call it inside the synctest bubble.
 func startHandingGateway(t *testing.T, nodeID string, recs *fakeRecords, caughtUp <-chan struct{}) *handingGateway {
 	t.Helper()
-	g := &handingGateway{recs: recs, pool: pool.New(pool.Config{InitialHealth: pool.HealthPending}), prober: &switchProber{}}
+	g := &handingGateway{recs: recs, pool: pool.New(pool.Config{StartPending: true}), prober: &switchProber{}}
 	g.im = NewImporter(ImporterConfig{NodeID: nodeID, Pool: g.pool, Logger: testkit.Quiet()})
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs, hc.FailureThreshold = 1, 2
@@ -210,7 +210,7 @@ func TestHandOverState(t *testing.T) {
 	f := newImportFixture(t)
 	s := spec(t, 8001)
 	id := f.put(s, "me", 5)
-	_, _ = f.pool.SetHealth(id, pool.HealthReady)
+	_, _ = f.pool.SetHealth(id, health.Ready)
 	f.put(s, "a", 6) // moved away; this fixture has no Owner to hand over, so the test does
 	open.Breaker.ReopensAt = f.clk.Now().Add(30 * time.Second)
 	f.im.HandOver(id, open)

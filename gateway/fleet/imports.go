@@ -295,7 +295,7 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 	if w.Breaker() != pool.Breaker(&cur.rb) {
 		_ = im.cfg.Pool.SetBreaker(w.ID, &cur.rb)
 	}
-	if h, ok := pool.ParseHealth(b.Health); ok && w.Health() != h {
+	if h, err := health.ParseState(b.Health); err == nil && w.Health() != h {
 		_, _ = im.cfg.Pool.SetHealth(w.ID, h) // which ends a hung hold: the owner's verdict changed
 	}
 	if prevHealth != "" && prevBreaker != b.Breaker {

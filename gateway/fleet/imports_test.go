@@ -83,7 +83,7 @@ type importFixture struct {
 }
 
 func newImportFixture(t *testing.T) *importFixture {
-	f := &importFixture{t: t, recs: newFakeRecords(), pool: pool.New(pool.Config{InitialHealth: pool.HealthPending}),
+	f := &importFixture{t: t, recs: newFakeRecords(), pool: pool.New(pool.Config{StartPending: true}),
 		clk: &clock{t: time.Unix(1_800_000_000, 0)}, heard: map[string]time.Time{}}
 	f.im = NewImporter(ImporterConfig{NodeID: "me", Pool: f.pool, Now: f.clk.Now, Logger: testkit.Quiet(),
 		Heard:        func(o string) time.Time { return f.heard[o] },

@@ -56,7 +56,7 @@ func startProbingGateway(t *testing.T, nodeID string, recs *fakeRecords, caughtU
 	t.Helper()
 	g := &probingGateway{recs: recs, probes: &probeCounter{}, logs: &logBuffer{}}
 	log := g.logs.Logger(slog.LevelInfo)
-	p := pool.New(pool.Config{InitialHealth: pool.HealthPending})
+	p := pool.New(pool.Config{StartPending: true})
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs = interval
 	m, err := owned.New(owned.Options{Pool: p, NodeID: nodeID, Health: hc, Breaker: breaker.DefaultConfig(), Logger: log,

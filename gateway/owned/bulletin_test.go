@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshgw/meshgw/breaker"
-	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
@@ -102,7 +101,7 @@ func TestSeedFromPreviousOwner(t *testing.T) {
 		if got := f.probe.count(id); got != 1 {
 			t.Fatalf("probes at takeover = %d, want 1 (at once)", got)
 		}
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		st, _ := f.m.Status(id)
 		if st.Breaker.State != breaker.Open || st.Breaker.ConsecutiveFailures != 3 {
 			t.Fatalf("breaker = %+v, want open with 3 failures", st.Breaker)

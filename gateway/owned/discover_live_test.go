@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/fakeengine"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
@@ -69,7 +70,7 @@ func TestDiscoveryFromFakeEngine(t *testing.T) {
 			}})
 			id := l.own(worker.Spec{URL: url})
 			t.Cleanup(func() { _ = l.pool.Remove(id) }) // closes the link
-			l.waitHealth(id, pool.HealthReady, 5*time.Second)
+			l.waitHealth(id, health.Ready, 5*time.Second)
 			testkit.Within(t, 5*time.Second, "models discovered", func() bool { return len(l.pool.Get(id).DiscoveredModels()) > 0 })
 			if got := l.pool.Get(id).ListedModels(); !slices.Equal(got, []string{model}) {
 				t.Errorf("listed models %q, want %q", got, model)
@@ -107,8 +108,8 @@ func TestHTTPDiscoveryHeadersAndRefusal(t *testing.T) {
 	l := newLive(t)
 	id := l.own(worker.Spec{URL: srv.URL, APIKey: key})
 	did := l.own(worker.Spec{URL: declared.URL, Models: []string{"declared"}})
-	l.waitHealth(id, pool.HealthReady, 5*time.Second)
-	l.waitHealth(did, pool.HealthReady, 5*time.Second)
+	l.waitHealth(id, health.Ready, 5*time.Second)
+	l.waitHealth(did, health.Ready, 5*time.Second)
 	testkit.Within(t, 5*time.Second, "the refused discovery logged", func() bool {
 		return len(l.logs.Lines("level=DEBUG", "model discovery failed", "401")) == 1
 	})

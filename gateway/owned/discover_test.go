@@ -21,12 +21,12 @@ func (f *fixture) cycle(id worker.ID) {
 	for range 3 {
 		testkit.Advance(10 * time.Second)
 	}
-	f.wantHealth(id, pool.HealthNotReady)
+	f.wantHealth(id, health.NotReady)
 	f.probe.set(id, nil)
 	for range 2 {
 		testkit.Advance(10 * time.Second)
 	}
-	f.wantHealth(id, pool.HealthReady)
+	f.wantHealth(id, health.Ready)
 }
 
 func (f *fixture) wantDiscovered(id worker.ID, want []string) {
@@ -58,7 +58,7 @@ func TestDiscoveryWhenReached(t *testing.T) {
 				f.probe.setModels(id, listing{models: []string{"b", " a ", "b", ""}})
 				f.own(spec, 1) // probed at once; the ask follows the promotion it brings
 				synctest.Wait()
-				f.wantHealth(id, pool.HealthReady)
+				f.wantHealth(id, health.Ready)
 				f.wantDiscovered(id, []string{"a", "b"})
 				testkit.Advance(30 * time.Second) // passing probes on a ready worker are no promotion
 				if n := f.probe.listed(id); n != 1 {
@@ -96,8 +96,8 @@ func TestDiscoveryLeavesDeclaredAndExternal(t *testing.T) {
 		}
 		id, extID := f.own(declared, 1), f.own(ext, 1)
 		testkit.Advance(30 * time.Second)
-		f.wantHealth(id, pool.HealthReady)
-		f.wantHealth(extID, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
+		f.wantHealth(extID, health.Ready)
 		for _, w := range []worker.ID{id, extID} {
 			if n := f.probe.listed(w); n != 0 {
 				t.Errorf("%s asked %d times, want never", w, n)
@@ -140,7 +140,7 @@ func TestFailedDiscoveryDoesNotBlockReadiness(t *testing.T) {
 				start := time.Now()
 				f.own(spec, 1)
 				synctest.Wait()
-				f.wantHealth(id, pool.HealthReady)
+				f.wantHealth(id, health.Ready)
 				if time.Since(start) != 0 {
 					t.Fatalf("readiness took %v of fake time", time.Since(start))
 				}
@@ -173,7 +173,7 @@ func TestDiscoveryWithChecksDisabled(t *testing.T) {
 		f.probe.setModels(id, listing{models: []string{"m"}})
 		f.own(spec, 1)
 		synctest.Wait()
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		f.wantDiscovered(id, []string{"m"})
 		testkit.Advance(time.Minute)
 		if n, p := f.probe.listed(id), f.probe.count(id); n != 1 || p != 0 {

@@ -6,7 +6,8 @@
 //  1. New builds one health.Checker for every owned worker, with a prober per connection mode:
 //     HTTP, gRPC (grpc.health.v1 for Options.GRPCService), external providers (Rolter's rules)
 //     and ZMQ (the local check of the worker's link, which runs even when health checks are
-//     disabled). The pool's InitialHealth should be pool.HealthPending while checks run.
+//     disabled). The pool's workers should start pending (pool.Config.StartPending)
+//     while checks run.
 //  2. Own starts checking a worker this gateway owns, after the caller has put it in the pool. It
 //     attaches a circuit breaker (breaker.Resolve of the --cb-* flags and the worker's
 //     resilience block) to the pool's worker, so that selection skips an open circuit. Own of a

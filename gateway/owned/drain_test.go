@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -74,7 +75,7 @@ func TestDrain(t *testing.T) {
 					}
 					return
 				}
-				f.wantHealth(id, pool.HealthDraining)
+				f.wantHealth(id, health.Draining)
 				if tt.during != nil {
 					testkit.Advance(time.Second)
 					tt.during(f, s, start.Add(tt.since))
@@ -83,7 +84,7 @@ func TestDrain(t *testing.T) {
 				if got := f.removedCopy(); len(got) != 0 {
 					t.Fatalf("removed before the settle passed: %v", got)
 				}
-				f.wantHealth(id, pool.HealthDraining)
+				f.wantHealth(id, health.Draining)
 				testkit.Advance(2 * time.Millisecond)
 				if diff := cmp.Diff(want, f.removedCopy()); diff != "" {
 					t.Errorf("OnRemove calls (-want +got):\n%s", diff)
@@ -154,7 +155,7 @@ func ownReady(f *fixture, s worker.Spec) {
 	put(f, s)
 	f.m.Own(s, 7, false)
 	synctest.Wait()
-	f.wantHealth(idOf(f.t, s), pool.HealthReady)
+	f.wantHealth(idOf(f.t, s), health.Ready)
 }
 
 // ownPending owns s at epoch 7; its probes fail.
@@ -164,7 +165,7 @@ func ownPending(f *fixture, s worker.Spec) {
 	put(f, s)
 	f.m.Own(s, 7, false)
 	synctest.Wait()
-	f.wantHealth(idOf(f.t, s), pool.HealthPending)
+	f.wantHealth(idOf(f.t, s), health.Pending)
 }
 
 // TestDrainEndsTheBulletin: the last note a drained worker leaves is OnForget (its bulletin

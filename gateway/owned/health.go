@@ -9,21 +9,6 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// poolHealth maps a health state to the pool's view of it.
-func poolHealth(s health.State) pool.Health {
-	switch s {
-	case health.Ready:
-		return pool.HealthReady
-	case health.NotReady:
-		return pool.HealthNotReady
-	case health.Failed:
-		return pool.HealthFailed
-	case health.Draining:
-		return pool.HealthDraining
-	}
-	return pool.HealthPending
-}
-
 // onTransition is the Checker's OnTransition: a promotion tells the breaker (before the worker
 // becomes routable again), then the pool learns the new state, then a worker that declares no
 // model is asked which it serves (in the background).
@@ -59,9 +44,9 @@ func (m *Manager) syncHealth(ow *ownedWorker) {
 	if !current {
 		return // forgotten meanwhile: the pool's worker is no longer ours to set
 	}
-	h := pool.HealthPending
+	h := health.Pending
 	if st, ok := m.checker.Status(ow.id); ok {
-		h = poolHealth(st.State)
+		h = st.State
 	} else if !dead {
 		return // dropped by the Checker: onRemove takes it from here
 	}

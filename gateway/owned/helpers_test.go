@@ -123,7 +123,7 @@ func withoutOnRemove() fixtureOpt { return func(o *Options) { o.OnRemove = nil }
 // opening at 3 failures; call it inside the synctest bubble.
 func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{t: t, pool: pool.New(pool.Config{InitialHealth: pool.HealthPending}),
+	f := &fixture{t: t, pool: pool.New(pool.Config{StartPending: true}),
 		reg: prometheus.NewRegistry(), probe: newScript(), logs: &syncBuffer{}}
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs = 10
@@ -174,7 +174,7 @@ func (f *fixture) removedCopy() []string {
 }
 
 // health returns the pool's health of id and whether it is routable.
-func (f *fixture) health(id worker.ID) (pool.Health, bool) {
+func (f *fixture) health(id worker.ID) (health.State, bool) {
 	f.t.Helper()
 	w := f.pool.Get(id)
 	if w == nil {
@@ -184,14 +184,14 @@ func (f *fixture) health(id worker.ID) (pool.Health, bool) {
 }
 
 // wantHealth checks the pool's view and the manager's Status of id.
-func (f *fixture) wantHealth(id worker.ID, want pool.Health) {
+func (f *fixture) wantHealth(id worker.ID, want health.State) {
 	f.t.Helper()
 	got, routable := f.health(id)
-	if got != want || routable != (want == pool.HealthReady) {
+	if got != want || routable != (want == health.Ready) {
 		f.t.Fatalf("pool health of %s = %v (routable %v), want %v", id, got, routable, want)
 	}
 	st, ok := f.m.Status(id)
-	if !ok || poolHealth(st.Health) != want {
+	if !ok || st.Health != want {
 		f.t.Fatalf("Status(%s) = %+v, %v; want health %v", id, st, ok, want)
 	}
 }

@@ -23,16 +23,16 @@ func TestRegistrationReachesWorker(t *testing.T) {
 		url   string
 		first error
 		// health after the first probe, then after each later passing probe
-		want []pool.Health
+		want []health.State
 	}{
-		{"http reached", "http://127.0.0.1:9001", nil, []pool.Health{pool.HealthReady}},
-		{"grpc reached", "grpc://127.0.0.1:9002", nil, []pool.Health{pool.HealthReady}},
+		{"http reached", "http://127.0.0.1:9001", nil, []health.State{health.Ready}},
+		{"grpc reached", "grpc://127.0.0.1:9002", nil, []health.State{health.Ready}},
 		{"http first probe fails", "http://127.0.0.1:9003", errDown,
-			[]pool.Health{pool.HealthPending, pool.HealthPending, pool.HealthReady}},
+			[]health.State{health.Pending, health.Pending, health.Ready}},
 		{"grpc first probe fails", "grpc://127.0.0.1:9004", errDown,
-			[]pool.Health{pool.HealthPending, pool.HealthPending, pool.HealthReady}},
+			[]health.State{health.Pending, health.Pending, health.Ready}},
 		{"external needs S passes", "https://api.example.test/v1", nil,
-			[]pool.Health{pool.HealthPending, pool.HealthReady}},
+			[]health.State{health.Pending, health.Ready}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 		f := newFixture(t)
 		id := f.own(httpSpec(9001), 1)
 		synctest.Wait()
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		w := f.pool.Get(id)
 		for range 3 {
 			f.m.OnOutcome(w, 500, false)
@@ -78,9 +78,9 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 		f.probe.set(id, errDown)
 		testkit.Advance(10 * time.Second)
 		testkit.Advance(10 * time.Second)
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		testkit.Advance(10 * time.Second)
-		f.wantHealth(id, pool.HealthNotReady)
+		f.wantHealth(id, health.NotReady)
 		st, _ := f.m.Status(id)
 		if st.ConsecutiveFailures != 3 || st.LastError != "status 503" || st.LastStatusCode != 503 || st.LastProbe.IsZero() {
 			t.Errorf("status after 3 failed probes: %+v", st)
@@ -90,9 +90,9 @@ func TestFailuresLeaveAndPromotionReadmits(t *testing.T) {
 		}
 		f.probe.set(id, nil)
 		testkit.Advance(10 * time.Second)
-		f.wantHealth(id, pool.HealthNotReady)
+		f.wantHealth(id, health.NotReady)
 		testkit.Advance(10 * time.Second)
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		st, _ = f.m.Status(id)
 		if st.Breaker.State != breaker.HalfOpen || !w.Allow() {
 			t.Errorf("breaker after promotion: %+v, want half_open", st.Breaker)
@@ -217,7 +217,7 @@ func TestOwnUpdatesInPlace(t *testing.T) {
 		}
 		f.probe.set(id, errDown)
 		testkit.Advance(10 * time.Second) // one failure is enough now
-		f.wantHealth(id, pool.HealthNotReady)
+		f.wantHealth(id, health.NotReady)
 	})
 }
 
@@ -268,10 +268,10 @@ func TestFailedWorkerRemoval(t *testing.T) {
 			id := f.own(httpSpec(9001), 42)
 			synctest.Wait()
 			fail(f, id)
-			f.wantHealth(id, pool.HealthFailed)
+			f.wantHealth(id, health.Failed)
 			f.probe.set(id, nil)
 			testkit.Advance(20 * time.Second)
-			f.wantHealth(id, pool.HealthReady)
+			f.wantHealth(id, health.Ready)
 			if len(f.removedCopy()) != 0 {
 				t.Errorf("removed without --remove-unhealthy-workers: %v", f.removedCopy())
 			}
@@ -354,7 +354,7 @@ func TestQuarantine(t *testing.T) {
 		synctest.Wait()
 		f.m.OnOutcome(f.pool.Get(id), 500, false)
 		f.m.Own(spec, 1, true)
-		f.wantHealth(id, pool.HealthPending)
+		f.wantHealth(id, health.Pending)
 		probes := f.probe.count(id)
 		testkit.Advance(time.Minute)
 		if f.probe.count(id) != probes {
@@ -362,7 +362,7 @@ func TestQuarantine(t *testing.T) {
 		}
 		f.m.Own(spec, 1, false)
 		synctest.Wait()
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		if st, _ := f.m.Status(id); st.Breaker.ConsecutiveFailures != 0 || st.Dead {
 			// The promotion to ready resets a closed circuit's failures.
 			t.Errorf("status after release: %+v", st)
@@ -379,13 +379,13 @@ func TestZMQHandshake(t *testing.T) {
 		f.probe.set(idOf(t, spec), &health.ProbeError{Reason: "handshake not done"})
 		id := f.own(spec, 1)
 		synctest.Wait()
-		f.wantHealth(id, pool.HealthPending)
+		f.wantHealth(id, health.Pending)
 		f.probe.set(id, nil)
 		testkit.Advance(10 * time.Second)
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		// Plain engines count ready at once when checks are disabled, unprobed.
 		plain := f.own(httpSpec(9001), 1)
-		f.wantHealth(plain, pool.HealthReady)
+		f.wantHealth(plain, health.Ready)
 		if n := f.probe.count(plain); n != 0 {
 			t.Errorf("an HTTP worker was probed %d times with checks disabled", n)
 		}

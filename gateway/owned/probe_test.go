@@ -36,10 +36,10 @@ func newLive(t *testing.T) *live {
 	return newLiveWith(t, pool.Config{})
 }
 
-// newLiveWith is newLive over a pool configured by pc (its InitialHealth is set to pending).
+// newLiveWith is newLive over a pool configured by pc (its workers start pending).
 func newLiveWith(t *testing.T, pc pool.Config) *live {
 	t.Helper()
-	pc.InitialHealth = pool.HealthPending
+	pc.StartPending = true
 	l := &live{t: t, pool: pool.New(pc), logs: &syncBuffer{}}
 	hc := health.DefaultConfig()
 	hc.CheckIntervalSecs, hc.FailureThreshold, hc.SuccessThreshold, hc.TimeoutSecs = 1, 2, 2, 2
@@ -67,7 +67,7 @@ func (l *live) own(spec worker.Spec) worker.ID {
 }
 
 // waitHealth waits until the pool's health of id is want.
-func (l *live) waitHealth(id worker.ID, want pool.Health, within time.Duration) {
+func (l *live) waitHealth(id worker.ID, want health.State, within time.Duration) {
 	l.t.Helper()
 	testkit.Within(l.t, within, "health "+want.String(), func() bool { return l.pool.Get(id).Health() == want })
 }
@@ -105,9 +105,9 @@ func TestEngineLeavesAndRejoins(t *testing.T) {
 			l := newLive(t)
 			e, url := startEngine(t, mode == "grpc")
 			id := l.own(worker.Spec{URL: url})
-			l.waitHealth(id, pool.HealthReady, 5*time.Second)
+			l.waitHealth(id, health.Ready, 5*time.Second)
 			setHealth(t, e, 503)
-			l.waitHealth(id, pool.HealthNotReady, 10*time.Second)
+			l.waitHealth(id, health.NotReady, 10*time.Second)
 			st, _ := l.m.Status(id)
 			want := "status 503"
 			if mode == "grpc" {
@@ -117,7 +117,7 @@ func TestEngineLeavesAndRejoins(t *testing.T) {
 				t.Errorf("status when not ready: %+v, want last_error %q", st, want)
 			}
 			setHealth(t, e, 200)
-			l.waitHealth(id, pool.HealthReady, 10*time.Second)
+			l.waitHealth(id, health.Ready, 10*time.Second)
 			if got := e.Stats().ByGateway["gw-live"].Probes; got < 5 {
 				t.Errorf("engine counted %d probes from gw-live, want at least 5", got)
 			}
@@ -144,9 +144,9 @@ func TestProbeSendsKeyAndNeverLogsIt(t *testing.T) {
 	t.Cleanup(srv.Close)
 	l := newLive(t)
 	id := l.own(worker.Spec{URL: srv.URL, APIKey: key})
-	l.waitHealth(id, pool.HealthReady, 5*time.Second)
+	l.waitHealth(id, health.Ready, 5*time.Second)
 	fail.Store(true)
-	l.waitHealth(id, pool.HealthNotReady, 10*time.Second)
+	l.waitHealth(id, health.NotReady, 10*time.Second)
 	mu.Lock()
 	first := auth[0]
 	mu.Unlock()
@@ -178,9 +178,9 @@ func TestExternalProviderUnauthorizedIsHealthy(t *testing.T) {
 	l := newLive(t)
 	id := l.own(worker.Spec{URL: srv.URL + "/v1", ConnectionMode: worker.ModeExternal, Provider: "openai",
 		Health: &worker.Health{DisableHealthCheck: ptr(false)}})
-	l.waitHealth(id, pool.HealthReady, 5*time.Second)
+	l.waitHealth(id, health.Ready, 5*time.Second)
 	testkit.Within(t, 5*time.Second, "two more probes", func() bool { return probes.Load() >= 4 })
-	if h := l.pool.Get(id).Health(); h != pool.HealthReady {
+	if h := l.pool.Get(id).Health(); h != health.Ready {
 		t.Errorf("health after 401 probes: %v", h)
 	}
 }
@@ -209,7 +209,7 @@ func TestHangingWorkerDoesNotDelayOthers(t *testing.T) {
 	if st, _ := l.m.Status(slow); !st.LastProbe.IsZero() {
 		t.Fatalf("the hanging probe ended after %v: the test proves nothing", time.Since(start))
 	}
-	if h := l.pool.Get(fast).Health(); h != pool.HealthReady {
+	if h := l.pool.Get(fast).Health(); h != health.Ready {
 		t.Errorf("healthy engine is %v", h)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/test/testkit"
 )
 
@@ -17,7 +17,7 @@ func TestStatusListsRecentTransitions(t *testing.T) {
 		f := newFixture(t)
 		id := f.own(httpSpec(9001), 1)
 		synctest.Wait()
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		w := f.pool.Get(id)
 		for range 3 {
 			f.m.OnOutcome(w, 500, false)
@@ -26,11 +26,11 @@ func TestStatusListsRecentTransitions(t *testing.T) {
 		for range 3 {
 			testkit.Advance(10 * time.Second)
 		}
-		f.wantHealth(id, pool.HealthNotReady)
+		f.wantHealth(id, health.NotReady)
 		f.probe.set(id, nil)
 		testkit.Advance(10 * time.Second)
 		testkit.Advance(10 * time.Second)
-		f.wantHealth(id, pool.HealthReady)
+		f.wantHealth(id, health.Ready)
 		st, _ := f.m.Status(id)
 		var got []string
 		for _, tr := range st.Transitions {

@@ -11,7 +11,7 @@ import (
 // a deferred batch, and FailOpen picks among them past their health and breaker, never past an
 // operator's gate.
 func TestExternalWorkersAndFailOpen(t *testing.T) {
-	p := New(Config{InitialHealth: HealthPending})
+	p := New(Config{StartPending: true})
 	ext := func(url, model string) worker.Spec {
 		return worker.Spec{URL: url, ConnectionMode: worker.ModeExternal, Provider: "openai", Model: model}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -34,16 +35,16 @@ func TestHungHold(t *testing.T) {
 		}},
 		{"a change of health ends it", func(p *Pool, ws []*Worker) time.Duration {
 			time.Sleep(5 * time.Second)
-			if _, err := p.SetHealth(ws[0].ID, HealthNotReady); err != nil {
+			if _, err := p.SetHealth(ws[0].ID, health.NotReady); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.SetHealth(ws[0].ID, HealthReady); err != nil {
+			if _, err := p.SetHealth(ws[0].ID, health.Ready); err != nil {
 				t.Fatal(err)
 			}
 			return 0
 		}},
 		{"the same health keeps it", func(p *Pool, ws []*Worker) time.Duration {
-			if _, err := p.SetHealth(ws[0].ID, HealthReady); err != nil {
+			if _, err := p.SetHealth(ws[0].ID, health.Ready); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(hold - time.Second)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -24,9 +25,18 @@ type Config struct {
 	// OnChange is called after every snapshot swap (nil: nothing). Read Snapshot from it; calls
 	// may arrive concurrently, and the latest snapshot is always the one to use.
 	OnChange func()
-	// InitialHealth is the health state of a newly added worker: HealthReady (the zero value)
-	// until health checks exist, HealthPending once they do.
-	InitialHealth Health
+	// StartPending makes a newly added worker start health.Pending, for a gateway whose owners
+	// check health (their verdicts then move it). False, the zero value, starts it health.Ready:
+	// nothing checks health, so every registered worker takes traffic.
+	StartPending bool
+}
+
+// initialHealth is the health state of a newly added worker.
+func (c *Config) initialHealth() health.State {
+	if c.StartPending {
+		return health.Pending
+	}
+	return health.Ready
 }
 
 // Pool is the set of workers this gateway knows. Mutations take a lock; reads go through the
@@ -160,7 +170,7 @@ func (p *Pool) upsertNormalized(id worker.ID, spec worker.Spec, origin string, g
 		w.carryState(old)
 		closeTransport(old)
 	} else {
-		w.setHealth(p.cfg.InitialHealth)
+		w.setHealth(p.cfg.initialHealth())
 	}
 	if gate != nil {
 		gate(w)
@@ -196,7 +206,7 @@ func (p *Pool) Remove(id worker.ID) error {
 
 // SetHealth records the worker's health state and reports whether its routability changed. A
 // change of state ends a hung hold (HoldHung): the owner's verdict decides again.
-func (p *Pool) SetHealth(id worker.ID, h Health) (bool, error) {
+func (p *Pool) SetHealth(id worker.ID, h health.State) (bool, error) {
 	return p.mutate(id, func(w *Worker) bool {
 		released := false
 		if w.Health() != h {
@@ -279,10 +289,10 @@ func (p *Pool) SetOwner(id worker.ID, owner string, epoch uint64) error {
 	return nil
 }
 
-func (w *Worker) setHealth(h Health) bool {
+func (w *Worker) setHealth(h health.State) bool {
 	w.health.Store(uint32(h))
-	flipped := w.setGate(GateNotReady, h != HealthReady && h != HealthDraining)
-	return w.setGate(GateDraining, h == HealthDraining) || flipped
+	flipped := w.setGate(GateNotReady, h != health.Ready && h != health.Draining)
+	return w.setGate(GateDraining, h == health.Draining) || flipped
 }
 
 func closeTransport(w *Worker) {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -52,11 +53,11 @@ func TestGatesControlRoutability(t *testing.T) {
 		{"enable", func() (bool, error) { return p.SetFlags(id, false, false) }, true, true},
 		{"quarantine", func() (bool, error) { return p.SetFlags(id, false, true) }, true, false},
 		{"release", func() (bool, error) { return p.SetFlags(id, false, false) }, true, true},
-		{"not ready", func() (bool, error) { return p.SetHealth(id, HealthNotReady) }, true, false},
-		{"failed stays closed", func() (bool, error) { return p.SetHealth(id, HealthFailed) }, false, false},
-		{"ready", func() (bool, error) { return p.SetHealth(id, HealthReady) }, true, true},
-		{"draining", func() (bool, error) { return p.SetHealth(id, HealthDraining) }, true, false},
-		{"ready again", func() (bool, error) { return p.SetHealth(id, HealthReady) }, true, true},
+		{"not ready", func() (bool, error) { return p.SetHealth(id, health.NotReady) }, true, false},
+		{"failed stays closed", func() (bool, error) { return p.SetHealth(id, health.Failed) }, false, false},
+		{"ready", func() (bool, error) { return p.SetHealth(id, health.Ready) }, true, true},
+		{"draining", func() (bool, error) { return p.SetHealth(id, health.Draining) }, true, false},
+		{"ready again", func() (bool, error) { return p.SetHealth(id, health.Ready) }, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,7 +313,7 @@ func TestUpsertRecordDraining(t *testing.T) {
 	if !changed || w.Gates() != GateRemoving {
 		t.Fatalf("added draining: changed=%v gates=%b", changed, w.Gates())
 	}
-	if flipped, err := p.SetHealth(id, HealthReady); err != nil || flipped || len(p.Snapshot().Routable) != 0 {
+	if flipped, err := p.SetHealth(id, health.Ready); err != nil || flipped || len(p.Snapshot().Routable) != 0 {
 		t.Errorf("a ready health opened a draining worker: flipped=%v err=%v routable=%d", flipped, err, len(p.Snapshot().Routable))
 	}
 	if sawRoutable.Load() {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -14,7 +15,7 @@ import (
 func BenchmarkRegisterOneMore(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			p := New(Config{InitialHealth: HealthPending})
+			p := New(Config{StartPending: true})
 			flush := p.Defer()
 			for i := range n {
 				s := worker.Spec{URL: fmt.Sprintf("http://10.%d.%d.%d:30000", i>>16&255, i>>8&255, i&255)}
@@ -41,7 +42,7 @@ func BenchmarkRegisterOneMore(b *testing.B) {
 // makes: random adds, removes, replacements and gate flips, checked after each.
 func TestMergedSnapshotMatchesFullRebuild(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := New(Config{InitialHealth: HealthPending})
+	p := New(Config{StartPending: true})
 	url := func(i int) string { return fmt.Sprintf("http://127.0.0.1:%d", 10000+i) }
 	for step := range 3000 {
 		i := rng.IntN(300)
@@ -53,7 +54,7 @@ func TestMergedSnapshotMatchesFullRebuild(t *testing.T) {
 		case 0:
 			_ = p.Remove(id)
 		case 1:
-			_, _ = p.SetHealth(id, HealthReady)
+			_, _ = p.SetHealth(id, health.Ready)
 		case 2:
 			_, _ = p.SetFlags(id, rng.IntN(2) == 0, false)
 		case 3:
@@ -64,7 +65,7 @@ func TestMergedSnapshotMatchesFullRebuild(t *testing.T) {
 			for range 1 + rng.IntN(40) {
 				j := rng.IntN(300)
 				if w, _, err := p.Upsert(worker.Spec{URL: url(j)}, OriginLocal); err == nil {
-					_, _ = p.SetHealth(w.ID, Health(rng.IntN(3)))
+					_, _ = p.SetHealth(w.ID, health.State(rng.IntN(3)))
 				}
 			}
 			flush()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -60,7 +61,7 @@ type Worker struct {
 
 	inflight atomic.Int64
 	gates    atomic.Uint32
-	health   atomic.Uint32 // Health
+	health   atomic.Uint32 // health.State; set when the pool adds the worker
 	breaker  atomic.Pointer[breakerBox]
 	owner    atomic.Pointer[ownership]
 	// discovered are the models the worker said it serves when its owner asked (runtime state:
@@ -118,7 +119,7 @@ func (w *Worker) Release() { w.inflight.Add(-1) }
 func (w *Worker) Gates() Gate { return Gate(w.gates.Load()) }
 
 // Health returns the worker's health state.
-func (w *Worker) Health() Health { return Health(w.health.Load()) }
+func (w *Worker) Health() health.State { return health.State(w.health.Load()) }
 
 // ownership is who owns the worker and since which epoch, swapped as one.
 type ownership struct {
