@@ -12,12 +12,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
 // Bulletin is one worker's runtime state as its owner publishes it (DESIGN.md section 4). The
 // owner fills everything but Owner and Seq, which Publish sets. Health and Breaker use the names
-// of the admin API ("ready", "not_ready", ...; "closed", "open", "half_open"); "" is unknown.
+// of the admin API: Health is a health.State's text (health.State.String, health.ParseState),
+// Breaker "closed", "open" or "half_open"; "" is unknown.
 type Bulletin struct {
 	Worker string // worker id
 	Owner  string // node id of the owner
@@ -74,24 +76,56 @@ const maxWireMessage = 64 << 20
 
 var errMessage = errors.New("mesh: malformed bulletin message")
 
-var healthNames = map[string]meshv1.HealthState{
-	"pending": meshv1.HealthState_HEALTH_STATE_PENDING, "ready": meshv1.HealthState_HEALTH_STATE_READY,
-	"not_ready": meshv1.HealthState_HEALTH_STATE_NOT_READY, "failed": meshv1.HealthState_HEALTH_STATE_FAILED,
-	"draining": meshv1.HealthState_HEALTH_STATE_DRAINING,
+// healthWire is the wire's value of each health state, indexed by the state.
+var healthWire = [...]meshv1.HealthState{
+	health.Pending:  meshv1.HealthState_HEALTH_STATE_PENDING,
+	health.Ready:    meshv1.HealthState_HEALTH_STATE_READY,
+	health.NotReady: meshv1.HealthState_HEALTH_STATE_NOT_READY,
+	health.Failed:   meshv1.HealthState_HEALTH_STATE_FAILED,
+	health.Draining: meshv1.HealthState_HEALTH_STATE_DRAINING,
+}
+
+// stateToWire is the wire's value of s: the one mapping of a health state to the protobuf
+// enum. A state without one is HEALTH_STATE_UNSPECIFIED.
+func stateToWire(s health.State) meshv1.HealthState {
+	if int(s) < len(healthWire) {
+		return healthWire[s]
+	}
+	return meshv1.HealthState_HEALTH_STATE_UNSPECIFIED
+}
+
+// stateFromWire is the health state of the wire's value w, and false for
+// HEALTH_STATE_UNSPECIFIED or a value this gateway does not know (a newer peer's).
+func stateFromWire(w meshv1.HealthState) (health.State, bool) {
+	for s, v := range healthWire {
+		if v == w && w != meshv1.HealthState_HEALTH_STATE_UNSPECIFIED {
+			return health.State(s), true
+		}
+	}
+	return 0, false
+}
+
+// healthToWire encodes a bulletin's health text: unspecified for "" or a name no state has.
+func healthToWire(name string) meshv1.HealthState {
+	s, err := health.ParseState(name)
+	if err != nil {
+		return meshv1.HealthState_HEALTH_STATE_UNSPECIFIED
+	}
+	return stateToWire(s)
+}
+
+// healthFromWire decodes a bulletin's health text: "" for a value without a state.
+func healthFromWire(w meshv1.HealthState) string {
+	s, ok := stateFromWire(w)
+	if !ok {
+		return ""
+	}
+	return s.String()
 }
 
 var breakerNames = map[string]meshv1.BreakerState{
 	"closed": meshv1.BreakerState_BREAKER_STATE_CLOSED, "open": meshv1.BreakerState_BREAKER_STATE_OPEN,
 	"half_open": meshv1.BreakerState_BREAKER_STATE_HALF_OPEN,
-}
-
-func healthName(s meshv1.HealthState) string {
-	for n, v := range healthNames {
-		if v == s {
-			return n
-		}
-	}
-	return ""
 }
 
 func breakerName(s meshv1.BreakerState) string {
@@ -106,7 +140,7 @@ func breakerName(s meshv1.BreakerState) string {
 func toWire(b *Bulletin) *meshv1.Bulletin {
 	w := &meshv1.Bulletin{
 		WorkerId: b.Worker, Owner: b.Owner, Epoch: b.Epoch, Seq: b.Seq,
-		Health: healthNames[b.Health], Breaker: breakerNames[b.Breaker],
+		Health: healthToWire(b.Health), Breaker: breakerNames[b.Breaker],
 		BreakerFailures: clampU32(b.BreakerFailures), BreakerSuccesses: clampU32(b.BreakerSuccesses),
 		BreakerReopenMs: clampU32(int(b.BreakerReopenIn / time.Millisecond)),
 		HealthFailures:  clampU32(b.HealthFailures), HealthSuccesses: clampU32(b.HealthSuccesses),
@@ -136,7 +170,7 @@ func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 func fromWire(w *meshv1.Bulletin) Bulletin {
 	b := Bulletin{
 		Worker: w.GetWorkerId(), Owner: w.GetOwner(), Epoch: w.GetEpoch(), Seq: w.GetSeq(),
-		Health: healthName(w.GetHealth()), Breaker: breakerName(w.GetBreaker()),
+		Health: healthFromWire(w.GetHealth()), Breaker: breakerName(w.GetBreaker()),
 		BreakerFailures: int(w.GetBreakerFailures()), BreakerSuccesses: int(w.GetBreakerSuccesses()),
 		BreakerReopenIn: time.Duration(w.GetBreakerReopenMs()) * time.Millisecond,
 		HealthFailures:  int(w.GetHealthFailures()), HealthSuccesses: int(w.GetHealthSuccesses()),

@@ -186,7 +186,7 @@ func TestReceiveOrdersByEpochThenSeq(t *testing.T) {
 	n, recs := newFakeNet("b")
 	b := n.engines["b"]
 	send := func(owner string, epoch, seq uint64, health string) bool {
-		w := &meshv1.Bulletin{WorkerId: "w1", Owner: owner, Epoch: epoch, Seq: seq, Health: healthNames[health]}
+		w := &meshv1.Bulletin{WorkerId: "w1", Owner: owner, Epoch: epoch, Seq: seq, Health: healthToWire(health)}
 		b.handle(encode(msgBulletin, w))
 		return len(recs["b"].take()) == 1
 	}
