@@ -133,16 +133,31 @@ type imported struct {
 	breakerF      uint32
 	breakerS      uint32
 	lastStatus    int32
-	health        uint8 // index in stateNames.health
-	breaker       uint8 // index in stateNames.breaker
+	health        uint8 // healthCode
+	breaker       uint8 // index in breakerNames
 	rb            remoteBreaker
 }
 
-// The health and breaker states a bulletin names, coded as their index ("" is 0, unknown).
-var (
-	healthNames  = []string{"", "pending", "ready", "not_ready", "failed", "draining"}
-	breakerNames = []string{"", "closed", "open", "half_open"}
-)
+// The breaker states a bulletin names, coded as their index ("" is 0, unknown).
+var breakerNames = []string{"", "closed", "open", "half_open"}
+
+// healthCode codes a bulletin's health in one byte: 0 for "" (unknown), else 1 + the
+// health.State it names.
+func healthCode(name string) uint8 {
+	s, err := health.ParseState(name)
+	if err != nil {
+		return 0
+	}
+	return uint8(s) + 1
+}
+
+// healthText is the bulletin's health that healthCode coded.
+func healthText(code uint8) string {
+	if code == 0 {
+		return ""
+	}
+	return health.State(code - 1).String()
+}
 
 func code(names []string, s string) uint8 {
 	for i, n := range names {
@@ -166,13 +181,13 @@ func (c *imported) set(b *mesh.Bulletin, owner string, now time.Time) {
 	c.healthF, c.healthS = clampU32(b.HealthFailures), clampU32(b.HealthSuccesses)
 	c.breakerF, c.breakerS = clampU32(b.BreakerFailures), clampU32(b.BreakerSuccesses)
 	c.lastStatus = int32(b.LastStatusCode)
-	c.health, c.breaker = code(healthNames, b.Health), code(breakerNames, b.Breaker)
+	c.health, c.breaker = healthCode(b.Health), code(breakerNames, b.Breaker)
 }
 
 // bulletin is the recorded bulletin of worker id, without its models.
 func (c *imported) bulletin(id worker.ID) mesh.Bulletin {
 	b := mesh.Bulletin{Worker: string(id), Owner: c.owner, Epoch: c.epoch, Seq: c.seq,
-		Health: healthNames[c.health], HealthFailures: int(c.healthF), HealthSuccesses: int(c.healthS),
+		Health: healthText(c.health), HealthFailures: int(c.healthF), HealthSuccesses: int(c.healthS),
 		Breaker: breakerNames[c.breaker], BreakerFailures: int(c.breakerF), BreakerSuccesses: int(c.breakerS),
 		BreakerReopenIn: c.reopenIn, LastError: c.lastError, LastStatusCode: int(c.lastStatus),
 		ActiveRequests: c.active, ProbeInterval: c.probeInterval}
@@ -288,7 +303,7 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 		cur = &imported{rb: remoteBreaker{now: im.cfg.Now}}
 		im.state[w.ID] = cur
 	}
-	prevHealth, prevBreaker := healthNames[cur.health], breakerNames[cur.breaker]
+	prevHealth, prevBreaker := healthText(cur.health), breakerNames[cur.breaker]
 	owner, _ := w.OwnerEpoch() // Judge checked it is b.Owner; the pool's string is kept, not the copy
 	cur.set(b, owner, now)
 	cur.rb.set(parseBreaker(b.Breaker), now.Add(b.BreakerReopenIn))
