@@ -403,3 +403,39 @@ func TestDiscoveredModels(t *testing.T) {
 		t.Errorf("unknown worker: %v, want ErrNotFound", err)
 	}
 }
+
+func TestCacheTokens(t *testing.T) {
+	p := New(Config{})
+	w, _, err := p.Upsert(worker.Spec{URL: "http://127.0.0.1:9001"}, OriginLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, ca := w.CacheTokens(); pr != 0 || ca != 0 {
+		t.Fatalf("new worker: %d, %d", pr, ca)
+	}
+	w.ObserveCache(100, 60)
+	w2, _, err := p.Upsert(worker.Spec{URL: w.URL, Labels: map[string]string{"k": "v"}}, OriginLocal)
+	if err != nil || w2 == w {
+		t.Fatalf("spec change: %v", err)
+	}
+	w.ObserveCache(10, 10) // an answer in flight on the replaced Worker still counts
+	w2.ObserveCache(50, 0)
+	if pr, ca := w2.CacheTokens(); pr != 160 || ca != 70 {
+		t.Fatalf("after a spec change: %d prompt, %d cached; want 160, 70", pr, ca)
+	}
+	if err := p.Remove(w2.ID); err != nil {
+		t.Fatal(err)
+	}
+	w3, _, _ := p.Upsert(worker.Spec{URL: w.URL}, OriginLocal)
+	if pr, ca := w3.CacheTokens(); pr != 0 || ca != 0 {
+		t.Fatalf("re-added worker starts at %d, %d", pr, ca)
+	}
+	if a := testing.AllocsPerRun(100, func() { w3.ObserveCache(1, 1) }); a != 0 {
+		t.Fatalf("ObserveCache allocates %v times", a)
+	}
+	var zero Worker
+	zero.ObserveCache(1, 1)
+	if pr, _ := zero.CacheTokens(); pr != 0 {
+		t.Fatal("a Worker made outside the pool counts")
+	}
+}

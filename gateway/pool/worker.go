@@ -67,7 +67,14 @@ type Worker struct {
 	// discovered are the models the worker said it serves when its owner asked (runtime state:
 	// GET /v1/models lists them for a worker that declares none; routing ignores them).
 	discovered atomic.Pointer[[]string]
+	// cache counts what the worker's answers through this gateway said of its prefix cache;
+	// shared with the Workers that replace this one, so a spec change keeps the counts.
+	cache *cacheTokens
 }
+
+// cacheTokens are a worker's prompt tokens and, of them, the cached ones, as its answers
+// reported them.
+type cacheTokens struct{ prompt, cached atomic.Uint64 }
 
 type breakerBox struct{ b Breaker }
 
@@ -80,6 +87,7 @@ func newWorker(spec worker.Spec, origin string) *Worker {
 		Models:    slices.Clone(spec.Models),
 		Origin:    origin,
 		spec:      spec,
+		cache:     &cacheTokens{},
 	}
 	w.Hash = HashString(string(w.ID))
 	return w
@@ -217,6 +225,29 @@ func (w *Worker) carryState(old *Worker) {
 	w.breaker.Store(old.breaker.Load())
 	w.owner.Store(old.owner.Load())
 	w.discovered.Store(old.discovered.Load())
+	w.cache = old.cache
+}
+
+// ObserveCache counts one answer's report: its prompt's tokens and how many of them the engine
+// found in its prefix cache. It does not allocate.
+func (w *Worker) ObserveCache(prompt, cached uint64) {
+	// prompt first, and CacheTokens reads cached first, so a reader never sees more cached
+	// tokens than prompt tokens.
+	if c := w.cache; c != nil { // nil only in a Worker made outside the pool
+		c.prompt.Add(prompt)
+		c.cached.Add(cached)
+	}
+}
+
+// CacheTokens returns the prompt tokens the worker's answers through this gateway reported,
+// and of them the cached ones; cached never exceeds prompt.
+func (w *Worker) CacheTokens() (prompt, cached uint64) {
+	c := w.cache
+	if c == nil {
+		return 0, 0
+	}
+	cached = c.cached.Load()
+	return c.prompt.Load(), cached
 }
 
 // HashString is FNV-1a 64 followed by a murmur3 finalizer: stable across processes (every gateway
