@@ -103,7 +103,10 @@ const (
 
 var (
 	benchEvent = []byte(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok "}}]}` + "\n\n")
-	benchDone  = []byte("data: [DONE]\n\n")
+	// benchDone ends the stream as an engine does for stream_options.include_usage: a chunk of
+	// usage with the prompt's cached tokens, then [DONE].
+	benchDone = []byte(`data: {"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":20,` +
+		`"total_tokens":32,"prompt_tokens_details":{"cached_tokens":8}}}` + "\n\ndata: [DONE]\n\n")
 )
 
 func benchStream(b *testing.B, addr string) {
@@ -157,7 +160,8 @@ func startFastUpstream(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("ok ", 10) + `"}}]}`)
+	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("ok ", 10) + `"}}],` +
+		`"usage":{"prompt_tokens":12,"completion_tokens":10,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8}}}`)
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if !bytes.Contains(ctx.PostBody(), []byte(`"stream":true`)) {
 			ctx.SetContentType("application/json")
