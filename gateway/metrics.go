@@ -85,6 +85,7 @@ func newMetrics(reg prometheus.Registerer, p *pool.Pool, adm *admission, budget 
 			Name: "meshgw_streamed_bodies_total", Help: "Model requests whose body, larger than --max-buffered-body-mb, was streamed to the worker without retries.",
 		}, func() float64 { return float64(budget.streamed.Load()) }),
 		&activeCollector{pool: p},
+		newCacheCollector(p, clock),
 	)
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
+	"github.com/meshgw/meshgw/gateway/usage"
 )
 
 // maxTouched bounds the distinct workers whose outcome one request reports; attempts are capped
@@ -52,9 +53,11 @@ type call struct {
 	// streaming is set once a relay owns the answer; it then calls finish.
 	streaming bool
 	relay     relay // the SSE relay of a streamed HTTP answer
-	lastW     *pool.Worker
-	attempt   int
-	hdr       reqHeaders // what the pass over the request's headers found
+	// tail is the end of a streamed answer, read for the engine's usage report when it ends.
+	tail    usage.Tail
+	lastW   *pool.Worker
+	attempt int
+	hdr     reqHeaders // what the pass over the request's headers found
 	// owned copies of header values the request's header edits would invalidate
 	model, key, reqID, clientAuth []byte
 	hasAuth                       bool
@@ -291,6 +294,7 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 		return result{status: st}
 	}
 	c.commit(w, attempt, st)
+	observeUsage(w, ctx.Response.Body())
 	return result{status: st, done: true}
 }
 
@@ -340,6 +344,8 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, at
 	if err != nil {
 		c.touch(w, 0, true)
 		c.failAt(fasthttp.StatusBadGateway, bodyUpstream)
+	} else {
+		observeUsage(w, ctx.Response.Body())
 	}
 	return result{status: st, done: true}
 }

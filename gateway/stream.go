@@ -43,6 +43,7 @@ func (c *call) startRelay(w *pool.Worker, resp *fasthttp.Response) {
 	r := &c.relay
 	r.c, r.w, r.resp, r.body, r.rest = c, w, resp, resp.BodyStream(), nil
 	r.pipe.open()
+	c.tail.Reset()
 	r.refs.Store(2)
 	r.watch.arm(c.ctx.Conn(), c.g.cfg.clientWatchAfter, &r.pipe, c.g.log)
 	c.ctx.Response.ImmediateHeaderFlush = true
@@ -51,7 +52,9 @@ func (c *call) startRelay(w *pool.Worker, resp *fasthttp.Response) {
 	go r.read()
 }
 
-// read moves the upstream body into the pipe until it ends, fails or the writer quits.
+// read moves the upstream body into the pipe until it ends, fails or the writer quits. Each
+// read is also kept in the call's tail once the writer has it, and at the upstream's end the
+// tail's usage report is counted, so reading it adds nothing to the time an event takes.
 func (r *relay) read() {
 	defer r.release()
 	buf := getRelayBuf()[:relayReadSize]
@@ -67,7 +70,12 @@ func (r *relay) read() {
 		if n == 0 && err == nil {
 			continue
 		}
-		if !r.pipe.add(buf[:n], err) || !r.pipe.waitSpace() {
+		more := r.pipe.add(buf[:n], err)
+		r.c.tail.Write(buf[:n])
+		if err == io.EOF {
+			observeUsage(r.w, r.c.tail.Bytes())
+		}
+		if !more || !r.pipe.waitSpace() {
 			return
 		}
 	}

@@ -82,6 +82,8 @@ func (c *call) tryRPC(w *pool.Worker, up *upstream, attempt int, final bool) res
 		resp.Header.SetContentType(ct)
 		resp.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 		c.commit(w, attempt, status)
+		c.tail.Reset()
+		c.tail.Write(first.data)
 		resp.ImmediateHeaderFlush = true
 		resp.SetBodyStream(&rpcRelay{c: c, w: w, st: st, cancel: cancel, pending: sseEvent(nil, first.data)}, -1)
 		c.streaming = true
@@ -100,6 +102,7 @@ func (c *call) tryRPC(w *pool.Worker, up *upstream, attempt int, final bool) res
 	resp.Header.SetContentType(ct)
 	resp.SetBodyRaw(body)
 	c.commit(w, attempt, status)
+	observeUsage(w, body)
 	return result{status: status, done: true}
 }
 
@@ -243,6 +246,7 @@ func (r *rpcRelay) fill() bool {
 	switch {
 	case errors.Is(err, io.EOF):
 		r.done = true
+		observeUsage(r.w, r.c.tail.Bytes())
 		return false
 	case err != nil:
 		r.done, r.cut = true, true
@@ -250,6 +254,7 @@ func (r *rpcRelay) fill() bool {
 		return true
 	}
 	r.pending = sseEvent(r.pending[:0], ch.data)
+	r.c.tail.Write(ch.data)
 	return true
 }
 
