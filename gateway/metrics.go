@@ -180,7 +180,8 @@ func (r *retried) prune() {
 }
 
 // activeCollector reports each worker's in-flight requests at scrape time, so the hot path pays
-// nothing beyond the atomic it keeps anyway for least_request.
+// nothing beyond the atomic it keeps anyway for least_request. The workers sharing a URL
+// (data-parallel ranks) add up under it: one series per label value.
 type activeCollector struct{ pool *pool.Pool }
 
 var activeDesc = prometheus.NewDesc("meshgw_worker_requests_active",
@@ -189,7 +190,20 @@ var activeDesc = prometheus.NewDesc("meshgw_worker_requests_active",
 func (c *activeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- activeDesc }
 
 func (c *activeCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, w := range c.pool.Snapshot().All {
+	all := c.pool.Snapshot().All
+	// All is sorted by id, and a URL's ranks share their id's prefix: they are adjacent.
+	var shared map[string]int64 // the URLs of several workers, and their sums
+	for i, w := range all {
+		if i > 0 && all[i-1].URL == w.URL || i+1 < len(all) && all[i+1].URL == w.URL {
+			if shared == nil {
+				shared = map[string]int64{}
+			}
+			shared[w.URL] += w.Inflight()
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(w.Inflight()), w.URL)
+	}
+	for url, n := range shared {
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(n), url)
 	}
 }
