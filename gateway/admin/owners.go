@@ -36,6 +36,8 @@ type Owner struct {
 	Stale bool `json:"stale"`
 	// Origin is "local" when this gateway owns the worker, "mesh" when another one does.
 	Origin string `json:"origin"`
+	// Cache is the prefix-cache hit ratio observed at this gateway, as GET /workers shows it.
+	Cache *Cache `json:"cache,omitempty"`
 }
 
 // OwnerList is the answer of GET /mesh/owners.
@@ -66,6 +68,7 @@ func (h *Handler) meshOwners(ctx *fasthttp.RequestCtx) {
 		out.Owners = append(out.Owners, Owner{
 			Worker: r.ID, URL: r.URL, Owner: r.Owner, Epoch: r.Epoch, HealthState: r.HealthState,
 			Breaker: breaker, Disabled: r.Disabled, IsDead: r.IsDead, Stale: r.Stale, Origin: r.Origin,
+			Cache: r.Cache,
 		})
 	}
 	slices.SortStableFunc(out.Owners, func(a, b Owner) int { return strings.Compare(a.Worker, b.Worker) })

@@ -50,6 +50,9 @@ func TestMeshOwnersFromRaft(t *testing.T) {
 		f, d := e.pool.Get(worker.ID(foreign.ID)), e.pool.Get(worker.ID(third.ID))
 		return len(e.pool.Snapshot().All) == 3 && f != nil && f.Gates()&pool.GateDisabled != 0 && d != nil && d.Gates()&pool.GateDead != 0
 	})
+	// The local worker's answers through this gateway reported 150 of 200 prompt tokens cached.
+	e.pool.Get(worker.ID(local.ID)).ObserveCache(200, 150)
+	ratio := 0.75
 	rt := fakeRuntime{id: worker.ID(local.ID), st: owned.Status{Health: health.Ready, Breaker: breaker.Snapshot{State: breaker.Open}}}
 	h := e.handler(func(c *Config) { c.Runtime = rt })
 
@@ -64,14 +67,26 @@ func TestMeshOwnersFromRaft(t *testing.T) {
 	health := map[string]string{}
 	for _, r := range workers.Workers {
 		health[r.ID] = r.HealthState
+		// GET /workers shows the same observed cache as the owners' rows.
+		want := &Cache{}
+		if r.ID == local.ID {
+			want = &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio}
+		}
+		if diff := cmp.Diff(want, r.Cache); diff != "" {
+			t.Errorf("GET /workers: cache of %s (-want +got):\n%s", r.ID, diff)
+		}
+	}
+	if !strings.Contains(body, `"cache":{"prompt_tokens":0,"cached_tokens":0,"hit_ratio":null}`) ||
+		!strings.Contains(body, `"cache":{"prompt_tokens":200,"cached_tokens":150,"hit_ratio":0.75}`) {
+		t.Errorf("the answer's cache fields: %s", body)
 	}
 	want := []Owner{
 		{Worker: local.ID, URL: "http://127.0.0.1:8013", Owner: "n1", Epoch: local.Epoch, HealthState: health[local.ID],
-			Breaker: "open", Origin: "local"},
+			Breaker: "open", Origin: "local", Cache: &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio}},
 		{Worker: foreign.ID, URL: "http://127.0.0.1:8014", Owner: "gw-2", Epoch: foreign.Epoch, HealthState: health[foreign.ID],
-			Breaker: BreakerUnknown, Disabled: true, Origin: "mesh"},
+			Breaker: BreakerUnknown, Disabled: true, Origin: "mesh", Cache: &Cache{}},
 		{Worker: third.ID, URL: "http://127.0.0.1:8015", Owner: "n1", Epoch: third.Epoch, HealthState: health[third.ID],
-			Breaker: BreakerUnknown, IsDead: true, Origin: "local"},
+			Breaker: BreakerUnknown, IsDead: true, Origin: "local", Cache: &Cache{}},
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].Worker < want[j].Worker })
 	if diff := cmp.Diff(want, list.Owners); diff != "" {
@@ -106,7 +121,7 @@ func TestMeshOwnersFromPool(t *testing.T) {
 			h := New(Config{Pool: p, NodeID: "n1", Runtime: tt.runtime, Logger: testkit.Quiet()})
 			list, body := owners(t, h)
 			want := []Owner{{Worker: string(w.ID), URL: "http://127.0.0.1:8001", Owner: "n1", HealthState: "ready",
-				Breaker: tt.breaker, Origin: "local"}}
+				Breaker: tt.breaker, Origin: "local", Cache: &Cache{}}}
 			if diff := cmp.Diff(want, list.Owners); diff != "" {
 				t.Errorf("owners (-want +got):\n%s", diff)
 			}

@@ -80,10 +80,35 @@ type Record struct {
 	// DiscoveredModels are the models the worker said it serves when its owner asked; GET
 	// /v1/models lists them while it declares none. Omitted when nothing was discovered.
 	DiscoveredModels []string `json:"discovered_models,omitempty"`
+	// Cache is what the worker's answers through this gateway said of its prefix cache;
+	// omitted while the gateway's pool does not hold the worker.
+	Cache *Cache `json:"cache,omitempty"`
 
 	// FleetAck is set in the answer of a write: the live peers whose data plane applied it
 	// within --fleet-ack-timeout-secs, and those that lagged.
 	FleetAck *fleetack.Report `json:"fleet_ack,omitempty"`
+}
+
+// Cache is the prefix-cache hit ratio observed at this gateway: the prompt tokens of the
+// worker's answers that reported their cached part (OpenAI's
+// usage.prompt_tokens_details.cached_tokens, SGLang's meta_info.cached_tokens), and of them the
+// cached ones. Other gateways' traffic to the worker is not in it.
+type Cache struct {
+	PromptTokens uint64 `json:"prompt_tokens"`
+	CachedTokens uint64 `json:"cached_tokens"`
+	// HitRatio is CachedTokens / PromptTokens, null before any prompt token was reported.
+	HitRatio *float64 `json:"hit_ratio"`
+}
+
+// cacheOf is w's Cache.
+func cacheOf(w *pool.Worker) *Cache {
+	prompt, cached := w.CacheTokens()
+	c := &Cache{PromptTokens: prompt, CachedTokens: cached}
+	if prompt > 0 {
+		r := float64(cached) / float64(prompt)
+		c.HitRatio = &r
+	}
+	return c
 }
 
 // Runtime supplies the runtime state of the workers this gateway owns; gateway/owned.Manager
@@ -149,6 +174,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 		r.ActiveRequests = w.Inflight()
 		r.HasAPIKey = r.HasAPIKey || w.APIKey() != ""
 		r.DiscoveredModels = w.DiscoveredModels()
+		r.Cache = cacheOf(w)
 	}
 	if origin == pool.OriginLocal && h.cfg.Runtime != nil {
 		if st, ok := h.cfg.Runtime.Status(rec.ID); ok {
