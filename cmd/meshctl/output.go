@@ -41,6 +41,22 @@ type record struct {
 	Breaker     *struct {
 		State string `json:"state"`
 	} `json:"breaker"`
+	Cache *cacheStats `json:"cache"`
+}
+
+// cacheStats is a worker's prefix-cache hit ratio as the answering gateway observed it.
+type cacheStats struct {
+	PromptTokens uint64   `json:"prompt_tokens"`
+	CachedTokens uint64   `json:"cached_tokens"`
+	HitRatio     *float64 `json:"hit_ratio"`
+}
+
+// hit renders the observed hit ratio as a percentage, "" (shown as -) before any report.
+func (c *cacheStats) hit() string {
+	if c == nil || c.HitRatio == nil {
+		return ""
+	}
+	return strconv.FormatFloat(100**c.HitRatio, 'f', 1, 64) + "%"
 }
 
 // table writes aligned columns.
@@ -65,11 +81,12 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// workersHeader are the columns of the workers table; wide adds URL, EPOCH and LAST_ERROR.
+// workersHeader are the columns of the workers table; wide adds URL, EPOCH, LAST_ERROR and the
+// prompt and cached token counts behind CACHE_HIT.
 func workersHeader(wide bool) []string {
-	header := []string{"WORKER", "ID", "HEALTH", "BREAKER", "FLAGS", "OWNER", "ROUTABLE", "MODELS"}
+	header := []string{"WORKER", "ID", "HEALTH", "BREAKER", "FLAGS", "OWNER", "ROUTABLE", "MODELS", "CACHE_HIT"}
 	if wide {
-		header = append(header, "URL", "EPOCH", "LAST_ERROR")
+		header = append(header, "URL", "EPOCH", "LAST_ERROR", "PROMPT_TOKENS", "CACHED_TOKENS")
 	}
 	return header
 }
@@ -84,9 +101,13 @@ func printWorkers(w io.Writer, recs []record, wide bool, by string) error {
 	rows := make([][]string, 0, len(recs))
 	for _, r := range recs {
 		cells := []string{r.DisplayID, r.ID, r.HealthState, r.breakerState(), r.flags(),
-			r.Owner, strconv.FormatBool(r.Routable), r.models()}
+			r.Owner, strconv.FormatBool(r.Routable), r.models(), r.Cache.hit()}
 		if wide {
-			cells = append(cells, r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError)
+			prompt, cached := "", ""
+			if r.Cache != nil {
+				prompt, cached = strconv.FormatUint(r.Cache.PromptTokens, 10), strconv.FormatUint(r.Cache.CachedTokens, 10)
+			}
+			cells = append(cells, r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError, prompt, cached)
 		}
 		rows = append(rows, cells)
 	}

@@ -17,7 +17,7 @@ import (
 const ownersPath = "/mesh/owners"
 
 // ownersHeader are the columns of meshctl owners.
-var ownersHeader = []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE"}
+var ownersHeader = []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE", "CACHE_HIT"}
 
 func (a *app) ownersCommand() *cobra.Command {
 	var owner, by string
@@ -33,7 +33,9 @@ func (a *app) ownersCommand() *cobra.Command {
 			"breaker's state (closed, open, half_open), or unknown for a worker the answering gateway\n" +
 			"does not own. FLAGS shows disabled and dead (quarantined), - when neither. STALE is true\n" +
 			"when the state imported from the owner is too old (always false until owners publish\n" +
-			"bulletins).\n\n" +
+			"bulletins). CACHE_HIT is the share of the worker's prompt tokens its engine reported\n" +
+			"served from its prefix cache, in the answers the answering gateway relayed (- before\n" +
+			"any report; other gateways' traffic is not in it).\n\n" +
 			"--owner NODE keeps the rows of the workers NODE owns (also with -o json, which then\n" +
 			"prints the gateway's answer with only those rows). -o wide adds ORIGIN (local when the\n" +
 			"answering gateway owns the worker, mesh otherwise) and a column for each field the\n" +
@@ -132,16 +134,17 @@ func filterOwnersJSON(body []byte, owner string) ([]byte, error) {
 // ownerRow is one row of GET /mesh/owners: the fields the table shows, and the others as the
 // gateway answered them, flattened (FIELD.SUB) for -o wide.
 type ownerRow struct {
-	Worker      string `json:"worker"`
-	URL         string `json:"url"`
-	Owner       string `json:"owner"`
-	Epoch       uint64 `json:"epoch"`
-	HealthState string `json:"health_state"`
-	Breaker     string `json:"breaker"`
-	Disabled    bool   `json:"disabled"`
-	IsDead      bool   `json:"is_dead"`
-	Stale       bool   `json:"stale"`
-	Origin      string `json:"origin"`
+	Worker      string      `json:"worker"`
+	URL         string      `json:"url"`
+	Owner       string      `json:"owner"`
+	Epoch       uint64      `json:"epoch"`
+	HealthState string      `json:"health_state"`
+	Breaker     string      `json:"breaker"`
+	Disabled    bool        `json:"disabled"`
+	IsDead      bool        `json:"is_dead"`
+	Stale       bool        `json:"stale"`
+	Origin      string      `json:"origin"`
+	Cache       *cacheStats `json:"cache"`
 
 	extra map[string]string
 }
@@ -149,7 +152,7 @@ type ownerRow struct {
 // ownerColumns are the fields ownerRow shows in its own columns.
 var ownerColumns = map[string]bool{
 	"worker": true, "url": true, "owner": true, "epoch": true, "health_state": true, "breaker": true,
-	"disabled": true, "is_dead": true, "stale": true, "origin": true,
+	"disabled": true, "is_dead": true, "stale": true, "origin": true, "cache": true,
 }
 
 // flags names the operator's switches that are on: disabled, dead.
@@ -179,7 +182,7 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		row := []string{r.Worker, r.URL, r.Owner, strconv.FormatUint(r.Epoch, 10), r.HealthState, r.Breaker,
-			r.flags(), strconv.FormatBool(r.Stale)}
+			r.flags(), strconv.FormatBool(r.Stale), r.Cache.hit()}
 		if wide {
 			row = append(row, r.Origin)
 			for _, k := range extra {

@@ -15,9 +15,11 @@ const ownersAnswer = `{"generated_by": "gw-1", "owners": [
  {"worker": "w-00aa11bb22cc", "url": "http://10.0.0.9:9000", "owner": "gw-2", "epoch": 7, "health_state": "not_ready",
   "breaker": "unknown", "disabled": true, "is_dead": true, "stale": false, "origin": "mesh", "display_id": "10.0.0.9:9000"},
  {"worker": "w-3f1c0a9b2d44", "url": "http://127.0.0.1:8013", "owner": "gw-1", "epoch": 5, "health_state": "ready",
-  "breaker": "closed", "disabled": false, "is_dead": false, "stale": false, "origin": "local", "display_id": "127.0.0.1:8013"},
+  "breaker": "closed", "disabled": false, "is_dead": false, "stale": false, "origin": "local", "display_id": "127.0.0.1:8013",
+  "cache": {"prompt_tokens": 200, "cached_tokens": 150, "hit_ratio": 0.75}},
  {"worker": "w-9e8d7c6b5a41", "url": "http://10.0.0.7:9000", "owner": "gw-2", "epoch": 9, "health_state": "ready",
-  "breaker": "unknown", "disabled": false, "is_dead": false, "stale": true, "origin": "mesh", "display_id": "10.0.0.7:9000"}]}`
+  "breaker": "unknown", "disabled": false, "is_dead": false, "stale": true, "origin": "mesh", "display_id": "10.0.0.7:9000",
+  "cache": {"prompt_tokens": 0, "cached_tokens": 0, "hit_ratio": null}}]}`
 
 func ownersServer(t *testing.T, status int, body string) (*fakeAdmin, string) {
 	t.Helper()
@@ -34,34 +36,34 @@ func TestOwnersTables(t *testing.T) {
 		want string
 	}{
 		{"table", nil, `
-WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE
-w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true
-w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false
-w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false
+WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE  CACHE_HIT
+w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true   -
+w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false  -
+w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false  75.0%
 3 workers: gw-1 owns 1, gw-2 owns 2, 1 stale
 `},
 		{"sorted by epoch", []string{"--sort", "epoch"}, `
-WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE
-w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false
-w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false
-w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true
+WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE  CACHE_HIT
+w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false  75.0%
+w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false  -
+w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true   -
 3 workers: gw-1 owns 1, gw-2 owns 2, 1 stale
 `},
 		{"wide", []string{"-o", "wide"}, `
-WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE  ORIGIN  DISPLAY_ID
-w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true   mesh    10.0.0.7:9000
-w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false  mesh    10.0.0.9:9000
-w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false  local   127.0.0.1:8013
+WORKER          URL                    OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE  CACHE_HIT  ORIGIN  DISPLAY_ID
+w-9e8d7c6b5a41  http://10.0.0.7:9000   gw-2   9      ready      unknown  -              true   -          mesh    10.0.0.7:9000
+w-00aa11bb22cc  http://10.0.0.9:9000   gw-2   7      not_ready  unknown  disabled,dead  false  -          mesh    10.0.0.9:9000
+w-3f1c0a9b2d44  http://127.0.0.1:8013  gw-1   5      ready      closed   -              false  75.0%      local   127.0.0.1:8013
 3 workers: gw-1 owns 1, gw-2 owns 2, 1 stale
 `},
 		{"one owner", []string{"--owner", "gw-2"}, `
-WORKER          URL                   OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE
-w-9e8d7c6b5a41  http://10.0.0.7:9000  gw-2   9      ready      unknown  -              true
-w-00aa11bb22cc  http://10.0.0.9:9000  gw-2   7      not_ready  unknown  disabled,dead  false
+WORKER          URL                   OWNER  EPOCH  HEALTH     BREAKER  FLAGS          STALE  CACHE_HIT
+w-9e8d7c6b5a41  http://10.0.0.7:9000  gw-2   9      ready      unknown  -              true   -
+w-00aa11bb22cc  http://10.0.0.9:9000  gw-2   7      not_ready  unknown  disabled,dead  false  -
 2 workers: gw-2 owns 2, 1 stale
 `},
 		{"an owner of nothing", []string{"--owner", "gw-9", "-o", "wide"}, `
-WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE  ORIGIN
+WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE  CACHE_HIT  ORIGIN
 0 workers
 `},
 	}
@@ -172,7 +174,7 @@ func TestOwnersEmpty(t *testing.T) {
 	for _, body := range []string{`{"owners": []}`, `{"owners": null}`, `{}`} {
 		_, srvURL := ownersServer(t, 200, body)
 		code, stdout, stderr := runCLI(t, srvURL, nil, "owners")
-		want := "WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE\n0 workers\n"
+		want := "WORKER  URL  OWNER  EPOCH  HEALTH  BREAKER  FLAGS  STALE  CACHE_HIT\n0 workers\n"
 		if code != 0 || trimLines(stdout) != want {
 			t.Errorf("%s: exit %d (%q), stdout %q; want %q", body, code, stderr, stdout, want)
 		}
@@ -184,12 +186,21 @@ func TestOwnersHelp(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, s := range []string{"GET /mesh/owners", "--owner NODE", "EPOCH", "FLAGS", "STALE", "ORIGIN", "-o json"} {
+	for _, s := range []string{"GET /mesh/owners", "--owner NODE", "EPOCH", "FLAGS", "STALE", "CACHE_HIT", "ORIGIN", "-o json"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("help lacks %q:\n%s", s, stdout)
 		}
 	}
 	if _, stdout, _ := runCLI(t, "http://127.0.0.1:1", nil, "--help"); !strings.Contains(stdout, "owners") {
 		t.Errorf("meshctl --help does not list owners:\n%s", stdout)
+	}
+}
+
+// A percentage column sorts by its number: 9.5% before 75.0% before 100.0%.
+func TestSortRowsPercent(t *testing.T) {
+	rows := [][]string{{"a", "100.0%"}, {"b", "9.5%"}, {"c", "75.0%"}}
+	sortRows([]string{"WORKER", "CACHE_HIT"}, rows, "cache_hit")
+	if got := rows[0][0] + rows[1][0] + rows[2][0]; got != "bca" {
+		t.Fatalf("order %q, want bca", got)
 	}
 }

@@ -38,8 +38,8 @@ func sortRows(header []string, rows [][]string, by string) {
 		return
 	}
 	slices.SortStableFunc(rows, func(a, b []string) int {
-		x, xerr := strconv.ParseFloat(strings.TrimSuffix(a[i], "*"), 64)
-		y, yerr := strconv.ParseFloat(strings.TrimSuffix(b[i], "*"), 64)
+		x, xerr := strconv.ParseFloat(strings.TrimRight(a[i], "*%"), 64)
+		y, yerr := strconv.ParseFloat(strings.TrimRight(b[i], "*%"), 64)
 		if xerr == nil && yerr == nil {
 			switch {
 			case x < y:

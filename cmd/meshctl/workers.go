@@ -38,8 +38,10 @@ func (a *app) listCommand() *cobra.Command {
 		Short: "List the workers (GET /workers)",
 		Long: "List the fleet's workers, sorted by name (host:port), then URL (--sort COLUMN orders by\n" +
 			"another column). With --model, only the workers serving that model (or declaring none,\n" +
-			"which serve any). FLAGS shows disabled and dead (quarantined). A summary line follows:\n" +
-			"how many are routable, and why the others are not.",
+			"which serve any). FLAGS shows disabled and dead (quarantined). CACHE_HIT is the share of\n" +
+			"the worker's prompt tokens its engine reported served from its prefix cache, in the\n" +
+			"answers the answering gateway relayed (- before any report); -o wide adds the token\n" +
+			"counts. A summary line follows: how many are routable, and why the others are not.",
 		Example: "  meshctl workers list\n  meshctl workers list --model llama-3 -o wide\n  meshctl workers list --sort health\n  meshctl workers list -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
