@@ -5,14 +5,12 @@
 //     "usage":{"prompt_tokens":N,...,"prompt_tokens_details":{"cached_tokens":M}}
 //   - SGLang's native /generate: "meta_info":{"prompt_tokens":N,...,"cached_tokens":M}
 //
-// The reader looks only at the last Window bytes of an answer, where engines put these objects
-// (after the choices or the text), so its cost does not grow with the answer. For a stream,
-// Tail keeps the last Window bytes passing through, and Scan reads them once the stream ends:
-// the last report in them wins, as a stream's last event carries the totals. Nothing here
-// allocates.
+// The reader looks only at the end of an answer, where engines put these objects (after the
+// choices or the text), reading backwards from its last byte, so its cost does not grow with
+// the answer: at most Window bytes, and for a stream at most its last event. For a stream, Tail
+// keeps the last Window bytes passing through, and Scan reads them once the stream ends: the
+// last event's report wins, as it carries the totals. Nothing here allocates.
 package usage
-
-import "bytes"
 
 // Window is how many bytes at the end of an answer Scan reads.
 const Window = 2048
@@ -26,47 +24,51 @@ type Tokens struct {
 	Prompt, Cached uint64
 }
 
-var (
-	keyUsage    = []byte(`"usage"`)
-	keyMetaInfo = []byte(`"meta_info"`)
+const (
+	keyUsage    = `"usage"`
+	keyMetaInfo = `"meta_info"`
 )
 
 // Scan returns the last complete report in the last Window bytes of b, and whether there is
 // one. A report counts only with both numbers, whole and non-negative, cached not above
 // prompt: an engine that does not report its cache (vLLM without
 // --enable-prompt-tokens-details, where prompt_tokens_details is null) is not counted.
+//
+// It reads backwards from the end, where the report is, and stops at the first one it can read
+// or at the start of the last JSON event of a stream ("data: {"): the report of a stream is in
+// its last event, and a stream that reports nothing costs only its last event's bytes.
 func Scan(b []byte) (Tokens, bool) {
 	if len(b) > Window {
 		b = b[len(b)-Window:]
 	}
-	t, at := scanKey(b, keyUsage, false)
-	if m, mat := scanKey(b, keyMetaInfo, true); mat > at {
-		t, at = m, mat
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case '"':
+			end := i + 1
+			flat := false
+			switch {
+			case end >= len(keyUsage) && string(b[end-len(keyUsage):end]) == keyUsage:
+				if !keyPosition(b, end-len(keyUsage)) {
+					continue
+				}
+			case end >= len(keyMetaInfo) && string(b[end-len(keyMetaInfo):end]) == keyMetaInfo:
+				if !keyPosition(b, end-len(keyMetaInfo)) {
+					continue
+				}
+				flat = true
+			default:
+				continue
+			}
+			if t, ok := readReport(b, end, flat); ok {
+				return t, true
+			}
+		case ':':
+			if j := skipSpace(b, i+1); i >= 4 && string(b[i-4:i]) == "data" && j < len(b) && b[j] == '{' {
+				return Tokens{}, false // the start of the stream's last JSON event
+			}
+		}
 	}
-	return t, at >= 0
-}
-
-// scanKey returns the last report under key in b and its offset, -1 when there is none. flat
-// says the cached count sits in the object itself (meta_info) rather than in its
-// prompt_tokens_details (usage).
-func scanKey(b, key []byte, flat bool) (Tokens, int) {
-	var best Tokens
-	at := -1
-	for off := 0; off < len(b); {
-		i := bytes.Index(b[off:], key)
-		if i < 0 {
-			break
-		}
-		i += off
-		off = i + len(key)
-		if !keyPosition(b, i) {
-			continue
-		}
-		if t, ok := readReport(b, off, flat); ok {
-			best, at = t, i
-		}
-	}
-	return best, at
+	return Tokens{}, false
 }
 
 // keyPosition reports whether the quote at i can open an object key: the byte before it (past

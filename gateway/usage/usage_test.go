@@ -40,6 +40,8 @@ func TestScan(t *testing.T) {
 		{"zero", `{"usage":{"prompt_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}}`, Tokens{}, true},
 		{"max", `{"usage":{"prompt_tokens":1099511627775,"prompt_tokens_details":{"cached_tokens":1}}}`, Tokens{1<<40 - 1, 1}, true},
 
+		{"no space after data:", `data:{"choices":[],"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}` + "\n\ndata:[DONE]\n\n", Tokens{7, 4}, true},
+		{"a report only before the last event", usageLast[:len(usageLast)-len("data: [DONE]\n\n")] + chunk + "data: [DONE]\n\n", Tokens{}, false},
 		{"no usage", `{"choices":[{"message":{"content":"hi"}}]}`, Tokens{}, false},
 		{"empty", ``, Tokens{}, false},
 		{"usage null", strings.Repeat(chunk, 3), Tokens{}, false},
@@ -163,9 +165,7 @@ func BenchmarkScan(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for b.Loop() {
-				Scan(bc.in)
-			}
+			cpuPerOp(b, func() { Scan(bc.in) })
 		})
 	}
 }
@@ -175,7 +175,5 @@ func BenchmarkTailWrite(b *testing.B) {
 	ev := []byte(chunk)
 	var tail Tail
 	b.ReportAllocs()
-	for b.Loop() {
-		tail.Write(ev)
-	}
+	cpuPerOp(b, func() { tail.Write(ev) })
 }
