@@ -47,8 +47,9 @@ type peersAnswer struct {
 }
 
 type raftAnswer struct {
-	Leader  string                          `json:"leader"`
-	Servers []struct{ ID, Suffrage string } `json:"servers"`
+	Leader       string                          `json:"leader"`
+	Servers      []struct{ ID, Suffrage string } `json:"servers"`
+	VotersWanted int                             `json:"voters_wanted"`
 }
 
 func getJSON(t *testing.T, g *clusterGW, path string, v any) bool {
@@ -57,12 +58,13 @@ func getJSON(t *testing.T, g *clusterGW, path string, v any) bool {
 	return code == 200 && json.Unmarshal([]byte(body), v) == nil
 }
 
-// waitFormed waits until every gateway lists every other alive and sees the same leader and
-// len(gws) voters.
+// waitFormed waits until every gateway lists every other alive, sees the same leader, every
+// gateway in the raft configuration and as many voters as it wants (by default chosen by the
+// fleet's size: 1 of 2 gateways, 3 of 3).
 func waitFormed(t *testing.T, gws ...*clusterGW) string {
 	t.Helper()
 	var leader string
-	harness.WaitFor(t, clusterBound, fmt.Sprintf("%d alive peers and %d voters on each gateway", len(gws), len(gws)), func() bool {
+	harness.WaitFor(t, clusterBound, fmt.Sprintf("%d alive peers in the raft configuration, with the voters wanted, on each gateway", len(gws)), func() bool {
 		leader = ""
 		for _, g := range gws {
 			var p peersAnswer
@@ -81,7 +83,8 @@ func waitFormed(t *testing.T, gws ...*clusterGW) string {
 					voters++
 				}
 			}
-			if alive != len(gws) || voters != len(gws) || (leader != "" && r.Leader != leader) {
+			if alive != len(gws) || len(r.Servers) != len(gws) || r.VotersWanted == 0 || voters != r.VotersWanted ||
+				(leader != "" && r.Leader != leader) {
 				return false
 			}
 			leader = r.Leader

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -72,7 +73,11 @@ func TestNoSecretInAnswersLogsOrMeshctl(t *testing.T) {
 	a1, a2 := newAdmin(g1.Gateway, canaryAdminKey), newAdmin(g2.Gateway, canaryAdminKey)
 	harness.WaitFor(t, clusterBound, "both gateways in one raft group", func() bool {
 		code, body := a2.do(t, "GET", "/mesh/raft", "")
-		return code == 200 && strings.Count(body, `"voter"`) == 2
+		var r raftAnswer
+		if code != 200 || json.Unmarshal([]byte(body), &r) != nil || len(r.Servers) != 2 || r.Leader == "" {
+			return false
+		}
+		return strings.Count(body, `"voter"`) == r.VotersWanted
 	})
 
 	// The worker's key goes through the follower, forwarded to the leader; PATCH changes it.
