@@ -31,7 +31,7 @@ func (x *Index) Evict(now time.Time) {
 	x.lastEvict.Store(now.UnixNano())
 	x.overCap.Store(false)
 	for _, m := range x.modelList() {
-		m.evict(x.cfg.MaxChars)
+		m.evict(x.cfg.MaxChars, x.cfg.OnEvict)
 	}
 }
 
@@ -42,8 +42,8 @@ type use struct {
 }
 
 // evict removes the blocks used at or before the cut, one worker's entry at a time, so that
-// requests wait for at most one entry's pass.
-func (m *Model) evict(maxChars int64) {
+// requests wait for at most one entry's pass; onEvict, when set, hears of each entry's removals.
+func (m *Model) evict(maxChars int64, onEvict func(string, Worker, []BlockUse)) {
 	cut, ok := m.cutoff(maxChars)
 	if !ok {
 		return
@@ -54,19 +54,27 @@ func (m *Model) evict(maxChars int64) {
 		workers = append(workers, w)
 	}
 	m.mu.RUnlock()
+	var gone []BlockUse
 	for _, w := range workers {
 		m.mu.Lock()
 		if e := m.workers[w]; e != nil {
-			m.evictLocked(w, e, cut)
+			gone = m.evictLocked(w, e, cut, gone[:0], onEvict != nil)
 		}
 		m.mu.Unlock()
+		if len(gone) > 0 {
+			onEvict(m.name, w, gone)
+		}
 	}
 }
 
-func (m *Model) evictLocked(w Worker, e *entry, cut int64) {
+// evictLocked removes e's blocks used at or before cut, appending them to gone when report.
+func (m *Model) evictLocked(w Worker, e *entry, cut int64, gone []BlockUse, report bool) []BlockUse {
 	for h, last := range e.blocks {
 		if last <= cut {
 			m.dropLocked(e, h)
+			if report {
+				gone = append(gone, BlockUse{Hash: h, Last: cut})
+			}
 		}
 	}
 	switch {
@@ -76,6 +84,7 @@ func (m *Model) evictLocked(w Worker, e *entry, cut int64) {
 		e.blocks = compacted(e.blocks) // a Go map keeps its peak's memory: shed it
 		e.peak = len(e.blocks)
 	}
+	return gone
 }
 
 // cutoff returns the last use at and below which blocks go so that the model holds at most

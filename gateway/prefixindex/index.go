@@ -23,6 +23,11 @@ type Config struct {
 	// EvictionInterval is how often Due reports an eviction. Default DefaultEvictionInterval;
 	// negative: only when a model passes twice MaxChars.
 	EvictionInterval time.Duration
+	// OnEvict, when set, is called after an eviction removed blocks from a worker's entry, with
+	// the removed blocks, each with the eviction's cut as its last use: the Delta.Evicted that
+	// tells another index of the eviction. It is called without the index's locks held, from
+	// the goroutine that runs Evict; evicted is reused once it returns.
+	OnEvict func(model string, worker Worker, evicted []BlockUse)
 }
 
 // Index holds, per model, each worker's entry: the blocks of routing text it was sent. It is
@@ -63,7 +68,7 @@ func (x *Index) Model(name []byte) *Model {
 	if m := old[string(name)]; m != nil {
 		return m
 	}
-	m := &Model{x: x, workers: map[Worker]*entry{}}
+	m := &Model{x: x, name: string(name), workers: map[Worker]*entry{}}
 	models := maps.Clone(old)
 	models[string(name)] = m
 	x.models.Store(&models)
@@ -96,7 +101,8 @@ type Worker uint64
 
 // Model is one model's part of an index: an entry per worker.
 type Model struct {
-	x *Index
+	x    *Index
+	name string
 
 	mu      sync.RWMutex
 	workers map[Worker]*entry
@@ -185,6 +191,42 @@ func (m *Model) Insert(worker Worker, b *Blocks, now time.Time) {
 		m.x.overCap.Store(true)
 	}
 }
+
+// InsertReport is Insert that also appends to dst the uses another index needs to learn of
+// this insert: each block that was not in the worker's entry, and each whose last use there was
+// more than stale before now (so that the other index's least-recently-used order stays within
+// stale of this one's without hearing of every use). A text whose blocks all are held and fresh
+// appends nothing.
+func (m *Model) InsertReport(worker Worker, b *Blocks, now time.Time, stale time.Duration, dst []BlockUse) []BlockUse {
+	if len(b.Hashes) == 0 {
+		return dst
+	}
+	t := now.UnixNano()
+	old := t - int64(stale)
+	m.mu.Lock()
+	e := m.entryLocked(worker, len(b.Hashes))
+	for i, h := range b.Hashes {
+		last := t - int64(i)
+		prev, ok := e.blocks[h]
+		e.blocks[h] = last
+		switch {
+		case !ok:
+			m.addedLocked(e, h)
+			dst = append(dst, BlockUse{Hash: h, Last: last})
+		case prev < old:
+			dst = append(dst, BlockUse{Hash: h, Last: last})
+		}
+	}
+	over := m.size > 2*m.x.cfg.MaxChars
+	m.mu.Unlock()
+	if over {
+		m.x.overCap.Store(true)
+	}
+	return dst
+}
+
+// Name returns the model's name, as Index.Model took it.
+func (m *Model) Name() string { return m.name }
 
 // entryLocked returns worker's entry, made with room for n blocks when it has none.
 func (m *Model) entryLocked(worker Worker, n int) *entry {
