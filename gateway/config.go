@@ -12,6 +12,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/prefixindex"
 )
 
 // Config configures a Gateway. Zero fields take the defaults named in their comments, which are
@@ -31,6 +32,10 @@ type Config struct {
 	// --balance-rel-threshold, --max-tree-size, --eviction-interval). Zero fields take SMG's
 	// defaults (policy.CacheAwareConfig).
 	CacheAware policy.CacheAwareConfig
+	// CacheFleet makes cache_aware's index and load fleet-wide (--cache-scope fleet): the
+	// index it shares with the gateways' cache sync, what hears its choices, and the load it
+	// weighs. Nil fields keep the gateway's own (--cache-scope local).
+	CacheFleet CacheFleet
 	// DefaultModel (--model) is listed by GET /v1/models for routable workers that declare no
 	// model. It does not narrow routing: such workers still take any model. Default "".
 	DefaultModel string
@@ -250,4 +255,11 @@ func sleepTimer(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// CacheFleet is what makes cache_aware fleet-wide: see policy.Options' fields of the same names.
+type CacheFleet struct {
+	Index  *prefixindex.Index
+	Routes policy.Routes
+	Load   policy.Load
 }

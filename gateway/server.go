@@ -65,7 +65,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	pol, err := policy.New(cfg.Policy, policy.Options{PrefixUnits: cfg.PrefixTokenCount, Seed: cfg.PolicySeed,
-		CacheAware: cfg.CacheAware, Now: cfg.Clock, Logger: cfg.Logger})
+		CacheAware: cfg.CacheAware, Index: cfg.CacheFleet.Index, Routes: cfg.CacheFleet.Routes, Load: cfg.CacheFleet.Load,
+		Now: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("policy %w", err)
 	}

@@ -65,6 +65,21 @@ type Load interface {
 	Load(w *pool.Worker) int64
 }
 
+// Routes hears what cache_aware's choices added to its index, for the worker's owner.
+type Routes interface {
+	// Routed says that w was chosen for a text of model (the index's key: nil for the index
+	// that workers taking any model share) and that its entry took uses: the blocks new to it,
+	// and those whose last use was more than RefreshAfter old. Both slices are the caller's
+	// and reused after the call returns: copy what is kept. It is called on the request path:
+	// it must be cheap and never block.
+	Routed(w *pool.Worker, model []byte, uses []prefixindex.BlockUse)
+}
+
+// RefreshAfter is how old a block's last use in the index must be before a choice that uses it
+// again tells Routes of it: so a copy's least-recently-used order stays within RefreshAfter of
+// this index's, without hearing of every use.
+const RefreshAfter = time.Second
+
 // inflight is the load this gateway sees at once: its own requests in flight to the worker.
 type inflight struct{}
 
@@ -85,6 +100,7 @@ type cacheAware struct {
 	cfg     CacheAwareConfig
 	idx     *prefixindex.Index
 	load    Load
+	routes  Routes
 	now     func() time.Time
 	log     *slog.Logger
 	scratch sync.Pool // *pickScratch
@@ -96,17 +112,22 @@ type pickScratch struct {
 	ids     []prefixindex.Worker
 	matches []prefixindex.Match
 	loads   []int64
+	uses    []prefixindex.BlockUse
 }
 
 func newCacheAware(o Options) *cacheAware {
 	cfg := o.CacheAware
 	cfg.setDefaults()
 	p := &cacheAware{
-		cfg:  cfg,
-		idx:  prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval}),
-		load: o.Load,
-		now:  o.Now,
-		log:  o.Logger,
+		cfg:    cfg,
+		idx:    o.Index,
+		load:   o.Load,
+		routes: o.Routes,
+		now:    o.Now,
+		log:    o.Logger,
+	}
+	if p.idx == nil {
+		p.idx = prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval})
 	}
 	if p.load == nil {
 		p.load = inflight{}
@@ -136,11 +157,16 @@ func (p *cacheAware) Pick(c []*pool.Worker, r *Request) *pool.Worker {
 		s.ids = append(s.ids, prefixindex.Worker(w.Hash))
 		s.loads = append(s.loads, p.load.Load(w))
 	}
-	m := p.idx.Model(indexKey(c, r))
+	key := indexKey(c, r)
+	m := p.idx.Model(key)
 	m.Lookup(&s.blocks, s.ids, s.matches)
 	i := choose(&p.cfg, s.blocks.Len, s.matches, s.loads)
 	now := p.now()
-	m.Insert(s.ids[i], &s.blocks, now)
+	if p.routes == nil {
+		m.Insert(s.ids[i], &s.blocks, now)
+	} else if s.uses = m.InsertReport(s.ids[i], &s.blocks, now, RefreshAfter, s.uses[:0]); len(s.uses) > 0 {
+		p.routes.Routed(c[i], key, s.uses)
+	}
 	if p.idx.Due(now) {
 		go p.evict(now)
 	}

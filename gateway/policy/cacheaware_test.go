@@ -278,20 +278,81 @@ func BenchmarkCacheAwarePick(b *testing.B) {
 				p.Pick(c, r)
 			}
 		})
-		b.Run("newtail/"+name, func(b *testing.B) {
-			p := mustNew(b, CacheAware, Options{CacheAware: CacheAwareConfig{MaxTreeSize: 8 << 20}})
-			head := prompt[:len(prompt)-3] // open inside the last message's content
-			buf := make([]byte, 0, len(prompt)+32)
-			r := &Request{}
-			b.SetBytes(int64(len(prompt)))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				i++
-				buf = append(strconv.AppendInt(append(append(buf[:0], head...), " new "...), int64(i), 10), `"}]`...)
-				r.Prompt = buf
-				p.Pick(c, r)
+		for _, scope := range []string{"", "fleet/"} {
+			o := Options{CacheAware: CacheAwareConfig{MaxTreeSize: 8 << 20}}
+			if scope != "" {
+				o.Routes = discard{}
 			}
-		})
+			b.Run(scope+"newtail/"+name, func(b *testing.B) {
+				p := mustNew(b, CacheAware, o)
+				head := prompt[:len(prompt)-3] // open inside the last message's content
+				buf := make([]byte, 0, len(prompt)+32)
+				r := &Request{}
+				b.SetBytes(int64(len(prompt)))
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					buf = append(strconv.AppendInt(append(append(buf[:0], head...), " new "...), int64(i), 10), `"}]`...)
+					r.Prompt = buf
+					p.Pick(c, r)
+				}
+			})
+		}
 	}
+}
+
+// discard is a Routes that keeps nothing: the cost of telling it, without its own.
+type discard struct{}
+
+func (discard) Routed(*pool.Worker, []byte, []prefixindex.BlockUse) {}
+
+// heard is a Routes that keeps what it hears.
+type heard struct {
+	calls  int
+	blocks int
+	last   *pool.Worker
+}
+
+func (h *heard) Routed(w *pool.Worker, _ []byte, uses []prefixindex.BlockUse) {
+	h.calls++
+	h.blocks += len(uses)
+	h.last = w
+}
+
+// TestCacheAwareRoutes checks that Routes hears a choice's new blocks only: a follow-up turn
+// tells the new tail, the same text again within RefreshAfter tells nothing.
+func TestCacheAwareRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := workers(t, 3)
+		h := &heard{}
+		p := mustNew(t, CacheAware, Options{Load: loads{}, Routes: h})
+		sys := strings.Repeat("Follow the rules. ", 40)
+		first := chat(sys, "hello")
+		w := p.Pick(c, &Request{Prompt: first})
+		var b prefixindex.Blocks
+		b.SetPrompt(first)
+		if h.calls != 1 || h.blocks != len(b.Hashes) || h.last != w {
+			t.Fatalf("first turn: heard %d calls, %d blocks, worker %v; want 1, %d, %s", h.calls, h.blocks, h.last, len(b.Hashes), w.ID)
+		}
+		p.Pick(c, &Request{Prompt: first})
+		if h.calls != 1 {
+			t.Errorf("the same text again within RefreshAfter was heard")
+		}
+		second := chat(sys, "hello", "answer", strings.Repeat("more words ", 20))
+		var b2 prefixindex.Blocks
+		b2.SetPrompt(second)
+		if p.Pick(c, &Request{Prompt: second}) != w || h.calls != 2 {
+			t.Fatalf("second turn: not routed home or not heard (%d calls)", h.calls)
+		}
+		// The first turn's last, partial block is not a prefix of the second's.
+		if got, want := h.blocks-len(b.Hashes), len(b2.Hashes)-(len(b.Hashes)-1); got != want {
+			t.Errorf("second turn told %d blocks, want its %d new ones", got, want)
+		}
+		time.Sleep(2 * RefreshAfter)
+		p.Pick(c, &Request{Prompt: second})
+		if h.calls != 3 || h.blocks-len(b.Hashes) != len(b2.Hashes)-(len(b.Hashes)-1)+len(b2.Hashes) {
+			t.Errorf("after RefreshAfter the whole text should be told again: %d calls, %d blocks", h.calls, h.blocks)
+		}
+	})
 }

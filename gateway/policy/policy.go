@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/prefixindex"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -62,6 +63,12 @@ type Options struct {
 	// Load is the load cache_aware weighs. Default: this gateway's requests in flight to the
 	// worker.
 	Load Load
+	// Index is cache_aware's prefix index, shared with what keeps it fleet-wide. Default: a new
+	// one bounded by CacheAware.
+	Index *prefixindex.Index
+	// Routes, when set, hears of cache_aware's every choice that told its index something new
+	// (see Routes).
+	Routes Routes
 	// Now is cache_aware's clock, which times the index's uses and evictions. Default time.Now.
 	Now func() time.Time
 	// Logger receives what goes wrong in the background. Default slog.Default().
