@@ -116,7 +116,7 @@ type Sync struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu    sync.Mutex                      // serializes changes to links
+	mu    sync.Mutex                       // serializes changes to links
 	links atomic.Pointer[map[string]*link] // peer node id → link; replaced, never changed
 }
 
