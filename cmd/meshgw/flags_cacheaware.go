@@ -15,6 +15,7 @@ type cacheAwareFlags struct {
 	relThreshold float64
 	maxTreeSize  int64
 	evictionSecs int
+	scope        string
 
 	thresholdNames, evictionNames *aliasSet
 }
@@ -29,7 +30,14 @@ func (f *cacheAwareFlags) register(fs *pflag.FlagSet) {
 	f.evictionNames = aliases(fs, intValue(&f.evictionSecs, int(policy.DefaultEvictionInterval/time.Second)),
 		[2]string{"eviction-interval", "cache_aware: seconds between two evictions of the prefix index (0: only when a model holds twice --max-tree-size)"},
 		[2]string{"eviction-interval-secs", "alias of --eviction-interval"})
+	fs.StringVar(&f.scope, "cache-scope", cacheScopeFleet, "cache_aware: fleet (each worker's owner keeps its prefix index and adds up its requests in flight through every gateway, and every gateway holds a copy) or local (each gateway knows only its own choices and requests, as SMG)")
 }
+
+// The values of --cache-scope.
+const (
+	cacheScopeFleet = "fleet"
+	cacheScopeLocal = "local"
+)
 
 func (f *cacheAwareFlags) validate() error {
 	for _, e := range []error{
@@ -37,6 +45,7 @@ func (f *cacheAwareFlags) validate() error {
 		f.evictionNames.check(),
 		checkMin("balance-abs-threshold", f.absThreshold, 0),
 		checkSecs("eviction-interval", f.evictionSecs, 0),
+		checkOneOf("cache-scope", f.scope, []string{cacheScopeFleet, cacheScopeLocal}),
 	} {
 		if e != nil {
 			return e

@@ -145,8 +145,17 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	if err != nil {
 		return err
 	}
+	// cache_aware's fleet-wide index and load: served for the workers this gateway owns,
+	// subscribed from every peer.
+	fc, err := newFleetCache(o, nodeID, func(id worker.ID) bool { _, ok := owner.Status(id); return ok },
+		func() []string { return livePeers(cl.mesh, nodeID) }, func(id string) (string, bool) { return cl.resolveRPC(id) },
+		o.tls.dialOptions(), reg, log)
+	if err != nil {
+		outcomes.close()
+		return err
+	}
 	gh := newGRPCHealth()
-	cl, err = startCluster(o, nodeID, ln.Addr(), getenv, reg, log, outcomes.service.Register, gh.register)
+	cl, err = startCluster(o, nodeID, ln.Addr(), getenv, reg, log, outcomes.service.Register, gh.register, fc.register)
 	if err != nil {
 		outcomes.close()
 		return err
@@ -154,12 +163,14 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	started.Store(cl)
 	defer cl.shutdown()
 	defer outcomes.close() // before the gRPC listener's graceful stop, which waits for open streams
+	defer fc.close()
 	node := cl.node
 	// Writes go to the leader, from whichever gateway they reach.
 	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
 	defer writer.Close() // removals still waiting for raft end before raft stops
 	cfg := o.gw.config(nodeID, &o.retry)
 	cfg.CacheAware = o.cache.config()
+	cfg.CacheFleet = fc.gatewayConfig()
 	cfg.Registerer, cfg.Logger, cfg.StartPending = reg, log, o.health.startPending()
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	cfg.RequestLog, cfg.RequestLogger = o.observe.requestLog, lg.reqLog
@@ -198,6 +209,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 		return err
 	}
 	cl.mesh.SetBulletinReceiver(importer)
+	fc.start(gw.Pool())
 	publisher := fleet.NewPublisher(cl.mesh, &owner, gw.Pool(), nil, log)
 	defer publisher.Close()
 	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
