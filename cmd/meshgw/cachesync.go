@@ -71,7 +71,29 @@ func newFleetCache(o *options, nodeID string, owns func(worker.ID) bool, peers f
 			return nil, err
 		}
 	}
+	if err := reg.Register(indexBytes{fc.idx}); err != nil {
+		return nil, err
+	}
 	return fc, nil
+}
+
+// indexBytesDesc describes meshgw_cache_index_bytes.
+var indexBytesDesc = prometheus.NewDesc("meshgw_cache_index_bytes",
+	"Bytes of routing text this gateway's cache_aware prefix index holds, per model, all workers together "+
+		"(its own choices and what owners published).", []string{"model"}, nil)
+
+// indexBytes exports the index's size per model, read at each scrape.
+type indexBytes struct{ idx *prefixindex.Index }
+
+// Describe implements prometheus.Collector.
+func (c indexBytes) Describe(ch chan<- *prometheus.Desc) { ch <- indexBytesDesc }
+
+// Collect implements prometheus.Collector: one read lock per model.
+func (c indexBytes) Collect(ch chan<- prometheus.Metric) {
+	for _, name := range c.idx.Models() {
+		ch <- prometheus.MustNewConstMetric(indexBytesDesc, prometheus.GaugeValue,
+			float64(c.idx.Model([]byte(name)).Size()), name)
+	}
 }
 
 // register serves the CacheSync service; nil does nothing.
