@@ -3,7 +3,9 @@
 # to try. Gateway i (0, 1, 2) uses port 30000+i, metrics 29000+i, and mesh, raft and gRPC ports
 # 39527+10i, 39528+10i, 39529+10i; engines 8001-8003 (override with DEMO_PORT,
 # DEMO_METRICS_PORT, DEMO_MESH_PORT, ENGINE_BASE). demo-2 and demo-3 join demo-1; the engines are
-# registered by demo-1, which owns them, and every gateway routes to them. State: .state/demo
+# registered by demo-1, which owns them, and every gateway routes to them with --policy cache_aware
+# (the fleet-wide prefix index); the engines keep a prefix cache with small compute costs, so
+# answers stay fast and report cached_tokens. State: .state/demo
 # (DEMO_STATE_DIR), one subfolder per gateway. Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +48,7 @@ urls=()
 for i in 0 1 2; do
   port=$((BASE + i))
   "$BIN/fakeworker" --host 127.0.0.1 --port "$port" --node-name "engine-$((i + 1))" \
+    --cache-blocks 4096 --cache-block-chars 64 --prefill-us-per-token 20 --slots 8 \
     >"$LOGS/engine-$((i + 1)).log" 2>&1 &
   pids+=($!)
   urls+=("http://127.0.0.1:$port")
@@ -59,7 +62,7 @@ gateway() {
   "$BIN/meshgw" --host 127.0.0.1 --port $((PORT + g)) --prometheus-port $((METRICS + g)) \
     --node-id "demo-$((g + 1))" --state-dir "$STATE" --mesh-profile local \
     --mesh-port $((MESH + 10 * g)) --raft-port $((MESH + 10 * g + 1)) --rpc-port $((MESH + 10 * g + 2)) \
-    --health-check-interval-secs 2 "$@" >"$LOGS/meshgw-$((g + 1)).log" 2>&1 &
+    --health-check-interval-secs 2 --policy cache_aware "$@" >"$LOGS/meshgw-$((g + 1)).log" 2>&1 &
   pids+=($!)
 }
 # wait_ready G: until demo-(G+1) answers /readiness, or say why not.
@@ -91,7 +94,8 @@ cat <<MSG
 
 Three meshgw gateways (demo-1 $G, demo-2 http://127.0.0.1:$((PORT + 1)), demo-3
 http://127.0.0.1:$((PORT + 2))) form one mesh and route to three fake engines (logs in $LOGS,
-state in $STATE).
+state in $STATE), each request to the engine most likely to hold its prompt's prefix in its
+cache (--policy cache_aware; the engines keep a prefix cache and report cached_tokens).
 
 Try:
   curl -s $G/v1/chat/completions $JSON \\
@@ -99,6 +103,14 @@ Try:
   curl -sN $G/v1/chat/completions $JSON \\
     -d '{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"stream please"}]}'
   curl -s $G/v1/models                              # what the engines serve, asked by the gateway
+
+One chat, two turns, two gateways: the second turn, sent through demo-2, reaches the engine that
+served the first through demo-1 (same X-Mesh-Worker), which reports the first turn's prompt
+cached (cached_tokens):
+  curl -si $G/v1/chat/completions $JSON -d '{"model":"fake-model","messages":[{"role":"system","content":"You are the assistant of the meshgw demo. Answer in one line. Every turn of this chat carries the whole conversation before it, so the engine that served the last turn holds its prefix in its cache."},{"role":"user","content":"What does meshgw do?"}]}' \\
+    | grep -ioE '^x-mesh-(gateway|worker): [^[:space:]]+|"cached_tokens":[0-9]+'
+  curl -si http://127.0.0.1:$((PORT + 1))/v1/chat/completions $JSON -d '{"model":"fake-model","messages":[{"role":"system","content":"You are the assistant of the meshgw demo. Answer in one line. Every turn of this chat carries the whole conversation before it, so the engine that served the last turn holds its prefix in its cache."},{"role":"user","content":"What does meshgw do?"},{"role":"assistant","content":"It routes each request to an engine."},{"role":"user","content":"Which engine?"}]}' \\
+    | grep -ioE '^x-mesh-(gateway|worker): [^[:space:]]+|"cached_tokens":[0-9]+'
   curl -s $G/workers                                # admin routes answer on loopback without a key
   curl -s $G/readiness; curl -s $G/status
   curl -s http://127.0.0.1:$METRICS/metrics | grep ^meshgw_worker_health
@@ -108,7 +120,7 @@ probes them and runs their breakers; demo-2 and demo-3 follow its bulletins):
   curl -s ${urls[1]}/_fault -d '{"health_status":503}'   # engine-2 fails its probes: leaves routing everywhere
   $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 2)) owners   # demo-3 shows demo-1's view: engine-2 not_ready
   curl -s ${urls[2]}/_fault -d '{"error_status":500,"error_rate":1}'; for i in \$(seq 40); do \\
-    curl -s -o /dev/null $G/v1/completions $JSON -d '{"prompt":"x"}'; done   # engine-3 fails every request
+    curl -s -o /dev/null $G/v1/completions $JSON -d "{\\"prompt\\":\\"request \$i: \$(seq -s ' ' 60)\\"}"; done   # engine-3 fails every request
   $BIN/meshctl --gateway $G owners                  # ... so its breaker is open (BREAKER open)
   curl -s ${urls[1]}/_fault -d '{}'; curl -s ${urls[2]}/_fault -d '{}'   # healthy again (a breaker half-opens after 60 s)
   curl -s ${urls[1]}/_stats                               # what engine-2 saw, per gateway

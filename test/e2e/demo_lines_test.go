@@ -51,6 +51,8 @@ func TestDemoTryLinesWorkAsPrinted(t *testing.T) {
 	engine := func(i int) string { return "http://127.0.0.1:" + strconv.Itoa(engines+i) }
 	demo1 := &harness.Gateway{Proc: &harness.Proc{URL: "http://127.0.0.1:" + strconv.Itoa(port)}}
 	demo3 := &harness.Gateway{Proc: &harness.Proc{URL: "http://127.0.0.1:" + strconv.Itoa(port+2)}}
+	indexOf := func(i int) int64 { return indexBytes(&harness.Gateway{MetricsPort: metrics + i}) }
+	var firstTurn cachedTurn
 	cmds := tryLines(d.proc.Output())
 	if len(cmds) < 15 {
 		t.Fatalf("found %d commands in:\n%s", len(cmds), d.proc.Output())
@@ -76,6 +78,22 @@ func TestDemoTryLinesWorkAsPrinted(t *testing.T) {
 		out := run(cmd)
 		want := ""
 		switch {
+		case strings.Contains(cmd, "cached_tokens") && !strings.Contains(cmd, "Which engine?"):
+			// A chat's first turn through demo-1. A person types the next line seconds later; the
+			// index reaches demo-2 well within that, and the test waits until it has.
+			firstTurn = parseCachedTurn(t, cmd, out)
+			harness.WaitFor(t, 10*time.Second, "demo-2's prefix index to hold what demo-1's does", func() bool {
+				n := indexOf(0)
+				return n > 0 && indexOf(1) == n
+			})
+		case strings.Contains(cmd, "cached_tokens"):
+			// Its second turn through demo-2: the same engine, which reports the first turn's
+			// whole blocks cached.
+			second := parseCachedTurn(t, cmd, out)
+			if second.worker != firstTurn.worker || second.gateway == firstTurn.gateway || second.cached <= 0 {
+				t.Errorf("%s\nsecond turn %+v after first turn %+v: want the same worker through another gateway, "+
+					"with cached tokens:\n%s", cmd, second, firstTurn, out)
+			}
 		case strings.Contains(cmd, `"stream":true`):
 			want = "data: "
 		case strings.Contains(cmd, "/v1/chat/completions"):
@@ -115,6 +133,41 @@ func TestDemoTryLinesWorkAsPrinted(t *testing.T) {
 			t.Errorf("%s\nprinted no %q:\n%s", cmd, want, out)
 		}
 	}
+}
+
+// cachedTurn is what a turn of the demo's cache lines printed.
+type cachedTurn struct {
+	worker, gateway string
+	cached          int
+}
+
+// parseCachedTurn reads the X-Mesh-Worker, X-Mesh-Gateway and cached_tokens lines out prints.
+func parseCachedTurn(t *testing.T, cmd, out string) cachedTurn {
+	t.Helper()
+	var c cachedTurn
+	seen := 0
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.Trim(k, `"`)) {
+		case "x-mesh-worker":
+			c.worker, seen = strings.TrimSpace(v), seen+1
+		case "x-mesh-gateway":
+			c.gateway, seen = strings.TrimSpace(v), seen+1
+		case "cached_tokens":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s\nprinted %q", cmd, line)
+			}
+			c.cached, seen = n, seen+1
+		}
+	}
+	if seen != 3 || c.worker == "" || c.gateway == "" {
+		t.Fatalf("%s\nprinted no worker, gateway and cached_tokens:\n%s", cmd, out)
+	}
+	return c
 }
 
 // rowHas reports whether a table line naming url also contains word.
