@@ -10,6 +10,8 @@ import (
 
 // cacheAwareFlags are SMG's flags of the cache_aware policy, with SMG's defaults and aliases.
 type cacheAwareFlags struct {
+	rule         string
+	loadCost     float64
 	threshold    float64
 	absThreshold int
 	relThreshold float64
@@ -21,6 +23,8 @@ type cacheAwareFlags struct {
 }
 
 func (f *cacheAwareFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.rule, "cache-rule", policy.DefaultCacheRule, "cache_aware: how it chooses: cost (the worker with the least routing text it has not been sent plus --cache-load-cost per request in flight) or smg (SMG's rules: --balance-abs-threshold and --balance-rel-threshold, then --cache-threshold, then the least indexed text)")
+	fs.Float64Var(&f.loadCost, "cache-load-cost", policy.DefaultLoadCost, "cache_aware with --cache-rule cost: bytes of uncached routing text that one request in flight at a worker weighs as much as (0: load only breaks ties)")
 	f.thresholdNames = aliases(fs, float64Value(&f.threshold, policy.DefaultCacheThreshold),
 		[2]string{"cache-threshold", "cache_aware: a request goes to the worker whose known prefix matches its routing text longest when the match covers more than this share of the text (0-1); else to the worker with the least indexed text"},
 		[2]string{"cache-match-threshold", "alias of --cache-threshold"})
@@ -46,6 +50,7 @@ func (f *cacheAwareFlags) validate() error {
 		checkMin("balance-abs-threshold", f.absThreshold, 0),
 		checkSecs("eviction-interval", f.evictionSecs, 0),
 		checkOneOf("cache-scope", f.scope, []string{cacheScopeFleet, cacheScopeLocal}),
+		checkOneOf("cache-rule", f.rule, policy.CacheRules()),
 	} {
 		if e != nil {
 			return e
@@ -57,6 +62,9 @@ func (f *cacheAwareFlags) validate() error {
 	if !(f.relThreshold >= 0) {
 		return usagef("--balance-rel-threshold %v is below the minimum 0", f.relThreshold)
 	}
+	if !(f.loadCost >= 0) {
+		return usagef("--cache-load-cost %v is below the minimum 0", f.loadCost)
+	}
 	if f.maxTreeSize < 1 {
 		return usagef("--max-tree-size %d is below the minimum 1", f.maxTreeSize)
 	}
@@ -67,11 +75,16 @@ func (f *cacheAwareFlags) validate() error {
 // of 0 becomes a negative value, which means 0 (for the interval: no periodic eviction).
 func (f *cacheAwareFlags) config() policy.CacheAwareConfig {
 	c := policy.CacheAwareConfig{
+		Rule:                f.rule,
+		LoadCost:            f.loadCost,
 		CacheThreshold:      f.threshold,
 		BalanceAbsThreshold: int64(f.absThreshold),
 		BalanceRelThreshold: f.relThreshold,
 		MaxTreeSize:         f.maxTreeSize,
 		EvictionInterval:    time.Duration(f.evictionSecs) * time.Second,
+	}
+	if c.LoadCost == 0 {
+		c.LoadCost = -1
 	}
 	if c.CacheThreshold == 0 {
 		c.CacheThreshold = -1

@@ -8,10 +8,27 @@ import (
 
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/prefixindex"
+	"github.com/meshgw/meshgw/worker"
 )
 
-// Defaults of CacheAwareConfig, which are SMG's.
+// The rules cache_aware chooses by (CacheAwareConfig.Rule, --cache-rule).
 const (
+	// RuleCost picks the candidate of least cost: the routing text it lacks plus LoadCost per
+	// request in flight, as Dynamo's KV router weighs uncached prefill against queued work.
+	RuleCost = "cost"
+	// RuleSMG is SMG's rule: a spill gate on load, then the best match over a threshold, then
+	// the least indexed text.
+	RuleSMG = "smg"
+)
+
+// CacheRules lists the rules, the default first.
+func CacheRules() []string { return []string{RuleCost, RuleSMG} }
+
+// Defaults of CacheAwareConfig: the rule and LoadCost are meshgw's, chosen by the routing
+// benchmark (docs/performance.md); the thresholds are SMG's.
+const (
+	DefaultCacheRule           = RuleCost
+	DefaultLoadCost            = 256
 	DefaultCacheThreshold      = 0.3
 	DefaultBalanceAbsThreshold = 64
 	DefaultBalanceRelThreshold = 1.5
@@ -22,6 +39,12 @@ const (
 // CacheAwareConfig tunes cache_aware. A zero field takes the default its comment names; where
 // zero is a meaningful setting, a negative value asks for it.
 type CacheAwareConfig struct {
+	// Rule (--cache-rule) is RuleCost or RuleSMG. Default RuleCost.
+	Rule string
+	// LoadCost (--cache-load-cost), for RuleCost: how many bytes of uncached routing text one
+	// request in flight at a worker weighs as much as. Default 256; negative: 0 (load only
+	// breaks ties).
+	LoadCost float64
 	// CacheThreshold (--cache-threshold): a request goes to the worker whose known prefix
 	// matches its routing text best when the match covers more than this share of the text.
 	// Default 0.3; negative: 0.
@@ -50,6 +73,10 @@ func (c *CacheAwareConfig) setDefaults() {
 			*v = 0
 		}
 	}
+	if c.Rule == "" {
+		c.Rule = DefaultCacheRule
+	}
+	orZero(&c.LoadCost, DefaultLoadCost)
 	orZero(&c.CacheThreshold, DefaultCacheThreshold)
 	orZero(&c.BalanceRelThreshold, DefaultBalanceRelThreshold)
 	if c.BalanceAbsThreshold == 0 {
@@ -86,7 +113,9 @@ type inflight struct{}
 func (inflight) Load(w *pool.Worker) int64 { return w.Inflight() }
 
 // cacheAware routes a request to the worker most likely to hold its prompt's prefix in its KV
-// cache, as SMG's cache_aware does over its approximate tree, with the index of prefixindex:
+// cache, weighed against its load, with the index of prefixindex. By RuleCost (chooseCost) the
+// least cost of uncached text and load. By RuleSMG, as SMG's cache_aware does over its
+// approximate tree:
 //
 //  1. When the candidates are imbalanced (see CacheAwareConfig), the least loaded one.
 //  2. Else, when the best match covers more than CacheThreshold of the routing text, the
@@ -160,7 +189,12 @@ func (p *cacheAware) Pick(c []*pool.Worker, r *Request) *pool.Worker {
 	key := indexKey(c, r)
 	m := p.idx.Model(key)
 	m.Lookup(&s.blocks, s.ids, s.matches)
-	i := choose(&p.cfg, s.blocks.Len, s.matches, s.loads)
+	var i int
+	if p.cfg.Rule == RuleSMG {
+		i = choose(&p.cfg, s.blocks.Len, s.matches, s.loads)
+	} else {
+		i = chooseCost(p.cfg.LoadCost, &s.blocks, s.ids, s.matches, s.loads)
+	}
 	now := p.now()
 	if p.routes == nil {
 		m.Insert(s.ids[i], &s.blocks, now)
@@ -205,6 +239,43 @@ func choose(cfg *CacheAwareConfig, textLen int, matches []prefixindex.Match, loa
 		}
 	}
 	return smallest
+}
+
+// chooseCost returns the index of the candidate of least cost, a candidate's cost being the
+// bytes of routing text it lacks (the text's length less its match) plus loadCost per request
+// in flight. Ties go to the longer match, then the lower load, then the highest rendezvous
+// score of the text's first block and the worker: so gateways that see the same new text at
+// once, before any knows where another sent it, agree on one worker, and different texts
+// spread over the idle ones.
+func chooseCost(loadCost float64, b *prefixindex.Blocks, ids []prefixindex.Worker, matches []prefixindex.Match, loads []int64) int {
+	var key uint64
+	if len(b.Hashes) > 0 {
+		key = b.Hashes[0]
+	}
+	best, bestCost, bestScore := 0, 0.0, uint64(0)
+	for i := range matches {
+		cost := float64(b.Len-matches[i].Len) + loadCost*float64(loads[i])
+		score := worker.Mix(key ^ uint64(ids[i]))
+		if i == 0 {
+			bestCost, bestScore = cost, score
+			continue
+		}
+		switch {
+		case cost < bestCost:
+		case cost > bestCost:
+			continue
+		case matches[i].Len > matches[best].Len:
+		case matches[i].Len < matches[best].Len:
+			continue
+		case loads[i] < loads[best]:
+		case loads[i] > loads[best]:
+			continue
+		case score <= bestScore:
+			continue
+		}
+		best, bestCost, bestScore = i, cost, score
+	}
+	return best
 }
 
 // indexKey names the model whose index a request uses: its model when a candidate declares the

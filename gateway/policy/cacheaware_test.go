@@ -61,9 +61,11 @@ func TestCacheAwareConfigDefaults(t *testing.T) {
 		in   CacheAwareConfig
 		want CacheAwareConfig
 	}{
-		{"zero takes SMG's", CacheAwareConfig{}, CacheAwareConfig{CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5}},
-		{"negative asks for zero", CacheAwareConfig{CacheThreshold: -1, BalanceAbsThreshold: -1, BalanceRelThreshold: -1}, CacheAwareConfig{}},
-		{"given values stay", CacheAwareConfig{CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}, CacheAwareConfig{CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}},
+		{"zero takes the cost rule and SMG's thresholds", CacheAwareConfig{},
+			CacheAwareConfig{Rule: RuleCost, LoadCost: 256, CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5}},
+		{"negative asks for zero", CacheAwareConfig{LoadCost: -1, CacheThreshold: -1, BalanceAbsThreshold: -1, BalanceRelThreshold: -1}, CacheAwareConfig{Rule: RuleCost}},
+		{"given values stay", CacheAwareConfig{Rule: RuleSMG, LoadCost: 300, CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1},
+			CacheAwareConfig{Rule: RuleSMG, LoadCost: 300, CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}},
 	}
 	for _, tt := range tests {
 		got := tt.in
@@ -109,7 +111,7 @@ func chat(msgs ...string) []byte {
 
 func TestCacheAwareSessions(t *testing.T) {
 	c := workers(t, 4)
-	p := mustNew(t, CacheAware, Options{Load: loads{}})
+	p := mustNew(t, CacheAware, Options{Load: loads{}, CacheAware: CacheAwareConfig{Rule: RuleSMG}})
 	system := func(i int) string {
 		return fmt.Sprintf("System prompt %d. ", i) + strings.Repeat("Follow the rules. ", 40)
 	}
@@ -355,4 +357,101 @@ func TestCacheAwareRoutes(t *testing.T) {
 			t.Errorf("after RefreshAfter the whole text should be told again: %d calls, %d blocks", h.calls, h.blocks)
 		}
 	})
+}
+
+func TestCacheAwareChooseCost(t *testing.T) {
+	type m = prefixindex.Match
+	var text prefixindex.Blocks
+	text.SetText([]byte(strings.Repeat("x", 1000)))
+	ids := []prefixindex.Worker{11, 22, 33}
+	// The hash order of ids for this text, to name the winner of a full tie.
+	byScore := slices.Clone(ids)
+	slices.SortFunc(byScore, func(a, b prefixindex.Worker) int {
+		sa, sb := worker.Mix(text.Hashes[0]^uint64(a)), worker.Mix(text.Hashes[0]^uint64(b))
+		if sa > sb {
+			return -1
+		}
+		return 1
+	})
+	first := slices.Index(ids, byScore[0])
+	tests := []struct {
+		name     string
+		loadCost float64
+		matches  []m
+		loads    []int64
+		want     int
+	}{
+		{"idle: the longest match", 100, []m{{Len: 200}, {Len: 900}, {Len: 500}}, []int64{0, 0, 0}, 1},
+		{"the match outweighs a little load", 100, []m{{Len: 900}, {}, {}}, []int64{8, 0, 0}, 0},
+		{"load outweighs the match", 100, []m{{Len: 900}, {}, {}}, []int64{10, 0, 1}, 1},
+		{"the least cost among partial matches", 100, []m{{Len: 900}, {Len: 600}, {Len: 300}}, []int64{6, 2, 0}, 1},
+		{"equal cost: the longer match", 100, []m{{}, {Len: 900}, {Len: 100}}, []int64{0, 9, 1}, 1},
+		{"equal cost and match: the lower load", 100, []m{{Len: 500}, {Len: 500}, {Len: 500}}, []int64{3, 1, 2}, 1},
+		{"load cost 0: load only breaks ties", 0, []m{{Len: 900}, {Len: 899}}, []int64{1000, 0}, 0},
+		{"load cost 0, equal matches: the lower load", 0, []m{{Len: 500}, {Len: 500}}, []int64{7, 6}, 1},
+		{"full tie: the text's rendezvous winner, not the first", 100, []m{{}, {}, {}}, []int64{0, 0, 0}, first},
+		{"full tie at a load and a match", 100, []m{{Len: 64}, {Len: 64}, {Len: 64}}, []int64{4, 4, 4}, first},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := chooseCost(tt.loadCost, &text, ids, tt.matches, tt.loads); got != tt.want {
+				t.Errorf("chooseCost = %d, want %d", got, tt.want)
+			}
+		})
+	}
+	t.Run("one candidate", func(t *testing.T) {
+		if got := chooseCost(100, &text, ids[:1], []m{{}}, []int64{99}); got != 0 {
+			t.Errorf("chooseCost = %d, want 0", got)
+		}
+	})
+	t.Run("empty text", func(t *testing.T) {
+		var empty prefixindex.Blocks
+		empty.SetText(nil)
+		if got := chooseCost(100, &empty, ids, []m{{}, {}, {}}, []int64{2, 1, 3}); got != 1 {
+			t.Errorf("chooseCost = %d, want the least loaded, 1", got)
+		}
+	})
+}
+
+// TestCacheAwareCostTiesAgreeAndSpread: on an idle fleet, a new text goes to the same worker
+// whatever the order of the candidates (gateways that see it at once agree), and new texts
+// spread over the workers rather than all going to the first.
+func TestCacheAwareCostTiesAgreeAndSpread(t *testing.T) {
+	c := workers(t, 8)
+	reversed := slices.Clone(c)
+	slices.Reverse(reversed)
+	count := map[*pool.Worker]int{}
+	for i := range 64 {
+		prompt := chat(fmt.Sprintf("System prompt %d. ", i)+strings.Repeat("Follow the rules. ", 20), "hello")
+		a := mustNew(t, CacheAware, Options{Load: loads{}}).Pick(c, &Request{Prompt: prompt})
+		b := mustNew(t, CacheAware, Options{Load: loads{}}).Pick(reversed, &Request{Prompt: prompt})
+		if a != b {
+			t.Fatalf("text %d: %s in one order, %s in the other", i, a.ID, b.ID)
+		}
+		count[a]++
+	}
+	if len(count) < 6 {
+		t.Errorf("64 new texts went to %d of 8 workers, want them spread", len(count))
+	}
+}
+
+// TestCacheAwareCostSpillsAPopularPrefix: the sessions of one system prompt stay on its worker
+// while its load costs less than the text the others lack, then spill to the least loaded.
+func TestCacheAwareCostSpillsAPopularPrefix(t *testing.T) {
+	c := workers(t, 4)
+	l := loads{}
+	p := mustNew(t, CacheAware, Options{Load: l, CacheAware: CacheAwareConfig{LoadCost: 512}})
+	sys := strings.Repeat("Follow the rules. ", 200) // 3,600 bytes: about 7 requests' worth
+	home := p.Pick(c, &Request{Prompt: chat(sys, "session 0")})
+	l[home]++
+	for i := 1; ; i++ {
+		w := p.Pick(c, &Request{Prompt: chat(sys, fmt.Sprintf("session %d", i))})
+		if w != home {
+			if n := l[home]; n < 6 || n > 8 {
+				t.Fatalf("spilled with %d in flight at home, want about 7", n)
+			}
+			return
+		}
+		l[home]++
+	}
 }

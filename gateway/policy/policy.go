@@ -95,6 +95,9 @@ func New(name string, o Options) (Policy, error) {
 	case PrefixHash:
 		return &prefixHash{bytes: 4 * o.PrefixUnits}, nil
 	case CacheAware:
+		if r := o.CacheAware.Rule; r != "" && r != RuleCost && r != RuleSMG {
+			return nil, fmt.Errorf("cache rule %q is not one of %s", r, strings.Join(CacheRules(), ", "))
+		}
 		return newCacheAware(o), nil
 	}
 	return nil, fmt.Errorf("%q is not one of %s", name, strings.Join(Names(), ", "))
