@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -37,9 +38,9 @@ func chatBody(t *testing.T, model string, contents ...string) string {
 }
 
 // Through the data plane, cache_aware sends every turn of a chat to the worker its first turn
-// went to, per model, and spreads new system prompts over the workers.
+// went to, per model, and by SMG's rule spreads new system prompts over the workers.
 func TestCacheAwareRoutesTurnsHome(t *testing.T) {
-	e := newEnv(t, Config{Policy: "cache_aware"})
+	e := newEnv(t, Config{Policy: "cache_aware", CacheAware: policy.CacheAwareConfig{Rule: policy.RuleSMG}})
 	for _, name := range []string{"a", "b", "c"} {
 		e.upstream(okHandler(name), func(s *worker.Spec) { s.Models = []string{"m1"} })
 	}

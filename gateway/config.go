@@ -149,7 +149,7 @@ type RetryConfig struct {
 
 // Defaults.
 const (
-	DefaultPolicy           = policy.RoundRobin
+	DefaultPolicy           = policy.CacheAware
 	DefaultPrefixTokenCount = 256
 	DefaultMaxAttempts      = 5
 	DefaultInitialBackoff   = 50 * time.Millisecond

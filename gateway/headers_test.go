@@ -189,7 +189,7 @@ func TestAuthorizationAcrossRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, Config{})
+			e := newEnv(t, Config{Policy: "round_robin"})
 			var keyed atomic.Int32
 			e.upstream(func(rw http.ResponseWriter, r *http.Request) {
 				keyed.Add(1)

@@ -220,7 +220,7 @@ func TestProviderAuthAndEndpoint(t *testing.T) {
 // and no request id the gateway made up. An engine still gets them, also when a retry moves a
 // request from a provider to an engine.
 func TestProviderGetsNoInternalHeaders(t *testing.T) {
-	e := newEnv(t, Config{NodeID: "gw-node-7"})
+	e := newEnv(t, Config{NodeID: "gw-node-7", Policy: "round_robin"})
 	var prov capture
 	psrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		prov.handler(httptest.NewRecorder(), r)

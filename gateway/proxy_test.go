@@ -99,7 +99,7 @@ func counterValue(t *testing.T, e *testEnv, name string, labels map[string]strin
 }
 
 func TestRetryLandsOnAnotherWorkerWhenOneRefuses(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, Config{Policy: "round_robin"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

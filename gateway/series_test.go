@@ -31,7 +31,7 @@ func (c *testClock) Advance(d time.Duration) {
 // scrape first found the worker gone, as its breaker and health series are.
 func TestRemovedWorkerRetriesSeriesDeleted(t *testing.T) {
 	clk := &testClock{now: time.Unix(1_700_000_000, 0)}
-	e := newEnv(t, Config{Clock: clk.Now})
+	e := newEnv(t, Config{Clock: clk.Now, Policy: "round_robin"})
 	_, bad := e.upstream(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) })
 	e.upstream(okHandler("good"))
 	for range 4 {

@@ -47,7 +47,7 @@ func TestParseFlags(t *testing.T) {
 		check   func(t *testing.T, o *options)
 	}{
 		{"defaults", nil, nil, "", func(t *testing.T, o *options) {
-			if o.gw.port != 30000 || o.gw.host != "0.0.0.0" || o.gw.policy != "round_robin" || o.retry.maxRetries != 5 ||
+			if o.gw.port != 30000 || o.gw.host != "0.0.0.0" || o.gw.policy != "cache_aware" || o.retry.maxRetries != 5 ||
 				o.observe.prometheusPort != 29000 || o.gw.shutdownGrace != 180 || o.gw.requestTimeout != 1800 || o.gw.maxPayloadSize != 512<<20 {
 				t.Errorf("defaults %+v %+v %+v", o.gw, o.retry, o.observe)
 			}
@@ -72,7 +72,7 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("specs %+v", o.gw.specs)
 			}
 		}},
-		{"bad policy", []string{"--policy", "fastest"}, nil, `--policy "fastest" is not one of round_robin, random, least_request, power_of_two, consistent_hashing, prefix_hash`, nil},
+		{"bad policy", []string{"--policy", "fastest"}, nil, `--policy "fastest" is not one of cache_aware, round_robin, random, least_request, power_of_two, consistent_hashing, prefix_hash`, nil},
 		{"bad env value", nil, map[string]string{"MESHGW_PORT": "abc"}, `$MESHGW_PORT: --port "abc" is not a whole number`, nil},
 		{"worker url with a path", []string{"--worker-urls", "http://h:1/v1"}, nil, `--worker-urls "http://h:1/v1"`, nil},
 		{"worker config entry", []string{"--worker-config", bad}, nil, "entry 1: priority", nil},

@@ -29,7 +29,7 @@ const (
 
 // Names lists every policy, the default first.
 func Names() []string {
-	return []string{RoundRobin, Random, LeastRequest, PowerOfTwo, ConsistentHashing, PrefixHash, CacheAware}
+	return []string{CacheAware, RoundRobin, Random, LeastRequest, PowerOfTwo, ConsistentHashing, PrefixHash}
 }
 
 // Request is what a policy may look at besides the candidates.
