@@ -252,14 +252,9 @@ func chooseCost(loadCost float64, b *prefixindex.Blocks, ids []prefixindex.Worke
 	if len(b.Hashes) > 0 {
 		key = b.Hashes[0]
 	}
-	best, bestCost, bestScore := 0, 0.0, uint64(0)
-	for i := range matches {
+	best, bestCost := 0, float64(b.Len-matches[0].Len)+loadCost*float64(loads[0])
+	for i := 1; i < len(matches); i++ {
 		cost := float64(b.Len-matches[i].Len) + loadCost*float64(loads[i])
-		score := worker.Mix(key ^ uint64(ids[i]))
-		if i == 0 {
-			bestCost, bestScore = cost, score
-			continue
-		}
 		switch {
 		case cost < bestCost:
 		case cost > bestCost:
@@ -270,10 +265,10 @@ func chooseCost(loadCost float64, b *prefixindex.Blocks, ids []prefixindex.Worke
 		case loads[i] < loads[best]:
 		case loads[i] > loads[best]:
 			continue
-		case score <= bestScore:
+		case worker.Mix(key^uint64(ids[i])) <= worker.Mix(key^uint64(ids[best])):
 			continue
 		}
-		best, bestCost, bestScore = i, cost, score
+		best, bestCost = i, cost
 	}
 	return best
 }
