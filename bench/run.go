@@ -50,6 +50,8 @@ type Options struct {
 	MetricsOff bool
 	// RequestLog forces meshgw's request log "on" or "off"; "" keeps meshgw's default.
 	RequestLog string
+	// Policy is meshgw's --policy in the proxy and stream rows; "" is round_robin.
+	Policy string
 	// Profile takes CPU profiles of meshgw under each load after the measured rounds, when
 	// meshgw has --enable-pprof and its metrics listener is on; they go to ProfileDir.
 	Profile    bool
@@ -266,6 +268,7 @@ func startMeshgw(ctx context.Context, ps *procs, o *Options, addrs []string, m *
 	flags := HelpFlags(help)
 	mo.Pprof = o.Profile
 	mo.RequestLog = o.RequestLog
+	mo.Policy = o.Policy
 	args := MeshgwArgs(flags, mo)
 	m.MeshgwArgs = args
 	p, err := ps.start("meshgw", nil, o.MeshgwBin, args...)

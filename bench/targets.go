@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -55,6 +56,8 @@ type MeshgwOptions struct {
 	// default. Whenever meshgw has one, it runs at --log-level info, its default, so that the
 	// log costs what it costs as deployed; otherwise at warn.
 	RequestLog string
+	// Policy is meshgw's --policy; "" is round_robin, the policy minproxy and HAProxy also use.
+	Policy string
 	// FreePort picks a loopback port for any other listener meshgw has (mesh, raft, rpc,
 	// pprof), so a run never binds a default port.
 	FreePort func() int
@@ -84,7 +87,7 @@ func MeshgwArgs(flags map[string]bool, o MeshgwOptions) []string {
 			args = append(args, value...)
 		}
 	}
-	add("policy", "round_robin")
+	add("policy", cmp.Or(o.Policy, "round_robin"))
 	if flags["request-log"] {
 		add("log-level", "info")
 		switch o.RequestLog {
