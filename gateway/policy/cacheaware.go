@@ -243,10 +243,11 @@ func choose(cfg *CacheAwareConfig, textLen int, matches []prefixindex.Match, loa
 
 // chooseCost returns the index of the candidate of least cost, a candidate's cost being the
 // bytes of routing text it lacks (the text's length less its match) plus loadCost per request
-// in flight. Ties go to the longer match, then the lower load, then the highest rendezvous
-// score of the text's first block and the worker: so gateways that see the same new text at
-// once, before any knows where another sent it, agree on one worker, and different texts
-// spread over the idle ones.
+// in flight. Ties go to the longer match, then the lower load, then the entry holding less text
+// (the most room in its cache, as SMG sends a miss: new sessions spread over the caches), then
+// the highest rendezvous score of the text's first block and the worker: so gateways that see
+// the same new text at once, before any knows where another sent it, agree on one worker, and
+// different texts spread over the idle ones.
 func chooseCost(loadCost float64, b *prefixindex.Blocks, ids []prefixindex.Worker, matches []prefixindex.Match, loads []int64) int {
 	var key uint64
 	if len(b.Hashes) > 0 {
@@ -264,6 +265,9 @@ func chooseCost(loadCost float64, b *prefixindex.Blocks, ids []prefixindex.Worke
 			continue
 		case loads[i] < loads[best]:
 		case loads[i] > loads[best]:
+			continue
+		case matches[i].Held < matches[best].Held:
+		case matches[i].Held > matches[best].Held:
 			continue
 		case worker.Mix(key^uint64(ids[i])) <= worker.Mix(key^uint64(ids[best])):
 			continue

@@ -392,6 +392,17 @@ func TestCacheAwareChooseCost(t *testing.T) {
 		{"full tie: the text's rendezvous winner, not the first", 100, []m{{}, {}, {}}, []int64{0, 0, 0}, first},
 		{"full tie at a load and a match", 100, []m{{Len: 64}, {Len: 64}, {Len: 64}}, []int64{4, 4, 4}, first},
 	}
+	// Equal cost, match and load: the entry holding the least text, though the hash favours
+	// another.
+	held := make([]m, 3)
+	held[first].Held, held[(first+1)%3].Held, held[(first+2)%3].Held = 300, 100, 200
+	tests = append(tests, struct {
+		name     string
+		loadCost float64
+		matches  []m
+		loads    []int64
+		want     int
+	}{"equal cost, match and load: the least text held", 100, held, []int64{1, 1, 1}, (first + 1) % 3})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := chooseCost(tt.loadCost, &text, ids, tt.matches, tt.loads); got != tt.want {

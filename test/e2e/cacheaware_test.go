@@ -335,13 +335,12 @@ func TestCacheAwareFleetIndexAcrossGatewaysAndFailover(t *testing.T) {
 }
 
 // TestCacheAwareLocalScopeAcrossGateways runs the same sessions with --cache-scope local, where
-// each gateway knows only its own choices, and reports how many follow-up turns still reached
-// their session's engine: the figure the fleet-wide index is compared with. Each gateway routes
-// a new text to the worker whose entry in its own index holds the least (ties: the earlier
-// candidate), so here a turn through the gateway that has not seen its session goes wherever
-// that gateway's own choices leave room. The figure is deterministic for this sequence; the
-// test asserts only that it is below the fleet's (every turn), so that a change of the
-// tie-breaking cannot make it flaky.
+// each gateway knows only its own choices. What local promises holds: a turn reaches the engine
+// its gateway chose for the session's previous turn through it (turn k+2 through the same
+// gateway as turn k), with that prompt cached. How many turns also stay on their engine across
+// the two gateways depends on where each gateway's own choices left room (the worker IDs are
+// random), so that figure is logged, the one the fleet-wide index is compared with, not
+// asserted.
 func TestCacheAwareLocalScopeAcrossGateways(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -350,13 +349,25 @@ func TestCacheAwareLocalScopeAcrossGateways(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	sessions := newCacheSessions()
 	var lines []string
+	type seen struct{ worker, text string } // a gateway's last turn of a session
+	last := map[string]seen{}
+	kept := 0
 	tally := alternateTurns(t, client, f, sessions, func(r turnResult, s *cacheSession, k int, via *clusterGW) {
 		lines = append(lines, fmt.Sprintf("session %d turn %d via %s: %s, %d of %d prompt tokens cached",
 			s.n, k, via.id, r.worker, r.cached, r.prompt))
+		key := fmt.Sprintf("%s/%d", via.id, s.n)
+		if before, ok := last[key]; ok {
+			want := len(before.text) / cacheBlockChars * cacheBlockChars / 4 // whole blocks, 4 chars a token
+			if r.worker != before.worker || r.cached < want {
+				t.Errorf("session %d turn %d via %s: %s with %d of %d prompt tokens cached; want %s, which %s chose for its turn %d, with at least %d",
+					s.n, k, via.id, r.worker, r.cached, r.prompt, before.worker, via.id, k-2, want)
+			} else {
+				kept++
+			}
+		}
+		last[key] = seen{r.worker, s.prevText}
 	})
-	t.Logf("--cache-scope local: %v; first turns on %d engines\n%s", tally, len(tally.firstWorkers),
-		strings.Join(lines, "\n"))
-	if tally.held >= cacheSessions*(cacheRounds-1) {
-		t.Errorf("--cache-scope local kept every follow-up turn on its engine: the sequence no longer tells the scopes apart")
-	}
+	t.Logf("--cache-scope local: %d of %d turns on the engine their gateway chose for the session before; "+
+		"across gateways %v; first turns on %d engines\n%s", kept, cacheSessions*(cacheRounds-2), tally,
+		len(tally.firstWorkers), strings.Join(lines, "\n"))
 }
