@@ -137,20 +137,26 @@ func startCacheFleet(t *testing.T, prefix string, gwArgs ...string) *cacheFleet 
 		newAdmin(g.Gateway, "").must(t, 201, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, e.URL))
 	}
 	for _, g := range []*clusterGW{f.a, f.b} {
-		harness.WaitFor(t, clusterBound, g.id+" routes to the four engines", func() bool {
-			ws := newAdmin(g.Gateway, "").list(t)
-			ready := 0
-			for _, w := range ws {
-				if w.Routable && w.HealthState == "ready" {
-					ready++
-				}
-			}
-			return ready == len(f.engines)
-		})
-		// The index is per model the workers declare: route only once every gateway knows it.
-		waitDiscovered(t, g.Gateway, len(f.engines), "fake-model")
+		f.waitRoutes(t, g)
 	}
 	return f
+}
+
+// waitRoutes waits until g routes to every engine and knows the model they declare (the index
+// is per model the workers declare: route only once the gateway knows it).
+func (f *cacheFleet) waitRoutes(t *testing.T, g *clusterGW) {
+	t.Helper()
+	harness.WaitFor(t, clusterBound, g.id+" routes to the four engines", func() bool {
+		ws := newAdmin(g.Gateway, "").list(t)
+		ready := 0
+		for _, w := range ws {
+			if w.Routable && w.HealthState == "ready" {
+				ready++
+			}
+		}
+		return ready == len(f.engines)
+	})
+	waitDiscovered(t, g.Gateway, len(f.engines), "fake-model")
 }
 
 // waitTwoGateways waits until both gateways see each other alive and the same leader.
@@ -270,7 +276,8 @@ func alternateTurns(t *testing.T, client *http.Client, f *cacheFleet, sessions [
 // (each new session goes to an engine whose index entry is empty, which needs the other
 // gateway's choices). Then the gateway that owns two of the engines is killed with SIGKILL; once
 // the survivor owns them, every session's next turns still reach its engine, with its prefix
-// cached.
+// cached. Last the killed gateway restarts: its index comes back from the survivor's, and every
+// session's next turn through it reaches its engine.
 func TestCacheAwareFleetIndexAcrossGatewaysAndFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -329,6 +336,25 @@ func TestCacheAwareFleetIndexAcrossGatewaysAndFailover(t *testing.T) {
 				t.Errorf("session %d turn %d after the failover: worker %s (owner %s) with %d of %d prompt tokens cached; "+
 					"want %s (owner %s) with at least %d", i, k, r.worker, r.owner, r.cached, r.prompt, s.worker, f.a.id, r.wantCached)
 			}
+		}
+	}
+
+	// Restart b on its state directory: it owns no engine now, so its index can come back only
+	// from its peer's, and every session's next turn through it reaches its engine.
+	f.b.start(t, harness.Build(t), f.a.meshAddr())
+	restarted := time.Now()
+	waitTwoGateways(t, f.a, f.b)
+	f.waitRoutes(t, f.b)
+	want := indexBytes(f.a.Gateway)
+	testkit.Within(t, 10*time.Second, fmt.Sprintf("the restarted %s's index holds the %d bytes %s's does", f.b.id, want, f.a.id),
+		func() bool { return indexBytes(f.b.Gateway) == want })
+	t.Logf("%s restarted; routing and its index rebuilt (%d bytes) %v later", f.b.id, want,
+		time.Since(restarted).Round(time.Millisecond))
+	k := cacheRounds + cacheAfterKill
+	for i, s := range sessions {
+		if r := s.turn(t, client, f.b.URL, k); !r.held(s) {
+			t.Errorf("session %d turn %d through the restarted %s: worker %s with %d of %d prompt tokens cached; want %s with at least %d",
+				i, k, f.b.id, r.worker, r.cached, r.prompt, s.worker, r.wantCached)
 		}
 	}
 	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
