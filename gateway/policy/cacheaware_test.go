@@ -466,3 +466,25 @@ func TestCacheAwareCostSpillsAPopularPrefix(t *testing.T) {
 		l[home]++
 	}
 }
+
+// TestCacheAwareShortTextsSpread: texts shorter than one block are indexed too (their partial
+// block), so on an idle fleet distinct short texts spread over the workers under both rules,
+// rather than all going to the one worker a fixed tie-break names.
+func TestCacheAwareShortTextsSpread(t *testing.T) {
+	for _, rule := range CacheRules() {
+		t.Run(rule, func(t *testing.T) {
+			c := workers(t, 4)
+			p := mustNew(t, CacheAware, Options{Load: loads{}, CacheAware: CacheAwareConfig{Rule: rule}})
+			count := map[*pool.Worker]int{}
+			for i := range 64 {
+				count[p.Pick(c, &Request{Prompt: chat(fmt.Sprintf("hi %d", i))})]++
+			}
+			for _, w := range c {
+				if count[w] < 4 {
+					t.Errorf("64 short texts on an idle fleet: %v; want each of 4 workers to take some", count)
+					break
+				}
+			}
+		})
+	}
+}

@@ -75,7 +75,9 @@ func TestBreakerOpensOn500AndTrafficMoves(t *testing.T) {
 	b := harness.Build(t)
 	bad := harness.StartEngine(t, b, "engine-500")
 	good := harness.StartEngine(t, b, "engine-ok")
-	gw := harness.StartGateway(t, b, "meshgw", "--node-id", "gw-cb", "--worker-urls", bad.URL+","+good.URL,
+	// round_robin: half the chats reach the bad engine, enough to open its circuit, whatever
+	// the worker IDs (cache_aware, the default, spreads new chats by their hash).
+	gw := harness.StartGateway(t, b, "meshgw", "--node-id", "gw-cb", "--policy", "round_robin", "--worker-urls", bad.URL+","+good.URL,
 		"--cb-failure-threshold", "3", "--retry-initial-backoff-ms", "1", "--retry-max-backoff-ms", "5")
 	gw.WaitReady(t, 10*time.Second)
 	waitHealth(t, gw, bad.URL, "ready", 10*time.Second)

@@ -172,8 +172,10 @@ func TestBulletins(t *testing.T) {
 
 	// A probe a second (newClusterGW), F=2, S=2; three failed requests open a breaker, which
 	// stays open for the rest of the test; a failover grace far longer than the test, so that
-	// A's workers keep their owner while A is paused; quick retries.
-	extra := []string{"--health-failure-threshold", "2", "--health-success-threshold", "2",
+	// A's workers keep their owner while A is paused; quick retries; round_robin, so that the
+	// same chats sent again still reach every routable engine (cache_aware, the default, would
+	// keep each where it went first).
+	extra := []string{"--policy", "round_robin", "--health-failure-threshold", "2", "--health-success-threshold", "2",
 		"--health-check-timeout-secs", "3", "--cb-failure-threshold", "3", "--cb-timeout-duration-secs", "120",
 		"--owner-failover-grace-secs", "600", "--retry-initial-backoff-ms", "1", "--retry-max-backoff-ms", "5"}
 	a, b, c := newClusterGW(t, "gw-a", extra...), newClusterGW(t, "gw-b", extra...), newClusterGW(t, "gw-c", extra...)

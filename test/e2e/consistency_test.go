@@ -15,7 +15,10 @@ import (
 // form one raft group of three voters.
 func threeGateways(t *testing.T, b harness.Bins) []*clusterGW {
 	t.Helper()
-	gws := []*clusterGW{newClusterGW(t, "g1"), newClusterGW(t, "g2"), newClusterGW(t, "g3")}
+	// round_robin: a request reaches the target whenever it is routable (cache_aware, the
+	// default, would keep a repeated chat on whichever engine served it first).
+	rr := []string{"--policy", "round_robin"}
+	gws := []*clusterGW{newClusterGW(t, "g1", rr...), newClusterGW(t, "g2", rr...), newClusterGW(t, "g3", rr...)}
 	gws[0].start(t, b)
 	gws[1].start(t, b, gws[0].meshAddr())
 	gws[2].start(t, b, gws[0].meshAddr())

@@ -158,7 +158,9 @@ func TestHealthHTTPEngineLeavesAndRejoins(t *testing.T) {
 	b := harness.Build(t)
 	sick := harness.StartEngine(t, b, "engine-sick")
 	well := harness.StartEngine(t, b, "engine-well")
-	gw := harness.StartGateway(t, b, "meshgw", append([]string{"--node-id", "gw-health",
+	// round_robin: the chats repeat, and cache_aware (the default) would keep each on the engine
+	// that served it while the other was out.
+	gw := harness.StartGateway(t, b, "meshgw", append([]string{"--node-id", "gw-health", "--policy", "round_robin",
 		"--worker-urls", sick.URL + "," + well.URL}, fastHealth...)...)
 	gw.WaitReady(t, 10*time.Second)
 	waitHealth(t, gw, sick.URL, "ready", 10*time.Second)

@@ -25,7 +25,9 @@ func TestMetricsHealthAndBreakerSeries(t *testing.T) {
 	b := harness.Build(t)
 	open := harness.StartEngine(t, b, "engine-open")
 	gone := harness.StartEngine(t, b, "engine-gone")
-	gw := harness.StartGateway(t, b, "meshgw", "--worker-urls", open.URL+","+gone.URL, "--remove-unhealthy-workers",
+	// round_robin: every request is the same chat, which cache_aware (the default) would keep on
+	// whichever engine served it first.
+	gw := harness.StartGateway(t, b, "meshgw", "--policy", "round_robin", "--worker-urls", open.URL+","+gone.URL, "--remove-unhealthy-workers",
 		"--health-check-interval-secs", "1", "--health-failure-threshold", "1", "--health-check-timeout-secs", "3",
 		"--cb-failure-threshold", "1", "--disable-retries")
 	waitHealth(t, gw, open.URL, "ready", 10*time.Second)
