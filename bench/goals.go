@@ -92,7 +92,8 @@ func computeGoals(r *Report) []Goal {
 		}
 	}
 	gs = append(gs, streamGoals(r.Stream)...)
-	return append(gs, controlGoals(r)...)
+	gs = append(gs, controlGoals(r)...)
+	return append(gs, cacheSyncGoals(r.CacheSync)...)
 }
 
 // controlGoals are the goals of the health, raft and memory sections, when measured.

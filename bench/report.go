@@ -25,6 +25,9 @@ type Report struct {
 	Memory any `json:"memory"`
 	// Routing is the routing-quality section (a RoutingResult), or NotMeasured.
 	Routing any `json:"routing"`
+	// CacheSync is the fleet-wide cache index's propagation (a CacheSyncResult), or
+	// NotMeasured.
+	CacheSync any `json:"cachesync"`
 	// Profile holds meshgw's CPU profiles under load, when taken.
 	Profile *ProfileSection `json:"meshgw_profile,omitempty"`
 	Goals   []Goal          `json:"goals"`
@@ -318,7 +321,7 @@ func (r *Report) printSections(w io.Writer) {
 	for _, sec := range []struct {
 		name string
 		v    any
-	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}, {"routing", r.Routing}} {
+	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}, {"routing", r.Routing}, {"cachesync", r.CacheSync}} {
 		switch v := sec.v.(type) {
 		case NotMeasured:
 			fmt.Fprintf(w, "%s: %s (%s)\n", sec.name, v.Status, v.Reason)
@@ -363,6 +366,8 @@ func (r *Report) printSections(w io.Writer) {
 			printUploads(w, sec.name, v.Uploads)
 		case RoutingResult:
 			v.PrintTable(w)
+		case CacheSyncResult:
+			printCacheSync(w, sec.name, v)
 		}
 	}
 }

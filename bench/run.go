@@ -66,6 +66,9 @@ type Options struct {
 	Mesh *MeshOptions
 	// Routing configures the routing-quality section; nil skips it.
 	Routing *RoutingOptions
+	// CacheSync configures the cachesync section (the fleet-wide cache index's propagation);
+	// nil skips it.
+	CacheSync *CacheSyncOptions
 	// WorkDir holds the generated configs and each process's stderr. Required.
 	WorkDir string
 	// Log receives progress. Default: slog.Default().
@@ -152,6 +155,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Routing = notMeasured("skipped (-routing=false)")
 	if o.Routing != nil {
 		rep.Routing = runRouting(ctx, ps, &o, o.Routing)
+	}
+	rep.CacheSync = notMeasured("skipped (-cachesync=false)")
+	if o.CacheSync != nil {
+		rep.CacheSync = runCacheSync(ctx, ps, &o, o.CacheSync)
 	}
 	rep.Method.LoadAvgAfter = loadAvg()
 	rep.Method.OthersCoresMax = othersMax(rep)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench: measures meshgw against a direct connection and HAProxy in one interleaved run, plus
 # the health checker at 10,000 workers, the mesh, raft, memory, and routing quality (multi-turn
-# sessions over 1, 3 and 5 gateways against fake engines with prefix caches), and writes the JSON
-# report of DESIGN.md section 15.
+# sessions over 1, 3 and 5 gateways against fake engines with prefix caches), the fleet-wide cache
+# index's propagation and bytes at 5 gateways (in the harness's process; -cachesync=false skips
+# it), and writes the JSON report of DESIGN.md section 15.
 #   REPORT=path        where the JSON goes (default bench/out/report.json)
 #   BENCH_QUICK=1      a short run, under a minute (1 round, 3 s per wrk run)
 # Extra arguments go to the harness (bin/bench-harness -h lists them). Installs haproxy and wrk

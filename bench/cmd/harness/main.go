@@ -75,6 +75,9 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	var mo bench.MeshOptions
 	routing := fs.Bool("routing", true, "measure routing quality: multi-turn sessions sharing long system prompts, sprayed over 1, 3 and 5 gateways, against fake engines with prefix caches and slots")
 	var ro bench.RoutingOptions
+	cachesync := fs.Bool("cachesync", true, "measure the fleet-wide cache index: propagation at 5 gateways of 8 KiB multi-turn prompts, and its bytes per request")
+	var cso bench.CacheSyncOptions
+	fs.IntVar(&cso.Requests, "cachesync-requests", 0, "cachesync section: turns timed (default 400; quick 100)")
 	fs.StringVar(&ro.FakeworkerBin, "fakeworker", "bin/fakeworker", "fake engine binary of the routing section")
 	routingPolicies := fs.String("routing-policies", "round_robin,prefix_hash", "routing section: comma-separated policies, each optionally followed by its own meshgw flags, e.g. 'prefix_hash,cache_aware --cache-scope local'")
 	routingGateways := fs.String("routing-gateways", "", "routing section: comma-separated gateway counts (default 1,3,5; quick 1,3)")
@@ -174,6 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		mo.BulletinWorkers = or(mo.BulletinWorkers, 1_000)
 		mo.BulletinWindow = orDur(mo.BulletinWindow, 3*time.Second)
 		mo.BulletinSettle = 3 * time.Second
+		cso.Requests = or(cso.Requests, 100)
 	}
 	if *routingGateways != "" {
 		if ro.Gateways, err = intList(*routingGateways); err == nil && slices.Contains(ro.Gateways, 0) {
@@ -203,6 +207,9 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	}
 	if *mesh {
 		o.Mesh = &mo
+	}
+	if *cachesync {
+		o.CacheSync = &cso
 	}
 	if *control {
 		o.Control = &co

@@ -56,6 +56,15 @@ func TestParseFlagsQuick(t *testing.T) {
 	if m := o.Mesh; m == nil || len(m.BulletinPeers) != 1 || m.BulletinPeers[0] != 3 || m.BulletinTrials != 20 || m.BulletinWorkers != 1_000 {
 		t.Errorf("quick mesh options %+v: want bulletins at 3 peers only, 20 trials, 1,000 workers", o.Mesh)
 	}
+	if c := o.CacheSync; c == nil || c.Requests != 100 {
+		t.Errorf("quick cachesync options %+v: want 100 requests", o.CacheSync)
+	}
+	if o, _, _ := parseFlags(nil, io.Discard); o.CacheSync == nil || o.CacheSync.Requests != 0 {
+		t.Errorf("cachesync options %+v: want the section, its defaults left to bench", o.CacheSync)
+	}
+	if o, _, _ := parseFlags([]string{"-cachesync=false"}, io.Discard); o.CacheSync != nil {
+		t.Error("-cachesync=false kept the section")
+	}
 	if _, _, err := parseFlags([]string{"-nope"}, io.Discard); err == nil {
 		t.Error("unknown flag accepted")
 	}
@@ -116,7 +125,7 @@ func TestRoutingQuick(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
 	var out, errs bytes.Buffer
 	code := run(context.Background(), []string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false",
-		"-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
+		"-cachesync=false", "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
 	}
