@@ -76,7 +76,7 @@ func runCacheSync(ctx context.Context, ps *procs, o *Options, c *CacheSyncOption
 func cacheSyncResult(res cachesyncbench.Result) CacheSyncResult {
 	r := CacheSyncResult{Status: "measured", Result: res,
 		What: fmt.Sprintf("%d gateways in the harness's process over gRPC on 127.0.0.1, %d workers owned by %d of them; "+
-			"%d turns of %d multi-turn chats (prompts of %d to %d bytes, each its session's previous one and a new turn) "+
+			"%d turns of %d multi-turn chats (prompts of %d to %d bytes, each its session's earlier turns and a new one) "+
 			"routed one at a time through the gateways in turn; propagation is from routing a turn until every gateway's "+
 			"index matches its whole prompt; bytes are the encoded reports (gateways to owners) and publications (owners to "+
 			"subscribers) during the timed turns; bytes per second at %d requests/s are bytes per request × %d, computed, "+

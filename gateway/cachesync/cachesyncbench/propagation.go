@@ -98,9 +98,10 @@ type Result struct {
 	PublishBytesPerReq float64 `json:"publish_bytes_per_request"`
 }
 
-// Prompt is turn i's routing text: session i mod sessions's system prompt of about 6.9 KB,
-// then each of its earlier turns, then a new one. Turns of 400 requests over 16 sessions make
-// prompts of about 7 to 9 KB, each its session's previous prompt and about 80 new bytes.
+// Prompt is turn i's routing text: a system prompt of about 6.9 KB and the session's number
+// (session i mod sessions), then each of the session's earlier turns, then a new one. 400
+// turns over 16 sessions make prompts of about 7 to 9 KB; each shares all but the last turn
+// of its session's previous prompt, whose last turn it rewrites, and adds about 80 bytes.
 func Prompt(i, sessions int) string {
 	session := i % sessions
 	var b strings.Builder
