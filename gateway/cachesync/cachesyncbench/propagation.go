@@ -206,6 +206,9 @@ func startFleet(o Options) (*fleet, error) {
 	for _, id := range ids {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
 			return f, err
 		}
 		lns = append(lns, ln)
