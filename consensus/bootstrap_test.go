@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -89,12 +90,12 @@ func TestBootstrapExpect(t *testing.T) {
 // alone, and has state once a leader adds it.
 func TestJoinWaitsForLeader(t *testing.T) {
 	m := newFakeMembership(
-		Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive},
-		Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive},
+		voters.Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive},
+		voters.Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive},
 	)
 	// --raft-voters 3, so that the joined gateway is promoted: two gateways keep one voter by
 	// default.
-	r := newLateVoters(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
+	r := newLateVoters(voters.Config{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 	c := startWaiting(t, 2, func(i int, cfg *Config) {
 		if i == 0 {
 			cfg.LeaderLoop = r.loop.Run

@@ -6,7 +6,9 @@
 // commit notices, the read barrier), consensus/fsm (the commands and the state they change),
 // consensus/forward (a write taken to the leader), consensus/fleetack (the fleet's
 // acknowledgement), and on the gateway's side gateway/admin (the proposer and the answer) and
-// gateway/fleet (the pool that follows the state). docs/architecture.md draws it.
+// gateway/fleet (the pool that follows the state). docs/architecture.md draws it. Which
+// servers of the raft configuration vote is consensus/voters's: the leader's duty there plans
+// the changes and hands them to the node (Node.Configuration, Node.ChangeMembership).
 //
 // # Command lifecycle
 //
@@ -101,10 +103,11 @@
 //
 // A node without local raft state and without --join or --bootstrap-expect bootstraps a
 // single-voter cluster at once: one gateway is a mesh of one. With --join it starts raft with
-// no configuration and waits: the leader's VoterReconciler adds it as a non-voter once the mesh
-// shows it alive, then promotes it while voters are wanted. With --bootstrap-expect N it waits
-// too, and ExpectBootstrap calls BootstrapWith on the peer of lowest id once N peers without
-// state see each other; the others grant it their votes and receive the configuration from it.
+// no configuration and waits: the leader's voter reconciler (package consensus/voters, over
+// Node.Configuration and Node.ChangeMembership) adds it as a non-voter once the mesh shows it
+// alive, then promotes it while voters are wanted. With --bootstrap-expect N it waits too, and
+// ExpectBootstrap calls BootstrapWith on the peer of lowest id once N peers without state see
+// each other; the others grant it their votes and receive the configuration from it.
 // A follower's state is current once CatchUp says it applied what its leader had. A node
 // with state just starts (both flags are ignored, with an INFO line); raft restores the latest
 // snapshot and replays the log.

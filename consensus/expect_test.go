@@ -132,7 +132,7 @@ func expectMember(id string, edit ...func(*mesh.Member)) mesh.Member {
 	return m
 }
 
-func voters(ids ...string) []raft.Server {
+func expectVoters(ids ...string) []raft.Server {
 	out := make([]raft.Server, len(ids))
 	for i, id := range ids {
 		out[i] = raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress("raft-" + id), Suffrage: raft.Voter}
@@ -196,19 +196,19 @@ func TestExpectBootstrap(t *testing.T) {
 		wantReturn bool
 	}{
 		{"lowest proposes", "a", []mesh.Member{expectMember("c"), expectMember("a"), expectMember("b")},
-			nil, false, [][]raft.Server{voters("a", "b", "c")}, true},
+			nil, false, [][]raft.Server{expectVoters("a", "b", "c")}, true},
 		{"too few", "a", []mesh.Member{expectMember("a"), expectMember("b")}, nil, false, nil, false},
 		{"a peer with a cluster id does not count", "a",
 			[]mesh.Member{expectMember("a"), expectMember("b"), expectMember("c", withCluster)}, nil, false, nil, false},
 		{"more than expected: all of them", "a",
 			[]mesh.Member{expectMember("a"), expectMember("b"), expectMember("c"), expectMember("d")},
-			nil, false, [][]raft.Server{voters("a", "b", "c", "d")}, true},
+			nil, false, [][]raft.Server{expectVoters("a", "b", "c", "d")}, true},
 		{"not the lowest waits", "b", []mesh.Member{expectMember("a"), expectMember("b"), expectMember("c")},
 			nil, false, nil, false},
 		{"a failure is retried at the next poll", "a", []mesh.Member{expectMember("a"), expectMember("b"), expectMember("c")},
-			[]error{errors.New("disk full")}, false, [][]raft.Server{voters("a", "b", "c"), voters("a", "b", "c")}, true},
+			[]error{errors.New("disk full")}, false, [][]raft.Server{expectVoters("a", "b", "c"), expectVoters("a", "b", "c")}, true},
 		{"reached by a leader in between", "a", []mesh.Member{expectMember("a"), expectMember("b"), expectMember("c")},
-			[]error{ErrHasState}, false, [][]raft.Server{voters("a", "b", "c")}, true},
+			[]error{ErrHasState}, false, [][]raft.Server{expectVoters("a", "b", "c")}, true},
 		{"state already", "a", []mesh.Member{expectMember("a"), expectMember("b"), expectMember("c")},
 			nil, true, nil, true},
 	}

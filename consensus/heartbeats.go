@@ -131,13 +131,14 @@ func (n *Node) followHeartbeats() {
 	}
 }
 
-// raftUnreachable reports whether this node, leading, has no answer from peer id by raft since
-// it leads or since the peer's last failed heartbeat.
-func (n *Node) raftUnreachable(id string) bool { return n.hb.unreachable(id) }
+// RaftUnreachable reports whether this node, leading, has no answer from peer id by raft since
+// it leads or since the peer's last failed heartbeat (voters.Contact).
+func (n *Node) RaftUnreachable(id string) bool { return n.hb.unreachable(id) }
 
-// raftPending reports whether this node, leading, has neither an answer from peer id by raft
-// nor a failed heartbeat to it yet.
-func (n *Node) raftPending(id string) bool { return n.hb.pending(id) }
+// RaftPending reports whether this node, leading, has neither an answer from peer id by raft
+// nor a failed heartbeat to it yet (voters.Contact).
+func (n *Node) RaftPending(id string) bool { return n.hb.pending(id) }
 
-// raftContact signals, coalesced, when a peer this node's raft had not reached answers.
-func (n *Node) raftContact() <-chan struct{} { return n.hb.contact }
+// RaftContact signals, coalesced, when a peer this node's raft had not reached answers
+// (voters.Contact).
+func (n *Node) RaftContact() <-chan struct{} { return n.hb.contact }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -421,7 +422,7 @@ type Info struct {
 	// chooses by the fleet's size (VotersAuto), at most the servers of the configuration
 	// (WithVotersWanted). 0 when not known.
 	VotersWanted int `json:"voters_wanted,omitempty"`
-	// VotersAuto says VotersWanted is the automatic count (--raft-voters 0, AutoVoters).
+	// VotersAuto says VotersWanted is the automatic count (--raft-voters 0, voters.AutoCount).
 	VotersAuto bool `json:"voters_auto,omitempty"`
 	// FaultTolerant says the configuration keeps a quorum when any one voter is lost: it has at
 	// least three voters. A cluster of three gateways whose joined ones are still non-voters is
@@ -432,18 +433,18 @@ type Info struct {
 // WithVotersWanted returns i with VotersWanted set from the leader's target of voters at time
 // now: o.Voters (--raft-voters) when it is positive, else the count the leader chooses by the
 // fleet's size from i's servers and the mesh's view peers (VotersWanted, VotersAuto set), at
-// most the servers of the configuration.
-func (i Info) WithVotersWanted(peers []Peer, now time.Time, o VoterOptions) Info {
-	voters := o.Voters
-	if voters <= 0 {
+// most the servers of the configuration (voters.Wanted).
+func (i Info) WithVotersWanted(peers []voters.Peer, now time.Time, o voters.Options) Info {
+	want := o.Voters
+	if want <= 0 {
 		cfg := raft.Configuration{Servers: make([]raft.Server, 0, len(i.Servers))}
 		for _, s := range i.Servers {
 			cfg.Servers = append(cfg.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Address),
 				Suffrage: suffrageOf(s.Suffrage)})
 		}
-		voters, i.VotersAuto = VotersWanted(cfg, peers, now, o), true
+		want, i.VotersAuto = voters.Wanted(cfg, peers, now, o), true
 	}
-	i.VotersWanted = min(voters, len(i.Servers))
+	i.VotersWanted = min(want, len(i.Servers))
 	return i
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -38,7 +39,7 @@ func TestInfoWithVotersWanted(t *testing.T) {
 	tests := []struct {
 		name     string
 		servers  []Server
-		peers    []Peer
+		peers    []voters.Peer
 		voters   int
 		want     int
 		wantAuto bool
@@ -49,18 +50,18 @@ func TestInfoWithVotersWanted(t *testing.T) {
 		{name: "auto: three servers", servers: three, want: 3, wantAuto: true},
 		{name: "auto: five servers", servers: five, want: 5, wantAuto: true},
 		{name: "auto: five servers, two of them dead", servers: five, want: 5, wantAuto: true,
-			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), peer("n4", "", mesh.StatusDead, time.Minute), peer("n5", "", mesh.StatusDead, time.Minute)}},
+			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), peer("n4", "", mesh.StatusDead, time.Minute), peer("n5", "", mesh.StatusDead, time.Minute)}},
 		{name: "auto: five servers, one draining", servers: five, want: 5, wantAuto: true,
-			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), draining(alive("n5", ""))}},
+			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), draining(alive("n5", ""))}},
 		{name: "auto: four servers, one left past the grace", servers: five[:4], want: 3, wantAuto: true,
-			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), peer("n5", "", mesh.StatusLeft, 2*DefaultDeadVoterGrace)}},
+			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), peer("n5", "", mesh.StatusLeft, 2*voters.DefaultDeadVoterGrace)}},
 		{name: "auto: two servers", servers: three[:2], want: 1, wantAuto: true},
 		{name: "auto: at most the servers listed", servers: three[:1], want: 1, wantAuto: true,
-			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")}},
+			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := (Info{Servers: tt.servers}).WithVotersWanted(tt.peers, planNow, VoterOptions{Voters: tt.voters})
+			got := (Info{Servers: tt.servers}).WithVotersWanted(tt.peers, planNow, voters.Options{Voters: tt.voters})
 			if got.VotersWanted != tt.want || got.VotersAuto != tt.wantAuto {
 				t.Fatalf("VotersWanted = %d, VotersAuto = %v; want %d, %v", got.VotersWanted, got.VotersAuto, tt.want, tt.wantAuto)
 			}

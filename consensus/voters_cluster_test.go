@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -104,15 +105,15 @@ func waitServers(t *testing.T, n *Node, want ...string) {
 	})
 }
 
-func TestVoterReconcilerCluster(t *testing.T) {
+func TestVotersCluster(t *testing.T) {
 	var logs logBuffer
 	regions := []string{"a", "a", "b", "b", "c"}
 	m := newFakeMembership()
 	for i, region := range regions {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
+		m.set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r := newLateVoters(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
+	r := newLateVoters(voters.Config{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 	c := startJoiningCluster(t, r, regions...)
 	leader := c.nodes[0]
 	waitReady(t, leader)
@@ -129,14 +130,14 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	waitApplied(t, c.nodes, res.Index)
 
 	// Nothing changed: a pass changes nothing.
-	_, index, err := leader.configuration()
+	_, index, err := leader.Configuration()
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := r.passes.Load()
+	before := r.Passes()
 	m.set() // a signal without news
-	testkit.For(t, "a pass after the signal", func() bool { return r.passes.Load() > before })
-	if _, now, _ := leader.configuration(); now != index {
+	testkit.For(t, "a pass after the signal", func() bool { return r.Passes() > before })
+	if _, now, _ := leader.Configuration(); now != index {
 		t.Fatalf("an unchanged membership changed the configuration (index %d to %d)", index, now)
 	}
 
@@ -145,19 +146,19 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	if err := c.nodes[2].Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
-	before = r.passes.Load()
-	testkit.For(t, "a pass after n3 died", func() bool { return r.passes.Load() > before })
+	m.set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
+	before = r.Passes()
+	testkit.For(t, "a pass after n3 died", func() bool { return r.Passes() > before })
 	if got := serversOf(t, leader); !slices.Contains(got, "n3:voter") {
 		t.Fatalf("n3 lost its seat within the grace: %v", got)
 	}
-	m.set(Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now().Add(-DefaultDeadVoterGrace - time.Second)})
+	m.set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now().Add(-voters.DefaultDeadVoterGrace - time.Second)})
 	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n4:voter", "n5:voter")
 
 	// n2 (non-voter) and then n5 (voter) leave: each is removed at once.
-	m.set(Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
+	m.set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter", "n5:voter")
-	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
+	m.set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter")
 
 	// The two voters left still commit.
@@ -181,19 +182,19 @@ func TestVoterReconcilerCluster(t *testing.T) {
 	}
 }
 
-// TestVoterReconcilerDrainHandsOver: every node runs the voter reconciler as its leader loop.
+// TestVotersDrainHandsOver: every node runs the voter reconciler as its leader loop.
 // Once the leader n1 is marked draining, it hands the leadership to n2, which demotes n1: the
 // draining peer ends as a non-voter that no longer leads, ready to leave.
-func TestVoterReconcilerDrainHandsOver(t *testing.T) {
+func TestVotersDrainHandsOver(t *testing.T) {
 	m := newFakeMembership()
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
+		m.set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
 	}
 	var rs []*lateVoters
 	for range 3 {
 		// --raft-voters 3: two gateways would keep one voter, and n3 would be demoted too.
-		r := newLateVoters(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()})
+		r := newLateVoters(voters.Config{Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		rs = append(rs, r)
 	}
 	c := startJoiningClusterWith(t, rs, "a", "a", "a")
@@ -201,7 +202,7 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 	waitReady(t, leader)
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter")
 
-	m.set(Peer{ID: "n1", RaftAddress: "mem-n1", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	m.set(voters.Peer{ID: "n1", RaftAddress: "mem-n1", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
 	testkit.For(t, "n2 to lead", func() bool { return c.nodes[1].IsLeader() })
 	waitServers(t, c.nodes[1], "n1:nonvoter", "n2:voter", "n3:voter")
 	if leader.IsLeader() {
@@ -209,17 +210,17 @@ func TestVoterReconcilerDrainHandsOver(t *testing.T) {
 	}
 }
 
-// TestVoterReconcilerAutoCount: with the automatic count (Voters 0), five gateways that join one
+// TestVotersAutoCount: with the automatic count (Voters 0), five gateways that join one
 // become five voters; a drained one gives its seat back, and once it is gone past the grace the
 // four left keep three voters. What GET /mesh/raft shows follows (voters_wanted, voters_auto).
-func TestVoterReconcilerAutoCount(t *testing.T) {
+func TestVotersAutoCount(t *testing.T) {
 	regions := []string{"a", "a", "b", "b", "c"}
 	m := newFakeMembership()
 	for i, region := range regions {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
+		m.set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r := newLateVoters(VoterReconcilerConfig{Membership: m, Logger: testkit.Quiet()})
+	r := newLateVoters(voters.Config{Membership: m, Logger: testkit.Quiet()})
 	c := startJoiningCluster(t, r, regions...)
 	leader := c.nodes[0]
 	waitReady(t, leader)
@@ -229,7 +230,7 @@ func TestVoterReconcilerAutoCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		info = info.WithVotersWanted(m.Peers(), time.Now(), VoterOptions{})
+		info = info.WithVotersWanted(m.Peers(), time.Now(), voters.Options{})
 		return consensusInfoWanted{info.Voters, info.VotersWanted, info.VotersAuto}
 	}
 	if got, want := wanted(), (consensusInfoWanted{5, 5, true}); got != want {
@@ -237,14 +238,14 @@ func TestVoterReconcilerAutoCount(t *testing.T) {
 	}
 
 	// n5 drains: its seat goes, and the count stays 5 while it is there.
-	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	m.set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:voter", "n5:nonvoter")
 	if got, want := wanted(), (consensusInfoWanted{4, 5, true}); got != want {
 		t.Fatalf("during the drain: voters, wanted, auto = %v; want %v", got, want)
 	}
 	// It left longer than the grace ago: four gateways keep three voters (n4: region b holds
 	// two, and it has the highest id).
-	m.set(Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now().Add(-2 * DefaultDeadVoterGrace), Draining: true})
+	m.set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now().Add(-2 * voters.DefaultDeadVoterGrace), Draining: true})
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:nonvoter")
 	if got, want := wanted(), (consensusInfoWanted{3, 3, true}); got != want {
 		t.Fatalf("after the drain: voters, wanted, auto = %v; want %v", got, want)

@@ -5,13 +5,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/consensus/voters"
 )
 
-// configuration returns the latest raft configuration (committed or not) and its index, which
-// changeMembership takes as prevIndex so that a change planned on a stale view is refused.
-func (n *Node) configuration() (raft.Configuration, uint64, error) {
+// Configuration returns the latest raft configuration (committed or not) and its index, which
+// ChangeMembership takes as prevIndex so that a change planned on a stale view is refused
+// (voters.Raft). Once the node is shut down the error wraps ErrShutdown and raft.ErrRaftShutdown.
+func (n *Node) Configuration() (raft.Configuration, uint64, error) {
 	if n.closed.Load() {
-		return raft.Configuration{}, 0, ErrShutdown
+		return raft.Configuration{}, 0, fmt.Errorf("%w (%w)", ErrShutdown, raft.ErrRaftShutdown)
 	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -20,25 +23,26 @@ func (n *Node) configuration() (raft.Configuration, uint64, error) {
 	return f.Configuration(), f.Index(), nil
 }
 
-// changeMembership hands c to raft. timeout bounds only the hand-over; the returned future
+// ChangeMembership hands c, a step of a voters.Plan, to raft (voters.Raft), refused unless the
+// configuration is still at prevIndex. timeout bounds only the hand-over; the returned future
 // resolves once the configuration entry commits, leadership is lost or raft shuts down.
-func (n *Node) changeMembership(c Change, prevIndex uint64, timeout time.Duration) raft.IndexFuture {
+func (n *Node) ChangeMembership(c voters.Change, prevIndex uint64, timeout time.Duration) raft.IndexFuture {
 	id, addr := raft.ServerID(c.ID), raft.ServerAddress(c.Address)
 	switch c.Kind {
-	case ChangeAddNonvoter:
+	case voters.ChangeAddNonvoter:
 		return n.raft.AddNonvoter(id, addr, prevIndex, timeout)
-	case ChangePromote:
+	case voters.ChangePromote:
 		return n.raft.AddVoter(id, addr, prevIndex, timeout)
-	case ChangeDemote:
+	case voters.ChangeDemote:
 		return n.raft.DemoteVoter(id, prevIndex, timeout)
-	case ChangeRemove:
+	case voters.ChangeRemove:
 		return n.raft.RemoveServer(id, prevIndex, timeout)
-	case ChangeUpdateAddress:
+	case voters.ChangeUpdateAddress:
 		if c.Voter {
 			return n.raft.AddVoter(id, addr, prevIndex, timeout)
 		}
 		return n.raft.AddNonvoter(id, addr, prevIndex, timeout)
-	case ChangeTransferLeadership:
+	case voters.ChangeTransferLeadership:
 		return handedOver{n.raft.LeadershipTransferToServer(id, addr), prevIndex}
 	}
 	return failedFuture{fmt.Errorf("consensus: unknown membership change %d", c.Kind)}

@@ -17,6 +17,7 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/forward"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
@@ -161,7 +162,7 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 // the automatic rebalance (with --auto-rebalance) and clearing finished drains.
 func (c *cluster) leaderDuties() ([]leader.Duty, error) {
 	o := &c.o.cluster
-	voters, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{
+	reconciler, err := voters.NewReconciler(voters.Config{
 		Node: c.node, Membership: c.members, Voters: o.raftVoters, DeadVoterGrace: o.deadVoterGraceDuration(),
 		ReconcileInterval: o.reconcileIntervalDuration(), Logger: c.base,
 	})
@@ -175,7 +176,7 @@ func (c *cluster) leaderDuties() ([]leader.Duty, error) {
 	if err != nil {
 		return nil, err
 	}
-	duties := []leader.Duty{voters, failover, ownership.DrainClearer{View: c.drainView(), Apply: c.node, Logger: c.log}}
+	duties := []leader.Duty{reconciler, failover, ownership.DrainClearer{View: c.drainView(), Apply: c.node, Logger: c.log}}
 	if o.autoRebalance {
 		rebalance, err := ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Store: c.node, Membership: c.owners,
 			ReconcileInterval: o.reconcileIntervalDuration(), Metrics: c.handoffs, Logger: c.base})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
@@ -22,9 +23,9 @@ type membership struct {
 	node atomic.Pointer[consensus.Node]
 }
 
-// Peers implements consensus.Membership: every member but foreign ones, this node included,
+// Peers implements voters.Membership: every member but foreign ones, this node included,
 // with the drain marks of the applied state.
-func (a *membership) Peers() []consensus.Peer {
+func (a *membership) Peers() []voters.Peer {
 	if m := a.m.Load(); m != nil {
 		return raftPeers(m.Members(), a.marks())
 	}
@@ -47,27 +48,27 @@ func (a *membership) marks() map[string]bool {
 // raftPeers are members as the voter reconciler reads them, foreign ones left out; draining
 // names the peers marked draining. A peer marked draining that the mesh does not list is
 // listed with mesh.StatusUnknown, so that the leader removes it from the configuration
-// (consensus rule 3c): a drained gateway whose leave this mesh never heard (a leader that
+// (voters rule 3c): a drained gateway whose leave this mesh never heard (a leader that
 // joined since, or one that forgot it) is gone.
-func raftPeers(members []mesh.Member, draining map[string]bool) []consensus.Peer {
-	out := make([]consensus.Peer, 0, len(members))
+func raftPeers(members []mesh.Member, draining map[string]bool) []voters.Peer {
+	out := make([]voters.Peer, 0, len(members))
 	listed := make(map[string]bool, len(members))
 	for _, mb := range members {
 		listed[mb.ID] = true
 		if mb.Status != mesh.StatusForeign {
-			out = append(out, consensus.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since,
+			out = append(out, voters.Peer{ID: mb.ID, RaftAddress: mb.Meta.RaftAddr, Region: mb.Meta.Region, Status: mb.Status, Since: mb.Since,
 				Incarnation: mb.Meta.Incarnation, Rejoining: mb.Meta.Rejoining, Draining: draining[mb.ID]})
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(draining)) {
 		if draining[id] && !listed[id] {
-			out = append(out, consensus.Peer{ID: id, Status: mesh.StatusUnknown, Draining: true})
+			out = append(out, voters.Peer{ID: id, Status: mesh.StatusUnknown, Draining: true})
 		}
 	}
 	return out
 }
 
-// Watch implements consensus.Membership with the mesh's coalesced signal of membership
+// Watch implements voters.Membership with the mesh's coalesced signal of membership
 // changes (not of peers' progress, which moves at every raft write), and a signal when the
 // drain marks of the applied state change.
 func (a *membership) Watch() (<-chan struct{}, func()) {
@@ -188,5 +189,5 @@ func (c *cluster) Info() (consensus.Info, error) {
 		return info, err
 	}
 	return info.WithVotersWanted(c.members.Peers(), time.Now(),
-		consensus.VoterOptions{Voters: c.o.cluster.raftVoters, DeadVoterGrace: c.o.cluster.deadVoterGraceDuration()}), nil
+		voters.Options{Voters: c.o.cluster.raftVoters, DeadVoterGrace: c.o.cluster.deadVoterGraceDuration()}), nil
 }

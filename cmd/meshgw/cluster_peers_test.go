@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 )
@@ -15,7 +15,7 @@ import (
 // TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
 // with the mesh's status as it is (and failover the start time of each process), and nothing
 // before the mesh started. The voter reconciler also reads a peer marked draining that the mesh
-// does not list, as unknown, so that it leaves the configuration (consensus rule 3c).
+// does not list, as unknown, so that it leaves the configuration (voters rule 3c).
 func TestPeersOfMembers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	member := func(id string, s mesh.Status) mesh.Member {
@@ -31,7 +31,7 @@ func TestPeersOfMembers(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"raft", raftPeers(members, map[string]bool{"s": true, "gone": true, "f": true, "x": false}), []consensus.Peer{
+		{"raft", raftPeers(members, map[string]bool{"s": true, "gone": true, "f": true, "x": false}), []voters.Peer{
 			{ID: "a", RaftAddress: "raft-a", Region: "r-a", Status: mesh.StatusAlive, Since: t0},
 			{ID: "s", RaftAddress: "raft-s", Region: "r-s", Status: mesh.StatusSuspect, Since: t0, Draining: true},
 			{ID: "d", RaftAddress: "raft-d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
@@ -44,7 +44,7 @@ func TestPeersOfMembers(t *testing.T) {
 			{ID: "d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
 			{ID: "l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
 		}},
-		{"raft before the mesh", (&membership{}).Peers(), []consensus.Peer(nil)},
+		{"raft before the mesh", (&membership{}).Peers(), []voters.Peer(nil)},
 		{"owners before the mesh", owners{&membership{}}.Peers(), []ownership.Peer(nil)},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fleetack"
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 )
@@ -52,15 +53,15 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of new gateways that bootstrap a cluster together once they see each other (0 = off)")
 	fs.IntVar(&f.rpcPort, "rpc-port", consensus.DefaultRPCPort, "port of the gRPC listener serving writes forwarded to the raft leader (0 picks a free one)")
 	fs.StringVar(&f.rpcHost, "rpc-host", "", "address the gRPC listener binds (default: --host; 127.0.0.1 for a gateway without --join, --bootstrap-expect or an advertised address)")
-	fs.IntVar(&f.raftVoters, "raft-voters", consensus.DefaultRaftVoters,
+	fs.IntVar(&f.raftVoters, "raft-voters", voters.DefaultVoters,
 		"raft voters the leader keeps; other gateways are non-voters. 0: chosen by the fleet's size (1 or 2 gateways: 1, 3 or 4: 3, 5 or more: 5), counting gateways that are down, and those that left or drained until --dead-voter-grace-secs after")
-	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(consensus.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
+	fs.IntVar(&f.deadVoterGrace, "dead-voter-grace-secs", int(voters.DefaultDeadVoterGrace/time.Second), "seconds a voter may be dead before a live non-voter takes its seat")
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
 	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(fleetack.DefaultTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
 	fs.BoolVar(&f.leaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, drain this gateway as meshctl drain does (its workers, raft leadership and voter seat go to other gateways, then it leaves) before it stops; without it a quick restart comes back as the owner")
 	fs.IntVar(&f.drainTimeout, "drain-timeout-secs", int(defaultDrainTimeout/time.Second), "seconds a drain (POST /mesh/drain, --leave-on-terminate) waits for the drained gateways to hand everything over and leave before it answers what is left")
 	fs.BoolVar(&f.autoRebalance, "auto-rebalance", false, "the raft leader evens out worker ownership (as meshctl rebalance does) once membership settles after a join or a failover")
-	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(consensus.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
+	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(voters.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
 }
 
 func (f *clusterFlags) validate() error {

@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"fmt"
@@ -9,19 +9,19 @@ import (
 	"github.com/meshgw/meshgw/mesh"
 )
 
-// The automatic voter count (PlanMembership rules 4b and 11).
+// The automatic voter count (Plan rules 4b and 11).
 const (
-	// MaxAutoVoters is the most voters the automatic count chooses: 5 tolerate two faults, as
+	// MaxAutoCount is the most voters the automatic count chooses: 5 tolerate two faults, as
 	// many as Consul and etcd recommend for a production cluster; every voter more adds a
 	// replication to every commit's quorum and tolerates only one more fault per two voters.
-	MaxAutoVoters = 5
+	MaxAutoCount = 5
 	// autoVoterFloor is the count below which rule 4b keeps a dead voter's seat when no
 	// non-voter can take it.
 	autoVoterFloor = 3
 )
 
-// AutoVoters returns the voters the leader keeps in a fleet of gateways when --raft-voters is
-// 0: the largest odd number at most gateways and at most MaxAutoVoters, and 1 for fewer than 3
+// AutoCount returns the voters the leader keeps in a fleet of gateways when --raft-voters is
+// 0: the largest odd number at most gateways and at most MaxAutoCount, and 1 for fewer than 3
 // gateways (1 for 1 or 2, 3 for 3 or 4, 5 from 5 on).
 //
 // An even count tolerates no more faults than the odd count below it (2 of 2 none, as 1 of
@@ -30,10 +30,10 @@ const (
 // them only when that one is; the other gateway's copy of the log is the same either way, and
 // every admin write already waits for every live gateway to apply it (fleet-acknowledged
 // writes), so nothing acknowledged rests on the one voter's disk alone.
-func AutoVoters(gateways int) int {
+func AutoCount(gateways int) int {
 	switch {
-	case gateways >= MaxAutoVoters:
-		return MaxAutoVoters
+	case gateways >= MaxAutoCount:
+		return MaxAutoCount
 	case gateways >= 3:
 		return 3
 	default:
@@ -41,11 +41,11 @@ func AutoVoters(gateways int) int {
 	}
 }
 
-// VotersWanted returns the voters the leader works towards on configuration cfg with the
-// mesh's view peers at time now: o.Voters when it is positive (--raft-voters), else AutoVoters
-// of the fleet (PlanMembership rule 11, which reads o.DeadVoterGrace). Any gateway can call it
+// Wanted returns the voters the leader works towards on configuration cfg with the
+// mesh's view peers at time now: o.Voters when it is positive (--raft-voters), else AutoCount
+// of the fleet (Plan rule 11, which reads o.DeadVoterGrace). Any gateway can call it
 // to show what its leader plans.
-func VotersWanted(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) int {
+func Wanted(cfg raft.Configuration, peers []Peer, now time.Time, o Options) int {
 	return newPlanner(cfg, peers, now, o.withDefaults()).want
 }
 

@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"strings"
@@ -14,8 +14,8 @@ import (
 
 func TestAutoVoters(t *testing.T) {
 	for gateways, want := range []int{1, 1, 1, 3, 3, 5, 5, 5, 5, 5, 5} {
-		if got := AutoVoters(gateways); got != want {
-			t.Errorf("AutoVoters(%d) = %d; want %d", gateways, got, want)
+		if got := AutoCount(gateways); got != want {
+			t.Errorf("AutoCount(%d) = %d; want %d", gateways, got, want)
 		}
 	}
 }
@@ -78,15 +78,15 @@ func TestVotersWantedFleet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPlanner(tt.cfg, tt.peers, planNow, VoterOptions{Self: "n1"}.withDefaults())
+			p := newPlanner(tt.cfg, tt.peers, planNow, Options{Self: "n1"}.withDefaults())
 			if p.want != tt.want {
 				t.Fatalf("voters wanted %d (fleet %d); want %d", p.want, p.fleet, tt.want)
 			}
-			if got := VotersWanted(tt.cfg, tt.peers, planNow, VoterOptions{}); got != tt.want && !tt.leader {
-				t.Fatalf("VotersWanted = %d; want %d", got, tt.want)
+			if got := Wanted(tt.cfg, tt.peers, planNow, Options{}); got != tt.want && !tt.leader {
+				t.Fatalf("Wanted = %d; want %d", got, tt.want)
 			}
-			if got := VotersWanted(tt.cfg, tt.peers, planNow, VoterOptions{Voters: 3}); got != 3 {
-				t.Fatalf("VotersWanted with --raft-voters 3 = %d", got)
+			if got := Wanted(tt.cfg, tt.peers, planNow, Options{Voters: 3}); got != 3 {
+				t.Fatalf("Wanted with --raft-voters 3 = %d", got)
 			}
 		})
 	}
@@ -153,7 +153,7 @@ func TestPlanMembershipAuto(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := PlanMembership(tt.cfg, tt.peers, planNow, VoterOptions{Self: "n1"})
+			got := Plan(tt.cfg, tt.peers, planNow, Options{Self: "n1"})
 			if diff := cmp.Diff(tt.want, got, ignoreReason, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("plan (-want +got):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/meshgw/meshgw/leader"
 )
 
-// Defaults of VoterReconcilerConfig.
+// Defaults of Config.
 const (
 	// DefaultReconcileInterval is --reconcile-interval: the period of the full pass that backs
 	// up the membership events.
@@ -27,16 +27,17 @@ const (
 	// unreachableRecheck is how soon a pass runs again after one that found a non-voter the
 	// leader's raft has not reached: no membership event comes when it answers (a gateway just
 	// added, or started again at once), and the next full pass is ReconcileInterval away. The
-	// node's contact signal (raftContact) wakes the duty as soon as it answers; this backs it up.
+	// node's contact signal (Contact.RaftContact) wakes the duty as soon as it answers; this
+	// backs it up.
 	unreachableRecheck = time.Second
 )
 
 // errChangeTimeout says a configuration change was handed to raft but not known to commit in
 // time. The next pass reads the configuration again, whatever became of it.
-var errChangeTimeout = errors.New("consensus: the membership change did not commit in time")
+var errChangeTimeout = errors.New("voters: the membership change did not commit in time")
 
-// Membership is the mesh's view of the peers, as the voter reconciler reads it. cmd/meshgw
-// adapts the mesh's members to it.
+// Membership is the mesh's view of the peers, as the Reconciler reads it. cmd/meshgw adapts the
+// mesh's members to it.
 type Membership interface {
 	// Peers returns every peer the mesh knows, this node included, foreign peers left out.
 	Peers() []Peer
@@ -47,21 +48,41 @@ type Membership interface {
 	Watch() (<-chan struct{}, func())
 }
 
-// membershipChanger is what the reconciler needs of the raft node; *Node implements it.
-type membershipChanger interface {
+// Raft is the raft node whose configuration a Reconciler changes; *consensus.Node implements it.
+type Raft interface {
+	// ID returns the node's raft server id, Self of the plans.
 	ID() string
-	configuration() (raft.Configuration, uint64, error)
-	changeMembership(c Change, prevIndex uint64, timeout time.Duration) raft.IndexFuture
+	// Configuration returns the latest raft configuration (committed or not) and its index. Once
+	// the node is shut down it fails with an error that wraps raft.ErrRaftShutdown.
+	Configuration() (raft.Configuration, uint64, error)
+	// ChangeMembership hands c to raft, refused unless the configuration is still at prevIndex;
+	// timeout bounds only the hand-over. The future resolves once the configuration entry
+	// commits (a leadership transfer: once it is done; its index is then prevIndex), leadership
+	// is lost or raft shuts down.
+	ChangeMembership(c Change, prevIndex uint64, timeout time.Duration) raft.IndexFuture
 }
 
-// VoterReconcilerConfig configures a VoterReconciler. The zero value of every optional field is
+// Contact is what a Raft may also tell of its raft's contact with the peers while it leads;
+// *consensus.Node implements it. A Reconciler over a Raft without it takes every peer as reached.
+type Contact interface {
+	// RaftUnreachable reports whether the node's raft has had no answer from peer id since it
+	// leads or since the peer's last failed heartbeat (Peer.Unreachable).
+	RaftUnreachable(id string) bool
+	// RaftPending reports whether the node's raft has neither reached peer id nor failed to
+	// yet (Peer.Pending).
+	RaftPending(id string) bool
+	// RaftContact signals, coalesced, when a peer the node's raft had not reached answers.
+	RaftContact() <-chan struct{}
+}
+
+// Config configures a Reconciler. The zero value of every optional field is
 // its default.
-type VoterReconcilerConfig struct {
+type Config struct {
 	// Node is the raft node whose configuration the reconciler manages. Required.
-	Node *Node
+	Node Raft
 	// Membership is the mesh's view of the peers. Required.
 	Membership Membership
-	// Voters is --raft-voters. Zero (the default) chooses it by the fleet's size (AutoVoters).
+	// Voters is --raft-voters. Zero (the default) chooses it by the fleet's size (AutoCount).
 	Voters int
 	// DeadVoterGrace is --dead-voter-grace. Zero means DefaultDeadVoterGrace.
 	DeadVoterGrace time.Duration
@@ -73,39 +94,34 @@ type VoterReconcilerConfig struct {
 	Logger *slog.Logger
 }
 
-// VoterReconciler is the leader's duty of reconciling the mesh's membership into the raft
-// configuration (DESIGN.md section 3, Voters) with PlanMembership: a pass when a term starts,
-// on each membership signal and every ReconcileInterval. It is a leader.Duty, run by the
-// node's Config.LeaderLoop:
+// Reconciler is the leader's duty of reconciling the mesh's membership into the raft
+// configuration (DESIGN.md section 3, Voters) with Plan: a pass when a term starts, on each
+// membership signal and every ReconcileInterval. It is a leader.Duty, run by the node's
+// consensus.Config.LeaderLoop:
 //
 //	var duties leader.Loop
 //	cfg.LeaderLoop = duties.Run
 //	node, err := consensus.Start(cfg)
-//	r, err := consensus.NewVoterReconciler(consensus.VoterReconcilerConfig{Node: node, Membership: m})
+//	r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m})
 //	duties.Set(r)
-type VoterReconciler struct {
-	cfg  VoterReconcilerConfig
+type Reconciler struct {
+	cfg  Config
 	log  *slog.Logger
-	node membershipChanger
+	node Raft
 
-	passes atomic.Uint64 // passes finished, for tests
+	passes atomic.Uint64 // passes finished (Passes)
 	// sawUnreachable says the last pass found a non-voter its node's raft has not reached (the
 	// duty then passes again after unreachableRecheck, or at the node's contact signal).
 	sawUnreachable atomic.Bool
 }
 
-// NewVoterReconciler returns the reconciler of cfg.Node's configuration.
-func NewVoterReconciler(cfg VoterReconcilerConfig) (*VoterReconciler, error) {
+// NewReconciler returns the reconciler of cfg.Node's configuration.
+func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.Node == nil {
-		return nil, errors.New("consensus: the voter reconciler needs a Node")
+		return nil, errors.New("voters: the reconciler needs a Node")
 	}
-	return newVoterReconciler(cfg, cfg.Node)
-}
-
-// newVoterReconciler is NewVoterReconciler on any membershipChanger (a test's fake).
-func newVoterReconciler(cfg VoterReconcilerConfig, node membershipChanger) (*VoterReconciler, error) {
 	if cfg.Membership == nil {
-		return nil, errors.New("consensus: the voter reconciler needs a Membership")
+		return nil, errors.New("voters: the reconciler needs a Membership")
 	}
 	if cfg.ReconcileInterval <= 0 {
 		cfg.ReconcileInterval = DefaultReconcileInterval
@@ -116,17 +132,21 @@ func newVoterReconciler(cfg VoterReconcilerConfig, node membershipChanger) (*Vot
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &VoterReconciler{cfg: cfg, log: cfg.Logger.With("component", "voters"), node: node}, nil
+	return &Reconciler{cfg: cfg, log: cfg.Logger.With("component", "voters"), node: cfg.Node}, nil
 }
+
+// Passes returns how many passes the reconciler finished, whatever they changed: a test waits
+// on it for a pass that follows a membership signal.
+func (r *Reconciler) Passes() uint64 { return r.passes.Load() }
 
 // Term implements leader.Duty: reconcile at the start, on each membership signal, on the node's
 // signal that its raft reached a peer, every ReconcileInterval, and unreachableRecheck after a
 // pass that found a non-voter the node's raft has not reached. It never blocks the
 // membership's signals, and each change is bounded by ChangeTimeout.
-func (r *VoterReconciler) Term() leader.Term {
+func (r *Reconciler) Term() leader.Term {
 	var contact <-chan struct{} // nil, which never fires, for a node that does not signal
-	if c, ok := r.node.(interface{ raftContact() <-chan struct{} }); ok {
-		contact = c.raftContact()
+	if c, ok := r.node.(Contact); ok {
+		contact = c.RaftContact()
 	}
 	return leader.Term{
 		Watch:    r.cfg.Membership.Watch,
@@ -143,7 +163,7 @@ func (r *VoterReconciler) Term() leader.Term {
 }
 
 // reconcile runs passes back to back while they change something, at most maxPassesPerWake.
-func (r *VoterReconciler) reconcile(ctx context.Context) {
+func (r *Reconciler) reconcile(ctx context.Context) {
 	for range maxPassesPerWake {
 		if ctx.Err() != nil {
 			return
@@ -157,40 +177,39 @@ func (r *VoterReconciler) reconcile(ctx context.Context) {
 // pass plans on the current configuration and membership and applies the plan in order, each
 // change conditioned on the configuration index the previous one left. It stops at the first
 // failure: the next pass plans again from what raft has.
-func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
+func (r *Reconciler) pass(ctx context.Context) (applied int, err error) {
 	defer r.passes.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("panic in a voter reconcile pass", "panic", p, "stack", string(debug.Stack()))
-			err = errors.New("consensus: voter reconcile pass panicked")
+			err = errors.New("voters: reconcile pass panicked")
 		}
 	}()
-	cfg, index, err := r.node.configuration()
+	cfg, index, err := r.node.Configuration()
 	if err != nil {
-		if !errors.Is(err, ErrShutdown) { // a pass racing the node's shutdown is not news
+		if !errors.Is(err, raft.ErrRaftShutdown) { // a pass racing the node's shutdown is not news
 			r.log.Warn("reading the raft configuration failed", "err", err)
 		}
 		return 0, err
 	}
-	opts := VoterOptions{Voters: r.cfg.Voters, DeadVoterGrace: r.cfg.DeadVoterGrace, Self: r.node.ID()}
+	opts := Options{Voters: r.cfg.Voters, DeadVoterGrace: r.cfg.DeadVoterGrace, Self: r.node.ID()}
 	peers := slices.Clone(r.cfg.Membership.Peers())
 	unreachable := false
-	if hb, ok := r.node.(interface{ raftUnreachable(id string) bool }); ok {
+	if hb, ok := r.node.(Contact); ok {
 		nonvoters := make(map[string]bool)
 		for _, s := range cfg.Servers {
 			nonvoters[string(s.ID)] = s.Suffrage != raft.Voter && string(s.ID) != opts.Self
 		}
-		pending, _ := r.node.(interface{ raftPending(id string) bool })
 		for i := range peers {
 			// Only a non-voter's contact decides anything (rule 5): voters, Self and peers
 			// not in the configuration have none to wait for.
-			peers[i].Unreachable = nonvoters[peers[i].ID] && hb.raftUnreachable(peers[i].ID)
-			peers[i].Pending = peers[i].Unreachable && pending != nil && pending.raftPending(peers[i].ID)
+			peers[i].Unreachable = nonvoters[peers[i].ID] && hb.RaftUnreachable(peers[i].ID)
+			peers[i].Pending = peers[i].Unreachable && hb.RaftPending(peers[i].ID)
 			unreachable = unreachable || peers[i].Unreachable
 		}
 	}
 	r.sawUnreachable.Store(unreachable)
-	for _, c := range PlanMembership(cfg, peers, time.Now(), opts) {
+	for _, c := range Plan(cfg, peers, time.Now(), opts) {
 		if err := ctx.Err(); err != nil {
 			return applied, err
 		}
@@ -200,7 +219,7 @@ func (r *VoterReconciler) pass(ctx context.Context) (applied int, err error) {
 		}
 		attrs = append(attrs, "reason", c.Reason)
 		deadline := time.Now().Add(r.cfg.ChangeTimeout)
-		f := r.node.changeMembership(c, index, r.cfg.ChangeTimeout)
+		f := r.node.ChangeMembership(c, index, r.cfg.ChangeTimeout)
 		next, err := waitIndex(ctx, f, time.Until(deadline))
 		if c.Kind == ChangeTransferLeadership && (err == nil || ctx.Err() != nil) {
 			// Done once this node no longer leads: its leader loop, and ctx, end then.

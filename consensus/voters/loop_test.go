@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/leader"
+	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/test/testkit"
 )
 
@@ -79,13 +80,13 @@ type fakeNode struct {
 
 func (f *fakeNode) ID() string { return "n1" }
 
-func (f *fakeNode) configuration() (raft.Configuration, uint64, error) {
+func (f *fakeNode) Configuration() (raft.Configuration, uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cfg, f.index, nil
 }
 
-func (f *fakeNode) changeMembership(c Change, prevIndex uint64, _ time.Duration) raft.IndexFuture {
+func (f *fakeNode) ChangeMembership(c Change, prevIndex uint64, _ time.Duration) raft.IndexFuture {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if prevIndex != f.index {
@@ -106,6 +107,12 @@ func (f *fakeNode) changes() []Change {
 	return slices.Clone(f.applied)
 }
 
+// failedFuture is a raft.IndexFuture that has already failed.
+type failedFuture struct{ err error }
+
+func (f failedFuture) Error() error  { return f.err }
+func (f failedFuture) Index() uint64 { return 0 }
+
 // heldFuture resolves once hold is closed (at once when it is nil).
 type heldFuture struct {
 	index uint64
@@ -123,7 +130,7 @@ func (f heldFuture) Index() uint64 { return f.index }
 
 // runReconciler runs r as a leader's only duty until the returned stop is called, which waits
 // for it to return.
-func runReconciler(r *VoterReconciler) (stop func()) {
+func runReconciler(r *Reconciler) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -133,35 +140,13 @@ func runReconciler(r *VoterReconciler) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// lateVoters is a voter reconciler for a node a test has yet to start: loop is the node's
-// leader loop, and bind makes the reconciler (of cfg) once the node exists.
-type lateVoters struct {
-	*VoterReconciler
-	cfg  VoterReconcilerConfig
-	loop leader.Loop
-}
-
-func newLateVoters(cfg VoterReconcilerConfig) *lateVoters { return &lateVoters{cfg: cfg} }
-
-func (l *lateVoters) bind(t *testing.T, n *Node) {
-	t.Helper()
-	cfg := l.cfg
-	cfg.Node = n
-	r, err := NewVoterReconciler(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.VoterReconciler = r
-	l.loop.Set(r)
-}
-
-func TestVoterReconcilerPasses(t *testing.T) {
+func TestReconcilerPasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs logBuffer
+		var logs logbuf.Buffer
 		m := newFakeMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1}
 		// --raft-voters 3, so that two gateways promote: the count is not what this tests.
-		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)}, node)
+		r, err := NewReconciler(Config{Node: node, Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,12 +192,12 @@ func TestVoterReconcilerPasses(t *testing.T) {
 	})
 }
 
-func TestVoterReconcilerChangeTimeout(t *testing.T) {
+func TestReconcilerChangeTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs logBuffer
+		var logs logbuf.Buffer
 		m := newFakeMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1, hold: make(chan struct{})}
-		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second}, node)
+		r, err := NewReconciler(Config{Node: node, Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,11 +226,11 @@ func TestVoterReconcilerChangeTimeout(t *testing.T) {
 	})
 }
 
-func TestVoterReconcilerNeedsNodeAndMembership(t *testing.T) {
-	if _, err := NewVoterReconciler(VoterReconcilerConfig{Membership: newFakeMembership()}); err == nil {
+func TestReconcilerNeedsNodeAndMembership(t *testing.T) {
+	if _, err := NewReconciler(Config{Membership: newFakeMembership()}); err == nil {
 		t.Fatal("a reconciler without a Node was made")
 	}
-	if _, err := newVoterReconciler(VoterReconcilerConfig{}, &fakeNode{}); err == nil {
+	if _, err := NewReconciler(Config{Node: &fakeNode{}}); err == nil {
 		t.Fatal("a reconciler without a Membership was made")
 	}
 }
@@ -257,11 +242,17 @@ type unreachableNode struct {
 	ids map[string]bool
 }
 
-func (u *unreachableNode) raftUnreachable(id string) bool {
+func (u *unreachableNode) RaftUnreachable(id string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.ids[id]
 }
+
+// RaftPending is false: a peer the node has not reached has failed to answer.
+func (u *unreachableNode) RaftPending(string) bool { return false }
+
+// RaftContact never signals.
+func (u *unreachableNode) RaftContact() <-chan struct{} { return nil }
 
 func (u *unreachableNode) set(id string, unreachable bool) {
 	u.mu.Lock()
@@ -271,12 +262,12 @@ func (u *unreachableNode) set(id string, unreachable bool) {
 
 // A pass marks the peers its node cannot reach by raft, so that rule 5 does not promote one;
 // once the heartbeats reach it again, a pass within unreachableRecheck does.
-func TestVoterReconcilerSkipsUnreachablePeers(t *testing.T) {
+func TestReconcilerSkipsUnreachablePeers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &unreachableNode{fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1},
 			ids: map[string]bool{"n2": true}}
-		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()}, node)
+		r, err := NewReconciler(Config{Node: node, Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,16 +294,16 @@ type contactNode struct {
 	contact chan struct{}
 }
 
-func (c *contactNode) raftContact() <-chan struct{} { return c.contact }
+func (c *contactNode) RaftContact() <-chan struct{} { return c.contact }
 
 // A joined non-voter is promoted as soon as the leader's raft first reaches it: the contact
 // wakes the reconciler, which does not wait for its recheck.
-func TestVoterReconcilerPromotesAtFirstContact(t *testing.T) {
+func TestReconcilerPromotesAtFirstContact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &contactNode{contact: make(chan struct{}, 1), unreachableNode: &unreachableNode{
 			fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1}, ids: map[string]bool{"n2": true}}}
-		r, err := newVoterReconciler(VoterReconcilerConfig{Membership: m, Voters: 3, Logger: testkit.Quiet()}, node)
+		r, err := NewReconciler(Config{Node: node, Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"cmp"
@@ -11,17 +11,17 @@ import (
 	"github.com/meshgw/meshgw/mesh"
 )
 
-// Defaults of VoterOptions and VoterReconcilerConfig (DESIGN.md sections 3 and 11).
+// Defaults of Options and Config (DESIGN.md sections 3 and 11).
 const (
-	// DefaultRaftVoters is --raft-voters: 0, the leader chooses the count by the fleet's size
-	// (AutoVoters).
-	DefaultRaftVoters = 0
+	// DefaultVoters is --raft-voters: 0, the leader chooses the count by the fleet's size
+	// (AutoCount).
+	DefaultVoters = 0
 	// DefaultDeadVoterGrace is --dead-voter-grace: how long a voter may be dead before it is
 	// removed and its seat given to a live non-voter.
 	DefaultDeadVoterGrace = 60 * time.Second
 )
 
-// Peer is one gateway as the mesh sees it: the input of PlanMembership. Foreign peers (another
+// Peer is one gateway as the mesh sees it: the input of Plan. Foreign peers (another
 // cluster id) must not be passed.
 type Peer struct {
 	// ID is the node id, the same as its raft server id.
@@ -61,10 +61,10 @@ type Peer struct {
 	Draining bool
 }
 
-// VoterOptions are the knobs of PlanMembership. The zero value of each field is its default.
-type VoterOptions struct {
+// Options are the knobs of Plan. The zero value of each field is its default.
+type Options struct {
 	// Voters is --raft-voters, the number of voters to keep. Zero (the default) chooses it by
-	// the fleet's size (AutoVoters of the planner's fleet).
+	// the fleet's size (AutoCount of the planner's fleet).
 	Voters int
 	// DeadVoterGrace is --dead-voter-grace. Zero means DefaultDeadVoterGrace.
 	DeadVoterGrace time.Duration
@@ -73,9 +73,9 @@ type VoterOptions struct {
 	Self string
 }
 
-func (o VoterOptions) withDefaults() VoterOptions {
+func (o Options) withDefaults() Options {
 	if o.Voters < 0 {
-		o.Voters = DefaultRaftVoters
+		o.Voters = DefaultVoters
 	}
 	if o.DeadVoterGrace <= 0 {
 		o.DeadVoterGrace = DefaultDeadVoterGrace
@@ -138,7 +138,7 @@ type Change struct {
 	Reason string
 }
 
-// PlanMembership decides how the leader changes the raft configuration cfg so that it matches
+// Plan decides how the leader changes the raft configuration cfg so that it matches
 // the mesh's view of the peers at time now. It is pure: it reads no clock and calls no raft.
 //
 // Rules:
@@ -196,7 +196,7 @@ type Change struct {
 //  10. When Self is draining and an alive voter that is neither draining nor rejoining exists
 //     (the lowest id), the leadership is handed to it, after any promotion: the next leader
 //     demotes Self by rule 5b.
-//  11. The voters wanted are Voters when it is set. When it is zero they are AutoVoters of the
+//  11. The voters wanted are Voters when it is set. When it is zero they are AutoCount of the
 //     fleet, the gateways that belong to it even while they are down. A server of the
 //     configuration counts whatever the mesh says of it (suspect, dead, unknown to the mesh,
 //     rejoining, draining), Self always, and a peer not in the configuration when it is alive
@@ -215,7 +215,7 @@ type Change struct {
 // order of cfg and peers does not matter; of two peers with one id the later Since wins) and
 // idempotent: re-planning after applying a plan converges in at most one pass per voter change
 // to an empty plan.
-func PlanMembership(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) []Change {
+func Plan(cfg raft.Configuration, peers []Peer, now time.Time, o Options) []Change {
 	p := newPlanner(cfg, peers, now, o.withDefaults())
 	var plan []Change
 	plan = append(plan, p.addressUpdates()...)
@@ -246,7 +246,7 @@ func (s seat) amnesiac() bool {
 }
 
 type planner struct {
-	o     VoterOptions
+	o     Options
 	now   time.Time
 	seats []seat // by id
 	peers []Peer // by id, one per id
@@ -255,7 +255,7 @@ type planner struct {
 	fleet, want int
 }
 
-func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOptions) *planner {
+func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o Options) *planner {
 	p := &planner{o: o, now: now, inCfg: make(map[string]bool, len(cfg.Servers))}
 	byID := make(map[string]Peer, len(peers))
 	for _, peer := range peers {
@@ -279,7 +279,7 @@ func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o VoterOpti
 	slices.SortFunc(p.seats, func(a, b seat) int { return cmp.Compare(a.id, b.id) })
 	p.fleet, p.want = p.countFleet(), o.Voters
 	if p.auto() {
-		p.want = AutoVoters(p.fleet)
+		p.want = AutoCount(p.fleet)
 	}
 	return p
 }

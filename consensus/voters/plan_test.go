@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func TestPlanMembership(t *testing.T) {
 		name  string
 		cfg   raft.Configuration
 		peers []Peer
-		opts  VoterOptions // Self defaults to n1
+		opts  Options // Self defaults to n1
 		want  []Change
 	}{
 		{name: "a mesh of one", cfg: conf(voter("n1")), peers: []Peer{alive("n1", "a")}},
@@ -71,46 +71,46 @@ func TestPlanMembership(t *testing.T) {
 		{name: "an alive draining peer out of the configuration is added, to finish its drain", cfg: conf(voter("n1")),
 			peers: []Peer{alive("n1", "a"), draining(alive("n2", "a"))},
 			want:  []Change{add("n2")}},
-		{name: "draining voters: a peer that stays is promoted first", opts: VoterOptions{Self: "b1"},
+		{name: "draining voters: a peer that stays is promoted first", opts: Options{Self: "b1"},
 			cfg: conf(voter("b1"), voter("b2"), voter("b3"), nonvoter("g1"), nonvoter("g2"), nonvoter("g3")),
 			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
 				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want: []Change{promote("g1")}},
-		{name: "a draining peer is never promoted", opts: VoterOptions{Self: "b1"},
+		{name: "a draining peer is never promoted", opts: Options{Self: "b1"},
 			cfg:   conf(voter("b1"), nonvoter("b2"), nonvoter("g1")),
 			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), alive("g1", "a")},
 			want:  []Change{promote("g1")}},
-		{name: "a draining leader hands over once the seats are filled", opts: VoterOptions{Self: "b1"},
+		{name: "a draining leader hands over once the seats are filled", opts: Options{Self: "b1"},
 			cfg: conf(voter("b1"), voter("b2"), voter("b3"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
 				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want: []Change{{Kind: ChangeTransferLeadership, ID: "g1", Address: "a-g1"}}},
-		{name: "the new leader demotes the draining voters", opts: VoterOptions{Self: "g1"},
+		{name: "the new leader demotes the draining voters", opts: Options{Self: "g1"},
 			cfg: conf(voter("b1"), voter("b2"), voter("b3"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
 				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want: []Change{demote("b1")}},
-		{name: "a drained non-voter leaves the configuration when it leaves the mesh", opts: VoterOptions{Self: "g1"},
+		{name: "a drained non-voter leaves the configuration when it leaves the mesh", opts: Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(peer("b1", "a", mesh.StatusLeft, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want:  []Change{remove("b1")}},
 		// Rule 3c: a drained non-voter whose leave the mesh did not hear, or that it forgot.
-		{name: "a dead draining non-voter is removed at once", opts: VoterOptions{Self: "g1"},
+		{name: "a dead draining non-voter is removed at once", opts: Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(peer("b1", "a", mesh.StatusDead, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want:  []Change{remove("b1")}},
-		{name: "a draining non-voter the mesh does not list is removed", opts: VoterOptions{Self: "g1"},
+		{name: "a draining non-voter the mesh does not list is removed", opts: Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(Peer{ID: "b1", Status: mesh.StatusUnknown}), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want:  []Change{remove("b1")}},
-		{name: "a dead non-voter that is not draining waits for the grace", opts: VoterOptions{Self: "g1"},
+		{name: "a dead non-voter that is not draining waits for the grace", opts: Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{peer("b1", "a", mesh.StatusDead, 0), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")}},
-		{name: "a draining voter the mesh does not list is demoted first", opts: VoterOptions{Self: "g1"},
+		{name: "a draining voter the mesh does not list is demoted first", opts: Options{Self: "g1"},
 			cfg:   conf(voter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(Peer{ID: "b1", Status: mesh.StatusUnknown}), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want:  []Change{demote("b1")}},
-		{name: "a server the mesh does not list and that is not draining is left alone", opts: VoterOptions{Self: "g1"},
+		{name: "a server the mesh does not list and that is not draining is left alone", opts: Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{alive("g1", "a"), alive("g2", "a"), alive("g3", "a")}},
 		{name: "a draining leader alone keeps leading", cfg: conf(voter("n1"), nonvoter("n2")),
@@ -179,7 +179,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "a voter dead longer than the grace goes", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
 			want:  []Change{remove("n2")}},
-		{name: "a shorter grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: VoterOptions{Voters: 3, DeadVoterGrace: 10 * time.Second},
+		{name: "a shorter grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: Options{Voters: 3, DeadVoterGrace: 10 * time.Second},
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 11*time.Second), alive("n3", "a")},
 			want:  []Change{remove("n2")}},
 		{name: "the longest dead voter goes first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
@@ -197,12 +197,12 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{peer("n1", "a", mesh.StatusDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
 
 		// Rule 8: the quorum guard at 1, 2, 3 and 5 voters.
-		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: VoterOptions{Voters: 1},
+		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: Options{Voters: 1},
 			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a")}},
 		{name: "2 voters: the dead one goes (1 of 1 left)", cfg: conf(voter("n1"), voter("n2")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)},
 			want:  []Change{remove("n2")}},
-		{name: "3 voters, 1 dead: it goes (2 of 2 left)", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: VoterOptions{Voters: 3},
+		{name: "3 voters, 1 dead: it goes (2 of 2 left)", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: Options{Voters: 3},
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), alive("n3", "a")},
 			want:  []Change{remove("n2")}},
 		{name: "3 voters, 2 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
@@ -211,19 +211,19 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusSuspect, 0)}},
 		{name: "3 voters, 1 unknown, 1 dead: unknown ones do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)}},
-		{name: "5 voters, 2 dead: one goes (3 of 4)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
+		{name: "5 voters, 2 dead: one goes (3 of 4)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 3*grace)},
 			want:  []Change{remove("n5")}},
-		{name: "5 voters, 3 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
+		{name: "5 voters, 3 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, 2*grace), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
-		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: VoterOptions{Voters: 5},
+		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
 
 		// Rule 5: promotion, spread over regions.
 		{name: "a new region first", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "c"), alive("n4", "b")},
 			want:  []Change{promote("n3")}},
-		{name: "the fewest voters, then the lowest id", cfg: conf(voter("n1"), voter("n2"), nonvoter("n3"), nonvoter("n4"), nonvoter("n5")), opts: VoterOptions{Voters: 5},
+		{name: "the fewest voters, then the lowest id", cfg: conf(voter("n1"), voter("n2"), nonvoter("n3"), nonvoter("n4"), nonvoter("n5")), opts: Options{Voters: 5},
 			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "a"), alive("n4", "b"), alive("n5", "a")},
 			want:  []Change{promote("n3")}},
 		{name: "one region: the lowest id", cfg: conf(voter("n1"), nonvoter("n3"), nonvoter("n2")),
@@ -232,7 +232,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "only alive non-voters are promoted", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusSuspect, 0), peer("n3", "b", mesh.StatusDead, 0), alive("n4", "a")},
 			want:  []Change{promote("n4")}},
-		{name: "a non-voter promoted with its new address", cfg: conf(voter("n1"), nonvoter("n2")), opts: VoterOptions{Voters: 3},
+		{name: "a non-voter promoted with its new address", cfg: conf(voter("n1"), nonvoter("n2")), opts: Options{Voters: 3},
 			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2")},
 			want: []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2"},
 				{Kind: ChangePromote, ID: "n2", Address: "new-n2"}}},
@@ -262,7 +262,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "a dead extra voter first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusDead, time.Second), alive("n3", "b"), alive("n4", "b")},
 			want:  []Change{demote("n2")}},
-		{name: "self is not demoted", cfg: conf(voter("n1"), voter("n2")), opts: VoterOptions{Voters: 1},
+		{name: "self is not demoted", cfg: conf(voter("n1"), voter("n2")), opts: Options{Voters: 1},
 			peers: []Peer{alive("n1", "a"), alive("n2", "a")},
 			want:  []Change{demote("n2")}},
 
@@ -282,7 +282,7 @@ func TestPlanMembership(t *testing.T) {
 			if tt.opts.Self == "" {
 				tt.opts.Self = "n1"
 			}
-			got := PlanMembership(tt.cfg, tt.peers, planNow, tt.opts)
+			got := Plan(tt.cfg, tt.peers, planNow, tt.opts)
 			if diff := cmp.Diff(tt.want, got, ignoreReason, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("plan (-want +got):\n%s", diff)
 			}
@@ -298,7 +298,7 @@ func TestPlanMembership(t *testing.T) {
 				peers := slices.Clone(tt.peers)
 				r.Shuffle(len(cfg.Servers), func(i, j int) { cfg.Servers[i], cfg.Servers[j] = cfg.Servers[j], cfg.Servers[i] })
 				r.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
-				if diff := cmp.Diff(got, PlanMembership(cfg, peers, planNow, tt.opts)); diff != "" {
+				if diff := cmp.Diff(got, Plan(cfg, peers, planNow, tt.opts)); diff != "" {
 					t.Fatalf("plan of shuffled inputs differs:\n%s", diff)
 				}
 			}
@@ -310,7 +310,7 @@ func TestPlanMembershipDuplicatePeers(t *testing.T) {
 	// Two entries for n2: the later Since is the mesh's newer word.
 	peers := []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n2", "a", mesh.StatusAlive, time.Hour)}
 	for _, ps := range [][]Peer{peers, {peers[0], peers[2], peers[1]}} {
-		got := PlanMembership(conf(voter("n1"), nonvoter("n2")), ps, planNow, VoterOptions{Self: "n1"})
+		got := Plan(conf(voter("n1"), nonvoter("n2")), ps, planNow, Options{Self: "n1"})
 		if diff := cmp.Diff([]Change{remove("n2")}, got, ignoreReason); diff != "" {
 			t.Fatalf("plan (-want +got):\n%s", diff)
 		}
@@ -356,10 +356,10 @@ func applyChange(cfg raft.Configuration, c Change) (raft.Configuration, error) {
 
 // converge plans and applies until the plan is empty, and returns the configuration and the
 // number of passes that changed something.
-func converge(t *testing.T, cfg raft.Configuration, peers []Peer, o VoterOptions) (raft.Configuration, int) {
+func converge(t *testing.T, cfg raft.Configuration, peers []Peer, o Options) (raft.Configuration, int) {
 	t.Helper()
 	for passes := 0; passes <= len(cfg.Servers)+len(peers)+1; passes++ {
-		plan := PlanMembership(cfg, peers, planNow, o)
+		plan := Plan(cfg, peers, planNow, o)
 		if len(plan) == 0 {
 			return cfg, passes
 		}
@@ -385,14 +385,14 @@ func TestPlanMembershipConverges(t *testing.T) {
 		name       string
 		cfg        raft.Configuration
 		peers      []Peer
-		opts       VoterOptions
+		opts       Options
 		want       []string
 		wantPasses int
 	}{
 		{name: "one voter and four peers: three voters over three regions",
 			cfg:   conf(voter("n1")),
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "b"), alive("n4", "b"), alive("n5", "c")},
-			opts:  VoterOptions{Voters: 3},
+			opts:  Options{Voters: 3},
 			want:  []string{"n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter"},
 			// add the four; promote n3; promote n5.
 			wantPasses: 3},
@@ -405,13 +405,13 @@ func TestPlanMembershipConverges(t *testing.T) {
 		{name: "five voters down to three",
 			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
 			peers:      []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "b"), alive("n4", "b"), alive("n5", "c")},
-			opts:       VoterOptions{Voters: 3},
+			opts:       Options{Voters: 3},
 			want:       []string{"n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter"},
 			wantPasses: 2},
 		{name: "everybody else left, the voters one after the other",
 			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
 			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a"), peer("n4", "a", mesh.StatusLeft, 0)},
-			opts:       VoterOptions{Voters: 3},
+			opts:       Options{Voters: 3},
 			want:       []string{"n1:voter", "n3:voter"},
 			wantPasses: 1},
 		{name: "then the last one left",

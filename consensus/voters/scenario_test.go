@@ -1,4 +1,4 @@
-package consensus
+package voters
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ type fleetWorld struct {
 	peers  map[string]Peer
 	leader string
 	now    time.Time
-	opts   VoterOptions
+	opts   Options
 }
 
 func newFleetWorld(t *testing.T, cfg raft.Configuration, leader string, ids ...string) *fleetWorld {
@@ -93,7 +93,7 @@ func (w *fleetWorld) converge() (fewest int) {
 	for range 64 {
 		o := w.opts
 		o.Self = w.leader
-		plan := PlanMembership(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
+		plan := Plan(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
 		if len(plan) == 0 {
 			return fewest
 		}
