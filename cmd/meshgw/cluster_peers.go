@@ -48,7 +48,7 @@ func (a *membership) marks() map[string]bool {
 // raftPeers are members as the voter reconciler reads them, foreign ones left out; draining
 // names the peers marked draining. A peer marked draining that the mesh does not list is
 // listed with mesh.StatusUnknown, so that the leader removes it from the configuration
-// (voters rule 3c): a drained gateway whose leave this mesh never heard (a leader that
+// (voters rule 4): a drained gateway whose leave this mesh never heard (a leader that
 // joined since, or one that forgot it) is gone.
 func raftPeers(members []mesh.Member, draining map[string]bool) []voters.Peer {
 	out := make([]voters.Peer, 0, len(members))

@@ -15,7 +15,7 @@ import (
 // TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
 // with the mesh's status as it is (and failover the start time of each process), and nothing
 // before the mesh started. The voter reconciler also reads a peer marked draining that the mesh
-// does not list, as unknown, so that it leaves the configuration (voters rule 3c).
+// does not list, as unknown, so that it leaves the configuration (voters rule 4).
 func TestPeersOfMembers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	member := func(id string, s mesh.Status) mesh.Member {

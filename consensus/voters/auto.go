@@ -9,13 +9,13 @@ import (
 	"github.com/meshgw/meshgw/mesh"
 )
 
-// The automatic voter count (Plan rules 4b and 11).
+// The automatic voter count (Plan rules 7 and 15).
 const (
 	// MaxAutoCount is the most voters the automatic count chooses: 5 tolerate two faults, as
 	// many as Consul and etcd recommend for a production cluster; every voter more adds a
 	// replication to every commit's quorum and tolerates only one more fault per two voters.
 	MaxAutoCount = 5
-	// autoVoterFloor is the count below which rule 4b keeps a dead voter's seat when no
+	// autoVoterFloor is the count below which rule 7 keeps a dead voter's seat when no
 	// non-voter can take it.
 	autoVoterFloor = 3
 )
@@ -43,7 +43,7 @@ func AutoCount(gateways int) int {
 
 // Wanted returns the voters the leader works towards on configuration cfg with the
 // mesh's view peers at time now: o.Voters when it is positive (--raft-voters), else AutoCount
-// of the fleet (Plan rule 11, which reads o.DeadVoterGrace). Any gateway can call it
+// of the fleet (Plan rule 15, which reads o.DeadVoterGrace). Any gateway can call it
 // to show what its leader plans.
 func Wanted(cfg raft.Configuration, peers []Peer, now time.Time, o Options) int {
 	return newPlanner(cfg, peers, now, o.withDefaults()).want
@@ -52,7 +52,7 @@ func Wanted(cfg raft.Configuration, peers []Peer, now time.Time, o Options) int 
 // auto reports whether the voters wanted are the automatic count.
 func (p *planner) auto() bool { return p.o.Voters <= 0 }
 
-// countFleet is rule 11's fleet. A server of the configuration counts whatever the mesh says of
+// countFleet is rule 15's fleet. A server of the configuration counts whatever the mesh says of
 // it (suspect, dead, unknown, rejoining, draining), Self always, unless it left or was drained
 // away longer than the grace ago; a peer not in the configuration counts when it is alive with
 // a raft address (rule 1 adds it), or when it went (left, died, was cut off) at most the grace
@@ -82,7 +82,7 @@ func (p *planner) recent(peer Peer) bool {
 	return !peer.Since.IsZero() && p.now.Sub(peer.Since) <= p.o.DeadVoterGrace
 }
 
-// mayRemoveDead is rule 4b: whether the dead voter s may be removed when staying voters that
+// mayRemoveDead is rule 7: whether the dead voter s may be removed when staying voters that
 // are not draining hold seats.
 func (p *planner) mayRemoveDead(s seat, staying int) bool {
 	if !p.auto() || s.draining() || staying != autoVoterFloor {

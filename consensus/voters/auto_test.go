@@ -12,7 +12,7 @@ import (
 	"github.com/meshgw/meshgw/mesh"
 )
 
-func TestAutoVoters(t *testing.T) {
+func TestAutoCount(t *testing.T) {
 	for gateways, want := range []int{1, 1, 1, 3, 3, 5, 5, 5, 5, 5, 5} {
 		if got := AutoCount(gateways); got != want {
 			t.Errorf("AutoCount(%d) = %d; want %d", gateways, got, want)
@@ -34,8 +34,8 @@ func alives(ids ...string) []Peer {
 	return out
 }
 
-// TestVotersWantedFleet: which gateways the automatic count counts (rule 11).
-func TestVotersWantedFleet(t *testing.T) {
+// TestWantedFleet: which gateways the automatic count counts (rule 15).
+func TestWantedFleet(t *testing.T) {
 	grace := DefaultDeadVoterGrace
 	tests := []struct {
 		name  string
@@ -92,8 +92,8 @@ func TestVotersWantedFleet(t *testing.T) {
 	}
 }
 
-// TestPlanMembershipAuto: single plans under the automatic count (Voters 0).
-func TestPlanMembershipAuto(t *testing.T) {
+// TestPlanAuto: single plans under the automatic count (Voters 0).
+func TestPlanAuto(t *testing.T) {
 	grace := DefaultDeadVoterGrace
 	dead := func(id string) Peer { return peer(id, "a", mesh.StatusDead, 2*grace) }
 	tests := []struct {

@@ -201,7 +201,7 @@ func (r *Reconciler) pass(ctx context.Context) (applied int, err error) {
 			nonvoters[string(s.ID)] = s.Suffrage != raft.Voter && string(s.ID) != opts.Self
 		}
 		for i := range peers {
-			// Only a non-voter's contact decides anything (rule 5): voters, Self and peers
+			// Only a non-voter's contact decides anything (rule 8): voters, Self and peers
 			// not in the configuration have none to wait for.
 			peers[i].Unreachable = nonvoters[peers[i].ID] && hb.RaftUnreachable(peers[i].ID)
 			peers[i].Pending = peers[i].Unreachable && hb.RaftPending(peers[i].ID)

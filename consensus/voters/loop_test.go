@@ -260,7 +260,7 @@ func (u *unreachableNode) set(id string, unreachable bool) {
 	u.ids[id] = unreachable
 }
 
-// A pass marks the peers its node cannot reach by raft, so that rule 5 does not promote one;
+// A pass marks the peers its node cannot reach by raft, so that rule 8 does not promote one;
 // once the heartbeats reach it again, a pass within unreachableRecheck does.
 func TestReconcilerSkipsUnreachablePeers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

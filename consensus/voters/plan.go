@@ -33,31 +33,31 @@ type Peer struct {
 	// Status is the peer's mesh status. Only alive, dead and left count: any other (suspect, or
 	// the zero value) is never added, promoted or removed for, except mesh.StatusUnknown for a
 	// draining peer: the membership lists a peer marked draining that the mesh does not list
-	// with it (rule 3c).
+	// with it (rule 4).
 	Status mesh.Status
 	// Since is when the peer entered Status.
 	Since time.Time
-	// Incarnation is the id of the peer's state directory, for the log line of rule 3b.
+	// Incarnation is the id of the peer's state directory, for the log line of rule 5.
 	Incarnation string
 	// Rejoining says the peer's raft state is new and no leader has confirmed that it caught up
-	// (a first join, or a state directory that was lost): it is not a live voter (rule 8), a
-	// voter seat it holds is taken back (rule 3b), and it is not promoted (rule 5).
+	// (a first join, or a state directory that was lost): it is not a live voter (rule 13), a
+	// voter seat it holds is taken back (rule 5), and it is not promoted (rule 8).
 	Rejoining bool
 	// Unreachable says the leader's raft has had no answer from the peer since it leads or
 	// since the peer's last failed heartbeat (a peer just added has not answered yet): it is not
-	// promoted (rule 5), as Consul's autopilot promotes only a server in contact. One answer
+	// promoted (rule 8), as Consul's autopilot promotes only a server in contact. One answer
 	// lifts it. A seat given to a peer that cannot be reached holds nothing, and a voter set of
 	// which one cannot vote loses its quorum at the next fault.
 	Unreachable bool
 	// Pending says, of an Unreachable peer, that the leader's raft has not failed to reach it
-	// either: it was just added, and answers (or fails) within a heartbeat interval. Rule 5
+	// either: it was just added, and answers (or fails) within a heartbeat interval. Rule 8
 	// waits for it when it is the non-voter it would promote, so that the order of the first
 	// answers does not decide which region gets the seat.
 	Pending bool
 	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not
-	// promoted, its voter seat goes to a peer that is not draining (rules 5 and 5b), it leaves the
-	// configuration once it is gone from the mesh (rule 3c), and a draining leader hands the
-	// leadership over (rule 10).
+	// promoted, its voter seat goes to a peer that is not draining (rules 8 and 10), it leaves the
+	// configuration once it is gone from the mesh (rule 4), and a draining leader hands the
+	// leadership over (rule 9).
 	Draining bool
 }
 
@@ -141,73 +141,77 @@ type Change struct {
 // Plan decides how the leader changes the raft configuration cfg so that it matches
 // the mesh's view of the peers at time now. It is pure: it reads no clock and calls no raft.
 //
-// Rules:
+// Rules, numbered in the order they are read here; those that change a voter (3, 5, 6 and 8 to
+// 11) come in the order in which a plan picks its one voter change (rule 14):
 //
 //  1. An alive peer with a raft address that is not in the configuration joins as a non-voter,
 //     draining or not: a draining one catches up and sees that it is drained (it was cut off
 //     while it was removed, or it is a gateway started again whose old mark the leader is about
-//     to clear), and rule 5 never promotes it while it drains.
+//     to clear), and rule 8 never promotes it while it drains.
 //  2. A server whose alive peer publishes another raft address (a restart on a new address keeps
 //     the id) is updated in place, keeping its suffrage.
 //  3. A peer that left is removed at once, voter or not.
-//     3c. A draining non-voter that is dead, or that the mesh does not list (Status
-//     mesh.StatusUnknown), is removed at once too, without rule 4's grace: a drained gateway
+//  4. A draining non-voter that is dead, or that the mesh does not list (Status
+//     mesh.StatusUnknown), is removed at once too, without rule 6's grace: a drained gateway
 //     leaves, and one whose leave the mesh did not hear (cut off as it left) or forgot (a
 //     leader that joined since) is gone all the same. Its drain is done then (the leader clears
 //     its mark); if it was only cut off, rule 1 adds it again once it is back, and it finishes.
-//     3b. A voter whose alive peer is rejoining is removed: it came back with a new incarnation,
+//  5. A voter whose alive peer is rejoining is removed: it came back with a new incarnation,
 //     having lost what it acknowledged, so its seat counts for nothing. Rule 1 then adds it
-//     again as a non-voter, and rule 5 promotes it once it caught up, as etcd's member remove
+//     again as a non-voter, and rule 8 promotes it once it caught up, as etcd's member remove
 //     and member add.
-//  4. A voter dead for longer than DeadVoterGrace (exactly the grace is not longer) is removed;
-//     rule 5 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
+//  6. A voter dead for longer than DeadVoterGrace (exactly the grace is not longer) is removed;
+//     rule 8 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
 //     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
 //     the grace is removed.
-//     4b. With the automatic count (rule 11), a voter that is not draining stays past the grace
+//  7. With the automatic count (rule 15), a voter that is not draining stays past the grace
 //     while exactly 3 voters that are not draining hold seats and no non-voter could take its
-//     seat (rule 5's choice): 2 live voters of 2 tolerate no more faults than 2 of 3, so the
+//     seat (rule 8's choice): 2 live voters of 2 tolerate no more faults than 2 of 3, so the
 //     removal would gain nothing and cost the seat it comes back to. From 4 or 5 voters it
-//     goes, since the voters left (then demoted to an odd count by rule 6) tolerate as many
+//     goes, since the voters left (then demoted to an odd count by rule 11) tolerate as many
 //     faults or more.
-//  5. While there are fewer voters that are not draining than wanted (rule 11), an alive non-voter already
-//     in the configuration that is neither rejoining, draining nor unreachable (no answer to the
-//     leader's raft yet) is promoted: the one whose region holds the fewest voters, then the
-//     lowest id. Peers added by this plan wait for the next pass, so that raft has started to
-//     catch them up. When that choice, made among the peers not unreachable or Pending, is
-//     Pending, nothing is promoted until it answers or fails. Regions are those of the voters the
-//     mesh lists (Self's from its own entry in peers). Draining peers are never promoted.
-//     5b. Once no promotion is planned and at least one voter is not draining, a draining voter
+//  8. While there are fewer voters that are not draining than wanted (rule 15), an alive
+//     non-voter already in the configuration that is neither rejoining, draining nor
+//     unreachable (no answer to the leader's raft yet) is promoted: the one whose region holds
+//     the fewest voters, then the lowest id. Peers added by this plan wait for the next pass, so
+//     that raft has started to catch them up. When that choice, made among the peers not
+//     unreachable or Pending, is Pending, nothing is promoted until it answers or fails. Regions
+//     are those of the voters the mesh lists (Self's from its own entry in peers). Draining
+//     peers are never promoted.
+//  9. When Self is draining and an alive voter that is neither draining nor rejoining exists
+//     (the lowest id), the leadership is handed to it, after any promotion: the next leader
+//     demotes Self by rule 10.
+//  10. Once no promotion is planned and at least one voter is not draining, a draining voter
 //     other than Self is demoted, the lowest id first: its seat went to a peer that is not
 //     draining. It leaves the configuration when it leaves the mesh (rule 3).
-//  6. While there are more voters than wanted (rule 11), one is demoted: not alive first, then
+//  11. While there are more voters than wanted (rule 15), one is demoted: not alive first, then
 //     the one whose region holds the most voters, then the highest id.
-//  7. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
+//  12. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
 //     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone, unless it is draining
-//     (rule 3c, and 5b for a voter).
-//  8. Quorum guard: a change of the voter set (rules 3 to 6 on voters) is planned only if the
-//     live voters of the resulting configuration (Self and alive peers that are not rejoining;
-//     suspect, dead and unknown ones do not count) form its quorum. Removing a voter that left or died never needs
-//     more live voters than keeping it (quorum(V-1) <= quorum(V), and it was not live), so the
-//     guard refuses it only when quorum is lost already; promoting needs the same.
-//  9. One voter change per plan, in the order of rules 3, 4, 5, 10, 5b, 6: every single-server change
-//     is its own raft configuration entry and the next is decided on the configuration it left.
-//     Changes to non-voters and addresses cannot affect the quorum and are all planned at once.
-//     A plan is therefore bounded by the number of servers and peers plus one.
-//  10. When Self is draining and an alive voter that is neither draining nor rejoining exists
-//     (the lowest id), the leadership is handed to it, after any promotion: the next leader
-//     demotes Self by rule 5b.
-//  11. The voters wanted are Voters when it is set. When it is zero they are AutoCount of the
+//     (rule 4, and 10 for a voter).
+//  13. Quorum guard: a change of the voter set (rules 3, 5 to 8, 10 and 11 on voters) is planned
+//     only if the live voters of the resulting configuration (Self and alive peers that are not
+//     rejoining; suspect, dead and unknown ones do not count) form its quorum. Removing a voter
+//     that left or died never needs more live voters than keeping it (quorum(V-1) <= quorum(V),
+//     and it was not live), so the guard refuses it only when quorum is lost already; promoting
+//     needs the same.
+//  14. One voter change per plan, the first of rules 3, 5, 6, 8, 9, 10 and 11 that applies:
+//     every single-server change is its own raft configuration entry and the next is decided on
+//     the configuration it left. Changes to non-voters and addresses cannot affect the quorum
+//     and are all planned at once. A plan is therefore bounded by the number of servers and
+//     peers plus one.
+//  15. The voters wanted are Voters when it is set. When it is zero they are AutoCount of the
 //     fleet, the gateways that belong to it even while they are down. A server of the
 //     configuration counts whatever the mesh says of it (suspect, dead, unknown to the mesh,
 //     rejoining, draining), Self always, and a peer not in the configuration when it is alive
-//     with a raft address. A gateway that left, or that drained and is gone (rule 3c), still
+//     with a raft address. A gateway that left, or that drained and is gone (rule 4), still
 //     counts for DeadVoterGrace after it went, as does a peer no longer in the configuration
 //     that died or went suspect within the grace: a rolling restart, a supervisor that
 //     restarts a drained gateway at once, or a gateway whose disk was wiped comes back to an
 //     unchanged count. A kill, a pause, a partition or a lost disk therefore never lowers the
 //     count, and no voter is demoted for being unreachable a while: riding that out is what
 //     raft's quorum is for. The count goes down only once gateways stayed gone past the grace
-//     (a leave, a drain, or a removal by rules 4 and 4b), and once 3 voters hold seats it
+//     (a leave, a drain, or a removal by rules 6 and 7), and once 3 voters hold seats it
 //     stays at 3 or more until then, since the voters are servers the fleet counts.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
@@ -240,7 +244,7 @@ func (s seat) live() bool {
 	return s.self || (s.known && s.peer.Status == mesh.StatusAlive && !s.peer.Rejoining)
 }
 
-// amnesiac reports whether s is a voter seat held by an alive peer that is rejoining (rule 3b).
+// amnesiac reports whether s is a voter seat held by an alive peer that is rejoining (rule 5).
 func (s seat) amnesiac() bool {
 	return s.voter && !s.self && s.known && s.peer.Status == mesh.StatusAlive && s.peer.Rejoining
 }
@@ -251,7 +255,7 @@ type planner struct {
 	seats []seat // by id
 	peers []Peer // by id, one per id
 	inCfg map[string]bool
-	// fleet is rule 11's count of gateways; want the voters wanted.
+	// fleet is rule 15's count of gateways; want the voters wanted.
 	fleet, want int
 }
 
@@ -292,7 +296,7 @@ func (p *planner) deadTooLong(s seat) bool {
 func (s seat) left() bool { return s.known && s.peer.Status == mesh.StatusLeft }
 
 // drainedAway reports whether s is a draining seat whose peer is dead or unknown to the mesh
-// (rule 3c; one that left is rule 3's).
+// (rule 4; one that left is rule 3's).
 func (s seat) drainedAway() bool {
 	return s.draining() && (s.peer.Status == mesh.StatusDead || s.peer.Status == mesh.StatusUnknown)
 }
@@ -318,7 +322,7 @@ func (p *planner) addressUpdates() []Change {
 	return out
 }
 
-// nonvoterRemovals is rules 3 and 4 for non-voters.
+// nonvoterRemovals is rules 3, 4 and 6 for non-voters.
 func (p *planner) nonvoterRemovals() []Change {
 	var out []Change
 	for _, s := range p.seats {
@@ -356,7 +360,8 @@ func (p *planner) deadReason(what string, s seat) string {
 	return fmt.Sprintf("the %s has been dead for %s, longer than the %s grace", what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
 }
 
-// voterChange is rules 3 to 6 for voters, under the quorum guard of rule 8, one at a time.
+// voterChange is rules 3 and 5 to 11 for voters, under the quorum guard of rule 13, one at a
+// time (rule 14).
 func (p *planner) voterChange() (Change, bool) {
 	voters, live, staying := 0, 0, 0
 	for _, s := range p.seats {
@@ -408,7 +413,7 @@ func (p *planner) voterChange() (Change, bool) {
 	return Change{}, false
 }
 
-// handOver is rule 10: a draining Self hands the leadership to the live voter of lowest id that
+// handOver is rule 9: a draining Self hands the leadership to the live voter of lowest id that
 // is not draining.
 func (p *planner) handOver() (Change, bool) {
 	self, ok := p.self()
@@ -479,7 +484,7 @@ func (p *planner) voterRegions() map[string]int {
 	return regions
 }
 
-// promotable is rule 5's choice: an alive non-voter the leader reaches, whose region holds the
+// promotable is rule 8's choice: an alive non-voter the leader reaches, whose region holds the
 // fewest voters, then the lowest id; none while that choice is a peer not reached yet that has
 // not failed either (Pending).
 func (p *planner) promotable(regions map[string]int) (seat, bool) {
@@ -500,7 +505,7 @@ func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	return best, found
 }
 
-// demotable is rule 6's choice among the voters the mesh knows, Self excepted: not alive first,
+// demotable is rule 11's choice among the voters the mesh knows, Self excepted: not alive first,
 // then the most crowded region, then the highest id.
 func (p *planner) demotable(regions map[string]int) (seat, bool) {
 	var best seat

@@ -55,7 +55,7 @@ func promote(id string) Change { return Change{Kind: ChangePromote, ID: id, Addr
 func demote(id string) Change  { return Change{Kind: ChangeDemote, ID: id} }
 func remove(id string) Change  { return Change{Kind: ChangeRemove, ID: id} }
 
-func TestPlanMembership(t *testing.T) {
+func TestPlan(t *testing.T) {
 	grace := DefaultDeadVoterGrace
 	tests := []struct {
 		name  string
@@ -67,7 +67,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "a mesh of one", cfg: conf(voter("n1")), peers: []Peer{alive("n1", "a")}},
 		{name: "no membership yet", cfg: conf(voter("n1"))},
 
-		// Draining peers (rules 1, 5, 5b, 10): blue drains, green takes the seats.
+		// Draining peers (rules 1, 8, 9, 10): blue drains, green takes the seats.
 		{name: "an alive draining peer out of the configuration is added, to finish its drain", cfg: conf(voter("n1")),
 			peers: []Peer{alive("n1", "a"), draining(alive("n2", "a"))},
 			want:  []Change{add("n2")}},
@@ -94,7 +94,7 @@ func TestPlanMembership(t *testing.T) {
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(peer("b1", "a", mesh.StatusLeft, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
 			want:  []Change{remove("b1")}},
-		// Rule 3c: a drained non-voter whose leave the mesh did not hear, or that it forgot.
+		// Rule 4: a drained non-voter whose leave the mesh did not hear, or that it forgot.
 		{name: "a dead draining non-voter is removed at once", opts: Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
 			peers: []Peer{draining(peer("b1", "a", mesh.StatusDead, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
@@ -139,7 +139,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "only an alive peer's address counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{alive("n1", "a"), moved(peer("n2", "a", mesh.StatusSuspect, 0), "new-n2"), alive("n3", "a")}},
 
-		// Rule 3b: a voter that forgot its state gives its seat back and rejoins as a non-voter.
+		// Rule 5: a voter that forgot its state gives its seat back and rejoins as a non-voter.
 		{name: "a rejoining voter is removed", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
 			want:  []Change{remove("n2")}},
@@ -155,7 +155,7 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusSuspect, 0), alive("n5", "a")}},
 		{name: "a rejoining non-voter stays", cfg: conf(voter("n1"), nonvoter("n2")),
 			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a"))}},
-		{name: "a rejoining voter that is not alive is left to rules 3 and 4", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+		{name: "a rejoining voter that is not alive is left to rules 3 and 6", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{alive("n1", "a"), rejoining(peer("n2", "a", mesh.StatusSuspect, 0)), alive("n3", "a")}},
 
 		// Rule 3: left peers go at once.
@@ -173,7 +173,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "a left voter with no quorum left stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusDead, 0)}},
 
-		// Rule 4: dead voters past the grace, and dead non-voters.
+		// Rule 6: dead voters past the grace, and dead non-voters.
 		{name: "a voter dead exactly the grace stays", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace), alive("n3", "a"), alive("n4", "a")}},
 		{name: "a voter dead longer than the grace goes", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
@@ -196,7 +196,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "self dead by the mesh's view stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []Peer{peer("n1", "a", mesh.StatusDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
 
-		// Rule 8: the quorum guard at 1, 2, 3 and 5 voters.
+		// Rule 13: the quorum guard at 1, 2, 3 and 5 voters.
 		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: Options{Voters: 1},
 			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a")}},
 		{name: "2 voters: the dead one goes (1 of 1 left)", cfg: conf(voter("n1"), voter("n2")),
@@ -219,7 +219,7 @@ func TestPlanMembership(t *testing.T) {
 		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
 
-		// Rule 5: promotion, spread over regions.
+		// Rule 8: promotion, spread over regions.
 		{name: "a new region first", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "c"), alive("n4", "b")},
 			want:  []Change{promote("n3")}},
@@ -255,7 +255,7 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), pending(alive("n2", "a")), alive("n3", "b")},
 			want:  []Change{promote("n3")}},
 
-		// Rule 6: demotion of extra voters.
+		// Rule 11: demotion of extra voters.
 		{name: "an extra voter in the most crowded region, highest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
 			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "b"), alive("n4", "c")},
 			want:  []Change{demote("n3")}},
@@ -266,11 +266,11 @@ func TestPlanMembership(t *testing.T) {
 			peers: []Peer{alive("n1", "a"), alive("n2", "a")},
 			want:  []Change{demote("n2")}},
 
-		// Rule 7: servers the mesh does not know are left alone.
+		// Rule 12: servers the mesh does not know are left alone.
 		{name: "unknown servers stay", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
 			peers: []Peer{alive("n1", "a")}},
 
-		// Rule 9: the order of a plan.
+		// Rule 14: the order of a plan.
 		{name: "everything at once", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4"), nonvoter("n5")),
 			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), peer("n3", "b", mesh.StatusLeft, 0),
 				peer("n4", "a", mesh.StatusDead, 2*grace), alive("n5", "b"), alive("n6", "c")},
@@ -306,7 +306,7 @@ func TestPlanMembership(t *testing.T) {
 	}
 }
 
-func TestPlanMembershipDuplicatePeers(t *testing.T) {
+func TestPlanDuplicatePeers(t *testing.T) {
 	// Two entries for n2: the later Since is the mesh's newer word.
 	peers := []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n2", "a", mesh.StatusAlive, time.Hour)}
 	for _, ps := range [][]Peer{peers, {peers[0], peers[2], peers[1]}} {
@@ -379,7 +379,7 @@ func suffrages(cfg raft.Configuration) []string {
 	return out
 }
 
-func TestPlanMembershipConverges(t *testing.T) {
+func TestPlanConverges(t *testing.T) {
 	grace := DefaultDeadVoterGrace
 	tests := []struct {
 		name       string
