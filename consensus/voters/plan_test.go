@@ -317,18 +317,6 @@ func TestPlanDuplicatePeers(t *testing.T) {
 	}
 }
 
-// applyPlan applies plan to cfg as raft's configuration changes do.
-func applyPlan(t *testing.T, cfg raft.Configuration, plan []Change) raft.Configuration {
-	t.Helper()
-	for _, c := range plan {
-		var err error
-		if cfg, err = applyChange(cfg, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cfg
-}
-
 // applyChange returns cfg with c applied as raft applies it, or an error if c makes no sense
 // on cfg.
 func applyChange(cfg raft.Configuration, c Change) (raft.Configuration, error) {
@@ -352,89 +340,4 @@ func applyChange(cfg raft.Configuration, c Change) (raft.Configuration, error) {
 		return cfg, fmt.Errorf("%+v does not apply to %+v", c, cfg)
 	}
 	return out, nil
-}
-
-// converge plans and applies until the plan is empty, and returns the configuration and the
-// number of passes that changed something.
-func converge(t *testing.T, cfg raft.Configuration, peers []Peer, o Options) (raft.Configuration, int) {
-	t.Helper()
-	for passes := 0; passes <= len(cfg.Servers)+len(peers)+1; passes++ {
-		plan := Plan(cfg, peers, planNow, o)
-		if len(plan) == 0 {
-			return cfg, passes
-		}
-		cfg = applyPlan(t, cfg, plan)
-	}
-	t.Fatalf("no fixed point: %+v", cfg)
-	return cfg, 0
-}
-
-// suffrages returns "id:voter" / "id:nonvoter" for each server, sorted.
-func suffrages(cfg raft.Configuration) []string {
-	var out []string
-	for _, s := range cfg.Servers {
-		out = append(out, fmt.Sprintf("%s:%s", s.ID, map[bool]string{true: "voter", false: "nonvoter"}[s.Suffrage == raft.Voter]))
-	}
-	slices.Sort(out)
-	return out
-}
-
-func TestPlanConverges(t *testing.T) {
-	grace := DefaultDeadVoterGrace
-	tests := []struct {
-		name       string
-		cfg        raft.Configuration
-		peers      []Peer
-		opts       Options
-		want       []string
-		wantPasses int
-	}{
-		{name: "one voter and four peers: three voters over three regions",
-			cfg:   conf(voter("n1")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "b"), alive("n4", "b"), alive("n5", "c")},
-			opts:  Options{Voters: 3},
-			want:  []string{"n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter"},
-			// add the four; promote n3; promote n5.
-			wantPasses: 3},
-		{name: "a dead voter is replaced from its region's neighbours",
-			cfg:   conf(voter("n1"), nonvoter("n2"), voter("n3"), nonvoter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "b", mesh.StatusDead, 2*grace), alive("n4", "b"), alive("n5", "c")},
-			want:  []string{"n1:voter", "n2:nonvoter", "n4:voter", "n5:voter"},
-			// remove n3; promote n4.
-			wantPasses: 2},
-		{name: "five voters down to three",
-			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers:      []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "b"), alive("n4", "b"), alive("n5", "c")},
-			opts:       Options{Voters: 3},
-			want:       []string{"n1:voter", "n2:nonvoter", "n3:voter", "n4:nonvoter", "n5:voter"},
-			wantPasses: 2},
-		{name: "everybody else left, the voters one after the other",
-			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a"), peer("n4", "a", mesh.StatusLeft, 0)},
-			opts:       Options{Voters: 3},
-			want:       []string{"n1:voter", "n3:voter"},
-			wantPasses: 1},
-		{name: "then the last one left",
-			cfg:        conf(voter("n1"), voter("n3")),
-			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0), peer("n4", "a", mesh.StatusLeft, 0)},
-			want:       []string{"n1:voter"},
-			wantPasses: 1},
-		{name: "both other voters left at once: quorum is lost, only the non-voter goes",
-			cfg:        conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers:      []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0), peer("n4", "a", mesh.StatusLeft, 0)},
-			want:       []string{"n1:voter", "n2:voter", "n3:voter"},
-			wantPasses: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.Self = "n1"
-			got, passes := converge(t, tt.cfg, tt.peers, tt.opts)
-			if diff := cmp.Diff(tt.want, suffrages(got)); diff != "" {
-				t.Fatalf("configuration (-want +got):\n%s", diff)
-			}
-			if passes != tt.wantPasses {
-				t.Fatalf("%d passes; want %d", passes, tt.wantPasses)
-			}
-		})
-	}
 }

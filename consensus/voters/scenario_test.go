@@ -1,17 +1,135 @@
 package voters
 
 import (
+	"bufio"
+	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/mesh"
 )
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden transcripts of testdata/*.txt with what the scenarios print")
+
+// TestScenarios runs the scenario scripts of testdata/, in the style of etcd raft's rafttest
+// and of package ownership's scenarios: each block is a command (with input lines), a line
+// "----", and the transcript the command prints, up to a blank line. The decisions are Plan's;
+// converge applies them as raft applies configuration changes, pass after pass, as the
+// leader's Reconciler does. go test -run TestScenarios -rewrite writes the transcripts.
+//
+// Commands (times are since the script's start, which is planNow):
+//
+//	options [voters=N] [grace=D]  --raft-voters and --dead-voter-grace (default 0 and 60s)
+//	config [leader=ID] ID=voter|nonvoter ...  the raft configuration, and who leads
+//	peers                        input lines "ID [region=R] [alive|suspect|dead|left|unknown]
+//	                             [since=D] [draining] [rejoining] [unreachable] [pending]"
+//	                             (default alive since now; since=D is a time of the script,
+//	                             negative before its start)
+//	join ID...                   gateways started afresh: alive since now, nothing else
+//	set STATUS ID...             the peers' mesh status, since now
+//	drain ID... | wipe ID... | caughtup ID...  marked draining; back with a new raft state
+//	                             (rejoining); caught up (no longer rejoining)
+//	lead ID                      another gateway leads (Self of the plans)
+//	tick DURATION                the clock moves on
+//	reset                        another fleet: no configuration, no peers, the start's clock
+//	plan                         one plan, not applied
+//	converge                     plans and applies until a plan is empty: every change, then
+//	                             the passes, the fewest voters on the way, the configuration
+//	                             and the voters wanted
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in testdata/: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runScenario(t, file) })
+	}
+}
+
+// block is one command of a script and its transcript.
+type block struct {
+	line     int
+	comments []string
+	cmd      string
+	input    []string
+	want     []string
+}
+
+func runScenario(t *testing.T, file string) {
+	blocks := parseScript(t, file)
+	w := &fleetWorld{t: t, peers: map[string]Peer{}, now: planNow}
+	var out strings.Builder
+	for i, b := range blocks {
+		got := w.run(b)
+		if !*rewrite && !slices.Equal(got, b.want) {
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, b.line, b.cmd, strings.Join(got, "\n"), strings.Join(b.want, "\n"))
+		}
+		if i > 0 {
+			out.WriteString("\n")
+		}
+		for _, line := range slices.Concat(b.comments, []string{b.cmd}, b.input, []string{"----"}, got) {
+			out.WriteString(line + "\n")
+		}
+	}
+	if *rewrite {
+		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// parseScript reads the blocks of file. Lines starting with # before a command are its
+// comments, which -rewrite writes back.
+func parseScript(t *testing.T, file string) []block {
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var blocks []block
+	var cur *block
+	var comments []string
+	inWant := false
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case cur == nil && line == "":
+		case cur == nil && strings.HasPrefix(line, "#"):
+			comments = append(comments, line)
+		case cur == nil:
+			cur = &block{line: n, comments: comments, cmd: line}
+			comments = nil
+		case !inWant && line == "----":
+			inWant = true
+		case !inWant:
+			cur.input = append(cur.input, line)
+		case line == "":
+			blocks, cur, inWant = append(blocks, *cur), nil, false
+		default:
+			cur.want = append(cur.want, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cur != nil {
+		if !inWant {
+			t.Fatalf("%s:%d: a command without ----", file, cur.line)
+		}
+		blocks = append(blocks, *cur)
+	}
+	return blocks
+}
 
 // fleetWorld is a fleet as the leader's planner sees it: the raft configuration, the mesh's
 // peers, the leader and the clock. Its changes are applied as raft applies them.
@@ -24,54 +142,170 @@ type fleetWorld struct {
 	opts   Options
 }
 
-func newFleetWorld(t *testing.T, cfg raft.Configuration, leader string, ids ...string) *fleetWorld {
-	w := &fleetWorld{t: t, cfg: cfg, peers: map[string]Peer{}, leader: leader, now: planNow}
-	for _, id := range ids {
-		w.peers[id] = Peer{ID: id, RaftAddress: "a-" + id, Status: mesh.StatusAlive, Since: w.now}
-	}
-	return w
-}
-
-// set gives the peers ids status from now on.
-func (w *fleetWorld) set(status mesh.Status, ids ...string) {
-	for _, id := range ids {
-		p := w.peers[id]
-		p.ID, p.RaftAddress, p.Status, p.Since = id, "a-"+id, status, w.now
-		if status == mesh.StatusAlive || status == mesh.StatusLeft {
-			p.Rejoining = false
+func (w *fleetWorld) run(b block) []string {
+	args := strings.Fields(b.cmd)
+	ids, kv := args[1:], keyValues(args[1:])
+	switch args[0] {
+	case "options":
+		if v, ok := kv["voters"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			w.opts.Voters = n
 		}
-		w.peers[id] = p
+		w.opts.DeadVoterGrace = duration(w.t, kv["grace"])
+		o := w.opts.withDefaults()
+		return []string{fmt.Sprintf("voters=%d grace=%s", o.Voters, o.DeadVoterGrace)}
+	case "config":
+		w.cfg = raft.Configuration{}
+		for _, a := range ids {
+			k, v, _ := strings.Cut(a, "=")
+			if k == "leader" {
+				w.leader = v
+				continue
+			}
+			if v != "voter" && v != "nonvoter" {
+				w.t.Fatalf("%s: a suffrage is voter or nonvoter", a)
+			}
+			s := raft.Voter
+			if v == "nonvoter" {
+				s = raft.Nonvoter
+			}
+			w.cfg.Servers = append(w.cfg.Servers, raft.Server{ID: raft.ServerID(k), Address: raft.ServerAddress("a-" + k), Suffrage: s})
+		}
+		return []string{w.configLine()}
+	case "peers":
+		var set []string
+		for _, in := range b.input {
+			set = append(set, w.setPeer(strings.Fields(in)))
+		}
+		return w.peerLines(set...)
+	case "join":
+		for _, id := range ids {
+			w.peers[id] = Peer{ID: id, RaftAddress: "a-" + id, Status: mesh.StatusAlive, Since: w.now}
+		}
+		return w.peerLines(ids...)
+	case "set":
+		status := parseStatus(w.t, args[1])
+		for _, id := range args[2:] {
+			p := w.peers[id]
+			p.ID, p.RaftAddress, p.Status, p.Since = id, "a-"+id, status, w.now
+			if status == mesh.StatusAlive || status == mesh.StatusLeft {
+				p.Rejoining = false
+			}
+			w.peers[id] = p
+		}
+		return w.peerLines(args[2:]...)
+	case "drain", "wipe", "caughtup":
+		for _, id := range ids {
+			p := w.peers[id]
+			switch args[0] {
+			case "drain":
+				p.Draining = true
+			case "wipe":
+				p.Rejoining, p.Incarnation, p.Since = true, "new-"+id, w.now
+			default:
+				p.Rejoining = false
+			}
+			w.peers[id] = p
+		}
+		return w.peerLines(ids...)
+	case "reset":
+		*w = fleetWorld{t: w.t, peers: map[string]Peer{}, now: planNow}
+		return []string{"reset"}
+	case "lead":
+		w.leader = args[1]
+		return []string{w.configLine()}
+	case "tick":
+		w.now = w.now.Add(duration(w.t, args[1]))
+		return []string{"now " + w.now.Sub(planNow).String()}
+	case "plan":
+		return changeLines(w.plan())
+	case "converge":
+		return w.converge()
 	}
+	w.t.Fatalf("unknown command %q", b.cmd)
+	return nil
 }
 
-// join brings ids in as gateways started afresh: alive, not draining.
-func (w *fleetWorld) join(ids ...string) {
-	for _, id := range ids {
-		w.peers[id] = Peer{ID: id, RaftAddress: "a-" + id, Status: mesh.StatusAlive, Since: w.now}
+// setPeer sets the peer of one "peers" input line and returns its id.
+func (w *fleetWorld) setPeer(f []string) string {
+	p := Peer{ID: f[0], RaftAddress: "a-" + f[0], Status: mesh.StatusAlive, Since: w.now}
+	for _, a := range f[1:] {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "region":
+			p.Region = v
+		case "since":
+			p.Since = planNow.Add(duration(w.t, v))
+		case "draining":
+			p.Draining = true
+		case "rejoining":
+			p.Rejoining, p.Incarnation = true, "new-"+p.ID
+		case "unreachable":
+			p.Unreachable = true
+		case "pending":
+			p.Unreachable, p.Pending = true, true
+		default:
+			p.Status = parseStatus(w.t, a)
+		}
 	}
+	w.peers[p.ID] = p
+	return p.ID
 }
 
-func (w *fleetWorld) drain(ids ...string) {
+// peerLines describes the peers ids.
+func (w *fleetWorld) peerLines(ids ...string) []string {
+	var out []string
 	for _, id := range ids {
 		p := w.peers[id]
-		p.Draining = true
-		w.peers[id] = p
+		line := fmt.Sprintf("%s region=%q %s since %s", id, p.Region, p.Status, p.Since.Sub(planNow))
+		for _, flag := range []struct {
+			on   bool
+			name string
+		}{{p.Draining, "draining"}, {p.Rejoining, "rejoining"}, {p.Unreachable, "unreachable"}, {p.Pending, "pending"}} {
+			if flag.on {
+				line += " " + flag.name
+			}
+		}
+		out = append(out, line)
 	}
+	return out
 }
 
-func (w *fleetWorld) wipe(id string) {
-	p := w.peers[id]
-	p.Rejoining, p.Incarnation, p.Since = true, "new-"+id, w.now
-	w.peers[id] = p
+// configLine is "leader ID: ID=voter ID=nonvoter ...", by id.
+func (w *fleetWorld) configLine() string {
+	servers := slices.Clone(w.cfg.Servers)
+	slices.SortFunc(servers, func(a, b raft.Server) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	line := "leader " + w.leader + ":"
+	for _, s := range servers {
+		line += fmt.Sprintf(" %s=%s", s.ID, map[bool]string{true: "voter", false: "nonvoter"}[s.Suffrage == raft.Voter])
+	}
+	return line
 }
 
-func (w *fleetWorld) caughtUp(id string) {
-	p := w.peers[id]
-	p.Rejoining = false
-	w.peers[id] = p
+func (w *fleetWorld) plan() []Change {
+	o := w.opts
+	o.Self = w.leader
+	return Plan(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
 }
 
-func (w *fleetWorld) tick(d time.Duration) { w.now = w.now.Add(d) }
+// changeLines describes a plan, one change a line.
+func changeLines(plan []Change) []string {
+	if len(plan) == 0 {
+		return []string{"no change"}
+	}
+	var out []string
+	for _, c := range plan {
+		line := c.Kind.String() + " " + c.ID
+		if c.Kind == ChangeUpdateAddress {
+			line += " " + c.Address
+		}
+		out = append(out, line+": "+c.Reason)
+	}
+	return out
+}
 
 // voters returns the voters of the configuration, sorted.
 func (w *fleetWorld) voters() []string {
@@ -85,17 +319,27 @@ func (w *fleetWorld) voters() []string {
 	return out
 }
 
-// converge plans and applies as the leader's passes do until a plan is empty, and returns the
-// fewest voters any configuration on the way had.
-func (w *fleetWorld) converge() (fewest int) {
+// converge plans and applies as the leader's passes do until a plan is empty, and describes
+// what it did: every change, then the passes that changed something, the fewest voters any
+// configuration on the way had, the configuration and the voters wanted. The leader must end
+// a voter.
+func (w *fleetWorld) converge() []string {
 	w.t.Helper()
-	fewest = len(w.voters())
-	for range 64 {
-		o := w.opts
-		o.Self = w.leader
-		plan := Plan(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
+	var out []string
+	fewest := len(w.voters())
+	for passes := range 64 {
+		plan := w.plan()
 		if len(plan) == 0 {
-			return fewest
+			o := w.opts
+			o.Self = w.leader
+			p := newPlanner(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o.withDefaults())
+			if !slices.Contains(w.voters(), w.leader) {
+				w.t.Errorf("leader %q is not a voter: %s", w.leader, w.configLine())
+			}
+			return append(out, fmt.Sprintf("passes: %d, fewest voters on the way: %d", passes, fewest), w.configLine(), p.wanted())
+		}
+		for _, line := range changeLines(plan) {
+			out = append(out, fmt.Sprintf("pass %d: %s", passes+1, line))
 		}
 		for _, c := range plan {
 			if c.Kind == ChangeTransferLeadership {
@@ -110,161 +354,36 @@ func (w *fleetWorld) converge() (fewest int) {
 			fewest = min(fewest, len(w.voters()))
 		}
 	}
-	w.t.Fatalf("no fixed point: %v", suffrages(w.cfg))
-	return fewest
+	w.t.Fatalf("no fixed point: %s", w.configLine())
+	return nil
 }
 
-// fleetStep is one event of a scenario, and what the leader's passes make of it.
-type fleetStep struct {
-	what   string
-	do     func(w *fleetWorld)
-	voters []string // the voters once the passes converged
-	fewest int      // the voter count never drops below this on the way
+func keyValues(args []string) map[string]string {
+	kv := make(map[string]string)
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		kv[k] = v
+	}
+	return kv
 }
 
-// TestAutoVoterScenarios follows the automatic voter count (Voters 0) through the changes a
-// fleet goes through, each step converged by the leader's passes: the voters at the end of
-// each step, and the fewest voters on the way (the count never dips through a kill, a pause, a
-// partition or a wiped disk; only drains and leaves lower it).
-func TestAutoVoterScenarios(t *testing.T) {
-	grace := DefaultDeadVoterGrace
-	n15 := []string{"n1", "n2", "n3", "n4", "n5"}
-	startFive := func(t *testing.T) *fleetWorld { return newFleetWorld(t, five(), "n1", n15...) }
-	tests := []struct {
-		name  string
-		start func(t *testing.T) *fleetWorld
-		steps []fleetStep
-	}{
-		{name: "grow 1 -> 3 -> 5", start: func(t *testing.T) *fleetWorld { return newFleetWorld(t, conf(voter("n1")), "n1", "n1") },
-			steps: []fleetStep{
-				{"n2 joins: two gateways keep one voter", func(w *fleetWorld) { w.join("n2") }, []string{"n1"}, 1},
-				{"n3 joins: three voters", func(w *fleetWorld) { w.join("n3") }, []string{"n1", "n2", "n3"}, 1},
-				{"n4 joins: still three", func(w *fleetWorld) { w.join("n4") }, []string{"n1", "n2", "n3"}, 3},
-				{"n5 joins: five", func(w *fleetWorld) { w.join("n5") }, n15, 3},
-				{"n6 and n7 join: still five", func(w *fleetWorld) { w.join("n6", "n7") }, n15, 5},
-			}},
-		{name: "a drain of one of five", start: startFive,
-			steps: []fleetStep{
-				{"n5 drains: its seat goes", func(w *fleetWorld) { w.drain("n5") }, []string{"n1", "n2", "n3", "n4"}, 4},
-				{"it leaves the mesh: it counts for the grace", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n5") }, []string{"n1", "n2", "n3", "n4"}, 4},
-				{"gone past the grace: four gateways keep three voters", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"n1", "n2", "n3"}, 3},
-				{"a gateway started in its place: five again", func(w *fleetWorld) { w.join("n5") }, n15, 3},
-			}},
-		{name: "a drained gateway restarted at once", start: startFive,
-			steps: []fleetStep{
-				{"n5 drains and leaves", func(w *fleetWorld) { w.drain("n5"); w.converge(); w.set(mesh.StatusLeft, "n5") }, []string{"n1", "n2", "n3", "n4"}, 4},
-				{"it is started again: five, never three", func(w *fleetWorld) { w.tick(time.Second); w.join("n5") }, n15, 4},
-			}},
-		{name: "a kill of two of five", start: startFive,
-			steps: []fleetStep{
-				{"n4 and n5 die: raft's quorum carries it", func(w *fleetWorld) { w.set(mesh.StatusDead, "n4", "n5") }, n15, 5},
-				{"within the grace: nothing", func(w *fleetWorld) { w.tick(grace) }, n15, 5},
-				{"past the grace: three live voters tolerate a fault, five with two dead do not",
-					func(w *fleetWorld) { w.tick(time.Second) }, []string{"n1", "n2", "n3"}, 3},
-				{"they come back: five again", func(w *fleetWorld) { w.join("n4", "n5") }, n15, 3},
-			}},
-		{name: "a kill of one of three past the grace", start: func(t *testing.T) *fleetWorld {
-			return newFleetWorld(t, conf(voter("n1"), voter("n2"), voter("n3")), "n1", "n1", "n2", "n3")
-		},
-			steps: []fleetStep{
-				{"n3 dies for long: its seat is kept, two of two would tolerate no more",
-					func(w *fleetWorld) { w.set(mesh.StatusDead, "n3"); w.tick(2 * grace) }, []string{"n1", "n2", "n3"}, 3},
-				{"a fourth gateway joins: it takes the seat", func(w *fleetWorld) { w.join("n4") }, []string{"n1", "n2", "n4"}, 2},
-			}},
-		{name: "a partition", start: startFive,
-			steps: []fleetStep{
-				{"n4 and n5 cut off, suspect then dead to the majority", func(w *fleetWorld) {
-					w.set(mesh.StatusSuspect, "n4", "n5")
-					w.tick(5 * time.Second)
-					w.set(mesh.StatusDead, "n4", "n5")
-					w.tick(grace / 2)
-				}, n15, 5},
-				{"healed", func(w *fleetWorld) { w.set(mesh.StatusAlive, "n4", "n5") }, n15, 5},
-			}},
-		{name: "a pause of the leader", start: startFive,
-			steps: []fleetStep{
-				{"n2 leads while n1 is paused", func(w *fleetWorld) { w.leader = "n2"; w.set(mesh.StatusSuspect, "n1") }, n15, 5},
-				{"n1 resumes", func(w *fleetWorld) { w.set(mesh.StatusAlive, "n1") }, n15, 5},
-			}},
-		{name: "a wiped disk", start: startFive,
-			steps: []fleetStep{
-				{"n3 comes back rejoining: it gives its seat back and waits", func(w *fleetWorld) { w.wipe("n3") },
-					[]string{"n1", "n2", "n4", "n5"}, 4},
-				{"caught up: promoted again", func(w *fleetWorld) { w.caughtUp("n3") }, n15, 4},
-			}},
-		{name: "a drain of the leader", start: startFive,
-			steps: []fleetStep{
-				{"n1 drains: it hands over, and the next leader demotes it",
-					func(w *fleetWorld) { w.drain("n1") }, []string{"n2", "n3", "n4", "n5"}, 4},
-				{"it leaves", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n1") }, []string{"n2", "n3", "n4", "n5"}, 4},
-				{"gone past the grace: three", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"n2", "n3", "n4"}, 3},
-			}},
-		{name: "drains and kills at once", start: startFive,
-			steps: []fleetStep{
-				{"n3 and n4 die while n5 drains: its seat waits, the quorum needs it",
-					func(w *fleetWorld) { w.set(mesh.StatusDead, "n3", "n4"); w.drain("n5") }, n15, 5},
-				{"n3 comes back: the drained seat goes", func(w *fleetWorld) { w.set(mesh.StatusAlive, "n3") }, []string{"n1", "n2", "n3", "n4"}, 4},
-				{"n5 leaves and is started again, n4 comes back: five", func(w *fleetWorld) {
-					w.set(mesh.StatusLeft, "n5")
-					w.converge()
-					w.set(mesh.StatusAlive, "n4")
-					w.join("n5")
-				}, n15, 4},
-			}},
-		{name: "scale-down 5 -> 3 by drains", start: startFive,
-			steps: []fleetStep{
-				{"n4 and n5 drain", func(w *fleetWorld) { w.drain("n4", "n5") }, []string{"n1", "n2", "n3"}, 3},
-				{"they leave", func(w *fleetWorld) { w.set(mesh.StatusLeft, "n4", "n5") }, []string{"n1", "n2", "n3"}, 3},
-				{"gone past the grace: three", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"n1", "n2", "n3"}, 3},
-				{"then n3 drains and leaves for good: two gateways keep one voter", func(w *fleetWorld) {
-					w.drain("n3")
-					w.converge()
-					w.set(mesh.StatusLeft, "n3")
-					w.tick(grace + time.Second)
-				}, []string{"n1"}, 1},
-			}},
-		{name: "blue/green", start: func(t *testing.T) *fleetWorld {
-			return newFleetWorld(t, conf(voter("b1"), voter("b2"), voter("b3")), "b1", "b1", "b2", "b3")
-		},
-			steps: []fleetStep{
-				{"green joins: six gateways, five voters", func(w *fleetWorld) { w.join("g1", "g2", "g3") },
-					[]string{"b1", "b2", "b3", "g1", "g2"}, 3},
-				{"blue drains: green takes every seat", func(w *fleetWorld) { w.drain("b1", "b2", "b3") },
-					[]string{"g1", "g2", "g3"}, 3},
-				{"blue leaves", func(w *fleetWorld) { w.set(mesh.StatusLeft, "b1", "b2", "b3") }, []string{"g1", "g2", "g3"}, 3},
-				{"gone past the grace", func(w *fleetWorld) { w.tick(grace + time.Second) }, []string{"g1", "g2", "g3"}, 3},
-			}},
+func duration(t *testing.T, s string) time.Duration {
+	if s == "" {
+		return 0
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := tt.start(t)
-			w.converge()
-			for i, s := range tt.steps {
-				s.do(w)
-				fewest := w.converge()
-				if diff := cmp.Diff(s.voters, w.voters()); diff != "" {
-					t.Fatalf("step %d (%s): voters (-want +got):\n%s\nconfiguration %v", i, s.what, diff, suffrages(w.cfg))
-				}
-				if fewest < s.fewest {
-					t.Errorf("step %d (%s): %d voters on the way; want at least %d", i, s.what, fewest, s.fewest)
-				}
-				if w.leader == "" || !slices.Contains(w.voters(), w.leader) {
-					t.Errorf("step %d (%s): leader %q is not a voter", i, s.what, w.leader)
-				}
-			}
-		})
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return d
 }
 
-// TestAutoVoterScenariosExplicitCount: --raft-voters 3 keeps today's behaviour through the same
-// kill: the dead voter of three is removed past the grace.
-func TestAutoVoterScenariosExplicitCount(t *testing.T) {
-	w := newFleetWorld(t, conf(voter("n1"), voter("n2"), voter("n3")), "n1", "n1", "n2", "n3")
-	w.opts.Voters = 3
-	w.set(mesh.StatusDead, "n3")
-	w.tick(2 * DefaultDeadVoterGrace)
-	w.converge()
-	if got, want := fmt.Sprint(w.voters()), "[n1 n2]"; got != want {
-		t.Fatalf("voters %s; want %s", got, want)
+func parseStatus(t *testing.T, s string) mesh.Status {
+	for _, st := range []mesh.Status{mesh.StatusAlive, mesh.StatusSuspect, mesh.StatusDead, mesh.StatusLeft, mesh.StatusUnknown} {
+		if st.String() == s {
+			return st
+		}
 	}
+	t.Fatalf("unknown status %q", s)
+	return 0
 }
