@@ -26,7 +26,7 @@
 //     (see "Unknown outcomes"). The leader takes a forwarded
 //     entry only from a peer (PeerAuth: a node certificate of the cluster's CA, or under
 //     --insecure a member's host) and only of a type gateways forward (not InitCluster or
-//     Reassign, which a leader proposes on itself; Handoff, an operator's fenced moves, is
+//     Reassign, which a leader proposes on itself; OperatorReassign, an operator's fenced moves, is
 //     forwarded); a refusal writes nothing.
 //  3. Append. The leader encodes the command (one type byte, then protobuf) and appends it to
 //     its log. raft's Apply timeout bounds only this hand-over (ErrTimeout: nothing written).
@@ -80,8 +80,8 @@
 // re-send's answer is the write's, by command:
 //
 //  1. Register, SetFlags and ReplaceSpec without a revision, Transfer without an epoch, Drain:
-//     idempotent. A second copy is Unchanged; the answer stands. Handoff too: its marks are
-//     idempotent, and a second copy of a move is skipped as "already owned by" its target.
+//     idempotent. A second copy is Unchanged; the answer stands. OperatorReassign too: its marks
+//     are idempotent, and a second copy of a move is skipped as "already owned by" its target.
 //  2. SetFlags and ReplaceSpec with a revision, Transfer with an epoch, Remove (fenced or
 //     not): compare-and-sets. A second copy is rejected when the first applied, so a conflict
 //     or not-found answer is returned as ErrOutcomeUnknown wrapping the rejection; a success

@@ -379,7 +379,7 @@ func (n *Node) WorkersShared() []fsm.Record { return n.fsm.WorkersShared() }
 // to, or ok=false when the reader must read every record; see fsm.FSM.ChangedSince.
 func (n *Node) ChangedSince(v uint64) (fsm.Changes, bool) { return n.fsm.ChangedSince(v) }
 
-// Draining returns the peers marked draining (fsm.Handoff), sorted by id.
+// Draining returns the peers marked draining (fsm.OperatorReassign), sorted by id.
 func (n *Node) Draining() []fsm.DrainingPeer { return n.fsm.Draining() }
 
 // Journal returns copies of the open weight-update records.
@@ -500,8 +500,8 @@ func (n *Node) Info() (Info, error) {
 }
 
 // Snapshot makes raft take a snapshot now and compact its log behind it (raft also does so on
-// its own every 8,192 entries). It returns once the snapshot is persisted; raft.ErrNothingNewToSnapshot
-// means the last one is current.
+// its own every 8,192 entries). It returns once the snapshot is persisted;
+// raft.ErrNothingNewToSnapshot means the last one is current.
 func (n *Node) Snapshot() error {
 	if n.closed.Load() {
 		return ErrShutdown

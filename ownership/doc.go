@@ -30,10 +30,10 @@
 //     drain: a drain's own moves go through the Operator, and this pass catches what came after.
 //
 // The contract of an operator's change (Operator): the caller runs a read barrier, the Operator
-// plans on the applied records and the mesh with the drain marks, and writes fsm.Handoff entries
-// (forwarded to the leader from any gateway) whose moves are fenced like failover's; a drain's
-// marks go in the same entry as its first moves, each naming the process it drains (the peer's
-// start time, from its node metadata). The caller then waits for the fleet to apply the last
+// plans on the applied records and the mesh with the drain marks, and writes fsm.OperatorReassign
+// entries (forwarded to the leader from any gateway) whose moves are fenced like failover's; a
+// drain's marks go in the same entry as its first moves, each naming the process it drains (the
+// peer's start time, from its node metadata). The caller then waits for the fleet to apply the last
 // entry's index before it answers.
 //
 // The end of a drain: every raft leader, on each pass of its drain duty, clears the marks

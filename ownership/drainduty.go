@@ -87,7 +87,7 @@ func (d DrainClearer) clear(ctx context.Context, states []DrainState) {
 			restarted = append(restarted, s.Peer)
 		}
 	}
-	if _, err := d.Apply.Apply(ctx, fsm.Handoff{Reason: ReasonDrain.String(), Undrain: ids, At: time.Now()}); err != nil {
+	if _, err := d.Apply.Apply(ctx, fsm.OperatorReassign{Reason: ReasonDrain.String(), Undrain: ids, At: time.Now()}); err != nil {
 		log.Warn("clearing the marks of finished drains did not apply; the next pass tries again", "peers", ids, "err", err)
 		return
 	}

@@ -66,7 +66,7 @@ func newDrainFixture(t *testing.T) *drainFixture {
 // mark writes g1's drain mark for the process started at started, as POST /mesh/drain does.
 func (f *drainFixture) mark(t *testing.T, started time.Time) {
 	t.Helper()
-	if _, err := f.store.Apply(context.Background(), fsm.Handoff{Reason: "drain", Drain: []string{"g1"},
+	if _, err := f.store.Apply(context.Background(), fsm.OperatorReassign{Reason: "drain", Drain: []string{"g1"},
 		Started: map[string]time.Time{"g1": started}, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,8 @@ type OperatorConfig struct {
 	Records    Records
 	Membership Membership
 	Apply      Applier
-	// MaxMovesPerEntry bounds the moves of one Handoff entry. Zero means DefaultMaxMovesPerEntry.
+	// MaxMovesPerEntry bounds the moves of one OperatorReassign entry. Zero means
+	// DefaultMaxMovesPerEntry.
 	MaxMovesPerEntry int
 	// Metrics counts the moves. Nil means none.
 	Metrics *Metrics
@@ -45,7 +46,7 @@ type OperatorConfig struct {
 }
 
 // Operator makes an operator's ownership changes (DESIGN.md section 5): it plans with the pure
-// decisions on the applied records and the mesh, and writes each plan as fenced Handoff
+// decisions on the applied records and the mesh, and writes each plan as fenced OperatorReassign
 // entries through Apply. It decides nothing about consistency: the caller runs a read barrier
 // before (so that the plan reads what the leader has) and waits for the fleet after (the
 // returned Index).
@@ -174,15 +175,15 @@ type drainMarks struct {
 	started map[string]time.Time
 }
 
-// write applies moves in Handoff entries of at most MaxMovesPerEntry, the drain marks with the
-// first, and sums what they did. It stops at the first error.
+// write applies moves in OperatorReassign entries of at most MaxMovesPerEntry, the drain marks with
+// the first, and sums what they did. It stops at the first error.
 func (o *Operator) write(ctx context.Context, reason Reason, drain drainMarks, moves []Move) (Outcome, error) {
 	out := Outcome{Moves: moves}
 	for first := true; first || len(moves) > 0; first = false {
 		n := min(len(moves), o.cfg.MaxMovesPerEntry)
 		batch := moves[:n]
 		moves = moves[n:]
-		cmd := fsm.Handoff{Reason: reason.String(), At: o.cfg.Now(), Items: make([]fsm.ReassignItem, len(batch))}
+		cmd := fsm.OperatorReassign{Reason: reason.String(), At: o.cfg.Now(), Items: make([]fsm.ReassignItem, len(batch))}
 		if first {
 			cmd.Drain, cmd.Started = drain.peers, drain.started
 		}
@@ -206,7 +207,7 @@ func (o *Operator) write(ctx context.Context, reason Reason, drain drainMarks, m
 	return out, nil
 }
 
-// settled splits a Handoff's result into the workers that are where the moves sent them
+// settled splits an OperatorReassign's result into the workers that are where the moves sent them
 // (moved, or already there: a re-sent copy) and the skips that left them elsewhere.
 func settled(r *fsm.ReassignResult, batch []Move) (moved []worker.ID, skipped []fsm.ReassignSkip) {
 	if r == nil {

@@ -138,7 +138,7 @@ func mustRebalance(t *testing.T, op *Operator) Outcome {
 // TestFailoverSkipsDrainingPeers: a gone owner's workers never go to a peer marked draining.
 func TestFailoverSkipsDrainingPeers(t *testing.T) {
 	s := newStore(t, "g2", "g2", "g2", "g2")
-	if _, err := s.Apply(context.Background(), fsm.Handoff{Drain: []string{"g3"}}); err != nil {
+	if _, err := s.Apply(context.Background(), fsm.OperatorReassign{Drain: []string{"g3"}}); err != nil {
 		t.Fatal(err)
 	}
 	m := newMembership(peer("g1", "", mesh.StatusAlive, t0), peer("g2", "", mesh.StatusLeft, time.Now().Add(-time.Hour)),
@@ -159,7 +159,7 @@ func TestFailoverSkipsDrainingPeers(t *testing.T) {
 // owns (registered after its drain), as drain.
 func TestFailoverHandsOffDrainingOwners(t *testing.T) {
 	s := newStore(t, "blue", "blue", "green")
-	if _, err := s.Apply(context.Background(), fsm.Handoff{Drain: []string{"blue"}}); err != nil {
+	if _, err := s.Apply(context.Background(), fsm.OperatorReassign{Drain: []string{"blue"}}); err != nil {
 		t.Fatal(err)
 	}
 	m := newMembership(peer("blue", "", mesh.StatusAlive, t0), peer("green", "", mesh.StatusAlive, t0))

@@ -12,8 +12,8 @@ import (
 
 // The wire form of an fsm.Result in a forwarding answer. The record goes as the snapshot
 // encodes it (fsm.RecordToProto and fsm.RecordFromProto); TestForwardResultRoundTrip fails when
-// a field of Record or Spec does not survive. Result.Reassign travels for Handoff entries, which
-// gateways forward; failover applies Reassign on the leader, never through a forwarder.
+// a field of Record or Spec does not survive. Result.Reassign travels for OperatorReassign entries,
+// which gateways forward; failover applies Reassign on the leader, never through a forwarder.
 
 var outcomeToWire = map[fsm.Outcome]consensusv1.ApplyOutcome{
 	fsm.Rejected:  consensusv1.ApplyOutcome_APPLY_OUTCOME_REJECTED,

@@ -165,8 +165,8 @@ func New(node Node, o Options) (*Forwarder, error) {
 // Every error says whether the write happened:
 //
 //   - nil or a business error of package fsm: applied, and the Result is the leader's (with
-//     Result.Reassign for a Handoff; a gateway never forwards Reassign, which failover applies
-//     on the leader);
+//     Result.Reassign for an OperatorReassign; a gateway never forwards Reassign, which failover
+//     applies on the leader);
 //   - *consensus.NotLeaderError (MaxHops answers followed), consensus.ErrNoLeader (also
 //     *consensus.LeaderUnreachableError: no leader could be reached within NoLeaderWait),
 //     consensus.ErrTimeout, consensus.ErrShutdown (this node or forwarder), ctx.Err(),

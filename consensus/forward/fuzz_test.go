@@ -26,7 +26,7 @@ func FuzzCheckEntry(f *testing.F) {
 		fsm.Remove{ID: s.ID(), Fence: &fsm.Fence{Owner: "gw-1", Epoch: 4}},
 		fsm.Transfer{ID: s.ID(), To: "gw-2", ExpectedEpoch: 4},
 		fsm.Drain{ID: s.ID(), At: time.Unix(1_700_000_000, 0), Settle: 5 * time.Second},
-		fsm.Handoff{Reason: "drain", Drain: []string{"gw-1"}, Undrain: []string{"gw-3"}, At: time.Unix(1_700_000_000, 0),
+		fsm.OperatorReassign{Reason: "drain", Drain: []string{"gw-1"}, Undrain: []string{"gw-3"}, At: time.Unix(1_700_000_000, 0),
 			Items: []fsm.ReassignItem{{ID: s.ID(), From: fsm.Fence{Owner: "gw-1", Epoch: 4}, To: "gw-2"}}},
 	} {
 		b, err := fsm.Encode(c)

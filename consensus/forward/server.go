@@ -42,13 +42,13 @@ type forwardServer struct {
 }
 
 // forwardable are the entry types a gateway forwards to the leader: the admin API's writes
-// (Register, ReplaceSpec, SetFlags, Remove, Drain, the journal's, Handoff), an owner's fenced
-// Remove, and Transfer. The other types this version applies are leaderOnly: a gateway never forwards InitCluster (the
-// leader of a new cluster proposes it on itself) or Reassign (failover runs on the leader and
-// applies it there, never through a Forwarder: its result has no wire form); the service
-// refuses them. A type this version does not apply is refused as an invalid entry, unless it is
-// marked IgnoreUnknownFlag (a newer gateway's, which this version skips). Every command with a
-// handler is in one of the two sets (TestEveryCommandIsForwardableOrLeaderOnly).
+// (Register, ReplaceSpec, SetFlags, Remove, Drain, the journal's, OperatorReassign), an owner's
+// fenced Remove, and Transfer. The other types this version applies are leaderOnly: a gateway never
+// forwards InitCluster (the leader of a new cluster proposes it on itself) or Reassign (failover
+// runs on the leader and applies it there, never through a Forwarder: its result has no wire form);
+// the service refuses them. A type this version does not apply is refused as an invalid entry,
+// unless it is marked IgnoreUnknownFlag (a newer gateway's, which this version skips). Every
+// command with a handler is in one of the two sets (TestEveryCommandIsForwardableOrLeaderOnly).
 var (
 	forwardable = map[fsm.CommandType]bool{
 		fsm.TypeRegister:    true,
@@ -59,9 +59,9 @@ var (
 		fsm.TypeDrain:       true,
 		// A weight update's coordinator is any gateway. Result.Journal does not cross the wire:
 		// the coordinator reads the journal it needs from its own applied state.
-		fsm.TypeJournalOpen:    true,
-		fsm.TypeJournalResolve: true,
-		fsm.TypeHandoff:        true,
+		fsm.TypeJournalOpen:      true,
+		fsm.TypeJournalResolve:   true,
+		fsm.TypeOperatorReassign: true,
 	}
 	leaderOnly = map[fsm.CommandType]bool{
 		fsm.TypeInitCluster: true,

@@ -34,9 +34,10 @@ const (
 	// a node that skipped it would go on routing to the worker, and, as its owner, never remove
 	// it.
 	TypeDrain CommandType = 10
-	// TypeHandoff is an operator's ownership change: drain marks and fenced moves (Handoff). It
-	// carries no IgnoreUnknownFlag: a node that skipped it would disagree on every owner.
-	TypeHandoff CommandType = 11
+	// TypeOperatorReassign is an operator's ownership change: drain marks and fenced moves
+	// (OperatorReassign). It carries no IgnoreUnknownFlag: a node that skipped it would disagree on
+	// every owner.
+	TypeOperatorReassign CommandType = 11
 
 	// IgnoreUnknownFlag, set on a type byte, tells a node that does not know the type to skip
 	// the entry instead of panicking (Consul's rule): for commands a newer version may add
@@ -45,17 +46,17 @@ const (
 )
 
 var typeNames = map[CommandType]string{
-	TypeInitCluster:    "init_cluster",
-	TypeRegister:       "register",
-	TypeReplaceSpec:    "replace_spec",
-	TypeSetFlags:       "set_flags",
-	TypeRemove:         "remove",
-	TypeTransfer:       "transfer",
-	TypeJournalOpen:    "journal_open",
-	TypeJournalResolve: "journal_resolve",
-	TypeReassign:       "reassign",
-	TypeDrain:          "drain",
-	TypeHandoff:        "handoff",
+	TypeInitCluster:      "init_cluster",
+	TypeRegister:         "register",
+	TypeReplaceSpec:      "replace_spec",
+	TypeSetFlags:         "set_flags",
+	TypeRemove:           "remove",
+	TypeTransfer:         "transfer",
+	TypeJournalOpen:      "journal_open",
+	TypeJournalResolve:   "journal_resolve",
+	TypeReassign:         "reassign",
+	TypeDrain:            "drain",
+	TypeOperatorReassign: "handoff",
 }
 
 // String names the type as the apply-duration metric labels it.

@@ -35,8 +35,8 @@ type state struct {
 	// appliedTerm is the raft term of the entry at applied; 0 when the state was loaded or
 	// restored rather than applied (neither keeps it).
 	appliedTerm uint64
-	// draining marks the peers being drained (Handoff), by id. Never modified in place: a change
-	// stores a new map, so a snapshot can share it.
+	// draining marks the peers being drained (OperatorReassign), by id. Never modified in place: a
+	// change stores a new map, so a snapshot can share it.
 	draining map[string]DrainingPeer
 
 	// touched is not replicated state: the ids the apply in progress changed (put and del

@@ -17,15 +17,15 @@ type handler func(s *state, index uint64, body []byte) Result
 // handlers is the dispatch table, indexed by type byte (Consul's style). A nil slot is an
 // unknown type.
 var handlers = [256]handler{
-	TypeInitCluster: on(applyInitCluster),
-	TypeRegister:    on(applyRegister),
-	TypeReplaceSpec: on(applyReplaceSpec),
-	TypeSetFlags:    on(applySetFlags),
-	TypeRemove:      on(applyRemove),
-	TypeTransfer:    on(applyTransfer),
-	TypeReassign:    on(applyReassign),
-	TypeDrain:       on(applyDrain),
-	TypeHandoff:     on(applyHandoff),
+	TypeInitCluster:      on(applyInitCluster),
+	TypeRegister:         on(applyRegister),
+	TypeReplaceSpec:      on(applyReplaceSpec),
+	TypeSetFlags:         on(applySetFlags),
+	TypeRemove:           on(applyRemove),
+	TypeTransfer:         on(applyTransfer),
+	TypeReassign:         on(applyReassign),
+	TypeDrain:            on(applyDrain),
+	TypeOperatorReassign: on(applyOperatorReassign),
 
 	TypeJournalOpen:    on(applyJournalOpen),
 	TypeJournalResolve: on(applyJournalResolve),

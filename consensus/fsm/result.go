@@ -51,7 +51,7 @@ type Result struct {
 	// Err is the business error of a Rejected command: *NotFoundError, *ConflictError or
 	// *InvalidError.
 	Err error
-	// Reassign is what a Reassign or Handoff entry moved and skipped; nil for every other
+	// Reassign is what a Reassign or OperatorReassign entry moved and skipped; nil for every other
 	// command and for a rejected one.
 	Reassign *ReassignResult
 	// Journal is a copy of the weight-update record a journal command opened, changed or closed

@@ -20,7 +20,8 @@ func (s staticPeers) Peers() []ownership.Peer          { return s }
 func (s staticPeers) Watch() (<-chan struct{}, func()) { return nil, func() {} }
 
 // ownershipEnv is an env whose handler moves workers with a real Operator over its node, in a
-// mesh of n1, n2, n3 (alive) and n4 (dead), all of the handler's region eu,, with a fleet that records what it acknowledged.
+// mesh of n1, n2, n3 (alive) and n4 (dead), all of the handler's region eu,, with a fleet that
+// records what it acknowledged.
 func ownershipEnv(t *testing.T) (*env, *fakeFleet) {
 	t.Helper()
 	fleet := &fakeFleet{}
@@ -37,7 +38,7 @@ func ownershipEnv(t *testing.T) (*env, *fakeFleet) {
 func TestTransfer(t *testing.T) {
 	e, fleet := ownershipEnv(t)
 	rec := e.register(t, `{"url":"`+workerURL(8001)+`"}`)
-	if _, err := e.writer.Apply(t.Context(), fsm.Handoff{Reason: "drain", Drain: []string{"n3"}}); err != nil {
+	if _, err := e.writer.Apply(t.Context(), fsm.OperatorReassign{Reason: "drain", Drain: []string{"n3"}}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/workers/" + rec.ID + "/transfer"

@@ -13,14 +13,14 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// Handoff is an operator's ownership change in one raft entry (DESIGN.md section 5): a drain,
-// a transfer or a rebalance. It first marks the peers of Drain as draining (one already
-// draining keeps its first Since, and takes the Started given) and clears the marks of
-// Undrain, then applies each item as Reassign does, fenced on (owner, epoch); an item whose
-// target is draining after the marks is skipped too. Unlike Reassign, a gateway forwards it to
-// the leader, and its result travels back. A second copy of one entry changes nothing: its
-// items are skipped ("already owned by").
-type Handoff struct {
+// OperatorReassign is an operator's ownership change in one raft entry (DESIGN.md section 5): a
+// drain, a transfer or a rebalance. It first marks the peers of Drain as draining (one already
+// draining keeps its first Since, and takes the Started given) and clears the marks of Undrain,
+// then applies each item as Reassign does, fenced on (owner, epoch); an item whose target is
+// draining after the marks is skipped too. Unlike Reassign, a gateway forwards it to the leader,
+// and its result travels back. A second copy of one entry changes nothing: its items are skipped
+// ("already owned by").
+type OperatorReassign struct {
 	// Reason is "drain", "transfer" or "rebalance": for the log lines and the metrics.
 	Reason  string
 	Drain   []string
@@ -55,9 +55,9 @@ func (d DrainingPeer) For(started time.Time) bool {
 }
 
 // Type implements Command.
-func (Handoff) Type() CommandType { return TypeHandoff }
+func (OperatorReassign) Type() CommandType { return TypeOperatorReassign }
 
-func (c Handoff) message() proto.Message {
+func (c OperatorReassign) message() proto.Message {
 	m := &consensusv1.HandoffCommand{Reason: c.Reason, Drain: c.Drain, Undrain: c.Undrain, AtUnixNano: unixNano(c.At),
 		Items: make([]*consensusv1.ReassignItem, len(c.Items))}
 	for id, t := range c.Started {
@@ -74,10 +74,10 @@ func (c Handoff) message() proto.Message {
 	return m
 }
 
-// applyHandoff marks and clears draining peers, then moves each item whose fence holds. An empty
-// peer id, or an item with an empty id, owner or target, makes the whole entry invalid. The
+// applyOperatorReassign marks and clears draining peers, then moves each item whose fence holds. An
+// empty peer id, or an item with an empty id, owner or target, makes the whole entry invalid. The
 // outcome is Updated when a mark or an owner changed, else Unchanged.
-func applyHandoff(s *state, index uint64, m *consensusv1.HandoffCommand) Result {
+func applyOperatorReassign(s *state, index uint64, m *consensusv1.HandoffCommand) Result {
 	for i, id := range m.Drain {
 		if id == "" {
 			return invalid(fmt.Sprintf("drain[%d]", i), "empty")
@@ -130,7 +130,7 @@ func (s *state) mark(drain, undrain []string, started map[string]int64, at time.
 	return changed
 }
 
-// checkItems validates the items of a Reassign or a Handoff.
+// checkItems validates the items of a Reassign or an OperatorReassign.
 func checkItems(items []*consensusv1.ReassignItem) (Result, bool) {
 	for i, it := range items {
 		field := fmt.Sprintf("items[%d]", i)
@@ -146,11 +146,11 @@ func checkItems(items []*consensusv1.ReassignItem) (Result, bool) {
 	return Result{}, true
 }
 
-// moveItems is the fenced move of a Reassign (failover) and of a Handoff (drain, transfer,
-// rebalance): it moves each item whose record exists, is not already the target's, still has
-// the item's (owner, epoch), and whose target refuse (nil: none) does not refuse, in that order
-// of the skip reasons. A moved record gets the entry's index as its epoch and revision. The
-// outcome is Updated when at least one record moved, else Unchanged.
+// moveItems is the fenced move of a Reassign (failover) and of an OperatorReassign (drain,
+// transfer, rebalance): it moves each item whose record exists, is not already the target's, still
+// has the item's (owner, epoch), and whose target refuse (nil: none) does not refuse, in that order
+// of the skip reasons. A moved record gets the entry's index as its epoch and revision. The outcome
+// is Updated when at least one record moved, else Unchanged.
 func moveItems(s *state, index uint64, items []*consensusv1.ReassignItem, refuse func(to string) bool) Result {
 	out := &ReassignResult{}
 	for _, it := range items {

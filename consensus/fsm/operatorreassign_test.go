@@ -13,45 +13,45 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// TestHandoff runs Handoff entries at index 100 against records registered at indexes 1, 2, 3
-// (owner n1) with n3 already marked draining at index 4, and checks the result, the owners and
-// the marks.
-func TestHandoff(t *testing.T) {
+// TestOperatorReassign runs OperatorReassign entries at index 100 against records registered at
+// indexes 1, 2, 3 (owner n1) with n3 already marked draining at index 4, and checks the result, the
+// owners and the marks.
+func TestOperatorReassign(t *testing.T) {
 	specs := []worker.Spec{spec(t, "http://127.0.0.1:8001", 0), spec(t, "http://127.0.0.1:8002", 0), spec(t, "http://127.0.0.1:8003", 0)}
 	a, b, c := specs[0].ID(), specs[1].ID(), specs[2].ID()
 	from := func(epoch uint64) Fence { return Fence{Owner: "n1", Epoch: epoch} }
 	tests := []struct {
 		name      string
-		cmd       Handoff
+		cmd       OperatorReassign
 		want      Outcome
 		wantErr   error
 		wantRes   *ReassignResult
 		wantOwner map[worker.ID]string
 		wantMarks []string
 	}{
-		{"drain n1 and move its workers in one entry", Handoff{Reason: "drain", Drain: []string{"n1"}, At: t1,
+		{"drain n1 and move its workers in one entry", OperatorReassign{Reason: "drain", Drain: []string{"n1"}, At: t1,
 			Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}, {ID: b, From: from(2), To: "n2"}, {ID: c, From: from(3), To: "n4"}}},
 			Updated, nil, &ReassignResult{Moved: []worker.ID{a, b, c}},
 			map[worker.ID]string{a: "n2", b: "n2", c: "n4"}, []string{"n1", "n3"}},
-		{"a draining target is skipped", Handoff{Reason: "transfer", Items: []ReassignItem{{ID: a, From: from(1), To: "n3"}}},
+		{"a draining target is skipped", OperatorReassign{Reason: "transfer", Items: []ReassignItem{{ID: a, From: from(1), To: "n3"}}},
 			Unchanged, nil, &ReassignResult{Skipped: []ReassignSkip{{ID: a, Reason: "n3 is draining"}}},
 			map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
-		{"a target drained by the same entry is skipped", Handoff{Reason: "drain", Drain: []string{"n2"},
+		{"a target drained by the same entry is skipped", OperatorReassign{Reason: "drain", Drain: []string{"n2"},
 			Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}}},
 			Updated, nil, &ReassignResult{Skipped: []ReassignSkip{{ID: a, Reason: "n2 is draining"}}},
 			map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n2", "n3"}},
-		{"a stale fence is skipped", Handoff{Reason: "rebalance", Items: []ReassignItem{
+		{"a stale fence is skipped", OperatorReassign{Reason: "rebalance", Items: []ReassignItem{
 			{ID: a, From: Fence{Owner: "n2", Epoch: 1}, To: "n4"}, {ID: b, From: from(2), To: "n4"}}},
 			Updated, nil, &ReassignResult{Moved: []worker.ID{b}, Skipped: []ReassignSkip{
 				{ID: a, Reason: `fenced: owner "n1" at epoch 1, not "n2" at epoch 1`}}},
 			map[worker.ID]string{a: "n1", b: "n4", c: "n1"}, []string{"n3"}},
-		{"undrain clears a mark", Handoff{Reason: "drain", Undrain: []string{"n3", "n9"}},
+		{"undrain clears a mark", OperatorReassign{Reason: "drain", Undrain: []string{"n3", "n9"}},
 			Updated, nil, &ReassignResult{}, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, nil},
-		{"draining again keeps the mark and changes nothing", Handoff{Reason: "drain", Drain: []string{"n3"}, At: t1},
+		{"draining again keeps the mark and changes nothing", OperatorReassign{Reason: "drain", Drain: []string{"n3"}, At: t1},
 			Unchanged, nil, &ReassignResult{}, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
-		{"an empty peer rejects the entry", Handoff{Drain: []string{""}, Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}}},
+		{"an empty peer rejects the entry", OperatorReassign{Drain: []string{""}, Items: []ReassignItem{{ID: a, From: from(1), To: "n2"}}},
 			Rejected, ErrInvalid, nil, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
-		{"an empty target rejects the entry", Handoff{Drain: []string{"n1"}, Items: []ReassignItem{{ID: a, From: from(1)}}},
+		{"an empty target rejects the entry", OperatorReassign{Drain: []string{"n1"}, Items: []ReassignItem{{ID: a, From: from(1)}}},
 			Rejected, ErrInvalid, nil, map[worker.ID]string{a: "n1", b: "n1", c: "n1"}, []string{"n3"}},
 	}
 	for _, tt := range tests {
@@ -60,7 +60,7 @@ func TestHandoff(t *testing.T) {
 			for i, s := range specs {
 				applyAt(t, f, uint64(i+1), Register{Spec: s, Owner: "n1"})
 			}
-			applyAt(t, f, 4, Handoff{Reason: "drain", Drain: []string{"n3"}, At: t0})
+			applyAt(t, f, 4, OperatorReassign{Reason: "drain", Drain: []string{"n3"}, At: t0})
 			res := applyAt(t, f, 100, tt.cmd)
 			if res.Outcome != tt.want || !errors.Is(res.Err, tt.wantErr) || (tt.wantErr == nil) != (res.Err == nil) {
 				t.Fatalf("outcome %v err %v; want %v %v", res.Outcome, res.Err, tt.want, tt.wantErr)
@@ -105,7 +105,7 @@ func TestDrainMarkNamesAProcess(t *testing.T) {
 		t.Fatal("n2 is not marked")
 		return DrainingPeer{}
 	}
-	res := applyAt(t, f, 1, Handoff{Reason: "drain", Drain: []string{"n2", "n3"}, At: t0, Started: map[string]time.Time{"n2": first}})
+	res := applyAt(t, f, 1, OperatorReassign{Reason: "drain", Drain: []string{"n2", "n3"}, At: t0, Started: map[string]time.Time{"n2": first}})
 	if res.Outcome != Updated {
 		t.Fatalf("outcome %v", res.Outcome)
 	}
@@ -115,19 +115,19 @@ func TestDrainMarkNamesAProcess(t *testing.T) {
 	if n3 := f.Draining()[1]; !n3.Started.IsZero() || !n3.For(first) || !n3.For(again) {
 		t.Errorf("a mark that names no process drains any: %+v", n3)
 	}
-	if res := applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n2"}, At: t1, Started: map[string]time.Time{"n2": first}}); res.Outcome != Unchanged {
+	if res := applyAt(t, f, 2, OperatorReassign{Reason: "drain", Drain: []string{"n2"}, At: t1, Started: map[string]time.Time{"n2": first}}); res.Outcome != Unchanged {
 		t.Errorf("the same drain again: outcome %v, want Unchanged", res.Outcome)
 	}
-	if res := applyAt(t, f, 3, Handoff{Reason: "drain", Drain: []string{"n2"}, At: t1, Started: map[string]time.Time{"n2": again}}); res.Outcome != Updated {
+	if res := applyAt(t, f, 3, OperatorReassign{Reason: "drain", Drain: []string{"n2"}, At: t1, Started: map[string]time.Time{"n2": again}}); res.Outcome != Updated {
 		t.Errorf("a drain of the process started since: outcome %v, want Updated", res.Outcome)
 	}
 	if m := mark(); !m.Since.Equal(t0) || !m.Started.Equal(again) {
 		t.Errorf("mark %+v: want the first time and the new process", m)
 	}
-	if res := applyAt(t, f, 4, Handoff{Reason: "drain", Drain: []string{"n2"}, At: t1}); res.Outcome != Unchanged || !mark().Started.Equal(again) {
+	if res := applyAt(t, f, 4, OperatorReassign{Reason: "drain", Drain: []string{"n2"}, At: t1}); res.Outcome != Unchanged || !mark().Started.Equal(again) {
 		t.Errorf("a drain that names no process changes nothing: %v %+v", res.Outcome, mark())
 	}
-	applyAt(t, f, 5, Handoff{Reason: "drain", Undrain: []string{"n2"}})
+	applyAt(t, f, 5, OperatorReassign{Reason: "drain", Undrain: []string{"n2"}})
 	if d := f.Draining(); len(d) != 1 || d[0].ID != "n3" {
 		t.Errorf("after the clear: %+v", d)
 	}
@@ -160,13 +160,13 @@ func TestDrainMarkWrittenAfterARestart(t *testing.T) {
 	}
 }
 
-// TestHandoffSentTwice: a second copy of an applied entry (a forwarder's re-send) moves nothing
-// and says each worker is already owned by its target.
-func TestHandoffSentTwice(t *testing.T) {
+// TestOperatorReassignSentTwice: a second copy of an applied entry (a forwarder's re-send) moves
+// nothing and says each worker is already owned by its target.
+func TestOperatorReassignSentTwice(t *testing.T) {
 	f := New(testkit.Quiet())
 	s := spec(t, "http://127.0.0.1:8001", 0)
 	applyAt(t, f, 1, Register{Spec: s, Owner: "n1"})
-	cmd := Handoff{Reason: "transfer", Items: []ReassignItem{{ID: s.ID(), From: Fence{Owner: "n1", Epoch: 1}, To: "n2"}}}
+	cmd := OperatorReassign{Reason: "transfer", Items: []ReassignItem{{ID: s.ID(), From: Fence{Owner: "n1", Epoch: 1}, To: "n2"}}}
 	applyAt(t, f, 2, cmd)
 	res := applyAt(t, f, 3, cmd)
 	want := &ReassignResult{Skipped: []ReassignSkip{{ID: s.ID(), Reason: "already owned by n2"}}}
@@ -180,7 +180,7 @@ func TestHandoffSentTwice(t *testing.T) {
 func TestDrainMarksSurviveSaveAndSnapshot(t *testing.T) {
 	f := New(testkit.Quiet())
 	applyAt(t, f, 1, Register{Spec: spec(t, "http://127.0.0.1:8001", 0), Owner: "n1"})
-	applyAt(t, f, 2, Handoff{Reason: "drain", Drain: []string{"n1", "n2"}, At: t1, Started: map[string]time.Time{"n2": t0}})
+	applyAt(t, f, 2, OperatorReassign{Reason: "drain", Drain: []string{"n1", "n2"}, At: t1, Started: map[string]time.Time{"n2": t0}})
 	want := viewOf(f)
 	if len(want.Draining) != 2 {
 		t.Fatalf("setup: %+v", want.Draining)
