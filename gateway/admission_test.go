@@ -262,26 +262,26 @@ func TestRefusedUploadReadsItsAnswer(t *testing.T) {
 	<-first
 }
 
-// TestHandOffTurnsReadinessDraining: a gateway whose workers were handed off answers readiness
-// 503 draining at once and keeps serving model requests; a later Shutdown still stops it.
-func TestHandOffTurnsReadinessDraining(t *testing.T) {
+// TestWithdrawReadinessTurnsReadinessDraining: a gateway being drained answers readiness 503
+// draining at once and keeps serving model requests; a later Shutdown still stops it.
+func TestWithdrawReadinessTurnsReadinessDraining(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.upstream(okHandler("a"))
 	e.gw.refreshReadiness()
 	if status, _, body := e.get("/readiness"); status != 200 {
 		t.Fatalf("before: %d %s", status, body)
 	}
-	e.gw.HandOff()
+	e.gw.WithdrawReadiness()
 	if status, _, body := e.get("/readiness"); status != 503 || !strings.Contains(body, `"reason":"draining"`) {
-		t.Errorf("after HandOff: %d %s", status, body)
+		t.Errorf("after WithdrawReadiness: %d %s", status, body)
 	}
 	if status, _, body := e.post("/v1/chat/completions", `{"model":"m","messages":[]}`); status != 200 {
-		t.Errorf("a model request after HandOff: %d %s", status, body)
+		t.Errorf("a model request after WithdrawReadiness: %d %s", status, body)
 	}
 	if err := e.gw.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if !e.gw.Draining() {
-		t.Error("Shutdown after HandOff did not begin")
+		t.Error("Shutdown after WithdrawReadiness did not begin")
 	}
 }

@@ -79,7 +79,7 @@ func TestLeftMeshRefusesNewModelRequests(t *testing.T) {
 	}
 	<-held
 
-	e.gw.HandOff()
+	e.gw.WithdrawReadiness()
 	e.gw.LeaveMesh()
 	tests := []struct{ name, method, path, body string }{
 		{"chat", http.MethodPost, "/v1/chat/completions", `{"model":"m","messages":[]}`},

@@ -43,7 +43,7 @@ func (g *Gateway) refreshReadiness() {
 	b := readyBody{Status: "ready", HealthyWorkers: snap.RoutableCount(), TotalWorkers: len(snap.All)}
 	status := fasthttp.StatusOK
 	switch {
-	case g.draining.Load() || g.handedOff.Load() || g.left.Load():
+	case g.draining.Load() || g.readinessWithdrawn.Load() || g.left.Load():
 		b.Status, b.Reason, status = "not_ready", reasonDraining, fasthttp.StatusServiceUnavailable
 	case g.cfg.ReadinessRequiresQuorum && g.cfg.Quorum != nil && !g.cfg.Quorum():
 		b.Status, b.Reason, status = "not_ready", reasonNoQuorum, fasthttp.StatusServiceUnavailable

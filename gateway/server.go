@@ -40,9 +40,9 @@ type Gateway struct {
 	srv      *fasthttp.Server
 	probeSrv *fasthttp.Server
 	draining atomic.Bool
-	// handedOff: this gateway is being drained (HandOff): readiness says draining, the data
-	// plane serves on while the gateway still follows the fleet.
-	handedOff atomic.Bool
+	// readinessWithdrawn: this gateway is being drained (WithdrawReadiness): readiness says
+	// draining, the data plane serves on while the gateway still follows the fleet.
+	readinessWithdrawn atomic.Bool
 	// left: this gateway is leaving, or left, the mesh after its drain (LeaveMesh): new
 	// data-plane requests answer 503 draining. refusedLeft counts those answers.
 	left        atomic.Bool
@@ -194,12 +194,12 @@ func (g *Gateway) Close() {
 // Draining reports whether Shutdown has begun.
 func (g *Gateway) Draining() bool { return g.draining.Load() }
 
-// HandOff turns readiness 503 "draining" for good while the data plane goes on serving: the
-// gateway is being drained (DESIGN.md section 5, Handoff), and a load balancer should take it
+// WithdrawReadiness turns readiness 503 "draining" for good while the data plane goes on serving:
+// the gateway is being drained (DESIGN.md section 5, Handoff), and a load balancer should take it
 // out. It still follows the fleet until it leaves the mesh; LeaveMesh then refuses new model
 // requests. Calling it again does nothing.
-func (g *Gateway) HandOff() {
-	if g.handedOff.Swap(true) {
+func (g *Gateway) WithdrawReadiness() {
+	if g.readinessWithdrawn.Swap(true) {
 		return
 	}
 	g.refreshReadiness()

@@ -94,12 +94,12 @@ func (d DrainClearer) clear(ctx context.Context, states []DrainState) {
 	log.Info("drains finished: marks cleared; a gateway started again joins as a new one", "peers", ids, "started_again", restarted)
 }
 
-// HandingOff is the data plane as the drain duty drives it; *gateway.Gateway implements it.
-// HandOff turns readiness 503 draining while the gateway still follows the fleet; LeaveMesh,
-// called as it leaves the mesh, makes new model requests answer 503 draining, since its pool
-// stops following the fleet then.
-type HandingOff interface {
-	HandOff()
+// DataPlane is the data plane as the drain duty drives it; *gateway.Gateway implements it.
+// WithdrawReadiness turns readiness 503 draining while the gateway still follows the fleet;
+// LeaveMesh, called as it leaves the mesh, makes new model requests answer 503 draining, since
+// its pool stops following the fleet then.
+type DataPlane interface {
+	WithdrawReadiness()
 	LeaveMesh()
 }
 
@@ -123,8 +123,8 @@ type DrainDuty struct {
 	Barrier func(ctx context.Context) error
 	// CaughtUp is closed once this gateway's raft state is current.
 	CaughtUp <-chan struct{}
-	// Gateway is the data plane it hands off and closes.
-	Gateway HandingOff
+	// Gateway is the data plane whose readiness it withdraws and which it closes.
+	Gateway DataPlane
 	// Leave leaves the mesh gracefully.
 	Leave func()
 	// Logger receives a line per step. Nil means slog.Default().
@@ -146,20 +146,20 @@ func (d *DrainDuty) Run(ctx context.Context, left chan<- struct{}) {
 	defer stop()
 	tick := time.NewTicker(drainDutyPoll)
 	defer tick.Stop()
-	handedOff := false
+	confirmed := false
 	for {
 		marked, ready := d.marked(), false
 		var s []DrainState
-		if handedOff && marked {
+		if confirmed && marked {
 			s = d.View.States([]string{d.Self})
 			ready = len(s) == 1 && s[0].Owned == s[0].Stuck && !s[0].Leader && s[0].Raft != "voter"
 		}
-		switch nextDrainStep(handedOff, marked, ready) {
+		switch nextDrainStep(confirmed, marked, ready) {
 		case drainConfirm:
 			if d.confirmMarked(ctx, log) {
-				handedOff = true
+				confirmed = true
 				log.Info("this gateway is being drained: its workers, raft leadership and voter seat go to gateways that stay")
-				d.Gateway.HandOff()
+				d.Gateway.WithdrawReadiness()
 				continue
 			}
 		case drainLeave, drainLeaveUnmarked:

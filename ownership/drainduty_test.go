@@ -39,10 +39,10 @@ type steps struct {
 	done []string
 }
 
-func (s *steps) add(step string) { s.mu.Lock(); defer s.mu.Unlock(); s.done = append(s.done, step) }
-func (s *steps) get() []string   { s.mu.Lock(); defer s.mu.Unlock(); return slices.Clone(s.done) }
-func (s *steps) HandOff()        { s.add("hand off") }
-func (s *steps) LeaveMesh()      { s.add("close to new requests") }
+func (s *steps) add(step string)    { s.mu.Lock(); defer s.mu.Unlock(); s.done = append(s.done, step) }
+func (s *steps) get() []string      { s.mu.Lock(); defer s.mu.Unlock(); return slices.Clone(s.done) }
+func (s *steps) WithdrawReadiness() { s.add("withdraw readiness") }
+func (s *steps) LeaveMesh()         { s.add("close to new requests") }
 
 // drainFixture is gateway g1, about to be drained, and g2, which stays.
 type drainFixture struct {
@@ -134,7 +134,7 @@ func TestDrainDutySteps(t *testing.T) {
 
 		f.mark(t, f.started)
 		synctest.Wait()
-		if got := s.get(); !slices.Equal(got, []string{"hand off"}) {
+		if got := s.get(); !slices.Equal(got, []string{"withdraw readiness"}) {
 			t.Fatalf("after the mark: %v, want a hand-off", got)
 		}
 		f.moveAll(t)
@@ -146,7 +146,7 @@ func TestDrainDutySteps(t *testing.T) {
 		// signal; the duty's poll sees it.
 		f.raft.set("g2", map[string]string{"g1": "nonvoter", "g2": "voter"})
 		testkit.Advance(drainDutyPoll)
-		if got, want := s.get(), []string{"hand off", "close to new requests", "leave the mesh"}; !slices.Equal(got, want) || !isClosed(left) {
+		if got, want := s.get(), []string{"withdraw readiness", "close to new requests", "leave the mesh"}; !slices.Equal(got, want) || !isClosed(left) {
 			t.Fatalf("steps %v (left closed: %v), want %v", got, isClosed(left), want)
 		}
 

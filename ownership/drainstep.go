@@ -7,11 +7,11 @@ const (
 	// drainWait: nothing to do until the applied state changes.
 	drainWait drainStep = iota
 	// drainConfirm: the applied state marks this process draining; confirm it at the leader's
-	// commit index, then hand off (readiness 503 draining).
+	// commit index, then withdraw readiness (503 draining).
 	drainConfirm
-	// drainLeave: handed off, and nothing left that the gateways that stay can take: leave.
+	// drainLeave: confirmed, and nothing left that the gateways that stay can take: leave.
 	drainLeave
-	// drainLeaveUnmarked: handed off, and the mark is gone before this process left: the leader
+	// drainLeaveUnmarked: confirmed, and the mark is gone before this process left: the leader
 	// saw it gone (cut off) and finished its drain. It leaves all the same.
 	drainLeaveUnmarked
 )
@@ -31,17 +31,17 @@ func (s drainStep) String() string {
 	return "unknown"
 }
 
-// nextDrainStep is the drain duty's decision: handedOff says this process confirmed its mark
-// and handed off, marked that the applied state marks it, ready that it owns only what cannot
-// move, does not lead and holds no voter seat. A process that never confirmed a mark never
+// nextDrainStep is the drain duty's decision: confirmed says this process confirmed its mark
+// and withdrew its readiness, marked that the applied state marks it, ready that it owns only what
+// cannot move, does not lead and holds no voter seat. A process that never confirmed a mark never
 // leaves: one resumed after its drain was finished while it was stopped joins as a new member.
-func nextDrainStep(handedOff, marked, ready bool) drainStep {
+func nextDrainStep(confirmed, marked, ready bool) drainStep {
 	switch {
-	case !handedOff && marked:
+	case !confirmed && marked:
 		return drainConfirm
-	case handedOff && !marked:
+	case confirmed && !marked:
 		return drainLeaveUnmarked
-	case handedOff && ready:
+	case confirmed && ready:
 		return drainLeave
 	}
 	return drainWait

@@ -188,7 +188,7 @@ func (r *FailoverReconciler) pass(ctx context.Context, missing map[string]time.T
 		// A draining peer's workers that the drain did not move (a registration that came
 		// after it, or a drain whose later entries failed) move here, as drain.
 		if moves, _ = PlanHandoff(workers, peers); len(moves) > 0 {
-			return r.handOff(ctx, moves), next, ok, nil
+			return r.moveDraining(ctx, moves), next, ok, nil
 		}
 		return 0, next, ok, nil
 	}
@@ -205,8 +205,8 @@ func (r *FailoverReconciler) pass(ctx context.Context, missing map[string]time.T
 	return r.report(moves, peers, res.Reassign), next, ok, nil
 }
 
-// handOff applies one Reassign entry of a draining peer's workers and returns how many moved.
-func (r *FailoverReconciler) handOff(ctx context.Context, moves []Move) int {
+// moveDraining applies one Reassign entry of a draining peer's workers and returns how many moved.
+func (r *FailoverReconciler) moveDraining(ctx context.Context, moves []Move) int {
 	moves = moves[:min(len(moves), r.cfg.MaxMovesPerEntry)]
 	items := make([]fsm.ReassignItem, len(moves))
 	for i, m := range moves {
@@ -219,7 +219,7 @@ func (r *FailoverReconciler) handOff(ctx context.Context, moves []Move) int {
 	}
 	n := len(res.Reassign.Moved)
 	r.log.Info("handed off draining peers' workers", "workers", n, "first_owner", moves[0].From)
-	r.cfg.Metrics.handedOff(ReasonDrain, n)
+	r.cfg.Metrics.countMoves(ReasonDrain, n)
 	return n
 }
 
@@ -266,7 +266,7 @@ func (r *FailoverReconciler) report(moves []Move, peers []Peer, res *fsm.Reassig
 			r.failovers.Inc()
 			r.moved.Add(float64(n))
 		}
-		r.cfg.Metrics.handedOff(ReasonFailover, n)
+		r.cfg.Metrics.countMoves(ReasonFailover, n)
 	}
 	if len(res.Skipped) > 0 {
 		r.log.Info("some failover moves were fenced off; the next pass plans again",

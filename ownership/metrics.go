@@ -41,7 +41,7 @@ func RegisterOwned(reg prometheus.Registerer, owned func() []fsm.Record) error {
 	return nil
 }
 
-func (m *Metrics) handedOff(r Reason, n int) {
+func (m *Metrics) countMoves(r Reason, n int) {
 	if m != nil && n > 0 {
 		m.handoffs.WithLabelValues(r.String()).Add(float64(n))
 	}

@@ -199,7 +199,7 @@ func (o *Operator) write(ctx context.Context, reason Reason, drain drainMarks, m
 		out.Moved = append(out.Moved, moved...)
 		out.Skipped = append(out.Skipped, skipped...)
 		if res.Reassign != nil {
-			o.cfg.Metrics.handedOff(reason, len(res.Reassign.Moved)) // a re-sent copy's are counted once
+			o.cfg.Metrics.countMoves(reason, len(res.Reassign.Moved)) // a re-sent copy's are counted once
 		}
 		o.log.Info("ownership changed", "reason", reason.String(), "drain", strings.Join(drain.peers, ","), "moves", len(batch),
 			"moved", len(moved), "skipped", len(skipped), "index", res.Index)

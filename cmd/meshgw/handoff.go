@@ -41,7 +41,7 @@ func (c *cluster) raftView() ownership.RaftView {
 
 // drainDuty runs this gateway's part of its own drain (ownership.DrainDuty) until it left the
 // mesh, which closes left, or the gateway stops.
-func (c *cluster) drainDuty(gw ownership.HandingOff, left chan<- struct{}) {
+func (c *cluster) drainDuty(gw ownership.DataPlane, left chan<- struct{}) {
 	d := ownership.DrainDuty{Self: c.nodeID, Started: c.startTime, View: c.drainView(), Changes: c.node.Watch,
 		Barrier: c.acks.Barrier, CaughtUp: c.caughtUp, Gateway: gw, Leave: c.leave, Logger: c.log}
 	d.Run(c.ctx, left)
@@ -50,10 +50,10 @@ func (c *cluster) drainDuty(gw ownership.HandingOff, left chan<- struct{}) {
 // leaveOnTerminate drains this gateway as POST /mesh/drain {"peer": self} does, then waits until
 // the drain duty left the mesh or the timeout passed. A mesh without another alive gateway is
 // not drained: there is nobody to hand over to, and a quick restart comes back as the owner.
-func (c *cluster) leaveOnTerminate(op *ownership.Operator, gw ownership.HandingOff, left <-chan struct{}, timeout time.Duration) {
+func (c *cluster) leaveOnTerminate(op *ownership.Operator, gw ownership.DataPlane, left <-chan struct{}, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	gw.HandOff()
+	gw.WithdrawReadiness()
 	others := 0
 	for _, p := range op.Peers() {
 		if p.ID != c.nodeID && p.Status == mesh.StatusAlive && !p.Draining {

@@ -214,7 +214,7 @@ func TestDrainOfAStoppedGateway(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("transfer of %s to %s through %s: %d %s", leaderWorker, victim.id, other.id, code, body)
 	}
-	// It never handed off: its readiness does not say draining (it says that no worker is
+	// It never withdrew its readiness: it does not say draining (it says that no worker is
 	// healthy: nothing listens behind them).
 	if reason := readinessReason(t, victim); reason == "draining" {
 		t.Errorf("the resumed %s answers /readiness %q", victim.id, reason)
