@@ -217,7 +217,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	bcfg.HangTimeout = cfg.RequestTimeout
 	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
 		Breaker: bcfg, Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
-		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, HandOver: importer.HandOver})
+		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, OnDisown: importer.ImportDisowned})
 	if err != nil {
 		gw.Close()
 		return err

@@ -341,9 +341,9 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 
 // ImportedStatus is an imported worker's runtime state as GET /workers shows it.
 type ImportedStatus struct {
-	// Bulletin is the last bulletin applied; for a worker this gateway handed over (HandOver),
-	// before the new owner's first bulletin, its own last state, Owner this gateway's node id
-	// and Seq 0.
+	// Bulletin is the last bulletin applied; for a worker this gateway disowned
+	// (ImportDisowned), before the new owner's first bulletin, its own last state, Owner this
+	// gateway's node id and Seq 0.
 	Bulletin mesh.Bulletin
 	// Received is when it arrived.
 	Received time.Time
@@ -388,8 +388,8 @@ func (im *Importer) stale(st *ImportedStatus) bool {
 }
 
 // refreshed reports whether news from owner keeps its imported state fresh: Heard is set and
-// owner is another gateway. State this gateway handed over (HandOver) is refreshed by nobody:
-// it ages from the hand-over until the new owner's first bulletin replaces it.
+// owner is another gateway. State this gateway kept of a worker it disowned (ImportDisowned) is
+// refreshed by nobody: it ages from the move until the new owner's first bulletin replaces it.
 func (im *Importer) refreshed(owner string) bool {
 	return im.cfg.Heard != nil && owner != im.cfg.NodeID
 }
@@ -417,7 +417,7 @@ func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 		BreakerSuccesses: b.BreakerSuccesses, BreakerReopenIn: reopen}, true
 }
 
-// HandOver is owned.Options.HandOver, the mirror image of Seed: a worker this gateway stops
+// ImportDisowned is owned.Options.OnDisown, the mirror image of Seed: a worker this gateway stops
 // owning (a transfer, a drain's handoff, a rebalance, a failover it applies late) keeps the
 // runtime state it had here, last at the epoch this gateway owned it, until the new owner's
 // first bulletin replaces it. Without it the worker would route with no breaker (an open
@@ -431,7 +431,7 @@ func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 // trials once its timeout passes, as any import does. It is not saved for a restart (Restore
 // would drop it: its owner is not the record's). A bulletin at a newer epoch applied already
 // (it raced the move) is kept instead, and a host-local worker is never imported.
-func (im *Importer) HandOver(id worker.ID, last owned.Status) {
+func (im *Importer) ImportDisowned(id worker.ID, last owned.Status) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	w := im.cfg.Pool.Get(id)

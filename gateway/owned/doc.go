@@ -24,16 +24,16 @@
 //     worker (Classifier.Classify; NoResponse when no answer came, NoResponseInTime when none
 //     came within the request timeout) and records it. With Options.Breaker.HangTimeout set,
 //     the breakers' hang rule (breaker/hang.go) opens the circuit of a worker that answers
-//     nobody while requests to it, through any gateway, time out, whatever its probes say. The gateway
-//     reports one outcome per worker per request, so a request's retries on one worker count
-//     once. Workers not owned here have no breaker attached and are not recorded.
+//     nobody while requests to it, through any gateway, time out, whatever its probes say. The
+//     gateway reports one outcome per worker per request, so a request's retries on one worker
+//     count once. Workers not owned here have no breaker attached and are not recorded.
 //     RecordRemote records, in order, the outcomes other gateways report for an owned worker
 //     (package mesh/outcome), only at the epoch given to Own.
 //  6. When health removes a worker on its own (failed with --remove-unhealthy-workers, or the end
 //     of a Drain), the manager forgets it and calls Options.OnRemove with the epoch given to Own,
 //     so that the caller removes the record fenced by (owner, epoch); without OnRemove it removes
 //     the worker from the pool itself. Disown forgets a worker without touching the pool, after
-//     telling Options.HandOver its last state (the mirror image of Options.Seed), so that the
+//     telling Options.OnDisown its last state (the mirror image of Options.Seed), so that the
 //     former owner keeps routing it by that state until the new owner's first bulletin.
 //  7. Drain owns a worker whose record is draining (a DELETE accepted through raft; the record
 //     holds when the drain started and its settle): the worker is never probed again, whatever

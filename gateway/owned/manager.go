@@ -64,14 +64,14 @@ type Options struct {
 	// in that health state (probed at once) with its breaker as it was. Nil, or ok false: a new
 	// worker starts pending with a closed breaker.
 	Seed func(id worker.ID) (Seed, bool)
-	// HandOver is told, by Disown, the runtime state of a worker this gateway stops owning
+	// OnDisown is told, by Disown, the runtime state of a worker this gateway stops owning
 	// (its record moved to another owner, or is gone), just before its breaker leaves the
 	// pool's worker: the mirror image of Seed, so that this gateway keeps routing the worker
-	// by that state until the new owner's first bulletin (gateway/fleet.Importer.HandOver
+	// by that state until the new owner's first bulletin (gateway/fleet.Importer.ImportDisowned
 	// attaches a read-only view of the breaker, which the manager then leaves in place). It is
 	// called with Own, Drain and Disown held off: it must not call them. Nil: the worker keeps
 	// its pool health and is left without a breaker.
-	HandOver func(id worker.ID, last Status)
+	OnDisown func(id worker.ID, last Status)
 	// Listers replaces the model lister of a connection mode, for tests. Default: GET
 	// {url}/v1/models for HTTP, meshgw.engine.v1.Engine/Models for gRPC, the WELCOME of the
 	// worker's link for ZMQ. External providers are never asked.
@@ -214,8 +214,8 @@ func (m *Manager) Close() {
 // Own starts, or updates in place (a PATCH), the health checks and the breaker of a worker this
 // gateway owns; the worker should already be in the pool. dead (the is_dead quarantine) stops
 // its probes and holds it pending (its meshgw_worker_health reads -1 meanwhile, as for a worker
-// no longer checked, and is deleted after health.RemovedSeriesTTL); its breaker is kept. Own is idempotent. An invalid spec is logged and
-// ignored.
+// no longer checked, and is deleted after health.RemovedSeriesTTL); its breaker is kept. Own is
+// idempotent. An invalid spec is logged and ignored.
 func (m *Manager) Own(spec worker.Spec, epoch uint64, dead bool) {
 	spec = spec.Clone()
 	if err := spec.Normalize(); err != nil {
@@ -348,11 +348,11 @@ func (m *Manager) startChecks(ow *ownedWorker, spec worker.Spec, initial health.
 }
 
 // Disown stops probing and breaking a worker (removed, or owned elsewhere now), after telling
-// Options.HandOver its last state. It does not remove the worker from the pool.
+// Options.OnDisown its last state. It does not remove the worker from the pool.
 func (m *Manager) Disown(id worker.ID) {
 	m.ops.Lock()
 	defer m.ops.Unlock()
-	if f := m.opts.HandOver; f != nil {
+	if f := m.opts.OnDisown; f != nil {
 		if st, ok := m.Status(id); ok {
 			f(id, st)
 		}

@@ -305,22 +305,22 @@ func TestDisown(t *testing.T) {
 	})
 }
 
-// allowNone is a breaker view that admits nothing, as HandOver's hook attaches.
+// allowNone is a breaker view that admits nothing, as OnDisown's hook attaches.
 type allowNone struct{}
 
 func (allowNone) Allow() bool { return false }
 
-// Disown tells Options.HandOver the worker's last state before its breaker leaves the pool's
+// Disown tells Options.OnDisown the worker's last state before its breaker leaves the pool's
 // worker, and leaves in place the view the hook attached: no request slips in between.
-func TestDisownHandsOver(t *testing.T) {
+func TestDisownTellsOnDisown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []Status
 		var f *fixture
 		f = newFixture(t, func(o *Options) {
-			o.HandOver = func(id worker.ID, last Status) {
+			o.OnDisown = func(id worker.ID, last Status) {
 				got = append(got, last)
 				if w := f.pool.Get(id); w == nil || w.Allow() {
-					t.Errorf("HandOver called after the open breaker left the pool's worker: %v", w)
+					t.Errorf("OnDisown called after the open breaker left the pool's worker: %v", w)
 				}
 				_ = f.pool.SetBreaker(id, allowNone{})
 			}
@@ -332,14 +332,14 @@ func TestDisownHandsOver(t *testing.T) {
 		}
 		f.m.Disown(id)
 		if len(got) != 1 || got[0].Epoch != 7 || got[0].Health != health.Ready || got[0].Breaker.State != breaker.Open {
-			t.Fatalf("HandOver got %+v; want one call, epoch 7, ready, breaker open", got)
+			t.Fatalf("OnDisown got %+v; want one call, epoch 7, ready, breaker open", got)
 		}
 		if w := f.pool.Get(id); w.Breaker() != pool.Breaker(allowNone{}) {
-			t.Errorf("Disown replaced the breaker view HandOver attached: %v", w.Breaker())
+			t.Errorf("Disown replaced the breaker view OnDisown attached: %v", w.Breaker())
 		}
 		f.m.Disown(id) // not owned any more: nothing to hand over
 		if len(got) != 1 {
-			t.Errorf("HandOver called %d times, want once", len(got))
+			t.Errorf("OnDisown called %d times, want once", len(got))
 		}
 	})
 }

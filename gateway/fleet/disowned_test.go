@@ -54,7 +54,7 @@ func startHandingGateway(t *testing.T, nodeID string, recs *fakeRecords, caughtU
 	bc := breaker.DefaultConfig()
 	bc.FailureThreshold, bc.Timeout = 3, time.Hour
 	m, err := owned.New(owned.Options{Pool: g.pool, NodeID: nodeID, Health: hc, Breaker: bc, Logger: testkit.Quiet(),
-		Probers: map[string]health.Prober{worker.ModeHTTP: g.prober}, Seed: g.im.Seed, HandOver: g.im.HandOver})
+		Probers: map[string]health.Prober{worker.ModeHTTP: g.prober}, Seed: g.im.Seed, OnDisown: g.im.ImportDisowned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 
 // A new owner's bulletin that arrived before the former owner applied the move (held for the
 // record) wins over the state handed over when the move applies.
-func TestHandOverYieldsToNewOwnersHeldBulletin(t *testing.T) {
+func TestImportDisownedYieldsToNewOwnersHeldBulletin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		recs := newFakeRecords()
 		s := spec(t, 8001, func(s *worker.Spec) { s.Model = "m" })
@@ -204,7 +204,7 @@ func TestHandOverYieldsToNewOwnersHeldBulletin(t *testing.T) {
 // The state a former owner hands over: shown as imported from itself at its epoch, never
 // refreshed by news of its own (so stale after three probe intervals), handed back by Seed if
 // the worker returns first, and never written over a newer owner's bulletin.
-func TestHandOverState(t *testing.T) {
+func TestImportDisownedState(t *testing.T) {
 	open := owned.Status{Health: health.Ready, Epoch: 5, Interval: time.Second, LastError: "HTTP 500", LastStatusCode: 500,
 		Breaker: breaker.Snapshot{State: breaker.Open, ConsecutiveFailures: 3}}
 	f := newImportFixture(t)
@@ -213,7 +213,7 @@ func TestHandOverState(t *testing.T) {
 	_, _ = f.pool.SetHealth(id, health.Ready)
 	f.put(s, "a", 6) // moved away; this fixture has no Owner to hand over, so the test does
 	open.Breaker.ReopensAt = f.clk.Now().Add(30 * time.Second)
-	f.im.HandOver(id, open)
+	f.im.ImportDisowned(id, open)
 	if f.routable(id) {
 		t.Fatal("a worker handed over with an open circuit is routable")
 	}
@@ -234,7 +234,7 @@ func TestHandOverState(t *testing.T) {
 
 	// A bulletin of the new owner applied first is kept.
 	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 6, Seq: 1, Health: "ready", Breaker: "closed"}})
-	f.im.HandOver(id, open)
+	f.im.ImportDisowned(id, open)
 	if st, _ := f.im.Imported(id); st.Bulletin.Owner != "a" || !f.routable(id) {
 		t.Errorf("after a late hand-over: imported %+v, routable %v; want a's bulletin kept", st.Bulletin, f.routable(id))
 	}
