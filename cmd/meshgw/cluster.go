@@ -43,7 +43,7 @@ type cluster struct {
 	o      *options
 	nodeID string
 	// startTime is when this gateway started: published in the mesh metadata (Started), it
-	// names the process a drain mark drains (handoff.go).
+	// names the process a drain mark drains (drain.go).
 	startTime time.Time
 	log       *slog.Logger
 	base      *slog.Logger // without the component, for the mesh, which names its own
