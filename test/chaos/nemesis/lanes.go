@@ -154,8 +154,8 @@ func (n *Nemesis) over(kind string, c *claim, start time.Time, waited, turn time
 		phases = fmt.Sprintf(": healed after %v, back %v later (leader +%v, seen alive +%v)",
 			r(c.healedAt.Sub(start)), r(back), r(c.back.Leader), r(c.back.Alive))
 	}
-	if len(c.handed) > 0 {
-		phases += fmt.Sprintf(", %s handed to another fault", strings.Join(c.handed, ","))
+	if len(c.waitLeft) > 0 {
+		phases += fmt.Sprintf(", %s handed to another fault", strings.Join(c.waitLeft, ","))
 	}
 	n.say("%s on %s over after %v%s (waited %v for room, %v of it for its turn)", kind, strings.Join(append(c.touches(), c.engines...), ","),
 		r(took), phases, r(waited), r(turn))

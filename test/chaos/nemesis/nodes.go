@@ -40,10 +40,10 @@ func (n *Nemesis) processFault(ctx context.Context, c *claim, p plan, node *clus
 // waitBack waits until node sees a leader and another gateway sees it alive, and keeps in c
 // when each first held after the heal (the slowest gateway of c's); a nemesis error when it
 // does not within settle. It stops waiting once another fault that holds node will wait for
-// it instead (room.handOver).
+// it instead (room.leaveWait).
 func (n *Nemesis) waitBack(c *claim, kind string, node *cluster.Node) {
 	since := time.Since(c.healedAt)
-	b, ok, err := n.C.WaitBack(n.stop(), node, settle, func() bool { return n.room.handOver(c, node.ID) })
+	b, ok, err := n.C.WaitBack(n.stop(), node, settle, func() bool { return n.room.leaveWait(c, node.ID) })
 	if err != nil {
 		n.fail("after %s on %s: %v", kind, node.ID, err)
 	}

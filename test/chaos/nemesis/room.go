@@ -36,8 +36,8 @@ type claim struct {
 	// goroutine reads them, once healed.
 	healedAt time.Time
 	back     cluster.Back
-	// handed are the gateways of c whose coming back another fault waits for (handOver).
-	handed []string
+	// waitLeft are the gateways of c whose coming back another fault waits for (leaveWait).
+	waitLeft []string
 }
 
 // touches returns every gateway c targets.
@@ -297,25 +297,25 @@ func (r *room) healed(c *claim) {
 	r.signalLocked()
 }
 
-// handOver reports whether another fault will wait for gateway g to come back, so that c need
+// leaveWait reports whether another fault will wait for gateway g to come back, so that c need
 // not: c cuts g off while another fault holds g's process (it restarts or resumes it, then
 // waits), or c holds g's process while another fault's cuts of g still hold (it heals them,
-// then waits). The hand-over is recorded in c under the lock, so two faults never hand g to
-// each other; a wipe and a drain hold their gateway to themselves and never stack.
-func (r *room) handOver(c *claim, g string) bool {
+// then waits). The choice is recorded in c under the lock, so two faults never leave the wait
+// for g to each other; a wipe and a drain hold their gateway to themselves and never stack.
+func (r *room) leaveWait(c *claim, g string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if slices.Contains(c.handed, g) {
+	if slices.Contains(c.waitLeft, g) {
 		return true
 	}
 	for h := range r.claims {
-		if h == c || slices.Contains(h.handed, g) {
+		if h == c || slices.Contains(h.waitLeft, g) {
 			continue
 		}
 		procHeld := slices.Contains(h.proc, g) || slices.Contains(h.only, g)
 		stillCut := slices.Contains(h.net, g) && len(h.links) > 0
 		if (slices.Contains(c.net, g) && procHeld) || (slices.Contains(c.proc, g) && stillCut) {
-			c.handed = append(c.handed, g)
+			c.waitLeft = append(c.waitLeft, g)
 			return true
 		}
 	}

@@ -163,11 +163,11 @@ func TestStarvedKindGoesFirst(t *testing.T) {
 	}
 }
 
-// TestHandOver: a fault need not wait for a gateway to come back when another fault that holds
+// TestLeaveWait: a fault need not wait for a gateway to come back when another fault that holds
 // it will: a cut-off gateway whose process another fault holds, a killed gateway another fault
-// still cuts off. Two faults never hand a gateway to each other, and a wipe or a drain always
-// waits.
-func TestHandOver(t *testing.T) {
+// still cuts off. Two faults never leave the wait for a gateway to each other, and a wipe or a
+// drain always waits.
+func TestLeaveWait(t *testing.T) {
 	cut := func() *claim { return cutOff(PartitionOne, []string{"n4"}, []string{"n1", "n2", "n3", "n5"}) }
 	healedCut := func() *claim { c := cut(); c.links = nil; return c }
 	tests := []struct {
@@ -187,11 +187,11 @@ func TestHandOver(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRoom(five, nil)
 			r.claims[tt.c], r.claims[tt.other] = true, true
-			if got := r.handOver(tt.c, "n4"); got != tt.want {
-				t.Errorf("handOver = %v, want %v", got, tt.want)
+			if got := r.leaveWait(tt.c, "n4"); got != tt.want {
+				t.Errorf("leaveWait = %v, want %v", got, tt.want)
 			}
-			if tt.want && r.handOver(tt.other, "n4") {
-				t.Errorf("the other fault handed n4 back")
+			if tt.want && r.leaveWait(tt.other, "n4") {
+				t.Errorf("the other fault left the wait for n4 back to the first")
 			}
 		})
 	}
