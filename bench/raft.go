@@ -18,8 +18,8 @@ type RaftResult struct {
 	// PUT /workers/{id} writes, each answered once raft has committed and applied it.
 	Admin *WriteLatency `json:"admin_write_1_node"`
 	// Cluster is `raftbench cluster`: the consensus layer alone, N voters in one process on
-	// loopback TCP with bbolt on disk, sequential writes through the leader. The admin API and
-	// its forwarding to the leader come with the gateway cluster (step 6).
+	// loopback TCP with bbolt on disk, sequential writes through the leader, without the admin
+	// API and its forwarding to the leader.
 	Cluster *WriteLatency `json:"write_3_nodes"`
 	// ClusterAck is `raftbench cluster --ack`: the same writes, each also fleet-acknowledged by
 	// every node's FSM over gRPC. The gap to FleetAck is the gateway's share (HTTP, forwarding,

@@ -49,7 +49,8 @@ func profileConfig(profile string) (*memberlist.Config, error) {
 //     next push/pull, 90 s away at 100 nodes. The repair must come well within the 5 s of
 //     --fleet-ack-timeout, which waits on every peer's applied index in its metadata. A full
 //     state at 100 nodes is about 19 KB, so each node sends and receives about 13 KB/s for it;
-//     whoever adds bulletins to push/pull (step 7) must keep that state small or revisit this.
+//     the bulletins push/pull carries must keep that state small (TestLocalStateBudget), or
+//     this must be revisited.
 func tuneLAN(c *memberlist.Config) {
 	c.GossipInterval = 50 * time.Millisecond
 	c.GossipNodes = 4

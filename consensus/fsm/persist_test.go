@@ -136,7 +136,7 @@ func TestRecordsWithoutDrainFieldsLoadAsNotDraining(t *testing.T) {
 // rewrote every record would cost in proportion to the fleet, once a second, and slow every
 // write as the fleet grows.
 func TestSaveSinceWritesOnlyTheChanges(t *testing.T) {
-	const burst = 6000 // more writes than one save used to be able to name
+	const burst = 6000 // more than changeLogTombstones: no bound of the change log caps a delta
 	for _, held := range []int{1000, 10_000} {
 		t.Run(fmt.Sprint(held, " records held"), func(t *testing.T) {
 			f := New(testkit.Quiet())

@@ -62,7 +62,8 @@ type grafanaPanel struct {
 }
 
 // TestDashboardQueriesExportedMetrics: every query of every panel of deploy/grafana/meshgw.json
-// reads metrics meshgw exports, panel ids are unique, and the four rows of the issue are there.
+// reads metrics meshgw exports, panel ids are unique, and the rows Fleet, Per gateway, Per
+// worker and Raft are there.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	b, err := readRepo("deploy", "grafana", "meshgw.json")
 	if err != nil {

@@ -77,8 +77,8 @@ func BenchmarkReconcileFirstPass(b *testing.B) {
 
 // BenchmarkReconcileOneChange is the pass that follows one admin write (a disable, toggled on
 // a different worker each time) with 100,000 imported records applied: incremental, as the
-// reconciler runs it, and full, as every pass ran before the FSM logged what changed. Only
-// the pass is timed, not the raft apply.
+// reconciler runs it from the FSM's log of what changed, and full, a pass over every record.
+// Only the pass is timed, not the raft apply.
 func BenchmarkReconcileOneChange(b *testing.B) {
 	const n = 100_000
 	f := fsm.New(testkit.Quiet())

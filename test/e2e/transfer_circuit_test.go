@@ -15,7 +15,8 @@ import (
 // here) would let one try. The former owner t1 keeps its own last state until t2's first
 // bulletin reaches it: the transfer's answer is fleet-acknowledged (t1 applied the move), and
 // t1's view is read, and its requests sent, at once, while that bulletin is usually still on
-// its way (before the fix t1 routed to the engine in that window, about one run in three).
+// its way (a former owner that dropped its state there routed to the engine in that window,
+// about one run in three).
 func TestTransferKeepsOpenCircuit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
