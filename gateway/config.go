@@ -80,9 +80,14 @@ type Config struct {
 	// Sleep waits for a retry backoff or the shutdown settle window, returning early with ctx's
 	// error. Default: a real timer. Tests inject one that does not wait.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// StartPending makes a newly added worker start health.Pending, for a gateway whose owners
-	// check health (their verdicts then move it). False, the default, starts it health.Ready:
-	// nothing checks health.
+	// Pool is the worker pool the gateway serves, built by the caller (pool.New) so that what
+	// drives it (the owned-worker manager, the bulletin importer) can be built before the
+	// gateway; New attaches the gateway's transports and change hook to it (pool.Attach), so it
+	// must hold no worker yet. Default nil: New makes one, with StartPending.
+	Pool *pool.Pool
+	// StartPending makes a newly added worker of the pool New makes start health.Pending, for a
+	// gateway whose owners check health (their verdicts then move it). False, the default,
+	// starts it health.Ready: nothing checks health. Unused when Pool is set.
 	StartPending bool
 	// Quorum reports whether the control plane has a quorum (raft has a leader); GET /status
 	// shows it. Nil: no control plane, no quorum field.

@@ -71,7 +71,13 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("policy %w", err)
 	}
 	g := &Gateway{cfg: cfg, nodeID: []byte(cfg.NodeID), log: cfg.Logger, reqLog: cfg.RequestLogger, policy: pol, adm: newAdmission(cfg.MaxInflight), budget: newBodyBudget(cfg.MaxBufferedBody), stop: make(chan struct{})}
-	g.pool = pool.New(pool.Config{NewTransport: g.newUpstream, OnChange: g.poolChanged, StartPending: cfg.StartPending})
+	g.pool = cfg.Pool
+	if g.pool == nil {
+		g.pool = pool.New(pool.Config{StartPending: cfg.StartPending})
+	}
+	if err := g.pool.Attach(g.newUpstream, g.poolChanged); err != nil {
+		return nil, err
+	}
 	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget, &g.refusedLeft, cfg.Clock)
 	g.reqID.init()
 	acfg := cfg.Admin

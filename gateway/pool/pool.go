@@ -67,6 +67,20 @@ func New(cfg Config) *Pool {
 	return p
 }
 
+// Attach gives a pool built without them its transport factory and change hook (Config's
+// NewTransport and OnChange), for a data plane built after the pool it serves (gateway.New).
+// Call it once, before the pool is shared: it fails when the pool already has either hook or
+// holds a worker, whose transport would be missing.
+func (p *Pool) Attach(newTransport func(*Worker) Transport, onChange func()) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cfg.NewTransport != nil || p.cfg.OnChange != nil || len(p.workers) > 0 {
+		return errors.New("pool: Attach on a pool that has hooks or workers already")
+	}
+	p.cfg.NewTransport, p.cfg.OnChange = newTransport, onChange
+	return nil
+}
+
 // Snapshot returns the current view. It never returns nil and must not be modified.
 func (p *Pool) Snapshot() *Snapshot { return p.snap.Load() }
 

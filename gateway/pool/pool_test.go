@@ -120,6 +120,31 @@ func TestUpsertIdempotentAndReplace(t *testing.T) {
 	}
 }
 
+// TestAttach: hooks attached to a pool built without them serve its workers; a second Attach,
+// or one after a worker was added, fails.
+func TestAttach(t *testing.T) {
+	p := New(Config{StartPending: true})
+	var made, changes int
+	if err := p.Attach(func(*Worker) Transport { made++; return &fakeTransport{} }, func() { changes++ }); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := p.Upsert(worker.Spec{URL: "http://localhost:8000"}, OriginLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made != 1 || changes != 1 || w.Health() != health.Pending {
+		t.Errorf("after an upsert: %d transports, %d changes, health %v; want 1, 1, pending", made, changes, w.Health())
+	}
+	if err := p.Attach(nil, func() {}); err == nil {
+		t.Error("a second Attach was accepted")
+	}
+	bare := New(Config{})
+	addN(t, bare, 1, nil)
+	if err := bare.Attach(func(*Worker) Transport { return nil }, nil); err == nil {
+		t.Error("Attach on a pool holding a worker was accepted")
+	}
+}
+
 func TestCandidates(t *testing.T) {
 	p := New(Config{})
 	ws := addN(t, p, 4, func(i int, s *worker.Spec) {
