@@ -210,7 +210,8 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	}
 	cl.mesh.SetBulletinReceiver(importer)
 	fc.start(gw.Pool())
-	publisher := fleet.NewPublisher(cl.mesh, &owner, gw.Pool(), nil, log)
+	publisher := fleet.NewPublisher(cl.mesh, gw.Pool(), nil, log)
+	publisher.Start(&owner)
 	defer publisher.Close()
 	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
 	bcfg := o.breaker.config()

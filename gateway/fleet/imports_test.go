@@ -333,11 +333,13 @@ func TestPublisherBuildsBulletins(t *testing.T) {
 		ipc.ID(): {Health: health.Ready, Epoch: 4},
 	}
 	out := &sink{}
-	pub := NewPublisher(out, status, p, clk.Now, testkit.Quiet())
+	NewPublisher(out, p, clk.Now, testkit.Quiet()).Close() // never started: returns at once
+	pub := NewPublisher(out, p, clk.Now, testkit.Quiet())
 	defer pub.Close()
 	pub.Changed(a.ID())
 	pub.Changed(ipc.ID())
 	pub.Forgotten("w-gone")
+	pub.Start(status) // what was noted before is published then
 	testkit.For(t, "the publisher to hand on", func() bool {
 		out.mu.Lock()
 		defer out.mu.Unlock()

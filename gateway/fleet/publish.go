@@ -42,24 +42,34 @@ type Publisher struct {
 	mu    sync.Mutex
 	dirty map[worker.ID]bool // true: changed; false: forgotten
 
-	wake     chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	startOnce sync.Once
+	stopOnce  sync.Once
 }
 
-// NewPublisher returns a running Publisher; Close stops it. now nil is time.Now.
-func NewPublisher(sink BulletinSink, status OwnedStatus, p *pool.Pool, now func() time.Time, log *slog.Logger) *Publisher {
+// NewPublisher returns a Publisher that takes note of changes; Start runs it, Close stops it.
+// now nil is time.Now.
+func NewPublisher(sink BulletinSink, p *pool.Pool, now func() time.Time, log *slog.Logger) *Publisher {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	pub := &Publisher{sink: sink, status: status, pool: p, now: now, log: log.With("component", "fleet"),
+	return &Publisher{sink: sink, pool: p, now: now, log: log.With("component", "fleet"),
 		dirty: make(map[worker.ID]bool), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go pub.run()
-	return pub
+}
+
+// Start publishes what is noted, each worker's state read from status: the owned.Manager,
+// which is built on the publisher's Changed and Forgotten, hence given here and not to
+// NewPublisher. What was noted before Start is published then. Only the first call counts.
+func (p *Publisher) Start(status OwnedStatus) {
+	p.startOnce.Do(func() {
+		p.status = status
+		go p.run()
+	})
 }
 
 // Changed notes that an owned worker's state changed (owned.Options.OnChange).
@@ -80,6 +90,7 @@ func (p *Publisher) note(id worker.ID, changed bool) {
 
 // Close stops the goroutine; what was noted and not yet sent is dropped.
 func (p *Publisher) Close() {
+	p.startOnce.Do(func() { close(p.done) }) // never started: nothing to wait for
 	p.stopOnce.Do(func() { close(p.stop) })
 	<-p.done
 }
