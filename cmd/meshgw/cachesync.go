@@ -17,42 +17,27 @@ import (
 )
 
 // fleetCache is cache_aware's fleet-wide index and load (--cache-scope fleet): the index the
-// policy routes on and the Sync that keeps it with the owners. Its pool is bound once the
-// gateway exists.
+// policy routes on and the Sync that keeps it with the owners.
 type fleetCache struct {
 	sync *cachesync.Sync
 	idx  *prefixindex.Index
-	pool atomic.Pointer[pool.Pool]
 }
 
-// newFleetCache builds it when the policy is cache_aware and the scope fleet; nil otherwise.
-// Register its service on the gRPC server before it serves, and Start it once the pool is bound.
-func newFleetCache(o *options, nodeID string, owns func(worker.ID) bool, peers func() []string,
+// newFleetCache builds it on the pool p when the policy is cache_aware and the scope fleet; nil
+// otherwise. Register its service on the gRPC server before it serves, then Start it.
+func newFleetCache(o *options, nodeID string, p *pool.Pool, owns func(worker.ID) bool, peers func() []string,
 	resolve func(string) (string, bool), dial []grpc.DialOption, reg prometheus.Registerer, log *slog.Logger) (*fleetCache, error) {
 	if o.gw.policy != policy.CacheAware || o.cache.scope != cacheScopeFleet {
 		return nil, nil
 	}
 	fc := &fleetCache{}
 	cfg := o.cache.config()
-	var s atomic.Pointer[cachesync.Sync]
-	fc.idx = prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval,
-		OnEvict: func(model string, w prefixindex.Worker, gone []prefixindex.BlockUse) {
-			if s := s.Load(); s != nil {
-				s.Evicted(model, w, gone)
-			}
-		}})
-	workers := func() []*pool.Worker {
-		if p := fc.pool.Load(); p != nil {
-			return p.Snapshot().All
-		}
-		return nil
-	}
-	sy, err := cachesync.New(cachesync.Config{NodeID: nodeID, Index: fc.idx, Workers: workers, Owns: owns, Peers: peers,
-		Resolve: resolve, DialOptions: dial, Logger: log})
+	fc.idx = prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval, OnEvict: fc.evicted})
+	sy, err := cachesync.New(cachesync.Config{NodeID: nodeID, Index: fc.idx, Workers: func() []*pool.Worker { return p.Snapshot().All },
+		Owns: owns, Peers: peers, Resolve: resolve, DialOptions: dial, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s.Store(sy)
 	fc.sync = sy
 	st := sy.Stats()
 	for _, c := range []struct {
@@ -96,6 +81,12 @@ func (c indexBytes) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// evicted is the index's OnEvict, which tells the Sync: the Sync is built on the index, and
+// fc.sync is set before the gateway, which runs the index's evictions, is built.
+func (fc *fleetCache) evicted(model string, w prefixindex.Worker, gone []prefixindex.BlockUse) {
+	fc.sync.Evicted(model, w, gone)
+}
+
 // register serves the CacheSync service; nil does nothing.
 func (fc *fleetCache) register(srv *grpc.Server) {
 	if fc != nil {
@@ -111,10 +102,9 @@ func (fc *fleetCache) gatewayConfig() gateway.CacheFleet {
 	return gateway.CacheFleet{Index: fc.idx, Routes: fc.sync, Load: fc.sync}
 }
 
-// start binds the pool and starts the sync; nil does nothing.
-func (fc *fleetCache) start(p *pool.Pool) {
+// start starts the sync; nil does nothing.
+func (fc *fleetCache) start() {
 	if fc != nil {
-		fc.pool.Store(p)
 		fc.sync.Start()
 	}
 }

@@ -58,7 +58,9 @@ type cluster struct {
 	handoffs *ownership.Metrics
 	fwd      *forward.Forwarder
 	rpc      *grpc.Server
-	rpcAddr  string // advertised
+	rpcLn    net.Listener // served from serve on; closed by shutdown when never served
+	rpcAddr  string       // advertised
+	serving  bool         // serve ran
 
 	// acks makes admin writes fleet-acknowledged (acks.go); its data plane is set once the
 	// reconciler exists.
@@ -78,12 +80,11 @@ type cluster struct {
 	stopOnce sync.Once
 }
 
-// startCluster starts raft, then the gRPC listener, then the mesh (whose metadata carries the
-// raft and gRPC addresses), then the loops that need no pool: joining --join in the background
-// and, with --bootstrap-expect, bootstrapping together. httpAddr is the data plane's listener;
-// services registers more gRPC services (outcome reports) before the listener serves.
+// startCluster starts raft, then opens the gRPC listener, then starts the mesh (whose metadata
+// carries the raft and gRPC addresses) and builds the gRPC server and the forwarder. httpAddr
+// is the data plane's listener. The gRPC listener serves, and the loops start, from serve on.
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
-	log *slog.Logger, services ...func(*grpc.Server)) (*cluster, error) {
+	log *slog.Logger) (*cluster, error) {
 	c := &cluster{o: o, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
 		caughtUp: make(chan struct{}), rejoined: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -91,8 +92,6 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
-	c.members = &membership{}
-	c.owners = owners{c.members}
 	if c.handoffs, err = ownership.NewMetrics(reg); err != nil {
 		return nil, err
 	}
@@ -111,19 +110,17 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	if err := ownership.RegisterOwned(reg, c.node.WorkersShared); err != nil {
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
-	rpcLn, err := c.listenRPC()
-	if err != nil {
+	if c.rpcLn, err = c.listenRPC(); err != nil {
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
 	if c.mesh, err = c.startMesh(httpAddr, reg); err != nil {
-		_ = rpcLn.Close()
+		_ = c.rpcLn.Close()
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
-	c.members.m.Store(c.mesh)
-	c.members.node.Store(c.node)
+	c.members = &membership{mesh: c.mesh, node: c.node}
+	c.owners = owners{c.members}
 	duties, err := c.leaderDuties()
 	if err != nil {
-		_ = rpcLn.Close()
 		c.shutdown()
 		return nil, err
 	}
@@ -131,31 +128,38 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)
 	forward.Register(c.rpc, c.node, c.base)
 	if err := c.startFleetAck(); err != nil {
-		_ = rpcLn.Close()
 		c.shutdown()
 		return nil, err
 	}
-	for _, register := range services {
-		register(c.rpc)
-	}
-	go func() {
-		if err := c.rpc.Serve(rpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			c.log.Error("the gRPC listener failed", "err", err)
-		}
-	}()
 	if c.fwd, err = forward.New(c.node, forward.Options{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds(), DialOptions: o.tls.keyDialOptions(), Logger: c.base}); err != nil {
 		c.shutdown()
 		return nil, err
 	}
-	if len(o.cluster.join) > 0 {
-		c.goLoop("join", func() { c.joinLoop(o.cluster.join) })
+	return c, nil
+}
+
+// serve registers more gRPC services (outcome reports, cache sync, gRPC health), serves the
+// gRPC listener, then starts the loops that need no pool: joining --join in the background,
+// with --bootstrap-expect bootstrapping together, and catching up. Call it once.
+func (c *cluster) serve(services ...func(*grpc.Server)) {
+	for _, register := range services {
+		register(c.rpc)
 	}
-	if n := o.cluster.bootstrapExpect; n > 0 && !c.node.HasState() {
-		b := consensus.ExpectBootstrap{Expect: n, Self: nodeID, Node: c.node, Members: c.mesh, Logger: c.log}
+	c.serving = true
+	go func() {
+		if err := c.rpc.Serve(c.rpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			c.log.Error("the gRPC listener failed", "err", err)
+		}
+	}()
+	o := &c.o.cluster
+	if len(o.join) > 0 {
+		c.goLoop("join", func() { c.joinLoop(o.join) })
+	}
+	if n := o.bootstrapExpect; n > 0 && !c.node.HasState() {
+		b := consensus.ExpectBootstrap{Expect: n, Self: c.nodeID, Node: c.node, Members: c.mesh, Logger: c.log}
 		c.goLoop("bootstrap-expect", func() { b.Run(c.ctx) })
 	}
 	c.goLoop("catch up", c.catchUp)
-	return c, nil
 }
 
 // leaderDuties are the duties this node runs while it leads: the voter reconciler, failover,
@@ -289,6 +293,9 @@ func (c *cluster) shutdown() {
 		c.wg.Wait()
 		if c.acks != nil {
 			_ = c.acks.Close() // first: it ends the acknowledgements the gRPC listener serves
+		}
+		if !c.serving {
+			_ = c.rpcLn.Close()
 		}
 		if c.rpc != nil {
 			stopped := make(chan struct{})

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/meshgw/meshgw/consensus"
@@ -14,32 +13,25 @@ import (
 	"github.com/meshgw/meshgw/ownership"
 )
 
-// membership adapts the mesh's members to the voter reconciler's view of the peers. The mesh
-// starts after raft (its metadata carries raft's address), so it is set late; the reconciler
-// is attached to the node only once it is.
+// membership adapts the mesh's members to the voter reconciler's view of the peers. It is
+// built once the mesh started, which starts after raft (its metadata carries raft's address);
+// the leader's duties that read it are given to the leader loop then (cluster.duties).
 type membership struct {
-	m atomic.Pointer[mesh.Mesh]
-	// node gives the drain marks of the applied state; set once raft started.
-	node atomic.Pointer[consensus.Node]
+	mesh *mesh.Mesh
+	// node gives the drain marks of the applied state.
+	node *consensus.Node
 }
 
 // Peers implements voters.Membership: every member but foreign ones, this node included,
 // with the drain marks of the applied state.
 func (a *membership) Peers() []voters.Peer {
-	if m := a.m.Load(); m != nil {
-		return raftPeers(m.Members(), a.marks())
-	}
-	return nil
+	return raftPeers(a.mesh.Members(), a.marks())
 }
 
 // marks returns the ids of the peers marked draining.
 func (a *membership) marks() map[string]bool {
-	n := a.node.Load()
-	if n == nil {
-		return nil
-	}
 	out := make(map[string]bool)
-	for _, d := range n.Draining() {
+	for _, d := range a.node.Draining() {
 		out[d.ID] = true
 	}
 	return out
@@ -72,16 +64,8 @@ func raftPeers(members []mesh.Member, draining map[string]bool) []voters.Peer {
 // changes (not of peers' progress, which moves at every raft write), and a signal when the
 // drain marks of the applied state change.
 func (a *membership) Watch() (<-chan struct{}, func()) {
-	m := a.m.Load()
-	if m == nil {
-		return nil, func() {} // a nil channel never fires; the reconciler's timer still runs
-	}
-	members, stopMembers := m.WatchMembership()
-	n := a.node.Load()
-	if n == nil {
-		return members, stopMembers
-	}
-	changes, stopChanges := n.Watch()
+	members, stopMembers := a.mesh.WatchMembership()
+	changes, stopChanges := a.node.Watch()
 	out, done := make(chan struct{}, 1), make(chan struct{})
 	signal := func() {
 		select {
@@ -110,15 +94,12 @@ func (a *membership) Watch() (<-chan struct{}, func()) {
 }
 
 // owners adapts the mesh's members to the failover reconciler's view of the peers, sharing the
-// late-set mesh of a membership.
+// mesh of a membership.
 type owners struct{ *membership }
 
 // Peers implements ownership.Membership: every member but foreign ones, this node included.
 func (a owners) Peers() []ownership.Peer {
-	if m := a.m.Load(); m != nil {
-		return ownerPeers(m.Members())
-	}
-	return nil
+	return ownerPeers(a.mesh.Members())
 }
 
 // ownerPeers are members as failover reads them, foreign ones left out.

@@ -13,9 +13,9 @@ import (
 )
 
 // TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
-// with the mesh's status as it is (and failover the start time of each process), and nothing
-// before the mesh started. The voter reconciler also reads a peer marked draining that the mesh
-// does not list, as unknown, so that it leaves the configuration (voters rule 4).
+// with the mesh's status as it is (and failover the start time of each process). The voter
+// reconciler also reads a peer marked draining that the mesh does not list, as unknown, so that
+// it leaves the configuration (voters rule 4).
 func TestPeersOfMembers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	member := func(id string, s mesh.Status) mesh.Member {
@@ -44,8 +44,6 @@ func TestPeersOfMembers(t *testing.T) {
 			{ID: "d", Region: "r-d", Status: mesh.StatusDead, Since: t0},
 			{ID: "l", Region: "r-l", Status: mesh.StatusLeft, Since: t0},
 		}},
-		{"raft before the mesh", (&membership{}).Peers(), []voters.Peer(nil)},
-		{"owners before the mesh", owners{&membership{}}.Peers(), []ownership.Peer(nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

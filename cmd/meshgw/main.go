@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
-	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/gateway/fleet"
@@ -104,9 +103,11 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 // serve wires and runs the gateway until ctx ends: the cluster first (the raft node with the
-// durable worker records, the mesh, forwarding), then the data plane serving what raft has
-// applied, while the command line's workers are registered through raft in the background. On
-// the way out: the data plane drains, the gateway leaves the mesh, then everything stops.
+// durable worker records, the mesh, forwarding), then the worker pool and what drives it (the
+// bulletin importer and publisher, the owned-worker manager), the gRPC services, then the data
+// plane serving the pool what raft has applied, while the command line's workers are
+// registered through raft in the background. On the way out: the data plane drains, the
+// gateway leaves the mesh, then everything stops.
 func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs) error {
 	log := lg.log
 	ln, err := net.Listen("tcp", o.gw.listenAddr())
@@ -125,10 +126,12 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	if w := o.tls.warning(); w != "" {
 		log.Warn(w)
 	}
-	var cl *cluster
-	var started atomic.Pointer[cluster] // cl, for the SIGHUP goroutine once it is up
+	// The SIGHUP goroutine runs from before the cluster starts, so that a SIGHUP meanwhile
+	// reloads the certificates rather than ending the process; it reloads the gossip keys of
+	// the cluster from when hupCluster holds it on.
+	var hupCluster atomic.Pointer[cluster]
 	defer o.tls.reloadOnHangup(log, func(l *slog.Logger) {
-		if c := started.Load(); c != nil {
+		if c := hupCluster.Load(); c != nil {
 			o.cluster.reloadGossipKeys(c.mesh, l)
 		}
 	})()
@@ -137,56 +140,70 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	if err := lg.register(reg); err != nil {
 		return err
 	}
-	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns
-	// (its gRPC service must exist before the listener serves); the reporter sends the outcomes
-	// of workers owned elsewhere to their owners, at the gRPC address the mesh publishes.
-	var owner lateOwner
-	outcomes, err := newOutcomeReports(nodeID, func(id string) (string, bool) { return cl.resolveRPC(id) }, o.tls.dialOptions(), &owner, reg, log)
+	cl, err := startCluster(o, nodeID, ln.Addr(), getenv, reg, log)
 	if err != nil {
 		return err
 	}
-	// cache_aware's fleet-wide index and load: served for the workers this gateway owns,
-	// subscribed from every peer.
-	fc, err := newFleetCache(o, nodeID, func(id worker.ID) bool { _, ok := owner.Status(id); return ok },
-		func() []string { return livePeers(cl.mesh, nodeID) }, func(id string) (string, bool) { return cl.resolveRPC(id) },
-		o.tls.dialOptions(), reg, log)
-	if err != nil {
-		outcomes.close()
-		return err
-	}
-	gh := newGRPCHealth()
-	cl, err = startCluster(o, nodeID, ln.Addr(), getenv, reg, log, outcomes.service.Register, gh.register, fc.register)
-	if err != nil {
-		outcomes.close()
-		return err
-	}
-	started.Store(cl)
+	hupCluster.Store(cl)
 	defer cl.shutdown()
-	defer outcomes.close() // before the gRPC listener's graceful stop, which waits for open streams
-	defer fc.close()
 	node := cl.node
 	// Writes go to the leader, from whichever gateway they reach.
 	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
 	defer writer.Close() // removals still waiting for raft end before raft stops
 	cfg := o.gw.config(nodeID, &o.retry)
+	cfg.Pool = pool.New(pool.Config{StartPending: o.health.startPending()})
+	// Bulletins: the importer applies other owners' state to the pool; the publisher gossips the
+	// state of the workers this gateway owns, as the manager tells it what changed.
+	importer := fleet.NewImporter(fleet.ImporterConfig{NodeID: nodeID, Pool: cfg.Pool, Heard: cl.mesh.Heard,
+		DroppedEpoch: cl.mesh.DroppedEpoch, Logger: log})
+	publisher := fleet.NewPublisher(cl.mesh, cfg.Pool, nil, log)
+	defer publisher.Close()
+	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
+	bcfg := o.breaker.config()
+	bcfg.HangTimeout = cfg.RequestTimeout
+	mgr, err := owned.New(owned.Options{Pool: cfg.Pool, NodeID: nodeID, Health: o.health.cfg,
+		Breaker: bcfg, Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
+		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, OnDisown: importer.ImportDisowned})
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
+	publisher.Start(mgr)
+	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns;
+	// the reporter sends the outcomes of workers owned elsewhere to their owners, at the gRPC
+	// address the mesh publishes.
+	outcomes, err := newOutcomeReports(nodeID, cl.resolveRPC, o.tls.dialOptions(), mgr, reg, log)
+	if err != nil {
+		return err
+	}
+	defer outcomes.close() // before the gRPC listener's graceful stop, which waits for open streams
+	// cache_aware's fleet-wide index and load: served for the workers this gateway owns,
+	// subscribed from every peer.
+	fc, err := newFleetCache(o, nodeID, cfg.Pool, func(id worker.ID) bool { _, ok := mgr.Status(id); return ok },
+		func() []string { return livePeers(cl.mesh, nodeID) }, cl.resolveRPC, o.tls.dialOptions(), reg, log)
+	if err != nil {
+		return err
+	}
+	defer fc.close()
+	gh := newGRPCHealth()
+	cl.serve(outcomes.service.Register, gh.register, fc.register)
 	cfg.CacheAware = o.cache.config()
 	cfg.CacheFleet = fc.gatewayConfig()
-	cfg.Registerer, cfg.Logger, cfg.StartPending = reg, log, o.health.startPending()
+	cfg.Registerer, cfg.Logger = reg, log
 	cfg.Quorum, cfg.Security = node.HasLeader, o.tls.status()
 	cfg.RequestLog, cfg.RequestLogger = o.observe.requestLog, lg.reqLog
 	cfg.RequestLogWriter, cfg.RequestLogJSON = lg.reqOut, lg.json
 	cfg.OnReadiness = gh.set
-	var imports lateImports
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {
 			outcomes.router.OnOutcome(w, status, connErr)
 			return
 		}
-		owner.OnOutcome(w, status, connErr)
+		mgr.OnOutcome(w, status, connErr)
 	}
 	operator := ownership.NewOperator(ownership.OperatorConfig{Records: node, Membership: cl.owners, Apply: writer,
 		Metrics: cl.handoffs, Logger: log})
-	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: cl, Runtime: &owner, Imports: &imports, Peers: cl,
+	cfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: cl, Runtime: mgr, Imports: importer, Peers: cl,
 		Ownership: operator, Drainer: operator, Drains: cl, DrainTimeout: o.cluster.drainTimeoutDuration(),
 		DrainSettle: func(s worker.Spec) time.Duration { return o.health.cfg.Merge(s.ConnectionMode, s.Health).DrainSettle },
 		Journal:     node}
@@ -199,40 +216,20 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	if err != nil {
 		return err
 	}
-	// Bulletins: the importer applies other owners' state to the pool; the publisher gossips the
-	// state of the workers this gateway owns, as the manager tells it what changed.
-	importer := fleet.NewImporter(fleet.ImporterConfig{NodeID: nodeID, Pool: gw.Pool(), Heard: cl.mesh.Heard,
-		DroppedEpoch: cl.mesh.DroppedEpoch, Logger: log})
-	imports.i.Store(importer)
 	if err := reg.Register(importer.Collector()); err != nil {
 		gw.Close()
 		return err
 	}
 	cl.mesh.SetBulletinReceiver(importer)
-	fc.start(gw.Pool())
-	publisher := fleet.NewPublisher(cl.mesh, gw.Pool(), nil, log)
-	publisher.Start(&owner)
-	defer publisher.Close()
-	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
-	bcfg := o.breaker.config()
-	bcfg.HangTimeout = cfg.RequestTimeout
-	mgr, err := owned.New(owned.Options{Pool: gw.Pool(), NodeID: nodeID, Health: o.health.cfg,
-		Breaker: bcfg, Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
-		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, OnDisown: importer.ImportDisowned})
-	if err != nil {
-		gw.Close()
-		return err
-	}
-	defer mgr.Close()
-	owner.m.Store(mgr)
-	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gw.Pool(), Owner: mgr, Imports: importer,
+	fc.start()
+	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: cfg.Pool, Owner: mgr, Imports: importer,
 		CaughtUp: cl.caughtUp, AppliedIndex: node.AppliedIndex, AppliedSignal: node.AppliedSignal, Logger: log})
 	reconciler.Start()
 	cl.acks.SetLocal(reconciler)
 	defer reconciler.Stop()
 	restoreImports(importer, node, log)
 	defer fleet.KeepImports(importer, node, 0, log)()
-	cl.startPoolLoops(gw.Pool())
+	cl.startPoolLoops(cfg.Pool)
 	left := make(chan struct{})
 	cl.goLoop("drain duty", func() { cl.drainDuty(gw, left) })
 	defer registerWorkers(writer, o.registrations(), log)()
@@ -361,46 +358,6 @@ func startMetrics(o *options, reg *prometheus.Registry, errc chan<- error) (*htt
 		}
 	}()
 	return srv, ln.Addr().String(), nil
-}
-
-// lateOwner hands the gateway's outcome hook to the owned-worker manager, which is built after
-// the gateway because it drives the gateway's pool.
-type lateOwner struct{ m atomic.Pointer[owned.Manager] }
-
-func (l *lateOwner) OnOutcome(w *pool.Worker, status int, connErr bool) {
-	if m := l.m.Load(); m != nil {
-		m.OnOutcome(w, status, connErr)
-	}
-}
-
-// RecordRemote feeds outcomes other gateways reported to an owned worker's breaker (refused
-// until the manager exists).
-func (l *lateOwner) RecordRemote(id worker.ID, epoch uint64, o breaker.Outcome, n int) bool {
-	if m := l.m.Load(); m != nil {
-		return m.RecordRemote(id, epoch, o, n)
-	}
-	return false
-}
-
-// Status is GET /workers' runtime state of an owned worker (none until the manager exists).
-func (l *lateOwner) Status(id worker.ID) (owned.Status, bool) {
-	if m := l.m.Load(); m != nil {
-		return m.Status(id)
-	}
-	return owned.Status{}, false
-}
-
-// lateImports hands GET /workers the bulletin importer, which is built after the gateway
-// because it drives the gateway's pool.
-type lateImports struct {
-	i atomic.Pointer[fleet.Importer]
-}
-
-func (l *lateImports) Imported(id worker.ID) (fleet.ImportedStatus, bool) {
-	if i := l.i.Load(); i != nil {
-		return i.Imported(id)
-	}
-	return fleet.ImportedStatus{}, false
 }
 
 // nodeIDOf is the default node id: the listener's host_port.

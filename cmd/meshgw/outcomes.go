@@ -84,8 +84,7 @@ func (r *outcomeRouter) classifier(res *worker.Resilience) breaker.Classifier {
 	return c
 }
 
-// remoteRecorder is what the outcome sink needs of the owned-worker manager (*owned.Manager,
-// or a late-bound holder of one).
+// remoteRecorder is what the outcome sink needs of the owned-worker manager (*owned.Manager).
 type remoteRecorder interface {
 	RecordRemote(id worker.ID, epoch uint64, o breaker.Outcome, n int) bool
 }
