@@ -176,7 +176,8 @@ func New(node *consensus.Node, o Options) (*FleetAck, error) {
 func (a *FleetAck) Timeout() time.Duration { return a.o.Timeout }
 
 // SetLocal gives the service this gateway's data plane, when it is built after the service
-// (a gateway's reconciler drives its pool, which exists only after the gRPC listener serves).
+// (meshgw starts its reconciler, whose passes fill the pool, only once the gateway serving the
+// pool is built, after the gRPC listener serves).
 func (a *FleetAck) SetLocal(local Applied) { a.local.Store(&local) }
 
 // waitLocal returns the index this gateway acknowledges once it is at least index, or when ctx
