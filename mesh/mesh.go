@@ -27,6 +27,7 @@ var (
 // Mesh is this gateway's member of the memberlist mesh. Its methods are safe for concurrent use.
 type Mesh struct {
 	ml        *memberlist.Memberlist
+	addr      string              // this node's gossip address, host:port
 	keyring   *memberlist.Keyring // nil when gossip is not encrypted
 	log       *slog.Logger
 	name      string
@@ -111,8 +112,10 @@ func Start(cfg Config) (*Mesh, error) {
 		return nil, fmt.Errorf("mesh: start memberlist on %s:%d: %s", mc.BindAddr, mc.BindPort, oneLine(err))
 	}
 	m.ml = ml
+	// Read once, before anything gossips: memberlist's UpdateNode rewrites the local node.
+	m.addr = ml.LocalNode().Address()
 	m.bul.start()
-	m.log.Info("mesh started", "node", m.name, "address", ml.LocalNode().Address(),
+	m.log.Info("mesh started", "node", m.name, "address", m.addr,
 		"profile", cmpZero(cfg.Profile, ProfileLAN), "encrypted", mc.EncryptionEnabled())
 	return m, nil
 }
@@ -159,7 +162,7 @@ func (m *Mesh) Heard(owner string) time.Time { return m.bul.heard(owner) }
 func (m *Mesh) DroppedEpoch(n int) { m.metrics.bulletins.count(dirDroppedEpoch, n) }
 
 // Addr returns the host:port peers reach this node on, for their Join.
-func (m *Mesh) Addr() string { return m.ml.LocalNode().Address() }
+func (m *Mesh) Addr() string { return m.addr }
 
 // ID returns this node's id.
 func (m *Mesh) ID() string { return m.name }

@@ -364,3 +364,24 @@ func TestWatchMembershipSkipsProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestAddrWhileMetaChanges: the node's address may be read (meshgw logs it at start) while its
+// metadata is gossiped anew; under -race, reading it from memberlist's local node raced with
+// UpdateNode's write of it.
+func TestAddrWhileMetaChanges(t *testing.T) {
+	nodes, _ := cluster(t, 1, nil)
+	want := nodes[0].Addr()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20 {
+			_ = nodes[0].SetMeta(func(m *Meta) { m.AppliedIndex = uint64(i) })
+		}
+	}()
+	for range 200 {
+		if got := nodes[0].Addr(); got != want {
+			t.Fatalf("Addr = %q, want %q", got, want)
+		}
+	}
+	<-done
+}
