@@ -67,6 +67,8 @@ type cluster struct {
 	acks *fleetack.FleetAck
 
 	caughtUp     chan struct{}
+	// nodeSet is closed once consensus.Start returned node: raft may run the leader loop before.
+	nodeSet chan struct{}
 	caughtUpOnce sync.Once
 	// rejoined receives once this node's rejoining ended, so that its metadata says so at once:
 	// the leader promotes it only then.
@@ -86,7 +88,7 @@ type cluster struct {
 func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
 	log *slog.Logger) (*cluster, error) {
 	c := &cluster{o: o, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
-		caughtUp: make(chan struct{}), rejoined: make(chan struct{}, 1)}
+		caughtUp: make(chan struct{}), nodeSet: make(chan struct{}), rejoined: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
 	if err != nil {
@@ -98,15 +100,11 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 	cfg := o.state.consensus(nodeID, o.cluster.raftBind(), o.cluster.meshAdvertiseHost, dir, log)
 	cfg.Registerer, cfg.Join, cfg.BootstrapExpect, cfg.TLS = reg, o.cluster.join, o.cluster.bootstrapExpect, o.tls.raftTLS()
 	cfg.ClusterKey = o.tls.raftKey()
-	// The leader's state is current once raft's Barrier returned (the leader loop runs after it).
-	// The leader's duties (leaderDuties) run side by side for the term; all end with ctx.
-	cfg.LeaderLoop = func(ctx context.Context) {
-		c.markCaughtUp("this node leads")
-		c.duties.Run(ctx)
-	}
+	cfg.LeaderLoop = c.leaderLoop
 	if c.node, err = consensus.Start(cfg); err != nil {
 		return nil, err
 	}
+	close(c.nodeSet)
 	if err := ownership.RegisterOwned(reg, c.node.WorkersShared); err != nil {
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
@@ -354,6 +352,20 @@ func (c *cluster) resolveRPC(id string) (string, bool) {
 		return "", false
 	}
 	return m.Meta.RPCAddr, true
+}
+
+// leaderLoop is raft's leader loop for this node. The leader's state is current once raft's
+// Barrier returned (the leader loop runs after it); the leader's duties (leaderDuties) run side
+// by side for the term; all end with ctx. A single voter can win its election before
+// consensus.Start has returned the node, so the loop first waits for it.
+func (c *cluster) leaderLoop(ctx context.Context) {
+	select {
+	case <-c.nodeSet:
+	case <-ctx.Done():
+		return
+	}
+	c.markCaughtUp("this node leads")
+	c.duties.Run(ctx)
 }
 
 func (c *cluster) markCaughtUp(why string) {
