@@ -396,7 +396,7 @@ func (p *planner) voterChange() (Change, bool) {
 				Reason: fmt.Sprintf("%d voters that are not draining of %s; region %q holds %d", staying, p.wanted(), s.peer.Region, regions[s.peer.Region])}, true
 		}
 	}
-	if c, ok := p.handOver(); ok {
+	if c, ok := p.transferLeadership(); ok {
 		return c, true
 	}
 	if staying >= 1 && voters-1 >= 1 {
@@ -413,9 +413,9 @@ func (p *planner) voterChange() (Change, bool) {
 	return Change{}, false
 }
 
-// handOver is rule 9: a draining Self hands the leadership to the live voter of lowest id that
+// transferLeadership is rule 9: a draining Self hands the leadership to the live voter of lowest id that
 // is not draining.
-func (p *planner) handOver() (Change, bool) {
+func (p *planner) transferLeadership() (Change, bool) {
 	self, ok := p.self()
 	if !ok || !self.draining() {
 		return Change{}, false
