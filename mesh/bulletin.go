@@ -17,16 +17,20 @@ import (
 )
 
 // Bulletin is one worker's runtime state as its owner publishes it (DESIGN.md section 4). The
-// owner fills everything but Owner and Seq, which Publish sets. Health and Breaker use the names
-// of the admin API: Health is a health.State's text (health.State.String, health.ParseState),
-// Breaker "closed", "open" or "half_open"; "" is unknown.
+// owner fills everything but Owner and Seq, which Publish sets. Breaker uses the names of the
+// admin API: "closed", "open" or "half_open"; "" is unknown.
 type Bulletin struct {
 	Worker string // worker id
 	Owner  string // node id of the owner
 	Epoch  uint64 // the record's ownership epoch (fencing token)
 	Seq    uint64 // the owner's clock when it sent the bulletin
 
-	Health           string
+	// Health is the worker's health state at its owner, unless HealthUnknown.
+	Health health.State
+	// HealthUnknown is set when the bulletin names no health state, and Health is then
+	// meaningless. It encodes as HEALTH_STATE_UNSPECIFIED; a bulletin that carries that, or a
+	// value this gateway does not know (a newer peer's), decodes with it set.
+	HealthUnknown    bool
 	HealthFailures   int
 	HealthSuccesses  int
 	Breaker          string
@@ -45,11 +49,25 @@ type Bulletin struct {
 	ProbeInterval time.Duration
 }
 
+// HealthText is the bulletin's health as logs print it: Health's text (its name in the admin
+// API), or "" when HealthUnknown.
+func (b *Bulletin) HealthText() string {
+	if b.HealthUnknown {
+		return ""
+	}
+	return b.Health.String()
+}
+
+// sameHealth reports whether b and o carry the same health: both unknown, or the same state.
+func (b *Bulletin) sameHealth(o *Bulletin) bool {
+	return b.HealthUnknown == o.HealthUnknown && (b.HealthUnknown || b.Health == o.Health)
+}
+
 // Same reports whether b and o describe the same state, ignoring what changes without news:
 // the sequence, the probe time, the requests in flight and the remaining open time. The owner
 // publishes a bulletin only when this state changed.
 func (b *Bulletin) Same(o *Bulletin) bool {
-	if b.Worker != o.Worker || b.Epoch != o.Epoch || b.Health != o.Health || b.HealthFailures != o.HealthFailures ||
+	if b.Worker != o.Worker || b.Epoch != o.Epoch || !b.sameHealth(o) || b.HealthFailures != o.HealthFailures ||
 		b.HealthSuccesses != o.HealthSuccesses || b.Breaker != o.Breaker || b.BreakerFailures != o.BreakerFailures ||
 		b.BreakerSuccesses != o.BreakerSuccesses || b.LastError != o.LastError || b.LastStatusCode != o.LastStatusCode ||
 		b.ProbeInterval != o.ProbeInterval || len(b.Models) != len(o.Models) {
@@ -105,22 +123,12 @@ func stateFromWire(w meshv1.HealthState) (health.State, bool) {
 	return 0, false
 }
 
-// healthToWire encodes a bulletin's health text: unspecified for "" or a name no state has.
-func healthToWire(name string) meshv1.HealthState {
-	s, err := health.ParseState(name)
-	if err != nil {
+// healthToWire is the wire's value of b's health: HEALTH_STATE_UNSPECIFIED when unknown.
+func healthToWire(b *Bulletin) meshv1.HealthState {
+	if b.HealthUnknown {
 		return meshv1.HealthState_HEALTH_STATE_UNSPECIFIED
 	}
-	return stateToWire(s)
-}
-
-// healthFromWire decodes a bulletin's health text: "" for a value without a state.
-func healthFromWire(w meshv1.HealthState) string {
-	s, ok := stateFromWire(w)
-	if !ok {
-		return ""
-	}
-	return s.String()
+	return stateToWire(b.Health)
 }
 
 var breakerNames = map[string]meshv1.BreakerState{
@@ -140,7 +148,7 @@ func breakerName(s meshv1.BreakerState) string {
 func toWire(b *Bulletin) *meshv1.Bulletin {
 	w := &meshv1.Bulletin{
 		WorkerId: b.Worker, Owner: b.Owner, Epoch: b.Epoch, Seq: b.Seq,
-		Health: healthToWire(b.Health), Breaker: breakerNames[b.Breaker],
+		Health: healthToWire(b), Breaker: breakerNames[b.Breaker],
 		BreakerFailures: clampU32(b.BreakerFailures), BreakerSuccesses: clampU32(b.BreakerSuccesses),
 		BreakerReopenMs: clampU32(int(b.BreakerReopenIn / time.Millisecond)),
 		HealthFailures:  clampU32(b.HealthFailures), HealthSuccesses: clampU32(b.HealthSuccesses),
@@ -168,9 +176,10 @@ func toWire(b *Bulletin) *meshv1.Bulletin {
 func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func fromWire(w *meshv1.Bulletin) Bulletin {
+	h, known := stateFromWire(w.GetHealth())
 	b := Bulletin{
 		Worker: w.GetWorkerId(), Owner: w.GetOwner(), Epoch: w.GetEpoch(), Seq: w.GetSeq(),
-		Health: healthFromWire(w.GetHealth()), Breaker: breakerName(w.GetBreaker()),
+		Health: h, HealthUnknown: !known, Breaker: breakerName(w.GetBreaker()),
 		BreakerFailures: int(w.GetBreakerFailures()), BreakerSuccesses: int(w.GetBreakerSuccesses()),
 		BreakerReopenIn: time.Duration(w.GetBreakerReopenMs()) * time.Millisecond,
 		HealthFailures:  int(w.GetHealthFailures()), HealthSuccesses: int(w.GetHealthSuccesses()),

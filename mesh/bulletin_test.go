@@ -10,7 +10,7 @@ import (
 )
 
 // TestHealthMapping pins the one mapping of every health state to its text (admin API, logs,
-// metrics labels, Bulletin.Health) and to its wire value (the bulletin's protobuf enum), both
+// metrics labels, Bulletin.HealthText) and to its wire value (the bulletin's protobuf enum), both
 // ways, and through a whole bulletin's encoding.
 func TestHealthMapping(t *testing.T) {
 	table := []struct {
@@ -47,26 +47,35 @@ func TestHealthMapping(t *testing.T) {
 		if got, ok := stateFromWire(c.wire); !ok || got != c.state {
 			t.Errorf("stateFromWire(%v) = %v, %v; want %v", c.wire, got, ok, c.state)
 		}
-		raw, err := MarshalBulletin(&Bulletin{Worker: "w", Health: c.text})
+		raw, err := MarshalBulletin(&Bulletin{Worker: "w", Health: c.state})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var w meshv1.Bulletin
 		if err := proto.Unmarshal(raw, &w); err != nil || w.GetHealth() != c.wire {
-			t.Errorf("bulletin of health %q carries %v (%v), want %v", c.text, w.GetHealth(), err, c.wire)
+			t.Errorf("bulletin of health %v carries %v (%v), want %v", c.state, w.GetHealth(), err, c.wire)
 		}
 		back, err := UnmarshalBulletin(raw)
-		if err != nil || back.Health != c.text {
-			t.Errorf("bulletin of health %q decodes to %q (%v)", c.text, back.Health, err)
+		if err != nil || back.Health != c.state || back.HealthUnknown || back.HealthText() != c.text {
+			t.Errorf("bulletin of health %v decodes to %v, unknown %v, text %q (%v)",
+				c.state, back.Health, back.HealthUnknown, back.HealthText(), err)
 		}
 	}
 
-	// Unknown is "" in text and unspecified on the wire; what has no state maps to unknown.
-	if got := healthToWire(""); got != meshv1.HealthState_HEALTH_STATE_UNSPECIFIED {
-		t.Errorf(`healthToWire("") = %v`, got)
+	// Unknown is "" in text and unspecified on the wire, and so is a state without a wire value;
+	// a wire value without a state decodes to unknown.
+	unknown := Bulletin{Worker: "w", Health: health.Ready, HealthUnknown: true}
+	if got := healthToWire(&unknown); got != meshv1.HealthState_HEALTH_STATE_UNSPECIFIED {
+		t.Errorf("healthToWire(unknown) = %v", got)
 	}
-	if got := healthToWire("healthy"); got != meshv1.HealthState_HEALTH_STATE_UNSPECIFIED {
-		t.Errorf(`healthToWire("healthy") = %v`, got)
+	if got := unknown.HealthText(); got != "" {
+		t.Errorf("HealthText of unknown = %q, want \"\"", got)
+	}
+	if pending := (Bulletin{Worker: "w"}); pending.Same(&Bulletin{Worker: "w", HealthUnknown: true}) {
+		t.Error("a pending bulletin is the Same as an unknown one")
+	}
+	if !unknown.Same(&Bulletin{Worker: "w", HealthUnknown: true}) {
+		t.Error("two unknown bulletins are not the Same: the state of an unknown one counts")
 	}
 	if got := stateToWire(health.State(len(table))); got != meshv1.HealthState_HEALTH_STATE_UNSPECIFIED {
 		t.Errorf("stateToWire(out of range) = %v", got)
@@ -75,8 +84,17 @@ func TestHealthMapping(t *testing.T) {
 		if s, ok := stateFromWire(w); ok {
 			t.Errorf("stateFromWire(%v) = %v, true; want false", w, s)
 		}
-		if got := healthFromWire(w); got != "" {
-			t.Errorf("healthFromWire(%v) = %q, want \"\"", w, got)
+		raw, err := proto.Marshal(&meshv1.Bulletin{WorkerId: "w", Health: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := UnmarshalBulletin(raw)
+		if err != nil || !back.HealthUnknown || back.HealthText() != "" {
+			t.Errorf("bulletin of wire health %v decodes to %v, unknown %v (%v); want unknown",
+				w, back.Health, back.HealthUnknown, err)
+		}
+		if again := healthToWire(&back); again != meshv1.HealthState_HEALTH_STATE_UNSPECIFIED {
+			t.Errorf("bulletin of wire health %v encodes again as %v, want unspecified", w, again)
 		}
 	}
 }

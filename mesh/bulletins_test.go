@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/health"
 )
 
 // fakeNet connects bulletin engines by hand: broadcasts and direct sends are recorded, and the
@@ -133,7 +134,7 @@ func (n *fakeNet) deliverDirect(t *testing.T, want int) []fakeMsg {
 }
 
 func ready(worker string, epoch uint64) Bulletin {
-	return Bulletin{Worker: worker, Epoch: epoch, Health: "ready", Breaker: "closed", ProbeInterval: time.Second}
+	return Bulletin{Worker: worker, Epoch: epoch, Health: health.Ready, Breaker: "closed", ProbeInterval: time.Second}
 }
 
 func TestPublishSpreadsAndCoalesces(t *testing.T) {
@@ -146,7 +147,7 @@ func TestPublishSpreadsAndCoalesces(t *testing.T) {
 	n.gossip()
 	for _, id := range []string{"b", "c"} {
 		got := recs[id].take()
-		if len(got) != 1 || got[0].Worker != "w1" || got[0].Owner != "a" || got[0].Health != "ready" || got[0].Epoch != 5 {
+		if len(got) != 1 || got[0].Worker != "w1" || got[0].Owner != "a" || got[0].Health != health.Ready || got[0].Epoch != 5 {
 			t.Fatalf("%s received %+v; want one ready bulletin of w1 from a at epoch 5", id, got)
 		}
 	}
@@ -161,10 +162,10 @@ func TestPublishSpreadsAndCoalesces(t *testing.T) {
 	// latest goes out.
 	n.advance(10 * time.Millisecond)
 	nr := ready("w1", 5)
-	nr.Health = "not_ready"
+	nr.Health = health.NotReady
 	a.publish(nr)
 	failed := nr
-	failed.Health = "failed"
+	failed.Health = health.Failed
 	a.publish(failed)
 	next := a.flush(n.now())
 	if want := n.now().Add(DefaultCoalesce - 10*time.Millisecond); !next.Equal(want) {
@@ -177,7 +178,7 @@ func TestPublishSpreadsAndCoalesces(t *testing.T) {
 	a.flush(n.now())
 	n.gossip()
 	got := recs["b"].take()
-	if len(got) != 1 || got[0].Health != "failed" {
+	if len(got) != 1 || got[0].Health != health.Failed {
 		t.Fatalf("b received %+v; want the one latest state (failed)", got)
 	}
 }
@@ -185,8 +186,8 @@ func TestPublishSpreadsAndCoalesces(t *testing.T) {
 func TestReceiveOrdersByEpochThenSeq(t *testing.T) {
 	n, recs := newFakeNet("b")
 	b := n.engines["b"]
-	send := func(owner string, epoch, seq uint64, health string) bool {
-		w := &meshv1.Bulletin{WorkerId: "w1", Owner: owner, Epoch: epoch, Seq: seq, Health: healthToWire(health)}
+	send := func(owner string, epoch, seq uint64, h health.State) bool {
+		w := &meshv1.Bulletin{WorkerId: "w1", Owner: owner, Epoch: epoch, Seq: seq, Health: stateToWire(h)}
 		b.handle(encode(msgBulletin, w))
 		return len(recs["b"].take()) == 1
 	}
@@ -205,7 +206,7 @@ func TestReceiveOrdersByEpochThenSeq(t *testing.T) {
 		{"the old owner again", "a", 5, 2_000, false},
 	}
 	for _, s := range steps {
-		if got := send(s.owner, s.epoch, s.seq, "ready"); got != s.wantApplied {
+		if got := send(s.owner, s.epoch, s.seq, health.Ready); got != s.wantApplied {
 			t.Errorf("%s: applied=%v, want %v", s.name, got, s.wantApplied)
 		}
 	}
@@ -310,7 +311,7 @@ func TestBeatsDuringChangesAskForNothing(t *testing.T) {
 	for i := range 20 {
 		w := ready(fmt.Sprintf("w%d", i), 1)
 		if i%2 == 1 {
-			w.Health = "not_ready"
+			w.Health = health.NotReady
 		}
 		a.publish(w)
 		a.flush(n.now())
@@ -414,7 +415,7 @@ func TestStateCountsDownAnOpenBreaker(t *testing.T) {
 }
 
 func TestBulletinWireRoundTrip(t *testing.T) {
-	in := Bulletin{Worker: "w-1", Owner: "a", Epoch: 3, Seq: 99, Health: "not_ready", HealthFailures: 3,
+	in := Bulletin{Worker: "w-1", Owner: "a", Epoch: 3, Seq: 99, Health: health.NotReady, HealthFailures: 3,
 		Breaker: "half_open", BreakerSuccesses: 1, LastError: "HTTP 503", LastStatusCode: 503,
 		LastProbe: time.UnixMilli(1_800_000_000_123), Models: []string{"m1"}, ActiveRequests: 4,
 		ProbeInterval: 5 * time.Second, BreakerReopenIn: 1500 * time.Millisecond}
@@ -433,7 +434,7 @@ func TestBulletinWireRoundTrip(t *testing.T) {
 }
 
 func FuzzHandleBulletinMessage(f *testing.F) {
-	f.Add(encode(msgBulletin, toWire(&Bulletin{Worker: "w", Owner: "a", Epoch: 1, Seq: 2, Health: "ready"})))
+	f.Add(encode(msgBulletin, toWire(&Bulletin{Worker: "w", Owner: "a", Epoch: 1, Seq: 2, Health: health.Ready})))
 	f.Add(encode(msgBeat, &meshv1.Beat{Owner: "a", Seq: 3, Digest: 4, Workers: 1}))
 	f.Add(encode(msgState, &meshv1.OwnedState{Owner: "a", Bulletins: []*meshv1.Bulletin{{WorkerId: "w", Owner: "a"}}}))
 	f.Add(encode(msgResync, &meshv1.Resync{From: "c"}))
@@ -450,7 +451,7 @@ func BenchmarkMergeState(b *testing.B) {
 	const n = 100_000
 	st := &meshv1.OwnedState{Owner: "a", Bulletins: make([]*meshv1.Bulletin, n)}
 	for i := range st.Bulletins {
-		st.Bulletins[i] = toWire(&Bulletin{Worker: fmt.Sprintf("w-%012x", i), Owner: "a", Epoch: 1, Seq: 7, Health: "ready",
+		st.Bulletins[i] = toWire(&Bulletin{Worker: fmt.Sprintf("w-%012x", i), Owner: "a", Epoch: 1, Seq: 7, Health: health.Ready,
 			Breaker: "closed", ProbeInterval: time.Second})
 	}
 	raw := encode(msgState, st)

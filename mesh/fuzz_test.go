@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/meshgw/meshgw/health"
 )
 
 // FuzzPublishBulletin publishes a bulletin whose free-text fields come from outside (a probe's
@@ -21,7 +23,7 @@ func FuzzPublishBulletin(f *testing.F) {
 		}
 		net, recs := newFakeNet("a", "b")
 		a, b := net.engines["a"], net.engines["b"]
-		in := Bulletin{Worker: worker, Epoch: 1, Health: "not_ready", Breaker: "open", LastError: lastError,
+		in := Bulletin{Worker: worker, Epoch: 1, Health: health.NotReady, Breaker: "open", LastError: lastError,
 			LastStatusCode: int(n), Models: []string{model}, BreakerFailures: int(n), ActiveRequests: n, ProbeInterval: time.Duration(n)}
 		a.publish(in)
 		a.flush(net.now())

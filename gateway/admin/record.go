@@ -209,8 +209,8 @@ func (h *Handler) imported(r *Record, id worker.ID) {
 		return
 	}
 	b := &st.Bulletin
-	if b.Health != "" {
-		r.HealthState = b.Health
+	if !b.HealthUnknown {
+		r.HealthState = b.Health.String()
 	}
 	r.Stale = st.Stale
 	r.ConsecutiveFailures, r.ConsecutiveSuccesses = b.HealthFailures, b.HealthSuccesses

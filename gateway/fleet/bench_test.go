@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
@@ -134,7 +135,7 @@ func BenchmarkImportBulletins(b *testing.B) {
 	recs := importedRecords(b, n)
 	bs := make([]mesh.Bulletin, n)
 	for i, rec := range recs {
-		bs[i] = mesh.Bulletin{Worker: string(rec.ID), Owner: "n2", Epoch: rec.Epoch, Health: "ready", Breaker: "closed",
+		bs[i] = mesh.Bulletin{Worker: string(rec.ID), Owner: "n2", Epoch: rec.Epoch, Health: health.Ready, Breaker: "closed",
 			HealthSuccesses: 2, ProbeInterval: 10 * time.Second}
 	}
 	var before, after runtime.MemStats
@@ -156,7 +157,7 @@ func BenchmarkImportBulletins(b *testing.B) {
 		b.StopTimer()
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if st, ok := im.Imported(recs[n-1].ID); !ok || st.Bulletin.Health != "ready" {
+		if st, ok := im.Imported(recs[n-1].ID); !ok || st.Bulletin.Health != health.Ready {
 			b.Fatalf("the last worker's bulletin was not applied: %+v", st)
 		}
 		runtime.KeepAlive(im)

@@ -91,12 +91,12 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 		// restored: the former owner restarted and has not caught up with raft (CaughtUp
 		// open) when it applies the move: the fence stops its checks, the pool keeps its view.
 		restored   bool
-		wantHealth string
+		wantHealth health.State
 	}{
-		{name: "open circuit", open: true, wantHealth: "ready"},
-		{name: "not_ready worker", wantHealth: "not_ready"},
-		{name: "open circuit, former owner restored before raft caught up", open: true, restored: true, wantHealth: "ready"},
-		{name: "not_ready worker, former owner restored before raft caught up", restored: true, wantHealth: "not_ready"},
+		{name: "open circuit", open: true, wantHealth: health.Ready},
+		{name: "not_ready worker", wantHealth: health.NotReady},
+		{name: "open circuit, former owner restored before raft caught up", open: true, restored: true, wantHealth: health.Ready},
+		{name: "not_ready worker, former owner restored before raft caught up", restored: true, wantHealth: health.NotReady},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +134,8 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 					t.Fatal("right after handing the worker over, before the new owner's first bulletin, the former owner routes it")
 				}
 				st, ok := g.im.Imported(id)
-				if !ok || st.Bulletin.Health != tt.wantHealth || (st.Bulletin.Breaker == "open") != tt.open || st.Stale {
+				if !ok || st.Bulletin.HealthUnknown || st.Bulletin.Health != tt.wantHealth ||
+					(st.Bulletin.Breaker == "open") != tt.open || st.Stale {
 					t.Fatalf("imported state after the hand-over = %+v, %v; want health %s, breaker open %v, not stale",
 						st, ok, tt.wantHealth, tt.open)
 				}
@@ -159,7 +160,7 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 				}
 
 				// The new owner's first bulletin replaces it.
-				g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: "ready",
+				g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: health.Ready,
 					Breaker: "closed", ProbeInterval: time.Second}})
 				if !g.routes(id) {
 					t.Fatal("the new owner's first bulletin (ready, closed) did not replace the handed-over state")
@@ -185,7 +186,7 @@ func TestImportDisownedYieldsToNewOwnersHeldBulletin(t *testing.T) {
 		for range 3 {
 			g.m.OnOutcome(g.pool.Get(id), 0, true)
 		}
-		g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: "ready", Breaker: "closed"}})
+		g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: health.Ready, Breaker: "closed"}})
 		if g.routes(id) {
 			t.Fatal("a bulletin ahead of the record applied")
 		}
@@ -218,7 +219,7 @@ func TestImportDisownedState(t *testing.T) {
 		t.Fatal("a worker handed over with an open circuit is routable")
 	}
 	st, ok := f.im.Imported(id)
-	want := mesh.Bulletin{Worker: string(id), Owner: "me", Epoch: 5, Health: "ready", Breaker: "open", BreakerFailures: 3,
+	want := mesh.Bulletin{Worker: string(id), Owner: "me", Epoch: 5, Health: health.Ready, Breaker: "open", BreakerFailures: 3,
 		BreakerReopenIn: 30 * time.Second, LastError: "HTTP 500", LastStatusCode: 500, ProbeInterval: time.Second}
 	if diff := cmp.Diff(want, st.Bulletin); !ok || diff != "" {
 		t.Fatalf("Imported after the hand-over (-want +got):\n%s", diff)
@@ -233,7 +234,7 @@ func TestImportDisownedState(t *testing.T) {
 	}
 
 	// A bulletin of the new owner applied first is kept.
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 6, Seq: 1, Health: "ready", Breaker: "closed"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 6, Seq: 1, Health: health.Ready, Breaker: "closed"}})
 	f.im.ImportDisowned(id, open)
 	if st, _ := f.im.Imported(id); st.Bulletin.Owner != "a" || !f.routable(id) {
 		t.Errorf("after a late hand-over: imported %+v, routable %v; want a's bulletin kept", st.Bulletin, f.routable(id))

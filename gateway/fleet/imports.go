@@ -141,17 +141,25 @@ type imported struct {
 // The breaker states a bulletin names, coded as their index ("" is 0, unknown).
 var breakerNames = []string{"", "closed", "open", "half_open"}
 
-// healthCode codes a bulletin's health in one byte: 0 for "" (unknown), else 1 + the
-// health.State it names.
-func healthCode(name string) uint8 {
-	s, err := health.ParseState(name)
-	if err != nil {
+// healthCode codes a bulletin's health in one byte: 0 when unknown, else 1 + its state.
+func healthCode(b *mesh.Bulletin) uint8 {
+	if b.HealthUnknown {
 		return 0
 	}
-	return uint8(s) + 1
+	return uint8(b.Health) + 1
 }
 
-// healthText is the bulletin's health that healthCode coded.
+// setHealth gives b the health that healthCode coded.
+func setHealth(b *mesh.Bulletin, code uint8) {
+	if code == 0 {
+		b.HealthUnknown = true
+		return
+	}
+	b.Health = health.State(code - 1)
+}
+
+// healthText is the health that healthCode coded as logs name it (mesh.Bulletin.HealthText):
+// "" when unknown.
 func healthText(code uint8) string {
 	if code == 0 {
 		return ""
@@ -181,16 +189,17 @@ func (c *imported) set(b *mesh.Bulletin, owner string, now time.Time) {
 	c.healthF, c.healthS = clampU32(b.HealthFailures), clampU32(b.HealthSuccesses)
 	c.breakerF, c.breakerS = clampU32(b.BreakerFailures), clampU32(b.BreakerSuccesses)
 	c.lastStatus = int32(b.LastStatusCode)
-	c.health, c.breaker = healthCode(b.Health), code(breakerNames, b.Breaker)
+	c.health, c.breaker = healthCode(b), code(breakerNames, b.Breaker)
 }
 
 // bulletin is the recorded bulletin of worker id, without its models.
 func (c *imported) bulletin(id worker.ID) mesh.Bulletin {
 	b := mesh.Bulletin{Worker: string(id), Owner: c.owner, Epoch: c.epoch, Seq: c.seq,
-		Health: healthText(c.health), HealthFailures: int(c.healthF), HealthSuccesses: int(c.healthS),
+		HealthFailures: int(c.healthF), HealthSuccesses: int(c.healthS),
 		Breaker: breakerNames[c.breaker], BreakerFailures: int(c.breakerF), BreakerSuccesses: int(c.breakerS),
 		BreakerReopenIn: c.reopenIn, LastError: c.lastError, LastStatusCode: int(c.lastStatus),
 		ActiveRequests: c.active, ProbeInterval: c.probeInterval}
+	setHealth(&b, c.health)
 	if c.lastProbe != 0 {
 		b.LastProbe = time.Unix(0, c.lastProbe)
 	}
@@ -303,17 +312,18 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 		cur = &imported{rb: remoteBreaker{now: im.cfg.Now}}
 		im.state[w.ID] = cur
 	}
-	prevHealth, prevBreaker := healthText(cur.health), breakerNames[cur.breaker]
+	// prevHealth is a healthCode: 0 before the first bulletin, or after one of unknown health.
+	prevHealth, prevBreaker := cur.health, breakerNames[cur.breaker]
 	owner, _ := w.OwnerEpoch() // Judge checked it is b.Owner; the pool's string is kept, not the copy
 	cur.set(b, owner, now)
 	cur.rb.set(parseBreaker(b.Breaker), now.Add(b.BreakerReopenIn))
 	if w.Breaker() != pool.Breaker(&cur.rb) {
 		_ = im.cfg.Pool.SetBreaker(w.ID, &cur.rb)
 	}
-	if h, err := health.ParseState(b.Health); err == nil && w.Health() != h {
-		_, _ = im.cfg.Pool.SetHealth(w.ID, h) // which ends a hung hold: the owner's verdict changed
+	if !b.HealthUnknown && w.Health() != b.Health {
+		_, _ = im.cfg.Pool.SetHealth(w.ID, b.Health) // which ends a hung hold: the owner's verdict changed
 	}
-	if prevHealth != "" && prevBreaker != b.Breaker {
+	if prevHealth != 0 && prevBreaker != b.Breaker {
 		im.cfg.Pool.ReleaseHung(w.ID) // the owner's breaker moved: its verdict decides from now on
 	}
 	if !slices.Equal(w.DiscoveredModels(), b.Models) && (len(b.Models) > 0 || w.DiscoveredModels() != nil) {
@@ -322,20 +332,22 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 	// One line per change of an imported worker's health or breaker; the first bulletin (a
 	// gateway that joins imports every worker at once) only at debug level.
 	switch {
-	case prevHealth == "":
+	case prevHealth == 0:
 		if !im.log.Enabled(context.Background(), slog.LevelDebug) {
 			break
 		}
 		im.log.Debug("imported worker state", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
-			"health", b.Health, "breaker", b.Breaker)
-	case prevHealth != b.Health || prevBreaker != b.Breaker:
+			"health", b.HealthText(), "breaker", b.Breaker)
+	case prevHealth != cur.health || prevBreaker != b.Breaker:
 		if !im.lines.allow() {
 			im.log.Debug("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
-				"health", b.Health, "breaker", b.Breaker, "from_health", prevHealth, "from_breaker", prevBreaker)
+				"health", b.HealthText(), "breaker", b.Breaker,
+				"from_health", healthText(prevHealth), "from_breaker", prevBreaker)
 			break
 		}
 		im.log.Info("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
-			"health", b.Health, "breaker", b.Breaker, "from_health", prevHealth, "from_breaker", prevBreaker)
+			"health", b.HealthText(), "breaker", b.Breaker,
+			"from_health", healthText(prevHealth), "from_breaker", prevBreaker)
 	}
 }
 
@@ -405,15 +417,14 @@ func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 		return owned.Seed{}, false
 	}
 	b := cur.bulletin(id)
-	h, err := health.ParseState(b.Health)
-	if err != nil {
+	if b.HealthUnknown {
 		return owned.Seed{}, false
 	}
 	reopen := time.Duration(0)
 	if b.Breaker == breaker.Open.String() {
 		reopen = max(0, cur.received().Add(b.BreakerReopenIn).Sub(im.cfg.Now()))
 	}
-	return owned.Seed{Health: h, Breaker: parseBreaker(b.Breaker), BreakerFailures: b.BreakerFailures,
+	return owned.Seed{Health: b.Health, Breaker: parseBreaker(b.Breaker), BreakerFailures: b.BreakerFailures,
 		BreakerSuccesses: b.BreakerSuccesses, BreakerReopenIn: reopen}, true
 }
 
@@ -453,7 +464,7 @@ func (im *Importer) ImportDisowned(id worker.ID, last owned.Status) {
 	cur.rb.set(last.Breaker.State, now.Add(b.BreakerReopenIn))
 	_ = im.cfg.Pool.SetBreaker(id, &cur.rb)
 	im.log.Debug("worker handed over: routing it by its last state here until the new owner's first bulletin",
-		"worker", w.URL, "epoch", last.Epoch, "health", b.Health, "breaker", b.Breaker)
+		"worker", w.URL, "epoch", last.Epoch, "health", b.HealthText(), "breaker", b.Breaker)
 }
 
 // remoteBreaker is an imported worker's view of its owner's breaker: selection skips the worker

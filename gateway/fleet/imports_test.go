@@ -118,27 +118,27 @@ func TestImportedWorkerFollowsBulletins(t *testing.T) {
 	if _, ok := f.im.Imported(id); ok {
 		t.Fatal("Imported reports a state before the first bulletin")
 	}
-	send := func(seq uint64, health, brk string, reopen time.Duration) {
-		f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: health,
+	send := func(seq uint64, h health.State, brk string, reopen time.Duration) {
+		f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: h,
 			Breaker: brk, BreakerReopenIn: reopen, ProbeInterval: time.Second, Models: []string{"m1"}}})
 	}
-	send(1, "ready", "closed", 0)
+	send(1, health.Ready, "closed", 0)
 	if !f.routable(id) {
 		t.Fatal("a ready imported worker is not routable")
 	}
 	if got := f.pool.Get(id).DiscoveredModels(); !cmp.Equal(got, []string{"m1"}) {
 		t.Errorf("discovered models = %v, want [m1]", got)
 	}
-	send(2, "not_ready", "closed", 0)
+	send(2, health.NotReady, "closed", 0)
 	if f.routable(id) {
 		t.Fatal("a worker its owner took out of routing is still routable")
 	}
-	send(3, "ready", "closed", 0)
-	send(2, "not_ready", "closed", 0) // late, dropped
+	send(3, health.Ready, "closed", 0)
+	send(2, health.NotReady, "closed", 0) // late, dropped
 	if !f.routable(id) {
 		t.Fatal("a stale bulletin was applied")
 	}
-	send(4, "ready", "open", 10*time.Second)
+	send(4, health.Ready, "open", 10*time.Second)
 	if f.routable(id) {
 		t.Fatal("a worker whose owner's breaker is open is routable")
 	}
@@ -158,22 +158,23 @@ func TestImportedWorkerFollowsBulletins(t *testing.T) {
 func TestOwnersVerdictEndsAHungHold(t *testing.T) {
 	tests := []struct {
 		name         string
-		health, brk  string
+		health       health.State
+		brk          string
 		wantReleased bool
 	}{
-		{"the same verdict keeps the hold", "ready", "closed", false},
-		{"the owner opened the circuit", "ready", "open", true},
-		{"the owner took it out of routing", "not_ready", "closed", true},
+		{"the same verdict keeps the hold", health.Ready, "closed", false},
+		{"the owner opened the circuit", health.Ready, "open", true},
+		{"the owner took it out of routing", health.NotReady, "closed", true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newImportFixture(t)
 			id := f.put(spec(t, 8100+i), "a", 5)
-			send := func(seq uint64, health, brk string) {
-				f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: health,
+			send := func(seq uint64, h health.State, brk string) {
+				f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: h,
 					Breaker: brk, BreakerReopenIn: time.Minute, BreakerFailures: int(seq), ProbeInterval: time.Second}})
 			}
-			send(1, "ready", "closed")
+			send(1, health.Ready, "closed")
 			if !f.pool.HoldHung(id, time.Hour) || f.routable(id) {
 				t.Fatal("the hold did not take the worker out of routing")
 			}
@@ -195,7 +196,7 @@ func TestOwnersVerdictEndsAHungHold(t *testing.T) {
 func TestImportedStateGoesStaleButStays(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: "ready", Breaker: "closed",
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: "closed",
 		ProbeInterval: 2 * time.Second}})
 	f.clk.Advance(6 * time.Second)
 	if st, _ := f.im.Imported(id); st.Stale {
@@ -226,14 +227,14 @@ func TestBulletinHeldUntilTheRecordArrives(t *testing.T) {
 	f := newImportFixture(t)
 	s := spec(t, 8001)
 	id := s.ID()
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: "ready"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready}})
 	f.put(s, "a", 5)
 	if !f.routable(id) {
 		t.Fatal("the held bulletin was not applied when its record arrived")
 	}
 	// Failover to b at epoch 9: a's later bulletins are dropped; b's, held until the record
 	// moves, then applied.
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "b", Epoch: 9, Seq: 1, Health: "not_ready"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "b", Epoch: 9, Seq: 1, Health: health.NotReady}})
 	if !f.routable(id) {
 		t.Fatal("a bulletin ahead of the record was applied")
 	}
@@ -241,7 +242,7 @@ func TestBulletinHeldUntilTheRecordArrives(t *testing.T) {
 	if f.routable(id) {
 		t.Fatal("the new owner's held bulletin was not applied after the record moved")
 	}
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 2, Health: "ready"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 2, Health: health.Ready}})
 	if f.routable(id) || f.drops != 1 {
 		t.Fatalf("the old owner's bulletin: routable=%v drops=%d; want dropped and counted", f.routable(id), f.drops)
 	}
@@ -259,7 +260,7 @@ func TestHostLocalWorkersStayLocal(t *testing.T) {
 	if f.pool.Get(id) != nil {
 		t.Fatal("an ipc:// worker owned by another gateway was imported")
 	}
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: "ready"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready}})
 	if f.pool.Get(id) != nil {
 		t.Fatal("a bulletin brought an ipc:// worker into the pool")
 	}
@@ -277,7 +278,7 @@ func TestHostLocalWorkersStayLocal(t *testing.T) {
 func TestSeedFromImportedState(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: "ready", Breaker: "open",
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: "open",
 		BreakerFailures: 3, BreakerReopenIn: 30 * time.Second}})
 	f.clk.Advance(10 * time.Second)
 	got, ok := f.im.Seed(id)
@@ -287,6 +288,25 @@ func TestSeedFromImportedState(t *testing.T) {
 	}
 	if _, ok := f.im.Seed(id); ok {
 		t.Fatal("a seed was handed out twice")
+	}
+}
+
+// A bulletin of unknown health (a state a newer peer added) changes neither the pool's health of
+// the worker nor what a new owner is seeded with, and Imported reports the health unknown.
+func TestUnknownHealthKeepsThePoolsHealth(t *testing.T) {
+	f := newImportFixture(t)
+	id := f.put(spec(t, 8001), "a", 5)
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.NotReady, Breaker: "closed"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 2, HealthUnknown: true, Breaker: "closed"}})
+	if h := f.pool.Get(id).Health(); h != health.NotReady {
+		t.Errorf("pool health after a bulletin of unknown health = %v, want not_ready kept", h)
+	}
+	st, ok := f.im.Imported(id)
+	if !ok || st.Bulletin.Seq != 2 || !st.Bulletin.HealthUnknown || st.Bulletin.HealthText() != "" {
+		t.Errorf("Imported = %+v, %v; want seq 2 of unknown health", st.Bulletin, ok)
+	}
+	if _, ok := f.im.Seed(id); ok {
+		t.Error("a worker of unknown health was seeded")
 	}
 }
 
@@ -345,7 +365,7 @@ func TestPublisherBuildsBulletins(t *testing.T) {
 		defer out.mu.Unlock()
 		return len(out.published) == 1 && len(out.withdrawn) == 1
 	})
-	want := mesh.Bulletin{Worker: string(a.ID()), Epoch: 4, Health: "ready", Breaker: "open", BreakerFailures: 10,
+	want := mesh.Bulletin{Worker: string(a.ID()), Epoch: 4, Health: health.Ready, Breaker: "open", BreakerFailures: 10,
 		BreakerReopenIn: 42 * time.Second, LastError: "HTTP 503", LastStatusCode: 503, ProbeInterval: 5 * time.Second}
 	if diff := cmp.Diff(want, out.published[0]); diff != "" {
 		t.Errorf("bulletin (-want +got):\n%s", diff)

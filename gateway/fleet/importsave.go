@@ -57,7 +57,7 @@ func (im *Importer) takeDirty() (put map[string][]byte, del, names []string) {
 		if v, err := encodeImport(&b, cur.at); err == nil {
 			put[string(id)] = v
 			if len(names) < bulkLines {
-				names = append(names, string(id)+"="+b.Health)
+				names = append(names, string(id)+"="+b.HealthText())
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
@@ -72,11 +73,11 @@ func TestImportsSurviveARestart(t *testing.T) {
 	mine := f.put(spec(t, 8004), "a", 5)
 	moved := f.put(spec(t, 8005), "a", 5)
 	for i, id := range []string{string(ready), string(notReady), string(gone), string(mine), string(moved)} {
-		health := "ready"
+		h := health.Ready
 		if id == string(notReady) {
-			health = "not_ready"
+			h = health.NotReady
 		}
-		f.im.Bulletins([]mesh.Bulletin{{Worker: id, Owner: "a", Epoch: 5, Seq: uint64(10 + i), Health: health,
+		f.im.Bulletins([]mesh.Bulletin{{Worker: id, Owner: "a", Epoch: 5, Seq: uint64(10 + i), Health: h,
 			Breaker: "closed", ProbeInterval: time.Second}})
 	}
 	receivedAt := f.clk.Now()
@@ -115,7 +116,7 @@ func TestImportsSurviveARestart(t *testing.T) {
 			t.Errorf("%s was restored although its record is gone, owned here or at another epoch", id)
 		}
 	}
-	g.im.Bulletins([]mesh.Bulletin{{Worker: string(notReady), Owner: "a", Epoch: 5, Seq: 99, Health: "ready",
+	g.im.Bulletins([]mesh.Bulletin{{Worker: string(notReady), Owner: "a", Epoch: 5, Seq: 99, Health: health.Ready,
 		Breaker: "closed", ProbeInterval: time.Second}})
 	if !g.routable(notReady) {
 		t.Error("a live bulletin newer than the restored one did not apply")
@@ -135,7 +136,7 @@ func TestImportsSurviveARestart(t *testing.T) {
 func TestImportSaveRetries(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: "ready", Breaker: "closed"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: "closed"}})
 	store := &memImports{fail: true}
 	saveOnce(t, f, store)
 	store.fail = false

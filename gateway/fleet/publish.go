@@ -145,7 +145,7 @@ func (p *Publisher) bulletin(id worker.ID) (mesh.Bulletin, bool) {
 func ownedBulletin(id worker.ID, st *owned.Status, w *pool.Worker, now time.Time) mesh.Bulletin {
 	b := mesh.Bulletin{
 		Worker: string(id), Epoch: st.Epoch,
-		Health: w.Health().String(), HealthFailures: st.ConsecutiveFailures, HealthSuccesses: st.ConsecutiveSuccesses,
+		Health: w.Health(), HealthFailures: st.ConsecutiveFailures, HealthSuccesses: st.ConsecutiveSuccesses,
 		Breaker: st.Breaker.State.String(), BreakerFailures: st.Breaker.ConsecutiveFailures,
 		LastError: truncate(st.LastError, maxLastError), LastStatusCode: st.LastStatusCode, LastProbe: st.LastProbe,
 		Models: w.DiscoveredModels(), ActiveRequests: w.Inflight(), ProbeInterval: st.Interval,

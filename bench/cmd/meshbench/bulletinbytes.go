@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/toolcmd"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -105,9 +106,9 @@ func runBulletinBytes(ctx context.Context, args []string, stderr io.Writer) (*Bu
 	change := func() {
 		w := o.ids[next%len(o.ids)]
 		next++
-		h := "not_ready"
+		h := health.NotReady
 		if o.health[w] == h {
-			h = "ready"
+			h = health.Ready
 		}
 		o.publish(w, h)
 	}
@@ -181,7 +182,7 @@ func measureBytes(ctx context.Context, c *cluster, window time.Duration, ch *chu
 }
 
 // waitHeld waits until every peer holds want.
-func waitHeld(ctx context.Context, tr *tracker, want map[string]string, within time.Duration) error {
+func waitHeld(ctx context.Context, tr *tracker, want map[string]health.State, within time.Duration) error {
 	done := tr.expect(want, time.Now())
 	timer := time.NewTimer(within)
 	defer timer.Stop()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/toolcmd"
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -117,33 +118,33 @@ const jitter = 100 * time.Millisecond
 type owner struct {
 	m       *mesh.Mesh
 	ids     []string
-	health  map[string]string
+	health  map[string]health.State
 	changed map[string]time.Time // last Publish per worker
 }
 
 func newOwner(m *mesh.Mesh, n int) *owner {
-	o := &owner{m: m, health: make(map[string]string, n), changed: make(map[string]time.Time, n)}
+	o := &owner{m: m, health: make(map[string]health.State, n), changed: make(map[string]time.Time, n)}
 	for i := range n {
 		o.ids = append(o.ids, fmt.Sprintf("w-%012x", i)) // the length of a real id (worker.NewID)
 	}
 	return o
 }
 
-func (o *owner) publish(w, health string) {
-	o.health[w] = health
+func (o *owner) publish(w string, h health.State) {
+	o.health[w] = h
 	o.changed[w] = time.Now()
-	o.m.Publish(mesh.Bulletin{Worker: w, Epoch: 1, Health: health, Breaker: "closed", ProbeInterval: time.Second})
+	o.m.Publish(mesh.Bulletin{Worker: w, Epoch: 1, Health: h, Breaker: "closed", ProbeInterval: time.Second})
 }
 
 // publishAll publishes every worker ready and waits until every peer holds them all.
 func (o *owner) publishAll(ctx context.Context, tr *tracker, within time.Duration) error {
-	want := make(map[string]string, len(o.ids))
+	want := make(map[string]health.State, len(o.ids))
 	for _, w := range o.ids {
-		want[w] = "ready"
+		want[w] = health.Ready
 	}
 	done := tr.expect(want, time.Now())
 	for _, w := range o.ids {
-		o.publish(w, "ready")
+		o.publish(w, health.Ready)
 	}
 	timer := time.NewTimer(within)
 	defer timer.Stop()
@@ -158,8 +159,8 @@ func (o *owner) publishAll(ctx context.Context, tr *tracker, within time.Duratio
 }
 
 // state returns every worker's last published health.
-func (o *owner) state() map[string]string {
-	want := make(map[string]string, len(o.health))
+func (o *owner) state() map[string]health.State {
+	want := make(map[string]health.State, len(o.health))
 	for w, h := range o.health {
 		want[w] = h
 	}
@@ -170,9 +171,9 @@ func (o *owner) state() map[string]string {
 // Publish until the peer held the new health; -1 for a peer that did not within bound.
 func (o *owner) flip(ctx context.Context, tr *tracker, i int, bound time.Duration) ([]time.Duration, error) {
 	w := o.ids[i]
-	next := "not_ready"
+	next := health.NotReady
 	if o.health[w] == next {
-		next = "ready"
+		next = health.Ready
 	}
 	// A random pause first: a trial that started right after the last one ended would publish
 	// just after a gossip round every time, and measure that phase only.
@@ -182,7 +183,7 @@ func (o *owner) flip(ctx context.Context, tr *tracker, i int, bound time.Duratio
 			return nil, err
 		}
 	}
-	done := tr.expect(map[string]string{w: next}, time.Now())
+	done := tr.expect(map[string]health.State{w: next}, time.Now())
 	o.publish(w, next)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -80,16 +81,16 @@ func closed(ch <-chan struct{}) bool {
 
 func TestTracker(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	b := func(w, h string) []mesh.Bulletin { return []mesh.Bulletin{{Worker: w, Health: h}} }
+	b := func(w string, h health.State) []mesh.Bulletin { return []mesh.Bulletin{{Worker: w, Health: h}} }
 	tr := newTracker(2)
-	done := tr.expect(map[string]string{"a": "ready", "b": "ready"}, t0)
-	tr.record(0, append(b("a", "ready"), b("b", "ready")...), t0.Add(10*time.Millisecond))
-	tr.record(1, b("a", "ready"), t0.Add(20*time.Millisecond))
-	tr.record(1, b("other", "ready"), t0.Add(25*time.Millisecond))
+	done := tr.expect(map[string]health.State{"a": health.Ready, "b": health.Ready}, t0)
+	tr.record(0, append(b("a", health.Ready), b("b", health.Ready)...), t0.Add(10*time.Millisecond))
+	tr.record(1, b("a", health.Ready), t0.Add(20*time.Millisecond))
+	tr.record(1, b("other", health.Ready), t0.Add(25*time.Millisecond))
 	if closed(done) || tr.holding() != 1 {
 		t.Fatalf("done with peer 1 missing b; holding %d", tr.holding())
 	}
-	tr.record(1, b("b", "ready"), t0.Add(30*time.Millisecond))
+	tr.record(1, b("b", health.Ready), t0.Add(30*time.Millisecond))
 	if !closed(done) || tr.holding() != 2 {
 		t.Fatalf("not done when both peers hold both; holding %d", tr.holding())
 	}
@@ -98,9 +99,9 @@ func TestTracker(t *testing.T) {
 	}
 
 	// A flip: peer 0 sees it, peer 1 does not; a later flip back un-matches nothing already timed.
-	done = tr.expect(map[string]string{"a": "not_ready"}, t0.Add(time.Second))
-	tr.record(0, b("a", "not_ready"), t0.Add(time.Second+5*time.Millisecond))
-	tr.record(1, b("a", "draining"), t0.Add(time.Second+6*time.Millisecond))
+	done = tr.expect(map[string]health.State{"a": health.NotReady}, t0.Add(time.Second))
+	tr.record(0, b("a", health.NotReady), t0.Add(time.Second+5*time.Millisecond))
+	tr.record(1, b("a", health.Draining), t0.Add(time.Second+6*time.Millisecond))
 	if closed(done) {
 		t.Fatal("done although peer 1 holds another health")
 	}
@@ -109,11 +110,18 @@ func TestTracker(t *testing.T) {
 	}
 
 	// What every peer already holds is done at once, with zero arrival times.
-	if done := tr.expect(map[string]string{"b": "ready"}, t0.Add(2*time.Second)); !closed(done) {
+	if done := tr.expect(map[string]health.State{"b": health.Ready}, t0.Add(2*time.Second)); !closed(done) {
 		t.Error("expecting a state every peer holds is not done at once")
 	}
 	if diff := cmp.Diff([]time.Duration{0, 0}, tr.arrivals()); diff != "" {
 		t.Errorf("arrivals (-want +got):\n%s", diff)
+	}
+
+	// A bulletin of unknown health holds no state, not even pending.
+	tr.record(0, []mesh.Bulletin{{Worker: "c", HealthUnknown: true}}, t0.Add(3*time.Second))
+	tr.record(1, b("c", health.Pending), t0.Add(3*time.Second))
+	if done := tr.expect(map[string]health.State{"c": health.Pending}, t0.Add(3*time.Second)); closed(done) || tr.holding() != 1 {
+		t.Errorf("peer 0 holds c pending after a bulletin of unknown health; holding %d, want 1", tr.holding())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -11,19 +12,19 @@ import (
 // holds per worker, and times when each peer comes to hold an awaited state.
 type tracker struct {
 	mu    sync.Mutex
-	held  []map[string]string // per peer: worker → the health of its newest bulletin
-	want  map[string]string   // the awaited state: worker → health
-	since time.Time           // when the awaited state was published
-	left  []int               // per peer: workers of want it does not hold yet
-	at    []time.Duration     // per peer: since → holding all of want; -1 until then
-	short int                 // peers that do not hold all of want yet
-	done  chan struct{}       // closed when short reaches 0
+	held  []map[string]health.State // per peer: worker → the health of its newest bulletin, if known
+	want  map[string]health.State   // the awaited state: worker → health
+	since time.Time                 // when the awaited state was published
+	left  []int                     // per peer: workers of want it does not hold yet
+	at    []time.Duration           // per peer: since → holding all of want; -1 until then
+	short int                       // peers that do not hold all of want yet
+	done  chan struct{}             // closed when short reaches 0
 }
 
 func newTracker(peers int) *tracker {
-	t := &tracker{held: make([]map[string]string, peers), done: make(chan struct{})}
+	t := &tracker{held: make([]map[string]health.State, peers), done: make(chan struct{})}
 	for i := range t.held {
-		t.held[i] = make(map[string]string)
+		t.held[i] = make(map[string]health.State)
 	}
 	close(t.done)
 	return t
@@ -45,12 +46,16 @@ func (t *tracker) record(i int, bs []mesh.Bulletin, now time.Time) {
 	defer t.mu.Unlock()
 	for _, b := range bs {
 		old, had := t.held[i][b.Worker]
-		t.held[i][b.Worker] = b.Health
+		if b.HealthUnknown {
+			delete(t.held[i], b.Worker)
+		} else {
+			t.held[i][b.Worker] = b.Health
+		}
 		h, ok := t.want[b.Worker]
 		if !ok {
 			continue
 		}
-		switch was, is := had && old == h, b.Health == h; {
+		switch was, is := had && old == h, !b.HealthUnknown && b.Health == h; {
 		case !was && is:
 			t.left[i]--
 		case was && !is:
@@ -67,7 +72,7 @@ func (t *tracker) record(i int, bs []mesh.Bulletin, now time.Time) {
 
 // expect starts waiting for every peer to hold want, published at since; the channel is closed
 // once they all do (at once if they already do).
-func (t *tracker) expect(want map[string]string, since time.Time) <-chan struct{} {
+func (t *tracker) expect(want map[string]health.State, since time.Time) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.want, t.since, t.short, t.done = want, since, 0, make(chan struct{})
@@ -75,7 +80,7 @@ func (t *tracker) expect(want map[string]string, since time.Time) <-chan struct{
 	for i, held := range t.held {
 		t.at[i] = -1
 		for w, h := range want {
-			if held[w] != h {
+			if hw, ok := held[w]; !ok || hw != h {
 				t.left[i]++
 			}
 		}
