@@ -12,13 +12,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
 
 // Bulletin is one worker's runtime state as its owner publishes it (DESIGN.md section 4). The
-// owner fills everything but Owner and Seq, which Publish sets. Breaker uses the names of the
-// admin API: "closed", "open" or "half_open"; "" is unknown.
+// owner fills everything but Owner and Seq, which Publish sets.
 type Bulletin struct {
 	Worker string // worker id
 	Owner  string // node id of the owner
@@ -30,10 +30,15 @@ type Bulletin struct {
 	// HealthUnknown is set when the bulletin names no health state, and Health is then
 	// meaningless. It encodes as HEALTH_STATE_UNSPECIFIED; a bulletin that carries that, or a
 	// value this gateway does not know (a newer peer's), decodes with it set.
-	HealthUnknown    bool
-	HealthFailures   int
-	HealthSuccesses  int
-	Breaker          string
+	HealthUnknown   bool
+	HealthFailures  int
+	HealthSuccesses int
+	// Breaker is the worker's circuit breaker state at its owner, unless BreakerUnknown.
+	Breaker breaker.State
+	// BreakerUnknown is set when the bulletin names no breaker state, and Breaker is then
+	// meaningless. It encodes as BREAKER_STATE_UNSPECIFIED; a bulletin that carries that, or a
+	// value this gateway does not know (a newer peer's), decodes with it set.
+	BreakerUnknown   bool
 	BreakerFailures  int
 	BreakerSuccesses int
 	// BreakerReopenIn is, while the breaker is open, how long until its timeout passes, from
@@ -58,6 +63,20 @@ func (b *Bulletin) HealthText() string {
 	return b.Health.String()
 }
 
+// BreakerText is the bulletin's breaker state as logs print it: Breaker's text (its name in the
+// admin API), or "" when BreakerUnknown.
+func (b *Bulletin) BreakerText() string {
+	if b.BreakerUnknown {
+		return ""
+	}
+	return b.Breaker.String()
+}
+
+// sameBreaker reports whether b and o carry the same breaker state: both unknown, or the same.
+func (b *Bulletin) sameBreaker(o *Bulletin) bool {
+	return b.BreakerUnknown == o.BreakerUnknown && (b.BreakerUnknown || b.Breaker == o.Breaker)
+}
+
 // sameHealth reports whether b and o carry the same health: both unknown, or the same state.
 func (b *Bulletin) sameHealth(o *Bulletin) bool {
 	return b.HealthUnknown == o.HealthUnknown && (b.HealthUnknown || b.Health == o.Health)
@@ -68,7 +87,7 @@ func (b *Bulletin) sameHealth(o *Bulletin) bool {
 // publishes a bulletin only when this state changed.
 func (b *Bulletin) Same(o *Bulletin) bool {
 	if b.Worker != o.Worker || b.Epoch != o.Epoch || !b.sameHealth(o) || b.HealthFailures != o.HealthFailures ||
-		b.HealthSuccesses != o.HealthSuccesses || b.Breaker != o.Breaker || b.BreakerFailures != o.BreakerFailures ||
+		b.HealthSuccesses != o.HealthSuccesses || !b.sameBreaker(o) || b.BreakerFailures != o.BreakerFailures ||
 		b.BreakerSuccesses != o.BreakerSuccesses || b.LastError != o.LastError || b.LastStatusCode != o.LastStatusCode ||
 		b.ProbeInterval != o.ProbeInterval || len(b.Models) != len(o.Models) {
 		return false
@@ -131,24 +150,46 @@ func healthToWire(b *Bulletin) meshv1.HealthState {
 	return stateToWire(b.Health)
 }
 
-var breakerNames = map[string]meshv1.BreakerState{
-	"closed": meshv1.BreakerState_BREAKER_STATE_CLOSED, "open": meshv1.BreakerState_BREAKER_STATE_OPEN,
-	"half_open": meshv1.BreakerState_BREAKER_STATE_HALF_OPEN,
+// breakerWire is the wire's value of each breaker state, indexed by the state.
+var breakerWire = [...]meshv1.BreakerState{
+	breaker.Closed:   meshv1.BreakerState_BREAKER_STATE_CLOSED,
+	breaker.Open:     meshv1.BreakerState_BREAKER_STATE_OPEN,
+	breaker.HalfOpen: meshv1.BreakerState_BREAKER_STATE_HALF_OPEN,
 }
 
-func breakerName(s meshv1.BreakerState) string {
-	for n, v := range breakerNames {
-		if v == s {
-			return n
+// breakerStateToWire is the wire's value of s: the one mapping of a breaker state to the
+// protobuf enum. A state without one is BREAKER_STATE_UNSPECIFIED.
+func breakerStateToWire(s breaker.State) meshv1.BreakerState {
+	if s >= 0 && int(s) < len(breakerWire) {
+		return breakerWire[s]
+	}
+	return meshv1.BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+// breakerStateFromWire is the breaker state of the wire's value w, and false for
+// BREAKER_STATE_UNSPECIFIED or a value this gateway does not know (a newer peer's).
+func breakerStateFromWire(w meshv1.BreakerState) (breaker.State, bool) {
+	for s, v := range breakerWire {
+		if v == w && w != meshv1.BreakerState_BREAKER_STATE_UNSPECIFIED {
+			return breaker.State(s), true
 		}
 	}
-	return ""
+	return 0, false
+}
+
+// breakerToWire is the wire's value of b's breaker state: BREAKER_STATE_UNSPECIFIED when
+// unknown.
+func breakerToWire(b *Bulletin) meshv1.BreakerState {
+	if b.BreakerUnknown {
+		return meshv1.BreakerState_BREAKER_STATE_UNSPECIFIED
+	}
+	return breakerStateToWire(b.Breaker)
 }
 
 func toWire(b *Bulletin) *meshv1.Bulletin {
 	w := &meshv1.Bulletin{
 		WorkerId: b.Worker, Owner: b.Owner, Epoch: b.Epoch, Seq: b.Seq,
-		Health: healthToWire(b), Breaker: breakerNames[b.Breaker],
+		Health: healthToWire(b), Breaker: breakerToWire(b),
 		BreakerFailures: clampU32(b.BreakerFailures), BreakerSuccesses: clampU32(b.BreakerSuccesses),
 		BreakerReopenMs: clampU32(int(b.BreakerReopenIn / time.Millisecond)),
 		HealthFailures:  clampU32(b.HealthFailures), HealthSuccesses: clampU32(b.HealthSuccesses),
@@ -177,9 +218,10 @@ func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func fromWire(w *meshv1.Bulletin) Bulletin {
 	h, known := stateFromWire(w.GetHealth())
+	brk, brkKnown := breakerStateFromWire(w.GetBreaker())
 	b := Bulletin{
 		Worker: w.GetWorkerId(), Owner: w.GetOwner(), Epoch: w.GetEpoch(), Seq: w.GetSeq(),
-		Health: h, HealthUnknown: !known, Breaker: breakerName(w.GetBreaker()),
+		Health: h, HealthUnknown: !known, Breaker: brk, BreakerUnknown: !brkKnown,
 		BreakerFailures: int(w.GetBreakerFailures()), BreakerSuccesses: int(w.GetBreakerSuccesses()),
 		BreakerReopenIn: time.Duration(w.GetBreakerReopenMs()) * time.Millisecond,
 		HealthFailures:  int(w.GetHealthFailures()), HealthSuccesses: int(w.GetHealthSuccesses()),

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/health"
 )
 
@@ -134,7 +135,7 @@ func (n *fakeNet) deliverDirect(t *testing.T, want int) []fakeMsg {
 }
 
 func ready(worker string, epoch uint64) Bulletin {
-	return Bulletin{Worker: worker, Epoch: epoch, Health: health.Ready, Breaker: "closed", ProbeInterval: time.Second}
+	return Bulletin{Worker: worker, Epoch: epoch, Health: health.Ready, Breaker: breaker.Closed, ProbeInterval: time.Second}
 }
 
 func TestPublishSpreadsAndCoalesces(t *testing.T) {
@@ -400,7 +401,7 @@ func TestStateCountsDownAnOpenBreaker(t *testing.T) {
 	n, recs := newFakeNet("a", "b")
 	a, b := n.engines["a"], n.engines["b"]
 	open := ready("w1", 1)
-	open.Breaker, open.BreakerReopenIn = "open", 60*time.Second
+	open.Breaker, open.BreakerReopenIn = breaker.Open, 60*time.Second
 	a.publish(open)
 	a.flush(n.now())
 	n.mu.Lock()
@@ -416,7 +417,7 @@ func TestStateCountsDownAnOpenBreaker(t *testing.T) {
 
 func TestBulletinWireRoundTrip(t *testing.T) {
 	in := Bulletin{Worker: "w-1", Owner: "a", Epoch: 3, Seq: 99, Health: health.NotReady, HealthFailures: 3,
-		Breaker: "half_open", BreakerSuccesses: 1, LastError: "HTTP 503", LastStatusCode: 503,
+		Breaker: breaker.HalfOpen, BreakerSuccesses: 1, LastError: "HTTP 503", LastStatusCode: 503,
 		LastProbe: time.UnixMilli(1_800_000_000_123), Models: []string{"m1"}, ActiveRequests: 4,
 		ProbeInterval: 5 * time.Second, BreakerReopenIn: 1500 * time.Millisecond}
 	kind, m, err := decode(encode(msgBulletin, toWire(&in)))
@@ -452,7 +453,7 @@ func BenchmarkMergeState(b *testing.B) {
 	st := &meshv1.OwnedState{Owner: "a", Bulletins: make([]*meshv1.Bulletin, n)}
 	for i := range st.Bulletins {
 		st.Bulletins[i] = toWire(&Bulletin{Worker: fmt.Sprintf("w-%012x", i), Owner: "a", Epoch: 1, Seq: 7, Health: health.Ready,
-			Breaker: "closed", ProbeInterval: time.Second})
+			Breaker: breaker.Closed, ProbeInterval: time.Second})
 	}
 	raw := encode(msgState, st)
 	var before, after runtime.MemStats

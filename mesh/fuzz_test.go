@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/health"
 )
 
@@ -23,7 +24,7 @@ func FuzzPublishBulletin(f *testing.F) {
 		}
 		net, recs := newFakeNet("a", "b")
 		a, b := net.engines["a"], net.engines["b"]
-		in := Bulletin{Worker: worker, Epoch: 1, Health: health.NotReady, Breaker: "open", LastError: lastError,
+		in := Bulletin{Worker: worker, Epoch: 1, Health: health.NotReady, Breaker: breaker.Open, LastError: lastError,
 			LastStatusCode: int(n), Models: []string{model}, BreakerFailures: int(n), ActiveRequests: n, ProbeInterval: time.Duration(n)}
 		a.publish(in)
 		a.flush(net.now())

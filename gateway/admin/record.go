@@ -216,10 +216,9 @@ func (h *Handler) imported(r *Record, id worker.ID) {
 	r.ConsecutiveFailures, r.ConsecutiveSuccesses = b.HealthFailures, b.HealthSuccesses
 	r.LastError, r.LastStatusCode = b.LastError, b.LastStatusCode
 	r.LastHealthCheck = timePtr(b.LastProbe)
-	var state breaker.State
-	if err := state.UnmarshalText([]byte(b.Breaker)); err == nil {
-		snap := breaker.Snapshot{State: state, ConsecutiveFailures: b.BreakerFailures, ConsecutiveSuccesses: b.BreakerSuccesses}
-		if state == breaker.Open {
+	if !b.BreakerUnknown {
+		snap := breaker.Snapshot{State: b.Breaker, ConsecutiveFailures: b.BreakerFailures, ConsecutiveSuccesses: b.BreakerSuccesses}
+		if b.Breaker == breaker.Open {
 			snap.ReopensAt = st.Received.Add(b.BreakerReopenIn).UTC()
 		}
 		r.Breaker = &snap

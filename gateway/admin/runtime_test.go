@@ -70,7 +70,7 @@ func TestRecordShowsImportedState(t *testing.T) {
 	received := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	im := fakeImports{id: w.ID, st: fleet.ImportedStatus{Received: received, Stale: true, Bulletin: mesh.Bulletin{
 		Worker: string(w.ID), Owner: "n2", Epoch: 7, Health: health.NotReady, HealthFailures: 3, LastError: "status 503",
-		LastStatusCode: 503, Breaker: "open", BreakerFailures: 10, BreakerReopenIn: time.Minute}}}
+		LastStatusCode: 503, Breaker: breaker.Open, BreakerFailures: 10, BreakerReopenIn: time.Minute}}}
 	h := New(Config{Pool: p, NodeID: "n1", Status: func() any { return nil }, Logger: testkit.Quiet(), Imports: im})
 	a := do(h, req{method: "GET", uri: "/workers/" + string(w.ID)})
 	r := a.record(t)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/health"
@@ -135,7 +136,7 @@ func BenchmarkImportBulletins(b *testing.B) {
 	recs := importedRecords(b, n)
 	bs := make([]mesh.Bulletin, n)
 	for i, rec := range recs {
-		bs[i] = mesh.Bulletin{Worker: string(rec.ID), Owner: "n2", Epoch: rec.Epoch, Health: health.Ready, Breaker: "closed",
+		bs[i] = mesh.Bulletin{Worker: string(rec.ID), Owner: "n2", Epoch: rec.Epoch, Health: health.Ready, Breaker: breaker.Closed,
 			HealthSuccesses: 2, ProbeInterval: 10 * time.Second}
 	}
 	var before, after runtime.MemStats

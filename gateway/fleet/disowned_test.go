@@ -135,7 +135,7 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 				}
 				st, ok := g.im.Imported(id)
 				if !ok || st.Bulletin.HealthUnknown || st.Bulletin.Health != tt.wantHealth ||
-					(st.Bulletin.Breaker == "open") != tt.open || st.Stale {
+					(st.Bulletin.Breaker == breaker.Open) != tt.open || st.Stale {
 					t.Fatalf("imported state after the hand-over = %+v, %v; want health %s, breaker open %v, not stale",
 						st, ok, tt.wantHealth, tt.open)
 				}
@@ -161,7 +161,7 @@ func TestFormerOwnerKeepsStateUntilNewOwnersBulletin(t *testing.T) {
 
 				// The new owner's first bulletin replaces it.
 				g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: health.Ready,
-					Breaker: "closed", ProbeInterval: time.Second}})
+					Breaker: breaker.Closed, ProbeInterval: time.Second}})
 				if !g.routes(id) {
 					t.Fatal("the new owner's first bulletin (ready, closed) did not replace the handed-over state")
 				}
@@ -186,7 +186,7 @@ func TestImportDisownedYieldsToNewOwnersHeldBulletin(t *testing.T) {
 		for range 3 {
 			g.m.OnOutcome(g.pool.Get(id), 0, true)
 		}
-		g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: health.Ready, Breaker: "closed"}})
+		g.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "n2", Epoch: 6, Seq: 1, Health: health.Ready, Breaker: breaker.Closed}})
 		if g.routes(id) {
 			t.Fatal("a bulletin ahead of the record applied")
 		}
@@ -219,7 +219,7 @@ func TestImportDisownedState(t *testing.T) {
 		t.Fatal("a worker handed over with an open circuit is routable")
 	}
 	st, ok := f.im.Imported(id)
-	want := mesh.Bulletin{Worker: string(id), Owner: "me", Epoch: 5, Health: health.Ready, Breaker: "open", BreakerFailures: 3,
+	want := mesh.Bulletin{Worker: string(id), Owner: "me", Epoch: 5, Health: health.Ready, Breaker: breaker.Open, BreakerFailures: 3,
 		BreakerReopenIn: 30 * time.Second, LastError: "HTTP 500", LastStatusCode: 500, ProbeInterval: time.Second}
 	if diff := cmp.Diff(want, st.Bulletin); !ok || diff != "" {
 		t.Fatalf("Imported after the hand-over (-want +got):\n%s", diff)
@@ -234,7 +234,7 @@ func TestImportDisownedState(t *testing.T) {
 	}
 
 	// A bulletin of the new owner applied first is kept.
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 6, Seq: 1, Health: health.Ready, Breaker: "closed"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 6, Seq: 1, Health: health.Ready, Breaker: breaker.Closed}})
 	f.im.ImportDisowned(id, open)
 	if st, _ := f.im.Imported(id); st.Bulletin.Owner != "a" || !f.routable(id) {
 		t.Errorf("after a late hand-over: imported %+v, routable %v; want a's bulletin kept", st.Bulletin, f.routable(id))

@@ -134,12 +134,35 @@ type imported struct {
 	breakerS      uint32
 	lastStatus    int32
 	health        uint8 // healthCode
-	breaker       uint8 // index in breakerNames
+	breaker       uint8 // breakerCode
 	rb            remoteBreaker
 }
 
-// The breaker states a bulletin names, coded as their index ("" is 0, unknown).
-var breakerNames = []string{"", "closed", "open", "half_open"}
+// breakerCode codes a bulletin's breaker state in one byte: 0 when unknown, else 1 + its state.
+func breakerCode(b *mesh.Bulletin) uint8 {
+	if b.BreakerUnknown {
+		return 0
+	}
+	return uint8(b.Breaker) + 1
+}
+
+// setBreaker gives b the breaker state that breakerCode coded.
+func setBreaker(b *mesh.Bulletin, code uint8) {
+	if code == 0 {
+		b.BreakerUnknown = true
+		return
+	}
+	b.Breaker = breaker.State(code - 1)
+}
+
+// breakerText is the breaker state that breakerCode coded as logs name it
+// (mesh.Bulletin.BreakerText): "" when unknown.
+func breakerText(code uint8) string {
+	if code == 0 {
+		return ""
+	}
+	return breaker.State(code - 1).String()
+}
 
 // healthCode codes a bulletin's health in one byte: 0 when unknown, else 1 + its state.
 func healthCode(b *mesh.Bulletin) uint8 {
@@ -167,15 +190,6 @@ func healthText(code uint8) string {
 	return health.State(code - 1).String()
 }
 
-func code(names []string, s string) uint8 {
-	for i, n := range names {
-		if n == s {
-			return uint8(i)
-		}
-	}
-	return 0
-}
-
 func clampU32(n int) uint32 { return uint32(min(max(n, 0), int(^uint32(0)>>1))) }
 
 // set records b, received at now; owner is the record's owner string (equal to b.Owner).
@@ -189,17 +203,18 @@ func (c *imported) set(b *mesh.Bulletin, owner string, now time.Time) {
 	c.healthF, c.healthS = clampU32(b.HealthFailures), clampU32(b.HealthSuccesses)
 	c.breakerF, c.breakerS = clampU32(b.BreakerFailures), clampU32(b.BreakerSuccesses)
 	c.lastStatus = int32(b.LastStatusCode)
-	c.health, c.breaker = healthCode(b), code(breakerNames, b.Breaker)
+	c.health, c.breaker = healthCode(b), breakerCode(b)
 }
 
 // bulletin is the recorded bulletin of worker id, without its models.
 func (c *imported) bulletin(id worker.ID) mesh.Bulletin {
 	b := mesh.Bulletin{Worker: string(id), Owner: c.owner, Epoch: c.epoch, Seq: c.seq,
 		HealthFailures: int(c.healthF), HealthSuccesses: int(c.healthS),
-		Breaker: breakerNames[c.breaker], BreakerFailures: int(c.breakerF), BreakerSuccesses: int(c.breakerS),
+		BreakerFailures: int(c.breakerF), BreakerSuccesses: int(c.breakerS),
 		BreakerReopenIn: c.reopenIn, LastError: c.lastError, LastStatusCode: int(c.lastStatus),
 		ActiveRequests: c.active, ProbeInterval: c.probeInterval}
 	setHealth(&b, c.health)
+	setBreaker(&b, c.breaker)
 	if c.lastProbe != 0 {
 		b.LastProbe = time.Unix(0, c.lastProbe)
 	}
@@ -313,17 +328,17 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 		im.state[w.ID] = cur
 	}
 	// prevHealth is a healthCode: 0 before the first bulletin, or after one of unknown health.
-	prevHealth, prevBreaker := cur.health, breakerNames[cur.breaker]
+	prevHealth, prevBreaker := cur.health, cur.breaker
 	owner, _ := w.OwnerEpoch() // Judge checked it is b.Owner; the pool's string is kept, not the copy
 	cur.set(b, owner, now)
-	cur.rb.set(parseBreaker(b.Breaker), now.Add(b.BreakerReopenIn))
+	cur.rb.set(remoteState(b), now.Add(b.BreakerReopenIn))
 	if w.Breaker() != pool.Breaker(&cur.rb) {
 		_ = im.cfg.Pool.SetBreaker(w.ID, &cur.rb)
 	}
 	if !b.HealthUnknown && w.Health() != b.Health {
 		_, _ = im.cfg.Pool.SetHealth(w.ID, b.Health) // which ends a hung hold: the owner's verdict changed
 	}
-	if prevHealth != 0 && prevBreaker != b.Breaker {
+	if prevHealth != 0 && prevBreaker != cur.breaker {
 		im.cfg.Pool.ReleaseHung(w.ID) // the owner's breaker moved: its verdict decides from now on
 	}
 	if !slices.Equal(w.DiscoveredModels(), b.Models) && (len(b.Models) > 0 || w.DiscoveredModels() != nil) {
@@ -337,17 +352,17 @@ func (im *Importer) applyLocked(w *pool.Worker, cur *imported, b *mesh.Bulletin,
 			break
 		}
 		im.log.Debug("imported worker state", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
-			"health", b.HealthText(), "breaker", b.Breaker)
-	case prevHealth != cur.health || prevBreaker != b.Breaker:
+			"health", b.HealthText(), "breaker", b.BreakerText())
+	case prevHealth != cur.health || prevBreaker != cur.breaker:
 		if !im.lines.allow() {
 			im.log.Debug("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
-				"health", b.HealthText(), "breaker", b.Breaker,
-				"from_health", healthText(prevHealth), "from_breaker", prevBreaker)
+				"health", b.HealthText(), "breaker", b.BreakerText(),
+				"from_health", healthText(prevHealth), "from_breaker", breakerText(prevBreaker))
 			break
 		}
 		im.log.Info("imported worker state changed", "worker", w.URL, "owner", b.Owner, "epoch", b.Epoch,
-			"health", b.HealthText(), "breaker", b.Breaker,
-			"from_health", healthText(prevHealth), "from_breaker", prevBreaker)
+			"health", b.HealthText(), "breaker", b.BreakerText(),
+			"from_health", healthText(prevHealth), "from_breaker", breakerText(prevBreaker))
 	}
 }
 
@@ -421,10 +436,10 @@ func (im *Importer) Seed(id worker.ID) (owned.Seed, bool) {
 		return owned.Seed{}, false
 	}
 	reopen := time.Duration(0)
-	if b.Breaker == breaker.Open.String() {
+	if !b.BreakerUnknown && b.Breaker == breaker.Open {
 		reopen = max(0, cur.received().Add(b.BreakerReopenIn).Sub(im.cfg.Now()))
 	}
-	return owned.Seed{Health: b.Health, Breaker: parseBreaker(b.Breaker), BreakerFailures: b.BreakerFailures,
+	return owned.Seed{Health: b.Health, Breaker: remoteState(&b), BreakerFailures: b.BreakerFailures,
 		BreakerSuccesses: b.BreakerSuccesses, BreakerReopenIn: reopen}, true
 }
 
@@ -464,7 +479,7 @@ func (im *Importer) ImportDisowned(id worker.ID, last owned.Status) {
 	cur.rb.set(last.Breaker.State, now.Add(b.BreakerReopenIn))
 	_ = im.cfg.Pool.SetBreaker(id, &cur.rb)
 	im.log.Debug("worker handed over: routing it by its last state here until the new owner's first bulletin",
-		"worker", w.URL, "epoch", last.Epoch, "health", b.HealthText(), "breaker", b.Breaker)
+		"worker", w.URL, "epoch", last.Epoch, "health", b.HealthText(), "breaker", b.BreakerText())
 }
 
 // remoteBreaker is an imported worker's view of its owner's breaker: selection skips the worker
@@ -486,13 +501,10 @@ func (r *remoteBreaker) Allow() bool {
 	return breaker.State(r.state.Load()) != breaker.Open || r.now().UnixNano() >= r.reopenAt.Load()
 }
 
-// parseBreaker reads a bulletin's breaker state; closed for "" (unknown).
-func parseBreaker(s string) breaker.State {
-	switch s {
-	case "open":
-		return breaker.Open
-	case "half_open":
-		return breaker.HalfOpen
+// remoteState is a bulletin's breaker state as this gateway routes by it: closed when unknown.
+func remoteState(b *mesh.Bulletin) breaker.State {
+	if b.BreakerUnknown {
+		return breaker.Closed
 	}
-	return breaker.Closed
+	return b.Breaker
 }

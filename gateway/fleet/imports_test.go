@@ -118,27 +118,27 @@ func TestImportedWorkerFollowsBulletins(t *testing.T) {
 	if _, ok := f.im.Imported(id); ok {
 		t.Fatal("Imported reports a state before the first bulletin")
 	}
-	send := func(seq uint64, h health.State, brk string, reopen time.Duration) {
+	send := func(seq uint64, h health.State, brk breaker.State, reopen time.Duration) {
 		f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: h,
 			Breaker: brk, BreakerReopenIn: reopen, ProbeInterval: time.Second, Models: []string{"m1"}}})
 	}
-	send(1, health.Ready, "closed", 0)
+	send(1, health.Ready, breaker.Closed, 0)
 	if !f.routable(id) {
 		t.Fatal("a ready imported worker is not routable")
 	}
 	if got := f.pool.Get(id).DiscoveredModels(); !cmp.Equal(got, []string{"m1"}) {
 		t.Errorf("discovered models = %v, want [m1]", got)
 	}
-	send(2, health.NotReady, "closed", 0)
+	send(2, health.NotReady, breaker.Closed, 0)
 	if f.routable(id) {
 		t.Fatal("a worker its owner took out of routing is still routable")
 	}
-	send(3, health.Ready, "closed", 0)
-	send(2, health.NotReady, "closed", 0) // late, dropped
+	send(3, health.Ready, breaker.Closed, 0)
+	send(2, health.NotReady, breaker.Closed, 0) // late, dropped
 	if !f.routable(id) {
 		t.Fatal("a stale bulletin was applied")
 	}
-	send(4, health.Ready, "open", 10*time.Second)
+	send(4, health.Ready, breaker.Open, 10*time.Second)
 	if f.routable(id) {
 		t.Fatal("a worker whose owner's breaker is open is routable")
 	}
@@ -147,7 +147,7 @@ func TestImportedWorkerFollowsBulletins(t *testing.T) {
 		t.Fatal("the owner's open breaker does not admit a trial once its timeout passed")
 	}
 	st, _ := f.im.Imported(id)
-	if st.Bulletin.Seq != 4 || st.Bulletin.Breaker != "open" {
+	if st.Bulletin.Seq != 4 || st.Bulletin.Breaker != breaker.Open {
 		t.Errorf("Imported = %+v, want seq 4, breaker open", st.Bulletin)
 	}
 }
@@ -159,22 +159,22 @@ func TestOwnersVerdictEndsAHungHold(t *testing.T) {
 	tests := []struct {
 		name         string
 		health       health.State
-		brk          string
+		brk          breaker.State
 		wantReleased bool
 	}{
-		{"the same verdict keeps the hold", health.Ready, "closed", false},
-		{"the owner opened the circuit", health.Ready, "open", true},
-		{"the owner took it out of routing", health.NotReady, "closed", true},
+		{"the same verdict keeps the hold", health.Ready, breaker.Closed, false},
+		{"the owner opened the circuit", health.Ready, breaker.Open, true},
+		{"the owner took it out of routing", health.NotReady, breaker.Closed, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newImportFixture(t)
 			id := f.put(spec(t, 8100+i), "a", 5)
-			send := func(seq uint64, h health.State, brk string) {
+			send := func(seq uint64, h health.State, brk breaker.State) {
 				f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: seq, Health: h,
 					Breaker: brk, BreakerReopenIn: time.Minute, BreakerFailures: int(seq), ProbeInterval: time.Second}})
 			}
-			send(1, health.Ready, "closed")
+			send(1, health.Ready, breaker.Closed)
 			if !f.pool.HoldHung(id, time.Hour) || f.routable(id) {
 				t.Fatal("the hold did not take the worker out of routing")
 			}
@@ -196,7 +196,7 @@ func TestOwnersVerdictEndsAHungHold(t *testing.T) {
 func TestImportedStateGoesStaleButStays(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: "closed",
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: breaker.Closed,
 		ProbeInterval: 2 * time.Second}})
 	f.clk.Advance(6 * time.Second)
 	if st, _ := f.im.Imported(id); st.Stale {
@@ -278,7 +278,7 @@ func TestHostLocalWorkersStayLocal(t *testing.T) {
 func TestSeedFromImportedState(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: "open",
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: breaker.Open,
 		BreakerFailures: 3, BreakerReopenIn: 30 * time.Second}})
 	f.clk.Advance(10 * time.Second)
 	got, ok := f.im.Seed(id)
@@ -296,8 +296,8 @@ func TestSeedFromImportedState(t *testing.T) {
 func TestUnknownHealthKeepsThePoolsHealth(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.NotReady, Breaker: "closed"}})
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 2, HealthUnknown: true, Breaker: "closed"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.NotReady, Breaker: breaker.Closed}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 2, HealthUnknown: true, Breaker: breaker.Closed}})
 	if h := f.pool.Get(id).Health(); h != health.NotReady {
 		t.Errorf("pool health after a bulletin of unknown health = %v, want not_ready kept", h)
 	}
@@ -307,6 +307,30 @@ func TestUnknownHealthKeepsThePoolsHealth(t *testing.T) {
 	}
 	if _, ok := f.im.Seed(id); ok {
 		t.Error("a worker of unknown health was seeded")
+	}
+}
+
+// A bulletin of unknown breaker state (a state a newer peer added) routes the worker as a closed
+// circuit, seeds a new owner closed, and Imported reports the breaker unknown.
+func TestUnknownBreakerRoutesClosed(t *testing.T) {
+	f := newImportFixture(t)
+	id := f.put(spec(t, 8001), "a", 5)
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: breaker.Open,
+		BreakerReopenIn: time.Minute}})
+	if f.routable(id) {
+		t.Fatal("a worker whose owner's breaker is open is routable")
+	}
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 2, Health: health.Ready, BreakerUnknown: true}})
+	if !f.routable(id) {
+		t.Error("a ready worker of unknown breaker state is not routable")
+	}
+	st, ok := f.im.Imported(id)
+	if !ok || st.Bulletin.Seq != 2 || !st.Bulletin.BreakerUnknown || st.Bulletin.BreakerText() != "" {
+		t.Errorf("Imported = %+v, %v; want seq 2 of unknown breaker state", st.Bulletin, ok)
+	}
+	seed, ok := f.im.Seed(id)
+	if want := (owned.Seed{Health: health.Ready, Breaker: breaker.Closed}); !ok || seed != want {
+		t.Errorf("Seed = %+v, %v; want %+v", seed, ok, want)
 	}
 }
 
@@ -365,7 +389,7 @@ func TestPublisherBuildsBulletins(t *testing.T) {
 		defer out.mu.Unlock()
 		return len(out.published) == 1 && len(out.withdrawn) == 1
 	})
-	want := mesh.Bulletin{Worker: string(a.ID()), Epoch: 4, Health: health.Ready, Breaker: "open", BreakerFailures: 10,
+	want := mesh.Bulletin{Worker: string(a.ID()), Epoch: 4, Health: health.Ready, Breaker: breaker.Open, BreakerFailures: 10,
 		BreakerReopenIn: 42 * time.Second, LastError: "HTTP 503", LastStatusCode: 503, ProbeInterval: 5 * time.Second}
 	if diff := cmp.Diff(want, out.published[0]); diff != "" {
 		t.Errorf("bulletin (-want +got):\n%s", diff)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -78,7 +79,7 @@ func TestImportsSurviveARestart(t *testing.T) {
 			h = health.NotReady
 		}
 		f.im.Bulletins([]mesh.Bulletin{{Worker: id, Owner: "a", Epoch: 5, Seq: uint64(10 + i), Health: h,
-			Breaker: "closed", ProbeInterval: time.Second}})
+			Breaker: breaker.Closed, ProbeInterval: time.Second}})
 	}
 	receivedAt := f.clk.Now()
 	store := &memImports{}
@@ -117,7 +118,7 @@ func TestImportsSurviveARestart(t *testing.T) {
 		}
 	}
 	g.im.Bulletins([]mesh.Bulletin{{Worker: string(notReady), Owner: "a", Epoch: 5, Seq: 99, Health: health.Ready,
-		Breaker: "closed", ProbeInterval: time.Second}})
+		Breaker: breaker.Closed, ProbeInterval: time.Second}})
 	if !g.routable(notReady) {
 		t.Error("a live bulletin newer than the restored one did not apply")
 	}
@@ -136,7 +137,7 @@ func TestImportsSurviveARestart(t *testing.T) {
 func TestImportSaveRetries(t *testing.T) {
 	f := newImportFixture(t)
 	id := f.put(spec(t, 8001), "a", 5)
-	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: "closed"}})
+	f.im.Bulletins([]mesh.Bulletin{{Worker: string(id), Owner: "a", Epoch: 5, Seq: 1, Health: health.Ready, Breaker: breaker.Closed}})
 	store := &memImports{fail: true}
 	saveOnce(t, f, store)
 	store.fail = false

@@ -146,7 +146,7 @@ func ownedBulletin(id worker.ID, st *owned.Status, w *pool.Worker, now time.Time
 	b := mesh.Bulletin{
 		Worker: string(id), Epoch: st.Epoch,
 		Health: w.Health(), HealthFailures: st.ConsecutiveFailures, HealthSuccesses: st.ConsecutiveSuccesses,
-		Breaker: st.Breaker.State.String(), BreakerFailures: st.Breaker.ConsecutiveFailures,
+		Breaker: st.Breaker.State, BreakerFailures: st.Breaker.ConsecutiveFailures,
 		LastError: truncate(st.LastError, maxLastError), LastStatusCode: st.LastStatusCode, LastProbe: st.LastProbe,
 		Models: w.DiscoveredModels(), ActiveRequests: w.Inflight(), ProbeInterval: st.Interval,
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/toolcmd"
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
@@ -133,7 +134,7 @@ func newOwner(m *mesh.Mesh, n int) *owner {
 func (o *owner) publish(w string, h health.State) {
 	o.health[w] = h
 	o.changed[w] = time.Now()
-	o.m.Publish(mesh.Bulletin{Worker: w, Epoch: 1, Health: h, Breaker: "closed", ProbeInterval: time.Second})
+	o.m.Publish(mesh.Bulletin{Worker: w, Epoch: 1, Health: h, Breaker: breaker.Closed, ProbeInterval: time.Second})
 }
 
 // publishAll publishes every worker ready and waits until every peer holds them all.
