@@ -66,9 +66,9 @@ type cluster struct {
 	// reconciler exists.
 	acks *fleetack.FleetAck
 
-	caughtUp     chan struct{}
+	caughtUp chan struct{}
 	// nodeSet is closed once consensus.Start returned node: raft may run the leader loop before.
-	nodeSet chan struct{}
+	nodeSet      chan struct{}
 	caughtUpOnce sync.Once
 	// rejoined receives once this node's rejoining ended, so that its metadata says so at once:
 	// the leader promotes it only then.
