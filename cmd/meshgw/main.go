@@ -196,7 +196,7 @@ func serve(ctx context.Context, o *options, getenv func(string) string, lg *logs
 	cfg.OnReadiness = gh.set
 	cfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {
-			outcomes.router.OnOutcome(w, status, connErr)
+			outcomes.onOutcome(w, status, connErr)
 			return
 		}
 		mgr.OnOutcome(w, status, connErr)
