@@ -7,11 +7,13 @@
 //  1. Classify. The gateway that served a request classifies its outcome on each worker it
 //     touched with that worker's own status lists (breaker.Classifier, DESIGN.md section 7),
 //     once per worker per request, retries included (once per attempt on an external
-//     provider, breaker/doc.go step 4). Only Success, Failure and TimedOut (a failure whose
+//     provider, breaker/doc.go step 4): Router.Route, given the worker's owner, epoch and
+//     resilience block, a request with no answer counting as breaker.NoResponse unless its
+//     status is breaker.NoResponseInTime. Only Success, Failure and TimedOut (a failure whose
 //     request got no answer within the request timeout, which the owner's hang rule counts:
 //     OUTCOME_FAILURE with timed_out on the wire) are reported; nothing (a capacity status, a
-//     shed) never is. Workers this gateway owns are recorded by
-//     its own breakers, never reported.
+//     shed) never is, nor is an outcome on a worker with no owner yet. Workers this gateway
+//     owns are recorded by its own breakers, never routed here.
 //  2. Report. Reporter.Report(owner, worker, epoch, outcome) appends to the owner's pending
 //     runs under a mutex and returns: it never dials, sends or waits. An outcome identical to
 //     the last pending run (same worker, epoch and outcome) adds one to its count, so order is
@@ -28,9 +30,10 @@
 //     and connection closed; its next report starts them again. Reporter.Close makes a last
 //     flush bounded by Config.CloseTimeout, closes everything and waits.
 //  6. Record. On the owner, Service.Report calls the Sink once per run, in arrival order, with
-//     the run's count. The sink records the run on the worker's breaker when this gateway owns
-//     the worker at the run's epoch, and otherwise refuses it (a stale or misdirected report),
-//     recording nothing. Malformed runs are refused without calling the sink.
+//     the run's count. The sink (SinkTo, over the owned-worker manager's RecordRemote) records
+//     the run on the worker's breaker when this gateway owns the worker at the run's epoch, and
+//     otherwise refuses it (a stale or misdirected report), recording nothing. Malformed runs
+//     are refused without calling the sink.
 //  7. Close. Service.Close ends open streams with their totals (OutcomeAck), so that the gRPC
 //     server's GracefulStop need not wait for reporters.
 //
