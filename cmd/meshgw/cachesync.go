@@ -41,17 +41,17 @@ func newFleetCache(o *options, nodeID string, p *pool.Pool, owns func(worker.ID)
 	fc.sync = sy
 	st := sy.Stats()
 	for _, c := range []struct {
-		name, help string
+		Name, Help string // Name: as deploy/check finds every metric the code registers
 		v          *atomic.Int64
 	}{
-		{"meshgw_cache_sync_report_bytes_total", "Bytes of cache_aware index and load reports this gateway sent to owners.", &st.ReportBytes},
-		{"meshgw_cache_sync_report_blocks_total", "Index blocks this gateway reported to owners.", &st.ReportBlocks},
-		{"meshgw_cache_sync_update_bytes_total", "Bytes of index and load publications this gateway sent subscribers as owner.", &st.UpdateBytes},
-		{"meshgw_cache_sync_applied_blocks_total", "Index blocks this gateway took from owners' publications.", &st.AppliedBlocks},
-		{"meshgw_cache_sync_dropped_total", "Index blocks never sent (a full batch, a peer down) or entries refused (not the owner).", &st.Dropped},
+		{Name: "meshgw_cache_sync_report_bytes_total", Help: "Bytes of cache_aware index and load reports this gateway sent to owners.", v: &st.ReportBytes},
+		{Name: "meshgw_cache_sync_report_blocks_total", Help: "Index blocks this gateway reported to owners.", v: &st.ReportBlocks},
+		{Name: "meshgw_cache_sync_update_bytes_total", Help: "Bytes of index and load publications this gateway sent subscribers as owner.", v: &st.UpdateBytes},
+		{Name: "meshgw_cache_sync_applied_blocks_total", Help: "Index blocks this gateway took from owners' publications.", v: &st.AppliedBlocks},
+		{Name: "meshgw_cache_sync_dropped_total", Help: "Index blocks never sent (a full batch, a peer down) or entries refused (not the owner).", v: &st.Dropped},
 	} {
 		v := c.v
-		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.Name, Help: c.Help},
 			func() float64 { return float64(v.Load()) })); err != nil {
 			return nil, err
 		}
