@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"time"
 
 	"github.com/meshgw/meshgw/gateway/fleet"
-	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 )
 
@@ -47,45 +45,8 @@ func (c *cluster) drainDuty(gw ownership.DataPlane, left chan<- struct{}) {
 	d.Run(c.ctx, left)
 }
 
-// leaveOnTerminate drains this gateway as POST /mesh/drain {"peer": self} does, then waits until
-// the drain duty left the mesh or the timeout passed. A mesh without another alive gateway is
-// not drained: there is nobody to hand over to, and a quick restart comes back as the owner.
+// leaveOnTerminate drains this gateway as it stops (ownership.LeaveOnTerminate).
 func (c *cluster) leaveOnTerminate(op *ownership.Operator, gw ownership.DataPlane, left <-chan struct{}, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	gw.WithdrawReadiness()
-	others := 0
-	for _, p := range op.Peers() {
-		if p.ID != c.nodeID && p.Status == mesh.StatusAlive && !p.Draining {
-			others++
-		}
-	}
-	if others == 0 {
-		c.log.Warn("--leave-on-terminate: no other alive gateway takes the workers; stopping without a drain")
-		return
-	}
-	c.log.Info("--leave-on-terminate: draining this gateway before it stops", "timeout", timeout)
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		out, err := op.Drain(ctx, []string{c.nodeID})
-		if err == nil {
-			c.log.Info("--leave-on-terminate: workers handed off", "moved", len(out.Moved), "stuck", len(out.Stuck))
-			break
-		}
-		if !fleet.Retryable(err) || ctx.Err() != nil {
-			c.log.Warn("--leave-on-terminate: the drain did not apply; stopping with this gateway's workers", "err", err)
-			return
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	}
-	select {
-	case <-left:
-		c.log.Info("--leave-on-terminate: drained and left the mesh")
-	case <-ctx.Done():
-		c.log.Warn("--leave-on-terminate: the drain did not finish in time", "left", c.DrainStates([]string{c.nodeID}))
-	}
+	ownership.LeaveOnTerminate{Self: c.nodeID, Operator: op, Gateway: gw, Retryable: fleet.Retryable,
+		States: func() any { return c.DrainStates([]string{c.nodeID}) }, Logger: c.log}.Run(left, timeout)
 }
