@@ -20,6 +20,9 @@ const (
 	// DefaultRPCPort is --rpc-port: the cluster's gRPC listener, which serves forwarded writes
 	// (consensus/forward), fleet acknowledgements and read indexes (consensus/fleetack).
 	DefaultRPCPort = 39529
+	// MaxRaftMultiplier bounds Config.RaftMultiplier, as Consul bounds raft_multiplier: at 10 a
+	// dead leader is replaced after 10-20 s.
+	MaxRaftMultiplier = 10
 	// DefaultRaftLogLevel keeps raft's routine INFO lines (elections, snapshots) out of the log.
 	DefaultRaftLogLevel = slog.LevelWarn
 )
@@ -61,6 +64,12 @@ type Config struct {
 	// Start; the gateway calls BootstrapWith once it sees that many peers without state. Zero
 	// means off.
 	BootstrapExpect int
+
+	// RaftMultiplier scales raft's timings (HeartbeatTimeout, ElectionTimeout and
+	// LeaderLeaseTimeout, 1 s, 1 s and 500 ms by default) for links slower than a LAN, as
+	// Consul's raft_multiplier does: 3 holds over round trips of 100-300 ms with no spurious
+	// election. Zero means 1; at most MaxRaftMultiplier.
+	RaftMultiplier int
 
 	// ApplyTimeout bounds Apply when its context has no deadline. Zero means
 	// DefaultApplyTimeout.
@@ -118,6 +127,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !c.Ephemeral && c.StateDir == "" {
 		return c, errors.New("consensus: StateDir is required unless Ephemeral")
+	}
+	if c.RaftMultiplier < 0 || c.RaftMultiplier > MaxRaftMultiplier {
+		return c, fmt.Errorf("consensus: --raft-multiplier %d is outside 1-%d", c.RaftMultiplier, MaxRaftMultiplier)
+	}
+	if c.RaftMultiplier == 0 {
+		c.RaftMultiplier = 1
 	}
 	if c.BindAddr == "" {
 		c.BindAddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(DefaultRaftPort))
@@ -214,3 +229,15 @@ func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 
 // Addr is the advertised address: what raft records as this server's address.
 func (s *tcpStream) Addr() net.Addr { return s.advertise }
+
+// scaleTimings multiplies raft's failure-detection timings by m (Config.RaftMultiplier). The
+// commit timeout, which paces idle heartbeats of a busy log rather than detecting failure,
+// stays.
+func scaleTimings(rc *raft.Config, m int) {
+	if m <= 1 {
+		return
+	}
+	rc.HeartbeatTimeout *= time.Duration(m)
+	rc.ElectionTimeout *= time.Duration(m)
+	rc.LeaderLeaseTimeout *= time.Duration(m)
+}

@@ -221,6 +221,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 		n.trans = t
 	}
 	rc := raft.DefaultConfig()
+	scaleTimings(rc, cfg.RaftMultiplier)
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}

@@ -110,6 +110,12 @@ func (f *clusterFlags) validate() error {
 		joins = append(joins, addr)
 	}
 	f.join = joins
+	if f.state.raftMultiplier == 0 { // auto: raft's timings follow the mesh's
+		f.state.raftMultiplier = 1
+		if f.meshProfile == mesh.ProfileWAN {
+			f.state.raftMultiplier = wanRaftMultiplier
+		}
+	}
 	if f.clustered() && f.meshAdvertiseHost == "" {
 		for _, h := range []string{f.meshBind(), f.rpcBind(), f.gw.host} {
 			if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {

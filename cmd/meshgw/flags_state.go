@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -11,6 +12,11 @@ import (
 	"github.com/meshgw/meshgw/storage"
 )
 
+// wanRaftMultiplier is --raft-multiplier's auto value with --mesh-profile wan: raft's
+// timings times 3 hold over round trips of 100-300 ms (heartbeats every 300 ms, a follower
+// waits 3-6 s before it stands; the leader's lease is 1.5 s).
+const wanRaftMultiplier = 3
+
 // stateFlags are the durable state's: where raft keeps it, and the raft listener (DESIGN.md
 // section 3).
 type stateFlags struct {
@@ -18,6 +24,9 @@ type stateFlags struct {
 	ephemeral     bool
 	raftPort      int
 	raftAdvertise string
+	// raftMultiplier is --raft-multiplier; 0 (auto) is resolved by clusterFlags.validate, since
+	// it follows --mesh-profile.
+	raftMultiplier int
 }
 
 func (f *stateFlags) register(fs *pflag.FlagSet) {
@@ -25,12 +34,16 @@ func (f *stateFlags) register(fs *pflag.FlagSet) {
 		", else $XDG_STATE_HOME/meshgw, else ~/.local/state/meshgw)")
 	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep raft in memory: worker records and flags are lost at exit (tests and demos only)")
 	fs.IntVar(&f.raftPort, "raft-port", consensus.DefaultRaftPort, "port of raft's TCP listener, on --host (0 picks a free one)")
+	fs.IntVar(&f.raftMultiplier, "raft-multiplier", 0, fmt.Sprintf("scales raft's failure detection (heartbeat and election timeouts 1 s, leader lease 500 ms) for slow links, as Consul's raft_multiplier: 1-%d; 0 = auto: %d with --mesh-profile wan, else 1", consensus.MaxRaftMultiplier, wanRaftMultiplier))
 	fs.StringVar(&f.raftAdvertise, "raft-advertise", "", "host:port other gateways dial for raft (default: the advertised mesh host with the raft listener's port)")
 }
 
 func (f *stateFlags) validate() error {
 	if err := checkPort("raft-port", f.raftPort, true); err != nil {
 		return err
+	}
+	if f.raftMultiplier < 0 || f.raftMultiplier > consensus.MaxRaftMultiplier {
+		return usagef("--raft-multiplier %d is outside 0-%d", f.raftMultiplier, consensus.MaxRaftMultiplier)
 	}
 	if f.raftAdvertise != "" {
 		host, port, err := net.SplitHostPort(f.raftAdvertise)
@@ -68,12 +81,13 @@ func (f *stateFlags) nodeDir(nodeID string, getenv func(string) string, home str
 // ("" for the default) are resolved already.
 func (f *stateFlags) consensus(nodeID, host, advertiseHost, dir string, log *slog.Logger) consensus.Config {
 	return consensus.Config{
-		NodeID:        nodeID,
-		BindAddr:      net.JoinHostPort(host, strconv.Itoa(f.raftPort)),
-		AdvertiseAddr: f.raftAdvertise,
-		AdvertiseHost: advertiseHost,
-		StateDir:      dir,
-		Ephemeral:     f.ephemeral,
-		Logger:        log,
+		NodeID:         nodeID,
+		BindAddr:       net.JoinHostPort(host, strconv.Itoa(f.raftPort)),
+		AdvertiseAddr:  f.raftAdvertise,
+		AdvertiseHost:  advertiseHost,
+		StateDir:       dir,
+		Ephemeral:      f.ephemeral,
+		RaftMultiplier: f.raftMultiplier,
+		Logger:         log,
 	}
 }

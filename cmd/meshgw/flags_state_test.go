@@ -40,6 +40,23 @@ func TestStateFlags(t *testing.T) {
 			}
 		}},
 		{"raft port", []string{"--raft-port", "70000"}, nil, "--raft-port 70000 is not a port", nil},
+		{"raft multiplier auto on a LAN", nil, nil, "", func(t *testing.T, o *options) {
+			if o.state.raftMultiplier != 1 {
+				t.Errorf("--raft-multiplier auto with --mesh-profile lan is %d; want 1", o.state.raftMultiplier)
+			}
+		}},
+		{"raft multiplier auto on a WAN", []string{"--mesh-profile", "wan"}, nil, "", func(t *testing.T, o *options) {
+			if o.state.raftMultiplier != wanRaftMultiplier {
+				t.Errorf("--raft-multiplier auto with --mesh-profile wan is %d; want %d", o.state.raftMultiplier, wanRaftMultiplier)
+			}
+		}},
+		{"raft multiplier set", []string{"--mesh-profile", "wan"}, map[string]string{"MESHGW_RAFT_MULTIPLIER": "5"}, "", func(t *testing.T, o *options) {
+			if o.state.raftMultiplier != 5 {
+				t.Errorf("--raft-multiplier 5 is %d", o.state.raftMultiplier)
+			}
+		}},
+		{"raft multiplier above 10", []string{"--raft-multiplier", "11"}, nil, "--raft-multiplier 11 is outside 0-10", nil},
+		{"raft multiplier negative", []string{"--raft-multiplier", "-1"}, nil, "--raft-multiplier -1 is outside 0-10", nil},
 		{"advertise without port", []string{"--raft-advertise", "10.0.0.5"}, nil, `--raft-advertise "10.0.0.5" is not host:port`, nil},
 		{"advertise unspecified", []string{"--raft-advertise", "0.0.0.0:39528"}, nil, "unspecified address", nil},
 	}
