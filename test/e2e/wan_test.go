@@ -1,0 +1,230 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshgw/meshgw/test/harness"
+	"github.com/meshgw/meshgw/test/wan"
+)
+
+// Ports inside each region's namespace: every region has its own, so they can be fixed.
+const (
+	wanHTTP, wanMetrics, wanMesh, wanRaft, wanRPC = 8080, 9090, 7946, 7947, 7948
+	wanEngine                                     = 8000
+	wanKey                                        = "wan-test-admin-key"
+)
+
+// wanFleet is a gateway and two engines in each region of a simulated WAN (test/wan): the
+// gateway is host 0 of its region, the engines hosts 1 and 2, registered by their region's
+// gateway (so in its region, and owned by it).
+type wanFleet struct {
+	net     *wan.Net
+	regions []string
+	gws     []*wanGateway
+}
+
+type wanGateway struct {
+	id, region string
+	proc       *harness.Proc
+	admin      *adminClient
+	client     *http.Client // a client in the gateway's region
+	base       string
+	metrics    string
+	engines    []string // URLs
+}
+
+// startWANFleet makes the WAN (regions, one-way delay) and starts the fleet on it, the first
+// region's gateway first and the others joining it; it skips the test where network
+// namespaces cannot be made.
+func startWANFleet(t *testing.T, regions []string, delay time.Duration, extra ...string) *wanFleet {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	if ok, why := wan.Usable(); !ok {
+		t.Skip("no simulated WAN here: " + why)
+	}
+	b := harness.Build(t)
+	n, err := wan.New(wan.Config{Prefix: "mgw" + strconv.Itoa(os.Getpid()), Regions: regions, Hosts: 4, Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	f := &wanFleet{net: n, regions: regions}
+	for r, region := range regions {
+		g := &wanGateway{id: "gw-" + region, region: region}
+		host := n.Addr(r, 0)
+		g.base = "http://" + host + ":" + strconv.Itoa(wanHTTP)
+		g.metrics = "http://" + host + ":" + strconv.Itoa(wanMetrics) + "/metrics"
+		g.client = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DialContext: n.DialContext(r)}}
+		g.admin = &adminClient{base: g.base, key: wanKey, client: g.client}
+		for e := 1; e <= 2; e++ {
+			name := fmt.Sprintf("engine-%s-%d", region, e)
+			harness.Start(t, name, "ip", []string{"netns", "exec", n.Namespace(r), b.Fakeworker,
+				"--host", n.Addr(r, e), "--port", strconv.Itoa(wanEngine), "--node-name", name}, nil, nil)
+			g.engines = append(g.engines, "http://"+n.Addr(r, e)+":"+strconv.Itoa(wanEngine))
+		}
+		args := []string{"netns", "exec", n.Namespace(r), b.Meshgw,
+			"--node-id", g.id, "--region", region, "--host", host, "--port", strconv.Itoa(wanHTTP),
+			"--prometheus-host", host, "--prometheus-port", strconv.Itoa(wanMetrics),
+			"--mesh-port", strconv.Itoa(wanMesh), "--raft-port", strconv.Itoa(wanRaft), "--rpc-port", strconv.Itoa(wanRPC),
+			"--mesh-advertise-host", host, "--mesh-profile", "wan", "--state-dir", t.TempDir(),
+			"--admin-api-key", wanKey, "--insecure", "--shutdown-settle-secs", "0", "--health-check-interval-secs", "1",
+			"--worker-urls", strings.Join(g.engines, ",")}
+		if r > 0 {
+			args = append(args, "--join", n.Addr(0, 0)+":"+strconv.Itoa(wanMesh))
+		}
+		g.proc = harness.Start(t, g.id, "ip", append(args, extra...), nil, nil)
+		f.gws = append(f.gws, g)
+	}
+	return f
+}
+
+// get answers the status and body of a GET from the gateway's region, 0 when it fails.
+func (g *wanGateway) get(u string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Authorization", "Bearer "+wanKey)
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// waitFormed waits until every gateway sees every other alive, one leader, every gateway in
+// the raft configuration, and its own two engines routable everywhere; it returns the leader.
+func (f *wanFleet) waitFormed(t *testing.T) string {
+	t.Helper()
+	var leader string
+	harness.WaitFor(t, 90*time.Second, "the WAN fleet to form: every peer alive, one leader, every engine routable", func() bool {
+		leader = ""
+		for _, g := range f.gws {
+			if g.proc.Exited() {
+				t.Fatalf("%s exited:\n%s", g.id, g.proc.Output())
+			}
+			var p peersAnswer
+			var r raftAnswer
+			var w struct {
+				Workers []struct {
+					URL      string `json:"url"`
+					Routable bool   `json:"routable"`
+				} `json:"workers"`
+			}
+			for path, v := range map[string]any{"/mesh/peers": &p, "/mesh/raft": &r, "/workers": &w} {
+				code, body := g.get(g.base + path)
+				if code != 200 || json.Unmarshal([]byte(body), v) != nil {
+					return false
+				}
+			}
+			alive, routable := 0, 0
+			for _, peer := range p.Peers {
+				if peer.Status == "alive" {
+					alive++
+				}
+			}
+			for _, w := range w.Workers {
+				if w.Routable {
+					routable++
+				}
+			}
+			if alive != len(f.gws) || len(r.Servers) != len(f.gws) || r.Leader == "" || (leader != "" && r.Leader != leader) ||
+				routable != 2*len(f.gws) {
+				return false
+			}
+			leader = r.Leader
+		}
+		return true
+	})
+	return leader
+}
+
+// terms reads meshgw_raft_term from each gateway.
+func (f *wanFleet) terms(t *testing.T) []float64 {
+	t.Helper()
+	out := make([]float64, len(f.gws))
+	for i, g := range f.gws {
+		code, body := g.get(g.metrics)
+		if code != 200 {
+			t.Fatalf("%s /metrics: %d", g.id, code)
+		}
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, "meshgw_raft_term "); ok {
+				out[i], _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
+		}
+		if out[i] == 0 {
+			t.Fatalf("%s: no meshgw_raft_term on /metrics", g.id)
+		}
+	}
+	return out
+}
+
+// Over links of 25 ms one way between three regions, with --mesh-profile wan (and so raft's
+// timings times 3): the fleet forms; a chat through each region's gateway is answered; a
+// fleet-acknowledged disable sent to a region that does not hold the leader (so forwarded
+// across the WAN) is applied on every gateway when it answers; and no election happens after
+// the fleet formed.
+func TestWANFleetOverDelayedLinks(t *testing.T) {
+	const delay = 25 * time.Millisecond
+	f := startWANFleet(t, []string{"eu", "us", "ap"}, delay, "--policy", "round_robin")
+	start := time.Now()
+	leader := f.waitFormed(t)
+	t.Logf("formed in %s; leader %s", time.Since(start).Round(time.Millisecond), leader)
+	terms := f.terms(t)
+
+	for _, g := range f.gws {
+		code, body, err := chat(g.client, g.base, "hello across the WAN")
+		if err != nil || code != 200 {
+			t.Fatalf("a chat through %s answered %d %v: %.200s", g.id, code, err, body)
+		}
+	}
+
+	// The writer: a gateway that does not lead, so each write is forwarded over the WAN.
+	w := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g.id != leader })]
+	target := f.gws[0].engines[0]
+	path := "/workers/" + url.PathEscape(target)
+	const rounds = 10
+	var took []time.Duration
+	for i := range rounds {
+		for _, disabled := range []bool{true, false} {
+			t0 := time.Now()
+			req := `{"disabled":false}`
+			if disabled {
+				req = `{"disabled":true,"reason":"wan test"}`
+			}
+			code, body := w.admin.do(t, "PUT", path, req)
+			took = append(took, time.Since(t0))
+			var rec workerAnswer
+			if code != 200 || json.Unmarshal([]byte(body), &rec) != nil || rec.FleetAck == nil ||
+				len(rec.FleetAck.Acked) != len(f.gws) || len(rec.FleetAck.Lagging) != 0 {
+				t.Fatalf("round %d: disabled=%t through %s answered %d: %.300s", i, disabled, w.id, code, body)
+			}
+			// What the answer promises holds on every gateway the moment it is sent: a local
+			// read (no barrier) everywhere shows the flag.
+			for _, g := range f.gws {
+				code, body := g.get(g.base + path + "?consistent=false")
+				if code != 200 || json.Unmarshal([]byte(body), &rec) != nil || rec.Disabled != disabled {
+					t.Fatalf("round %d: right after the write's answer %s reads %d %.200s; want disabled=%t", i, g.id, code, body, disabled)
+				}
+			}
+		}
+	}
+	slices.Sort(took)
+	t.Logf("fleet-acknowledged flag writes forwarded from %s over %s one-way links: p50 %s, max %s (%d writes; a round trip is %s)",
+		w.id, delay, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(took), 2*delay)
+	if after := f.terms(t); !slices.Equal(after, terms) {
+		t.Errorf("raft terms moved from %v to %v: an election over links of %s one way", terms, after, delay)
+	}
+}
