@@ -30,6 +30,7 @@ func (n *Node) watchLeadership() {
 		case leader := <-n.notifyCh:
 			switch {
 			case !leader:
+				n.silence.mark(time.Now()) // a former leader's last contact is from before it led
 				n.log.Info("lost raft leadership")
 				run.stop()
 				run = nil

@@ -32,6 +32,8 @@ type Node struct {
 	relay *commitRelay
 	// hb follows the leader's heartbeats to each peer (heartbeats.go).
 	hb *heartbeats
+	// silence measures how long this node has heard from no leader (silence.go).
+	silence silence
 	// readyTerm is the last term in which this node, leading, committed a Barrier: from then on
 	// its commit index covers every entry of earlier terms (ReadIndex).
 	readyTerm   atomic.Uint64
@@ -228,6 +230,8 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = bridge
 	rc.NotifyCh = n.notifyCh
+	n.silence.limit = silenceLimit(rc)
+	n.silence.mark(time.Now())
 	if err := n.recoverIfAsked(rc); err != nil {
 		return errors.Join(err, closeTransport(n.trans))
 	}
@@ -326,11 +330,13 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // Address returns the raft address this node advertises.
 func (n *Node) Address() string { return string(n.trans.LocalAddr()) }
 
-// HasLeader reports whether this node knows a raft leader (itself or another): whether the
-// control plane has a quorum as far as this node can tell.
+// HasLeader reports whether this node knows a raft leader (itself or another) and is not cut
+// off from it (CutOff): whether the control plane has a quorum as far as this node can tell.
+// A follower cut off still names its old leader for raft's heartbeat timeout; HasLeader says
+// false from the silence limit on.
 func (n *Node) HasLeader() bool {
 	addr, _ := n.raft.LeaderWithID()
-	return addr != ""
+	return addr != "" && n.CutOff() == nil
 }
 
 // IsLeader reports whether this node is the raft leader right now.

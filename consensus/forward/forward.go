@@ -212,6 +212,13 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 			res fsm.Result
 			err error
 		)
+		if pending == nil {
+			// A write not yet sent anywhere fails at once when this node is cut off from
+			// the quorum; one that may be in a leader's log waits for its answer as ever.
+			if err := f.cutOff(); err != nil {
+				return fsm.Result{}, err
+			}
+		}
 		if target == nil {
 			res, err = f.local(ctx, typ, data)
 		} else {
@@ -232,7 +239,7 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 				target = nil
 			}
 		case errors.Is(err, consensus.ErrNoLeader) && !errors.Is(err, consensus.ErrOutcomeUnknown):
-			if werr := f.waitLeader(ctx, &waitUntil, err); werr != nil {
+			if werr := f.waitLeader(ctx, &waitUntil, err, pending == nil); werr != nil {
 				return pending.settle(fsm.Result{}, werr)
 			}
 			target, hops = nil, 0
@@ -269,8 +276,10 @@ func (f *Forwarder) local(ctx context.Context, typ fsm.CommandType, data []byte)
 
 // waitLeader waits until this node leads or knows another leader, for at least one poll, and
 // for no longer than NoLeaderWait since the first wait of the write. When time is up it returns
-// cause (nothing was written), wrapped with ctx's error when ctx ended.
-func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause error) error {
+// cause (nothing was written), wrapped with ctx's error when ctx ended. A fresh write (none of
+// its copies may be in a leader's log) stops waiting when this node finds itself cut off from
+// the quorum, and returns that.
+func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause error, fresh bool) error {
 	if until.IsZero() {
 		*until = time.Now().Add(f.o.NoLeaderWait)
 	}
@@ -291,8 +300,27 @@ func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause erro
 			if f.leaderKnown() {
 				return nil
 			}
+			if fresh {
+				if err := f.cutOff(); err != nil {
+					return err
+				}
+			}
 		}
 	}
+}
+
+// cutOffNode is what a Node may tell of its contact with the leader: *consensus.Node's CutOff
+// returns a *consensus.NoQuorumError once it has heard from no leader for longer than a
+// leader's heartbeats allow. A Node without it is never cut off.
+type cutOffNode interface{ CutOff() error }
+
+// cutOff is the node's *consensus.NoQuorumError when it is cut off from the quorum, else nil: a
+// write then fails at once (nothing was written) rather than wait for a leader none can reach.
+func (f *Forwarder) cutOff() error {
+	if c, ok := f.node.(cutOffNode); ok {
+		return c.CutOff()
+	}
+	return nil
 }
 
 // leaderKnown reports whether this node leads or names another node as the leader.

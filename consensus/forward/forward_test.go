@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -287,46 +288,97 @@ func TestForwardFollowsNewLeader(t *testing.T) {
 
 // TestForwardNoLeader cuts every node off: a write fails with consensus.ErrNoLeader after
 // NoLeaderWait, or sooner when its context ends first.
+// TestForwardNoLeader: nodes 1 and 2 isolated, node 3 holds no quorum. Once it has heard from no
+// leader for longer than heartbeats allow, a write through it fails at once with a
+// *consensus.NoQuorumError (nothing written, no RPC sent) instead of waiting for a leader.
 func TestForwardNoLeader(t *testing.T) {
 	c := startForwardCluster(t, 3, Options{})
 	c.ready(t)
 	c.Isolate(0)
 	c.Isolate(1)
-	testkit.For(t, "no node to know a leader", func() bool {
-		for _, n := range c.Nodes {
-			if id, _ := n.Leader(); id != "" {
-				return false
-			}
-		}
-		return true
-	})
-	tests := []struct {
-		name    string
-		timeout time.Duration
-		min     time.Duration
-		max     time.Duration
-		ctxErr  bool
-	}{
-		{"bounded by NoLeaderWait", 10 * time.Second, DefaultNoLeaderWait, DefaultNoLeaderWait + time.Second, false},
-		{"bounded by the context", 300 * time.Millisecond, 300 * time.Millisecond, time.Second, true},
+	testkit.For(t, "node 3 to find itself cut off", func() bool { return c.Nodes[2].CutOff() != nil })
+	start := time.Now()
+	_, err := c.fwd[2].Apply(testCtx(t), fsm.Register{Spec: consensustest.Spec(t, 8006), Owner: "n1"})
+	took := time.Since(start)
+	var nq *consensus.NoQuorumError
+	if !errors.As(err, &nq) || !errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrOutcomeUnknown) {
+		t.Fatalf("Apply cut off from the quorum: %v; want a NoQuorumError", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
-			defer cancel()
-			start := time.Now()
-			_, err := c.fwd[2].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8006), Owner: "n1"})
-			took := time.Since(start)
-			if !errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) != tt.ctxErr {
-				t.Fatalf("Apply without a leader: %v", err)
-			}
-			if took < tt.min || took > tt.max {
-				t.Fatalf("took %v; want between %v and %v", took, tt.min, tt.max)
-			}
-		})
+	if took > DefaultNoLeaderWait/4 {
+		t.Errorf("took %v; want at once, not after waiting for a leader", took)
 	}
 	if got := c.callCounts(); got[0]+got[1]+got[2] != 0 {
 		t.Fatalf("forward RPCs without a leader: %v", got)
+	}
+}
+
+// noLeaderNode knows no leader; with cut set it also says it is cut off (consensus.Node.CutOff).
+type noLeaderNode struct{ cut *atomic.Bool }
+
+func (noLeaderNode) ID() string { return "n9" }
+func (noLeaderNode) ApplyEntry(context.Context, fsm.CommandType, []byte, string) (fsm.Result, error) {
+	return fsm.Result{}, consensus.ErrNoLeader
+}
+func (noLeaderNode) Leader() (string, bool) { return "", false }
+
+type cutOffNoLeaderNode struct{ noLeaderNode }
+
+func (n cutOffNoLeaderNode) CutOff() error {
+	if n.cut.Load() {
+		return &consensus.NoQuorumError{Silence: time.Second}
+	}
+	return nil
+}
+
+// TestForwardWaitsForALeader: a node that knows no leader but is not (yet) cut off waits for one,
+// bounded by NoLeaderWait or the context; it stops waiting as soon as it finds itself cut off.
+// In a synctest bubble: the times are exact.
+func TestForwardWaitsForALeader(t *testing.T) {
+	const wait, poll = 300 * time.Millisecond, 10 * time.Millisecond
+	tests := []struct {
+		name     string
+		node     Node
+		timeout  time.Duration
+		cutAfter time.Duration // 0: never
+		min, max time.Duration
+		ctxErr   bool
+		noQuorum bool
+	}{
+		{name: "bounded by NoLeaderWait", node: noLeaderNode{}, timeout: 10 * time.Second, min: wait, max: wait + poll},
+		{name: "bounded by the context", node: noLeaderNode{}, timeout: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, ctxErr: true},
+		{name: "a node not cut off", node: cutOffNoLeaderNode{noLeaderNode{cut: new(atomic.Bool)}}, timeout: 10 * time.Second, min: wait, max: wait + poll},
+		{name: "cut off during the wait", timeout: 10 * time.Second, cutAfter: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, noQuorum: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				node := tt.node
+				if node == nil {
+					cut := new(atomic.Bool)
+					node = cutOffNoLeaderNode{noLeaderNode{cut: cut}}
+					time.AfterFunc(tt.cutAfter, func() { cut.Store(true) })
+				}
+				f, err := New(node, Options{ResolveRPC: func(string) (string, bool) { return "", false }, NoLeaderWait: wait,
+					LeaderPoll: 10 * time.Millisecond, Logger: testkit.Quiet()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Shutdown()
+				ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
+				defer cancel()
+				start := time.Now()
+				_, err = f.Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8007), Owner: "n9"})
+				took := time.Since(start)
+				var nq *consensus.NoQuorumError
+				if !errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrOutcomeUnknown) ||
+					errors.Is(err, context.DeadlineExceeded) != tt.ctxErr || errors.As(err, &nq) != tt.noQuorum {
+					t.Fatalf("Apply without a leader: %v", err)
+				}
+				if took < tt.min || took > tt.max {
+					t.Fatalf("took %v; want between %v and %v", took, tt.min, tt.max)
+				}
+			})
+		})
 	}
 }
 

@@ -73,6 +73,7 @@ func mapWriteError(err error, conflictCode string) *apiError {
 		ae *apiError
 		nl *consensus.NotLeaderError
 		ce *fsm.ConflictError
+		nq *consensus.NoQuorumError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -85,6 +86,8 @@ func mapWriteError(err error, conflictCode string) *apiError {
 		return errorf(404, codeWorkerNotFound, err.Error())
 	case errors.Is(err, fsm.ErrInvalid):
 		return errorf(400, codeInvalidRequest, err.Error())
+	case errors.Is(err, consensus.ErrNoLeader) && errors.As(err, &nq):
+		return errorf(503, codeNoLeader, nq.Error()+"; nothing was written")
 	case errors.Is(err, consensus.ErrNoLeader):
 		return errorf(503, codeNoLeader, "the raft group has no leader right now; nothing was written")
 	case errors.As(err, &nl):

@@ -399,6 +399,7 @@ func TestWriteErrors(t *testing.T) {
 		code   string
 	}{
 		{consensus.ErrNoLeader, 503, "no_leader"},
+		{&consensus.NoQuorumError{Silence: 1500 * time.Millisecond}, 503, "no_leader"},
 		{&consensus.NotLeaderError{Leader: "n2", LeaderAddress: "10.0.0.2:39528"}, 503, "not_leader"},
 		{fmt.Errorf("%w: %w", consensus.ErrOutcomeUnknown, consensus.ErrShutdown), 503, "outcome_unknown"},
 		{fmt.Errorf("%w: leadership lost", consensus.ErrOutcomeUnknown), 503, "outcome_unknown"},
@@ -422,6 +423,9 @@ func TestWriteErrors(t *testing.T) {
 				a := do(h, r)
 				if a.status != tt.status || a.errCode() != tt.code {
 					t.Errorf("%s: %d %s, want %d %s", r.method, a.status, a.body, tt.status, tt.code)
+				}
+				if _, ok := tt.err.(*consensus.NoQuorumError); ok && !strings.Contains(string(a.body), "cannot reach a quorum") {
+					t.Errorf("%s: %s; want the message to say this gateway cannot reach a quorum", r.method, a.body)
 				}
 				if tt.status == 503 && string(a.header.Peek("Retry-After")) != "1" {
 					t.Errorf("%s: 503 without Retry-After", r.method)

@@ -228,3 +228,69 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 		t.Errorf("raft terms moved from %v to %v: an election over links of %s one way", terms, after, delay)
 	}
 }
+
+// A region cut off from the others: its gateway says it has no quorum, its writes fail at once
+// with 503 no_leader saying it cannot reach a quorum (not after seconds), the other regions
+// keep writing, and after the heal everything converges.
+func TestWANRegionCutOff(t *testing.T) {
+	const delay = 25 * time.Millisecond
+	f := startWANFleet(t, []string{"eu", "us", "ap"}, delay, "--policy", "round_robin")
+	leader := f.waitFormed(t)
+	cut := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g.id != leader })]
+	other := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g != cut })]
+	r := f.net.Region(cut.region)
+	f.net.Cut(r)
+	cutAt := time.Now()
+	t.Logf("cut off region %s (%s); the leader is %s", cut.region, cut.id, leader)
+	// The gateway finds out from the silence of its leader (half raft's heartbeat timeout,
+	// 1.5 s with --mesh-profile wan): GET /status says quorum false.
+	harness.WaitFor(t, 10*time.Second, cut.id+"'s /status to say it has no quorum", func() bool {
+		var st struct {
+			Quorum *bool `json:"quorum"`
+		}
+		code, body := cut.get(cut.base + "/status")
+		return code == 200 && json.Unmarshal([]byte(body), &st) == nil && st.Quorum != nil && !*st.Quorum
+	})
+	t.Logf("%s's /status said quorum false %s after the cut", cut.id, time.Since(cutAt).Round(time.Millisecond))
+
+	target := other.engines[0]
+	path := "/workers/" + url.PathEscape(target)
+	var slow []time.Duration
+	for i := range 8 {
+		t0 := time.Now()
+		code, body := cut.admin.do(t, "PUT", path, `{"disabled":true,"reason":"from the cut region"}`)
+		d := time.Since(t0)
+		t.Logf("write %d through the cut region: %d in %s: %.160s", i, code, d.Round(time.Millisecond), body)
+		if code != 503 || errorCode(body) != "no_leader" || !strings.Contains(body, "cannot reach a quorum") {
+			t.Fatalf("a write through a cut-off region answered %d: %.300s; want 503 no_leader saying it cannot reach a quorum", code, body)
+		}
+		if d > time.Second {
+			slow = append(slow, d)
+		}
+	}
+	if len(slow) > 0 {
+		t.Errorf("writes through the cut region took %v; want each within 1 s", slow)
+	}
+
+	// The other regions keep writing: the quorum is theirs. The answer names the cut gateway
+	// as lagging once the fleet acknowledgement gives it up.
+	t0 := time.Now()
+	code, body := other.admin.do(t, "PUT", path, `{"disabled":true,"reason":"while a region is cut off"}`)
+	t.Logf("a write through %s while %s is cut off: %d in %s: %.300s", other.id, cut.id, code, time.Since(t0).Round(time.Millisecond), body)
+	if code != 200 {
+		t.Fatalf("a write through %s (with the quorum) while %s is cut off answered %d: %.300s", other.id, cut.id, code, body)
+	}
+
+	f.net.Heal(r)
+	healed := time.Now()
+	harness.WaitFor(t, 10*time.Second, cut.id+" to apply the write made while it was cut off", func() bool {
+		var rec workerAnswer
+		code, body := cut.get(cut.base + path + "?consistent=false")
+		return code == 200 && json.Unmarshal([]byte(body), &rec) == nil && rec.Disabled
+	})
+	t.Logf("%s converged %s after the heal", cut.id, time.Since(healed).Round(time.Millisecond))
+	code, body = cut.admin.do(t, "PUT", path, `{"disabled":false}`)
+	if code != 200 {
+		t.Fatalf("a write through %s after the heal answered %d: %.300s", cut.id, code, body)
+	}
+}

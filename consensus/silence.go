@@ -1,0 +1,82 @@
+package consensus
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A follower cut off from the quorum (a partition of its region, say) still names its old
+// leader for raft's heartbeat timeout (1-2 s, times --raft-multiplier), and then stands for
+// election forever: a write sent to it would wait for a leader that does not answer, and
+// end after seconds as an unknown outcome or no_leader. LeaderSilence lets it say at once
+// that it is cut off instead.
+
+// NoQuorumError says this node, a follower or a candidate, has heard from no raft leader for
+// longer than a leader's heartbeats allow: it is cut off from the quorum, so a write sent
+// now would wait for nothing. Nothing was written. errors.Is(err, ErrNoLeader) is true.
+type NoQuorumError struct {
+	// Silence is how long this node has heard from no leader.
+	Silence time.Duration
+}
+
+func (e *NoQuorumError) Error() string {
+	return fmt.Sprintf("this gateway has heard from no raft leader for %s: it cannot reach a quorum of gateways (cut off from them?)",
+		e.Silence.Round(100*time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrNoLeader) true.
+func (e *NoQuorumError) Is(target error) bool { return target == ErrNoLeader }
+
+// silence is what LeaderSilence measures from: the last time this node heard from a leader,
+// led, or started, whichever is latest.
+type silence struct {
+	since atomic.Int64 // unix nanoseconds: Start, and each loss of leadership
+	limit time.Duration
+}
+
+// silenceLimit is how long a follower may hear nothing from its leader before LeaderSilence
+// calls it cut off: half raft's heartbeat timeout, and at least minSilenceLimit. A leader
+// sends a heartbeat every tenth of that timeout (at random between one and two tenths), so the
+// limit is two and a half to five heartbeats missed in a row, which a healthy link does not
+// miss; and it is before raft itself gives the leader up (the whole timeout, or up to twice
+// it).
+//
+// A follower cannot tell a partition from a leader that died or paused until a new leader
+// reaches it: in the second case, a write that arrives after the limit and before the new
+// leader fails at once with no_leader (nothing written; retry) where it used to wait up to two
+// seconds for the new leader. That is the price of answering a cut-off region's writes at once
+// rather than after seconds.
+func silenceLimit(rc *raft.Config) time.Duration { return max(rc.HeartbeatTimeout/2, minSilenceLimit) }
+
+// minSilenceLimit keeps the limit above a busy machine's scheduling hiccups when raft's
+// timeouts are short (tests).
+const minSilenceLimit = 500 * time.Millisecond
+
+// mark restarts the silence at now: the node started, or stopped leading.
+func (s *silence) mark(now time.Time) { s.since.Store(now.UnixNano()) }
+
+// LeaderSilence reports how long this node has heard from no raft leader, and whether that is
+// longer than a leader's heartbeats allow (cut off). A leader, a shut-down node, and a node
+// that started or stopped leading less than that long ago are not cut off.
+func (n *Node) LeaderSilence() (silence time.Duration, cutOff bool) {
+	if n.closed.Load() || n.raft.State() == raft.Leader {
+		return 0, false
+	}
+	from := time.Unix(0, n.silence.since.Load())
+	if c := n.raft.LastContact(); c.After(from) {
+		from = c
+	}
+	silence = time.Since(from)
+	return silence, silence > n.silence.limit
+}
+
+// CutOff returns a *NoQuorumError when LeaderSilence says this node is cut off, else nil.
+func (n *Node) CutOff() error {
+	if s, cut := n.LeaderSilence(); cut {
+		return &NoQuorumError{Silence: s}
+	}
+	return nil
+}
