@@ -281,21 +281,21 @@ NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIE
 gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120
 gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118
 gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7
-3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1
+3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1; by region: eu 1 (leader), us 1, no region 1
 `},
 		{"peers sorted by applied", []string{"peers", "--sort", "applied"}, `
 NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED
 gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7
 gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118
 gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120
-3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1
+3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1; by region: eu 1 (leader), us 1, no region 1
 `},
 		{"peers wide", []string{"peers", "-o", "wide"}, `
 NAME   ADDRESS          STATUS   RAFT      REGION  COLOR  VERSION  OWNED  APPLIED  LAG  HTTP_ADDRESS
 gw-1*  127.0.0.1:39527  alive    leader    eu      blue   1.0.0    4      120      0    127.0.0.1:30000
 gw-2   127.0.0.1:39530  suspect  nonvoter  us      green  1.0.0    2      118      2    127.0.0.1:30002
 gw-3   127.0.0.1:39533  foreign  -         -       -      0.9.0    0      7        -    -
-3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1
+3 peers: 1 alive, 1 suspect, 1 foreign, leader gw-1; by region: eu 1 (leader), us 1, no region 1
 `},
 		{"status", []string{"status"}, `
 FIELD               VALUE

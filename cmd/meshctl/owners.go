@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,7 +36,9 @@ func (a *app) ownersCommand() *cobra.Command {
 			"when the state imported from the owner is too old (always false until owners publish\n" +
 			"bulletins). CACHE_HIT is the share of the worker's prompt tokens its engine reported\n" +
 			"served from its prefix cache, in the answers the answering gateway relayed (- before\n" +
-			"any report; other gateways' traffic is not in it).\n\n" +
+			"any report; other gateways' traffic is not in it). REGION, shown when a worker has one,\n" +
+			"is the worker's region; in a fleet of several regions the rows are sorted by region\n" +
+			"first, and the summary counts the workers of each region.\n\n" +
 			"--owner NODE keeps the rows of the workers NODE owns (also with -o json, which then\n" +
 			"prints the gateway's answer with only those rows). -o wide adds ORIGIN (local when the\n" +
 			"answering gateway owns the worker, mesh otherwise) and a column for each field the\n" +
@@ -46,7 +49,7 @@ func (a *app) ownersCommand() *cobra.Command {
 			if cmd.Flags().Changed("owner") && owner == "" {
 				return fmt.Errorf("owners: --owner: want a gateway's node id (see meshctl owners --help)")
 			}
-			if err := checkSort(cmd, by, slices.Concat(ownersHeader, []string{"ORIGIN"})); err != nil {
+			if err := checkSort(cmd, by, slices.Concat(ownersHeader, []string{"REGION", "ORIGIN"})); err != nil {
 				return err
 			}
 			return a.owners(cmd.Context(), owner, by)
@@ -137,6 +140,7 @@ type ownerRow struct {
 	Worker      string      `json:"worker"`
 	URL         string      `json:"url"`
 	Owner       string      `json:"owner"`
+	Region      string      `json:"region"`
 	Epoch       uint64      `json:"epoch"`
 	HealthState string      `json:"health_state"`
 	Breaker     string      `json:"breaker"`
@@ -151,7 +155,7 @@ type ownerRow struct {
 
 // ownerColumns are the fields ownerRow shows in its own columns.
 var ownerColumns = map[string]bool{
-	"worker": true, "url": true, "owner": true, "epoch": true, "health_state": true, "breaker": true,
+	"worker": true, "url": true, "owner": true, "region": true, "epoch": true, "health_state": true, "breaker": true,
 	"disabled": true, "is_dead": true, "stale": true, "origin": true, "cache": true,
 }
 
@@ -171,6 +175,11 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 		}
 		return strings.Compare(a.Worker, b.Worker)
 	})
+	byRegionFirst(rows, ownerRegion)
+	regional := slices.ContainsFunc(rows, func(r ownerRow) bool { return r.Region != "" })
+	if regional { // REGION after OWNER, only when a worker has one
+		header = slices.Insert(header, 3, "REGION")
+	}
 	var extra []string
 	if wide {
 		extra = extraColumns(rows, func(r ownerRow) map[string]string { return r.extra })
@@ -183,6 +192,9 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 	for _, r := range rows {
 		row := []string{r.Worker, r.URL, r.Owner, strconv.FormatUint(r.Epoch, 10), r.HealthState, r.Breaker,
 			r.flags(), strconv.FormatBool(r.Stale), r.Cache.hit()}
+		if regional {
+			row = slices.Insert(row, 3, cmp.Or(r.Region, "-"))
+		}
 		if wide {
 			row = append(row, r.Origin)
 			for _, k := range extra {
@@ -202,6 +214,9 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 	_, err := fmt.Fprintln(w, ownersSummary(rows))
 	return err
 }
+
+// ownerRegion is a worker's region, for the regions helpers.
+func ownerRegion(r ownerRow) string { return r.Region }
 
 // ownersSummary is the line under the owners table: "3 workers: gw-1 owns 2, gw-2 owns 1".
 func ownersSummary(rows []ownerRow) string {
@@ -229,5 +244,5 @@ func ownersSummary(rows []ownerRow) string {
 	if stale > 0 {
 		line += ", " + strconv.Itoa(stale) + " stale"
 	}
-	return line
+	return line + regionsSummary(rows, ownerRegion, nil)
 }

@@ -204,3 +204,28 @@ func TestSortRowsPercent(t *testing.T) {
 		t.Fatalf("order %q, want bca", got)
 	}
 }
+
+// TestOwnersByRegion: workers of several regions read region by region (no region last), with
+// a REGION column and the count of each region in the summary.
+func TestOwnersByRegion(t *testing.T) {
+	const answer = `{"owners": [
+ {"worker": "w-1", "url": "http://10.78.2.2:8000", "owner": "gw-us", "region": "us", "epoch": 3, "health_state": "ready", "breaker": "closed", "origin": "mesh"},
+ {"worker": "w-2", "url": "http://10.78.1.2:8000", "owner": "gw-eu", "region": "eu", "epoch": 4, "health_state": "ready", "breaker": "closed", "origin": "local"},
+ {"worker": "w-3", "url": "http://10.78.0.9:8000", "owner": "gw-eu", "epoch": 5, "health_state": "ready", "breaker": "closed", "origin": "local"},
+ {"worker": "w-4", "url": "http://10.78.1.3:8000", "owner": "gw-us", "region": "eu", "epoch": 6, "health_state": "ready", "breaker": "closed", "origin": "mesh"}]}`
+	_, srvURL := ownersServer(t, 200, answer)
+	code, stdout, stderr := runCLI(t, srvURL, nil, "owners")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	want := `WORKER  URL                    OWNER  REGION  EPOCH  HEALTH  BREAKER  FLAGS  STALE  CACHE_HIT
+w-2     http://10.78.1.2:8000  gw-eu  eu      4      ready   closed   -      false  -
+w-4     http://10.78.1.3:8000  gw-us  eu      6      ready   closed   -      false  -
+w-1     http://10.78.2.2:8000  gw-us  us      3      ready   closed   -      false  -
+w-3     http://10.78.0.9:8000  gw-eu  -       5      ready   closed   -      false  -
+4 workers: gw-eu owns 2, gw-us owns 2; by region: eu 2, us 1, no region 1
+`
+	if diff := cmp.Diff(want, trimLines(stdout)); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}

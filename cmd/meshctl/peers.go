@@ -24,7 +24,8 @@ func (a *app) peersCommand() *cobra.Command {
 		Long: "List the gateways the mesh knows, as the answering gateway sees them, sorted by name\n" +
 			"(then address; --sort COLUMN orders by another column). A * after a NAME marks the\n" +
 			"answering gateway. A summary line follows the table: the count, the count by status and\n" +
-			"the raft leader.\n\n" +
+			"the raft leader. In a fleet of several regions the rows are sorted by region first, and\n" +
+			"the summary counts the gateways of each region.\n\n" +
 			"STATUS is the membership state: alive, suspect, dead, left, or foreign (a gateway of\n" +
 			"another cluster, refused). RAFT is the place in the raft configuration: leader, voter,\n" +
 			"nonvoter, or - when not in it. OWNED and APPLIED are the owned-worker count and the raft\n" +
@@ -125,6 +126,7 @@ func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 		}
 		return strings.Compare(a.Address, b.Address)
 	})
+	byRegionFirst(peers, peerRegion)
 	var (
 		extra []string
 		top   uint64
@@ -173,19 +175,28 @@ func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 	return err
 }
 
-// peersSummary is the line under the peers table: "3 peers: 3 alive, leader gw-1".
+// peerRegion is a peer's region, for the regions helpers.
+func peerRegion(p peer) string { return p.Region }
+
+// peersSummary is the line under the peers table: "3 peers: 3 alive, leader gw-1", and in a
+// fleet of several regions the count of each ("; by region: eu 2 (leader), us 1").
 func peersSummary(peers []peer) string {
 	counts := map[string]int{}
-	leader := "no leader"
+	leader, leaderRegion := "no leader", ""
 	for _, p := range peers {
 		counts[p.Status]++
 		if p.Raft == "leader" {
-			leader = "leader " + p.ID
+			leader, leaderRegion = "leader "+p.ID, p.Region
 		}
 	}
 	line := plural(len(peers), "peer") + ": "
 	if c := countsLine([]string{"alive", "suspect", "dead", "left", "foreign"}, counts); c != "" {
 		line += c + ", "
 	}
-	return line + leader
+	return line + leader + regionsSummary(peers, peerRegion, func(region string) string {
+		if leader != "no leader" && region == leaderRegion {
+			return "leader"
+		}
+		return ""
+	})
 }

@@ -23,7 +23,10 @@ type Owner struct {
 	URL    string `json:"url"`
 	// Owner is the node id of the gateway that probes the worker and may remove it; Epoch is
 	// the raft index of the last ownership change (the fencing token).
-	Owner       string `json:"owner"`
+	Owner string `json:"owner"`
+	// Region is the worker's region (its spec's, by default its registering gateway's); empty
+	// when it has none.
+	Region      string `json:"region,omitempty"`
 	Epoch       uint64 `json:"epoch"`
 	HealthState string `json:"health_state"`
 	// Breaker is the circuit breaker's state (closed, open, half_open) as GET /workers shows
@@ -66,7 +69,7 @@ func (h *Handler) meshOwners(ctx *fasthttp.RequestCtx) {
 			breaker = r.Breaker.State.String()
 		}
 		out.Owners = append(out.Owners, Owner{
-			Worker: r.ID, URL: r.URL, Owner: r.Owner, Epoch: r.Epoch, HealthState: r.HealthState,
+			Worker: r.ID, URL: r.URL, Owner: r.Owner, Region: r.Region, Epoch: r.Epoch, HealthState: r.HealthState,
 			Breaker: breaker, Disabled: r.Disabled, IsDead: r.IsDead, Stale: r.Stale, Origin: r.Origin,
 			Cache: r.Cache,
 		})

@@ -81,11 +81,11 @@ func TestMeshOwnersFromRaft(t *testing.T) {
 		t.Errorf("the answer's cache fields: %s", body)
 	}
 	want := []Owner{
-		{Worker: local.ID, URL: "http://127.0.0.1:8013", Owner: "n1", Epoch: local.Epoch, HealthState: health[local.ID],
+		{Worker: local.ID, URL: "http://127.0.0.1:8013", Owner: "n1", Region: "eu", Epoch: local.Epoch, HealthState: health[local.ID],
 			Breaker: "open", Origin: "local", Cache: &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio}},
-		{Worker: foreign.ID, URL: "http://127.0.0.1:8014", Owner: "gw-2", Epoch: foreign.Epoch, HealthState: health[foreign.ID],
+		{Worker: foreign.ID, URL: "http://127.0.0.1:8014", Owner: "gw-2", Region: "eu", Epoch: foreign.Epoch, HealthState: health[foreign.ID],
 			Breaker: BreakerUnknown, Disabled: true, Origin: "mesh", Cache: &Cache{}},
-		{Worker: third.ID, URL: "http://127.0.0.1:8015", Owner: "n1", Epoch: third.Epoch, HealthState: health[third.ID],
+		{Worker: third.ID, URL: "http://127.0.0.1:8015", Owner: "n1", Region: "eu", Epoch: third.Epoch, HealthState: health[third.ID],
 			Breaker: BreakerUnknown, IsDead: true, Origin: "local", Cache: &Cache{}},
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].Worker < want[j].Worker })
