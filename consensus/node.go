@@ -339,6 +339,10 @@ func (n *Node) HasLeader() bool {
 	return addr != "" && n.CutOff() == nil
 }
 
+// RaftMultiplier is the factor raft's timings run at (Config.RaftMultiplier, at least 1): the
+// waits built on them (forwarding, say) scale alike.
+func (n *Node) RaftMultiplier() int { return n.cfg.RaftMultiplier }
+
 // IsLeader reports whether this node is the raft leader right now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 

@@ -69,7 +69,9 @@ type Options struct {
 	MaxHops int
 	// NoLeaderWait bounds the total time a write waits for a leader it can reach (no leader
 	// known, a leader that is shutting down or cannot be dialled) before it fails with
-	// consensus.ErrNoLeader. Zero means DefaultNoLeaderWait. The write's context bounds it too.
+	// consensus.ErrNoLeader. Zero means DefaultNoLeaderWait, times the node's raft multiplier
+	// when it has one (as DialTimeout's and AttemptTimeout's defaults). The write's context
+	// bounds it too.
 	NoLeaderWait time.Duration
 	// LeaderPoll is how often a waiting write looks at leadership again. Zero means
 	// DefaultLeaderPoll.
@@ -125,17 +127,23 @@ func New(node Node, o Options) (*Forwarder, error) {
 	if o.MaxHops <= 0 {
 		o.MaxHops = DefaultHops
 	}
+	// The defaults of the waits that follow raft's timings scale as raft's do
+	// (consensus.Config.RaftMultiplier): over a WAN a leader answers a round trip or two later.
+	scale := time.Duration(1)
+	if m, ok := node.(interface{ RaftMultiplier() int }); ok && m.RaftMultiplier() > 1 {
+		scale = time.Duration(m.RaftMultiplier())
+	}
 	if o.NoLeaderWait <= 0 {
-		o.NoLeaderWait = DefaultNoLeaderWait
+		o.NoLeaderWait = scale * DefaultNoLeaderWait
 	}
 	if o.LeaderPoll <= 0 {
 		o.LeaderPoll = DefaultLeaderPoll
 	}
 	if o.DialTimeout <= 0 {
-		o.DialTimeout = DefaultDialTimeout
+		o.DialTimeout = scale * DefaultDialTimeout
 	}
 	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = DefaultAttemptTimeout
+		o.AttemptTimeout = scale * DefaultAttemptTimeout
 	}
 	if o.MaxResends <= 0 {
 		o.MaxResends = DefaultMaxResends

@@ -532,3 +532,39 @@ func TestForwarderShutdown(t *testing.T) {
 		t.Fatal("a forwarder without a resolver")
 	}
 }
+
+// slowLinksNode runs raft's timings times 3 (consensus.Config.RaftMultiplier).
+type slowLinksNode struct{ noLeaderNode }
+
+func (slowLinksNode) RaftMultiplier() int { return 3 }
+
+// TestWaitsFollowTheRaftMultiplier: the defaults of the waits built on raft's timings scale with
+// the node's multiplier; values set in Options stay.
+func TestWaitsFollowTheRaftMultiplier(t *testing.T) {
+	resolve := func(string) (string, bool) { return "", false }
+	tests := []struct {
+		name                          string
+		node                          Node
+		o                             Options
+		noLeader, dial, attempt, poll time.Duration
+	}{
+		{"raft's timings", noLeaderNode{}, Options{}, DefaultNoLeaderWait, DefaultDialTimeout, DefaultAttemptTimeout, DefaultLeaderPoll},
+		{"times 3", slowLinksNode{}, Options{}, 3 * DefaultNoLeaderWait, 3 * DefaultDialTimeout, 3 * DefaultAttemptTimeout, DefaultLeaderPoll},
+		{"set by the caller", slowLinksNode{}, Options{NoLeaderWait: time.Second, DialTimeout: time.Second, AttemptTimeout: time.Second},
+			time.Second, time.Second, time.Second, DefaultLeaderPoll},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.ResolveRPC, tt.o.Logger = resolve, testkit.Quiet()
+			f, err := New(tt.node, tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Shutdown()
+			got := [4]time.Duration{f.o.NoLeaderWait, f.o.DialTimeout, f.o.AttemptTimeout, f.o.LeaderPoll}
+			if want := [4]time.Duration{tt.noLeader, tt.dial, tt.attempt, tt.poll}; got != want {
+				t.Errorf("no-leader wait, dial, attempt, poll = %v; want %v", got, want)
+			}
+		})
+	}
+}
