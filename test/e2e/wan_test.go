@@ -184,12 +184,35 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 	t.Logf("formed in %s; leader %s", time.Since(start).Round(time.Millisecond), leader)
 	terms := f.terms(t)
 
+	// round_robin sends two thirds of each gateway's requests to engines owned in other
+	// regions: their outcome reports cross the WAN to the owners, on streams that do not
+	// wait for a round trip per report.
+	const chats = 30
 	for _, g := range f.gws {
-		code, body, err := chat(g.client, g.base, "hello across the WAN")
-		if err != nil || code != 200 {
-			t.Fatalf("a chat through %s answered %d %v: %.200s", g.id, code, err, body)
+		for range chats {
+			code, body, err := chat(g.client, g.base, "hello across the WAN")
+			if err != nil || code != 200 {
+				t.Fatalf("a chat through %s answered %d %v: %.200s", g.id, code, err, body)
+			}
 		}
 	}
+	var received float64
+	harness.WaitFor(t, 10*time.Second, "the owners to receive the outcome reports of the cross-region requests", func() bool {
+		received = 0
+		for _, g := range f.gws {
+			_, body := g.get(g.metrics)
+			v, _ := metricValue(body, "meshgw_mesh_outcome_reports_total", "result", "received")
+			received += v
+		}
+		return received >= float64(2*chats*len(f.gws))/3*0.9 // two thirds of all, some spread allowed
+	})
+	for _, g := range f.gws {
+		_, body := g.get(g.metrics)
+		if v, _ := metricValue(body, "meshgw_mesh_outcome_reports_total", "result", "dropped"); v != 0 {
+			t.Errorf("%s dropped %v outcome reports over the WAN", g.id, v)
+		}
+	}
+	t.Logf("outcome reports received by the owners: %v of %d requests", received, chats*len(f.gws))
 
 	// The writer: a gateway that does not lead, so each write is forwarded over the WAN.
 	w := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g.id != leader })]
