@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshgw/meshgw/test/chaos"
 	"github.com/meshgw/meshgw/test/harness"
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // TestChaosShort is the short mode of the chaos test that make test runs: seed 7, 45 s of
@@ -24,10 +25,8 @@ func TestChaosShort(t *testing.T) {
 	dir := filepath.Dir(b.Meshgw)
 	bin := filepath.Join(dir, "meshgw-chaos")
 	if _, err := os.Stat(bin); err != nil {
-		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/meshgw-chaos")
-		build.Dir = harness.ModuleRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./cmd/meshgw-chaos: %v\n%s", err, out)
+		if err := proc.Build(harness.ModuleRoot(), dir, "./cmd/meshgw-chaos"); err != nil {
+			t.Fatal(err)
 		}
 	}
 	report := filepath.Join(t.TempDir(), "report.json")

@@ -1,27 +1,27 @@
 // Package harness starts real meshgw and fakeworker processes for the multi-process tests in
-// test/: it builds the binaries once, picks loopback ports, waits for each process to be ready
-// on a condition with a deadline, and kills every process it started when the test ends.
+// test/, on test/proc: it builds the binaries once, picks loopback ports, waits for each
+// process to be ready on a condition with a deadline (failing the test if not), and kills every
+// process it started when the test ends.
 package harness
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/test/loopport"
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // Bins names the built binaries.
@@ -54,13 +54,9 @@ func Build(t testing.TB) Bins {
 		if _, err := os.Stat(filepath.Join(root, "cmd", "meshctl")); err == nil {
 			pkgs = append(pkgs, "./cmd/meshctl")
 		}
-		cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
+		if buildErr = proc.Build(root, dir, pkgs...); buildErr == nil {
+			bins = binsIn(dir)
 		}
-		bins = binsIn(dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -104,113 +100,36 @@ func FreePorts(t testing.TB, n int) int {
 	return base
 }
 
-// Proc is a process started by the harness.
+// Proc is a process started by the harness (proc.Proc: Exited, Wait, Signal, Kill and the
+// rest), with what it printed.
 type Proc struct {
-	Name string
-	Cmd  *exec.Cmd
-	URL  string // where it serves, once ready
+	*proc.Proc
+	URL string // where it serves, once ready
 
-	mu     sync.Mutex
-	output strings.Builder
-	done   chan struct{}
-	err    error
+	output logbuf.Buffer
 }
 
 // Output returns what the process printed so far (stdout and stderr).
-func (p *Proc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.String()
-}
-
-// Exited reports whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Wait waits up to d for the process to end and returns its exit code (-1 if killed by a signal).
-func (p *Proc) Wait(d time.Duration) (int, error) {
-	select {
-	case <-p.done:
-	case <-time.After(d):
-		return 0, fmt.Errorf("%s still running after %v", p.Name, d)
-	}
-	if p.Cmd.ProcessState == nil {
-		return 0, p.err
-	}
-	return p.Cmd.ProcessState.ExitCode(), nil
-}
-
-// Kill sends SIGKILL and waits for the process to end.
-func (p *Proc) Kill() {
-	if p.Exited() {
-		return
-	}
-	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// Signal sends sig to the process.
-func (p *Proc) Signal(sig os.Signal) error { return p.Cmd.Process.Signal(sig) }
+func (p *Proc) Output() string { return p.output.String() }
 
 // Start runs bin with args and env (added to the test's environment), records its output, and
 // kills it at the end of the test. onLine, if set, sees each line of stdout.
 func Start(t testing.TB, name, bin string, args, env []string, onLine func(string)) *Proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
+	p := &Proc{}
+	var err error
+	p.Proc, err = proc.Start(proc.Spec{Name: name, Path: bin, Args: args, Env: env,
+		Stdout: &p.output, Stderr: &p.output, OnLine: onLine})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go p.copy(&wg, stdout, onLine)
-	go p.copy(&wg, stderr, nil)
-	go func() {
-		wg.Wait()
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		if !p.Exited() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		p.Kill()
 		if t.Failed() {
 			t.Logf("--- output of %s ---\n%s", name, tail(p.Output(), 60))
 		}
 	})
 	return p
-}
-
-func (p *Proc) copy(wg *sync.WaitGroup, r io.Reader, onLine func(string)) {
-	defer wg.Done()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		p.mu.Lock()
-		p.output.WriteString(line + "\n")
-		p.mu.Unlock()
-		if onLine != nil {
-			onLine(line)
-		}
-	}
 }
 
 func tail(s string, n int) string {
@@ -220,8 +139,6 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-var listenLine = regexp.MustCompile(`listening on (\S+)`)
 
 // StartEngine starts a fakeworker with args (besides --host/--port, which the harness sets when
 // absent) and waits for its start line.
@@ -236,22 +153,16 @@ func StartEngine(t testing.TB, b Bins, name string, args ...string) *Proc {
 	if !hasFlag(args, "--node-name") {
 		args = append(args, "--node-name", name)
 	}
-	urls := make(chan string, 1)
-	p := Start(t, name, b.Fakeworker, args, nil, func(line string) {
-		if m := listenLine.FindStringSubmatch(line); m != nil {
-			select {
-			case urls <- m[1]:
-			default:
-			}
-		}
-	})
-	select {
-	case p.URL = <-urls:
-	case <-p.done:
+	l := proc.NewListening(1)
+	p := Start(t, name, b.Fakeworker, args, nil, l.Line)
+	urls, err := l.Wait(context.Background(), p.Proc, 15*time.Second)
+	switch {
+	case errors.Is(err, proc.ErrExited):
 		t.Fatalf("%s exited before it listened:\n%s", name, p.Output())
-	case <-time.After(15 * time.Second):
+	case err != nil:
 		t.Fatalf("%s printed no start line in 15s:\n%s", name, p.Output())
 	}
+	p.URL = urls[0]
 	return p
 }
 
@@ -326,31 +237,13 @@ func hasFlag(args []string, flag string) bool {
 	return false
 }
 
-var quick = &http.Client{Timeout: 2 * time.Second}
-
-// Get returns the status code of GET url, 0 when no answer came.
-func Get(url string) int {
-	resp, err := quick.Get(url)
-	if err != nil {
-		return 0
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
+// Get returns the status code of GET url, 0 when no answer came within 2 s.
+func Get(url string) int { return proc.Status(url, "") }
 
 // WaitFor polls cond every 20 ms until it holds or d passes, then fails the test naming what.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out after %v waiting until %s", d, what)
-		case <-tick.C:
-		}
+	if proc.Until(context.Background(), d, 20*time.Millisecond, what, cond) != nil {
+		t.Fatalf("timed out after %v waiting until %s", d, what)
 	}
 }
