@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/test/loopport"
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // Config says what to start.
@@ -42,7 +43,7 @@ type Node struct {
 	HTTP, Metrics, Mesh, Raft, RPC int
 	Dir                            string
 	mu                             sync.Mutex
-	p                              *proc
+	p                              *proc.Proc
 	stopped                        bool
 }
 
@@ -56,7 +57,7 @@ func (n *Node) MeshAddr() string { return net.JoinHostPort(n.Host, strconv.Itoa(
 type Engine struct {
 	Name, Host string
 	Port       int
-	p          *proc
+	p          *proc.Proc
 }
 
 // URL is the engine's base URL, what is registered.
@@ -111,7 +112,7 @@ func New(cfg Config) (*Cluster, error) {
 // until every gateway sees every other alive and a raft leader.
 func (c *Cluster) Start(ctx context.Context) error {
 	for _, e := range c.Engines {
-		p, err := start(c.cfg.Fakeworker, []string{"--host", e.Host, "--port", strconv.Itoa(e.Port), "--node-name", e.Name},
+		p, err := start(e.Name, c.cfg.Fakeworker, []string{"--host", e.Host, "--port", strconv.Itoa(e.Port), "--node-name", e.Name}, nil,
 			filepath.Join(c.cfg.Dir, "logs", e.Name+".log"))
 		if err != nil {
 			return err
@@ -119,7 +120,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		e.p = p
 	}
 	for _, e := range c.Engines {
-		if err := waitFor(ctx, 15*time.Second, e.Name+" answers /_stats", func() bool { return status(e.URL()+"/_stats") == 200 }); err != nil {
+		if err := waitFor(ctx, 15*time.Second, e.Name+" answers /_stats", func() bool { return proc.Status(e.URL()+"/_stats", "") == 200 }); err != nil {
 			return err
 		}
 	}
@@ -161,11 +162,11 @@ func (c *Cluster) args(n *Node, join []string) []string {
 }
 
 func (c *Cluster) startNode(ctx context.Context, n *Node, join []string) error {
-	bin, args := c.cfg.Meshgw, c.args(n, join)
+	var wrap []string
 	if n.NS != "" {
-		bin, args = "ip", append([]string{"netns", "exec", n.NS, bin}, args...)
+		wrap = []string{"ip", "netns", "exec", n.NS}
 	}
-	p, err := start(bin, args, filepath.Join(c.cfg.Dir, "logs", n.ID+".log"))
+	p, err := start(n.ID, c.cfg.Meshgw, c.args(n, join), wrap, filepath.Join(c.cfg.Dir, "logs", n.ID+".log"))
 	if err != nil {
 		return err
 	}
@@ -173,10 +174,10 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, join []string) error {
 	n.p, n.stopped = p, false
 	n.mu.Unlock()
 	return waitFor(ctx, 30*time.Second, n.ID+" answers /liveness", func() bool {
-		if p.exited() {
+		if p.Exited() {
 			return true
 		}
-		return status(n.URL()+"/liveness") == 200
+		return proc.Status(n.URL()+"/liveness", "") == 200
 	})
 }
 
@@ -195,7 +196,7 @@ func (c *Cluster) Kill(n *Node) {
 	n.mu.Lock()
 	p := n.p
 	n.mu.Unlock()
-	p.kill()
+	kill(p)
 }
 
 // Restart starts n again on its state directory, joining every other node, and waits until it
@@ -223,7 +224,7 @@ func (c *Cluster) Stop(n *Node) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.stopped = true
-	return n.p.signal(syscall.SIGSTOP)
+	return signal(n.p, syscall.SIGSTOP)
 }
 
 // Cont sends SIGCONT to n.
@@ -231,21 +232,21 @@ func (c *Cluster) Cont(n *Node) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.stopped = false
-	return n.p.signal(syscall.SIGCONT)
+	return signal(n.p, syscall.SIGCONT)
 }
 
 // Running reports whether n's process runs (and is not stopped).
 func (n *Node) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.p != nil && !n.p.exited() && !n.stopped
+	return n.p != nil && !n.p.Exited() && !n.stopped
 }
 
 // Exited reports whether n's process ended on its own (not killed by the harness) — a crash.
 func (n *Node) Exited() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.p != nil && n.p.exited()
+	return n.p != nil && n.p.Exited()
 }
 
 // Close kills every process it started.
@@ -255,7 +256,7 @@ func (c *Cluster) Close() {
 		wg.Go(func() { c.Kill(n) })
 	}
 	for _, e := range c.Engines {
-		wg.Go(func() { e.p.kill() })
+		wg.Go(func() { kill(e.p) })
 	}
 	wg.Wait()
 }
@@ -278,6 +279,9 @@ type Peers struct {
 		Rejoining   bool   `json:"rejoining"`
 	} `json:"peers"`
 }
+
+// quick is the client of the harness's reads.
+var quick = &http.Client{Timeout: 2 * time.Second}
 
 // GetJSON reads url's JSON answer (an admin route's) into v; false unless it answered 200 with
 // JSON.
