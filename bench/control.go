@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // ControlOptions configure the control-plane sections: raft write latency and the memory and
@@ -63,7 +64,7 @@ func (c *ControlOptions) setDefaults() {
 
 // controlGateway is one meshgw started by a control-plane section, with its ports.
 type controlGateway struct {
-	p       *proc
+	p       *proc.Proc
 	log     string // its stderr
 	base    string // http://127.0.0.1:PORT
 	metrics string // http://127.0.0.1:MPORT (pprof is on)
@@ -119,8 +120,8 @@ func (g *controlGateway) waitStatus(ctx context.Context, within time.Duration, o
 			return time.Since(g.started), nil
 		}
 		select {
-		case <-g.p.done:
-			return 0, fmt.Errorf("meshgw exited: %v (see %s)", g.p.err, g.log)
+		case <-g.p.Done():
+			return 0, fmt.Errorf("meshgw exited: %v (see %s)", g.p.Err(), g.log)
 		case <-ctx.Done():
 			return 0, fmt.Errorf("meshgw's /status did not reach the expected state within %s", within)
 		case <-time.After(5 * time.Millisecond):
@@ -147,7 +148,7 @@ func (g *controlGateway) heapAlloc(ctx context.Context) (heap, rss int64, err er
 	if heap, err = memStat(body, "HeapAlloc"); err != nil {
 		return 0, 0, err
 	}
-	rss, _, err = rssBytes(g.p.pid())
+	rss, _, err = rssBytes(g.p.Pid())
 	return heap, rss, err
 }
 
@@ -163,15 +164,7 @@ func memStat(profile []byte, name string) (int64, error) {
 }
 
 // stop ends the gateway (SIGTERM, SIGKILL after 10 s) and waits for it.
-func (g *controlGateway) stop() {
-	_ = syscall.Kill(-g.p.pid(), syscall.SIGTERM)
-	select {
-	case <-g.p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-g.p.pid(), syscall.SIGKILL)
-		<-g.p.done
-	}
-}
+func (g *controlGateway) stop() { g.p.Stop(10 * time.Second) }
 
 func getJSON(ctx context.Context, c *http.Client, url string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -197,14 +190,13 @@ func runRaftbench(ps *procs, c *ControlOptions, name string, within time.Duratio
 		return err
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(within):
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
+		p.Kill()
 		return fmt.Errorf("%s did not finish within %s", name, within)
 	}
-	if p.err != nil {
-		return fmt.Errorf("%s failed: %v (see %s)", name, p.err, filepath.Join(ps.dir, name+".log"))
+	if p.Err() != nil {
+		return fmt.Errorf("%s failed: %v (see %s)", name, p.Err(), filepath.Join(ps.dir, name+".log"))
 	}
 	return json.Unmarshal(out.Bytes(), v)
 }

@@ -145,7 +145,7 @@ func failoverRun(ctx context.Context, ps *procs, o *Options, run, workers int, g
 	var gws []*failoverGW
 	defer func() {
 		for _, g := range gws {
-			if !g.p.exited() {
+			if !g.p.Exited() {
 				g.stop()
 			}
 		}
@@ -181,7 +181,7 @@ func failoverRun(ctx context.Context, ps *procs, o *Options, run, workers int, g
 		return 0, false, fmt.Errorf("g1 never showed the %d workers owned by %s: %w", workers, owner.id, err)
 	}
 
-	if err := syscall.Kill(-owner.p.pid(), syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(-owner.p.Pid(), syscall.SIGKILL); err != nil {
 		return 0, false, fmt.Errorf("kill -9 %s: %w", owner.id, err)
 	}
 	killed := time.Now()
@@ -323,8 +323,8 @@ func pollOwners(ctx context.Context, c *http.Client, g *failoverGW, alive []*fai
 // waitTick waits d, and fails if ctx ends or a gateway of gws exits first.
 func waitTick(ctx context.Context, gws []*failoverGW, d time.Duration) error {
 	for _, g := range gws {
-		if g.p.exited() {
-			return fmt.Errorf("%s exited: %v (see %s)", g.id, g.p.err, g.log)
+		if g.p.Exited() {
+			return fmt.Errorf("%s exited: %v (see %s)", g.id, g.p.Err(), g.log)
 		}
 	}
 	t := time.NewTimer(d)

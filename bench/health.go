@@ -85,21 +85,21 @@ func runHealth(ctx context.Context, ps *procs, o *Options) any {
 	var upCPU *cpuMeter
 	select {
 	case <-time.After(h.Warmup):
-		upCPU = startCPU(up.pid())
-	case <-p.done:
+		upCPU = startCPU(up.Pid())
+	case <-p.Done():
 	case <-ctx.Done():
 		return notMeasured(ctx.Err().Error())
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(h.Warmup + h.Duration + 30*time.Second):
 		return notMeasured("bench-healthprobe did not finish in time")
 	case <-ctx.Done():
 		return notMeasured(ctx.Err().Error())
 	}
 	var r HealthResult
-	if p.err != nil || json.Unmarshal(out.Bytes(), &r) != nil {
-		return notMeasured(fmt.Sprintf("bench-healthprobe failed: %v (see %s/healthprobe.log)", p.err, o.WorkDir))
+	if p.Err() != nil || json.Unmarshal(out.Bytes(), &r) != nil {
+		return notMeasured(fmt.Sprintf("bench-healthprobe failed: %v (see %s/healthprobe.log)", p.Err(), o.WorkDir))
 	}
 	r.Status = "measured"
 	if upCPU != nil && r.DurationS > 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/engine"
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 var execCommand = exec.CommandContext
@@ -27,10 +28,10 @@ func usPer(cpu time.Duration, n int64) *float64 {
 // not recorded. After
 // each target's loaded run comes a run over one connection, which shows the added latency
 // without the queueing of a saturated machine.
-func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups []*proc, rep *Report) error {
+func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups []*proc.Proc, rep *Report) error {
 	var upPIDs []int
 	for _, p := range ups {
-		upPIDs = append(upPIDs, p.pid())
+		upPIDs = append(upPIDs, p.Pid())
 	}
 	wo := WrkOptions{Bin: o.WrkBin, Threads: o.Threads, Connections: o.Connections, Marker: engine.CompletionMarker, Dir: o.WorkDir}
 	for _, t := range ts {
@@ -77,7 +78,7 @@ func loadedRun(ctx context.Context, ps *procs, w WrkOptions, t target, upPIDs []
 	upCPU := startCPU(upPIDs...)
 	var proxyCPU *cpuMeter
 	if t.proxy != nil {
-		proxyCPU = startCPU(t.proxy.pid())
+		proxyCPU = startCPU(t.proxy.Pid())
 	}
 	others := ps.startOthers()
 	res, out, err := RunWrk(ctx, w)
@@ -108,7 +109,7 @@ func measureStreams(ctx context.Context, ps *procs, o *Options, ts []target, rep
 			o.Log.Info("streams", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.StreamDuration.Seconds())
 			var cpu *cpuMeter
 			if t.proxy != nil {
-				cpu = startCPU(t.proxy.pid())
+				cpu = startCPU(t.proxy.Pid())
 			}
 			others := ps.startOthers()
 			res := RunStreams(ctx, StreamOptions{URL: t.url + chatPath, Streams: o.Streams, Duration: o.StreamDuration, Events: o.StreamEvents})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -129,18 +128,16 @@ func runMeshbench(ctx context.Context, ps *procs, m *MeshOptions, name string, w
 	timer := time.NewTimer(within)
 	defer timer.Stop()
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-timer.C:
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
+		p.Kill()
 		return fmt.Errorf("%s did not finish within %s", name, within)
 	case <-ctx.Done():
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
+		p.Kill()
 		return ctx.Err()
 	}
-	if p.err != nil {
-		return fmt.Errorf("%s failed: %v (see %s)", name, p.err, filepath.Join(ps.dir, name+".log"))
+	if p.Err() != nil {
+		return fmt.Errorf("%s failed: %v (see %s)", name, p.Err(), filepath.Join(ps.dir, name+".log"))
 	}
 	if err := json.Unmarshal(out.Bytes(), v); err != nil {
 		return fmt.Errorf("%s printed %q: %v", name, out.String(), err)

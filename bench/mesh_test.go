@@ -27,8 +27,8 @@ func fakeMeshbench(t *testing.T, body string) (bin, argsFile string) {
 func meshRun(t *testing.T, ctx context.Context, bin string) any {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ps := &procs{log: log, dir: t.TempDir()}
-	defer ps.stopAll(time.Second)
+	ps := newProcs(log, t.TempDir())
+	defer ps.Stop(time.Second)
 	return runMesh(ctx, ps, &Options{Log: log}, &MeshOptions{Bin: bin, Peers: 7})
 }
 

@@ -1,137 +1,65 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // procs starts the processes of a run and stops every one of them, whatever happens: each runs
-// in its own process group, gets SIGKILL if the harness dies (Pdeathsig), and stopAll sends
-// SIGTERM then SIGKILL to the groups.
+// in its own process group, gets SIGKILL if the harness dies, and Stop sends SIGTERM then
+// SIGKILL to the groups (proc.Group).
 type procs struct {
-	log  *slog.Logger
-	dir  string // where each process's stderr is kept
-	mu   sync.Mutex
-	list []*proc
+	proc.Group
+	dir string // where each process's stderr is kept
 }
 
-// proc is one started process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // Wait's error, set before done closes
+func newProcs(log *slog.Logger, dir string) *procs {
+	return &procs{Group: proc.Group{Log: log}, dir: dir}
 }
 
 // start runs name with args; its stderr goes to DIR/NAME.log and its stdout to stdout (nil
 // discards it).
-func (ps *procs) start(name string, stdout io.Writer, bin string, args ...string) (*proc, error) {
-	logf, err := os.Create(ps.dir + "/" + name + ".log")
+func (ps *procs) start(name string, stdout io.Writer, bin string, args ...string) (*proc.Proc, error) {
+	return ps.startSpec(proc.Spec{Name: name, Path: bin, Args: args, Stdout: stdout})
+}
+
+// startSpec starts s with its stderr in DIR/NAME.log.
+func (ps *procs) startSpec(s proc.Spec) (*proc.Proc, error) {
+	logf, err := os.Create(ps.dir + "/" + s.Name + ".log")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = stdout
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	ps.mu.Lock()
-	ps.list = append(ps.list, p)
-	ps.mu.Unlock()
-	ps.log.Debug("started", "name", name, "pid", cmd.Process.Pid)
-	return p, nil
+	s.Stderr, s.KillWithParent = logf, true
+	return ps.Start(s)
 }
 
 // startURL starts a process that prints "... listening on URL" on stdout and returns the URLs
 // of the first n such lines.
-func (ps *procs) startURL(ctx context.Context, name string, n int, bin string, args ...string) (*proc, []string, error) {
-	pr, pw := io.Pipe()
-	p, err := ps.start(name, pw, bin, args...)
+func (ps *procs) startURL(ctx context.Context, name string, n int, bin string, args ...string) (*proc.Proc, []string, error) {
+	l := proc.NewListening(n)
+	p, err := ps.startSpec(proc.Spec{Name: name, Path: bin, Args: args, OnLine: l.Line})
 	if err != nil {
 		return nil, nil, err
 	}
-	go func() { <-p.done; pw.Close() }()
-	urls := make(chan []string, 1)
-	go func() {
-		var got []string
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) > 0 && strings.Contains(sc.Text(), "listening on") {
-				got = append(got, f[len(f)-1])
-				if len(got) == n {
-					urls <- got
-				}
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return p, u, nil
-	case <-p.done:
-		return nil, nil, fmt.Errorf("%s exited before listening: %v (see %s/%s.log)", name, p.err, ps.dir, name)
-	case <-time.After(10 * time.Second):
+	urls, err := l.Wait(ctx, p, 10*time.Second)
+	switch {
+	case errors.Is(err, proc.ErrExited):
+		return nil, nil, fmt.Errorf("%s exited before listening: %v (see %s/%s.log)", name, p.Err(), ps.dir, name)
+	case errors.Is(err, proc.ErrNoLine):
 		return nil, nil, fmt.Errorf("%s printed no URL within 10 s", name)
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+	case err != nil:
+		return nil, nil, err
 	}
-}
-
-// pid returns the process id.
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// exited reports whether the process has ended.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stopAll ends every started process: SIGTERM to its group, SIGKILL after grace.
-func (ps *procs) stopAll(grace time.Duration) {
-	ps.mu.Lock()
-	list := ps.list
-	ps.list = nil
-	ps.mu.Unlock()
-	for _, p := range list {
-		_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
-	}
-	deadline := time.After(grace)
-	for _, p := range list {
-		select {
-		case <-p.done:
-		case <-deadline:
-		}
-	}
-	for _, p := range list {
-		if !p.exited() {
-			ps.log.Warn("process ignored SIGTERM, killing it", "name", p.name, "pid", p.pid())
-			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-			<-p.done
-		}
-	}
+	return p, urls, nil
 }
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100 on every Linux
@@ -271,12 +199,10 @@ type othersMeter struct {
 }
 
 func (ps *procs) startOthers() *othersMeter {
-	ps.mu.Lock()
 	var pids []int
-	for _, p := range ps.list {
-		pids = append(pids, p.pid())
+	for _, p := range ps.Procs() {
+		pids = append(pids, p.Pid())
 	}
-	ps.mu.Unlock()
 	m := &othersMeter{ps: ps, start: time.Now(), cpu: startCPU(pids...)}
 	m.busy, _ = machineBusy()
 	m.mine0, _ = selfAndChildrenCPU()

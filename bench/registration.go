@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"syscall"
 	"time"
 )
 
@@ -67,15 +66,10 @@ func measureRegistrations(ctx context.Context, o *Options, g *controlGateway, wo
 // it is killed and the stop reported failed.
 func (g *controlGateway) timedStop() (time.Duration, error) {
 	t0 := time.Now()
-	_ = syscall.Kill(-g.p.pid(), syscall.SIGTERM)
-	select {
-	case <-g.p.done:
-		return time.Since(t0), nil
-	case <-time.After(stopBound):
-		_ = syscall.Kill(-g.p.pid(), syscall.SIGKILL)
-		<-g.p.done
+	if g.p.Stop(stopBound) {
 		return 0, fmt.Errorf("meshgw did not stop within %s of SIGTERM (see %s)", stopBound, g.log)
 	}
+	return time.Since(t0), nil
 }
 
 // smallFleetRegistrations fills a state directory with registrationSmall records and measures

@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/meshgw/meshgw/bench/routeload"
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // RoutingOptions configure the routing-quality section: multi-turn sessions sharing a few long
@@ -155,8 +155,8 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 // routingRow starts the engines and gateways of one row, plays the script through them, reads
 // the engines' counters, and stops them all.
 func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, script routeload.Script, ports []int, row *RoutingRow) error {
-	var started []*proc
-	defer func() { stopProcs(started, 5*time.Second) }()
+	var started []*proc.Proc
+	defer func() { proc.StopAll(5*time.Second, started...) }()
 	tag := fmt.Sprintf("routing-g%d-%s", row.Gateways, slug(row.Policy))
 	var engines []string
 	for i, port := range ports {
@@ -197,7 +197,7 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 
 // startRoutingEngine starts one fake engine on port with the row's compute model and returns
 // its URL.
-func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name, node string, port int) (*proc, string, error) {
+func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name, node string, port int) (*proc.Proc, string, error) {
 	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--node-name", node, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
 		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
@@ -206,8 +206,7 @@ func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name,
 	if err != nil {
 		return nil, "", err
 	}
-	// The start line ends "control URL)": its last field carries the parenthesis.
-	return p, strings.TrimSuffix(urls[0], ")"), nil
+	return p, urls[0], nil
 }
 
 // startRoutingGateway starts one gateway routing to engines with the entry's policy and flags,
@@ -254,8 +253,8 @@ func waitRoutable(ctx context.Context, c *http.Client, gws []*controlGateway, wa
 	}
 	for _, g := range gws {
 		for {
-			if g.p.exited() {
-				return fmt.Errorf("%s exited: %v (see %s)", g.base, g.p.err, g.log)
+			if g.p.Exited() {
+				return fmt.Errorf("%s exited: %v (see %s)", g.base, g.p.Err(), g.log)
 			}
 			var list struct {
 				Workers []struct {
@@ -344,26 +343,6 @@ func cov(v []int64) float64 {
 		sq += (float64(x) - mean) * (float64(x) - mean)
 	}
 	return math.Sqrt(sq/float64(len(v))) / mean
-}
-
-// stopProcs ends the processes (SIGTERM to each group, SIGKILL after grace) and waits for them.
-func stopProcs(list []*proc, grace time.Duration) {
-	for _, p := range list {
-		_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
-	}
-	deadline := time.After(grace)
-	for _, p := range list {
-		select {
-		case <-p.done:
-		case <-deadline:
-		}
-	}
-	for _, p := range list {
-		if !p.exited() {
-			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-			<-p.done
-		}
-	}
 }
 
 var notSlug = regexp.MustCompile(`[^a-z0-9]+`)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/engine"
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // Options configure a harness run. Zero fields take the defaults in their comments.
@@ -108,9 +109,9 @@ func (o *Options) setDefaults() {
 // target is one thing measured: an upstream directly, or a proxy in front of both.
 type target struct {
 	name     string
-	url      string // base URL, http://127.0.0.1:PORT
-	proxy    *proc  // nil for direct
-	pprofURL string // meshgw's pprof base URL, "" when not served
+	url      string     // base URL, http://127.0.0.1:PORT
+	proxy    *proc.Proc // nil for direct
+	pprofURL string     // meshgw's pprof base URL, "" when not served
 }
 
 const chatPath = "/v1/chat/completions"
@@ -122,8 +123,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.WorkDir == "" {
 		return nil, errors.New("bench: Options.WorkDir is required")
 	}
-	ps := &procs{log: o.Log, dir: o.WorkDir}
-	defer ps.stopAll(3 * time.Second)
+	ps := newProcs(o.Log, o.WorkDir)
+	defer ps.Stop(3 * time.Second)
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Proxy: map[string]*ProxyTarget{}}
 	rep.MachineDetail = probeMachine(ctx, o.HAProxyBin, o.WrkBin)
 	rep.Machine = rep.MachineDetail.String()
@@ -134,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := measureTargets(ctx, ps, &o, rep); err != nil {
 		return nil, err
 	}
-	ps.stopAll(3 * time.Second) // the health section needs the CPU to itself
+	ps.Stop(3 * time.Second) // the health section needs the CPU to itself
 	rep.Health = notMeasured("skipped (-health=false)")
 	if o.Health != nil {
 		rep.Health = runHealth(ctx, ps, &o)
@@ -192,8 +193,8 @@ func measureTargets(ctx context.Context, ps *procs, o *Options, rep *Report) err
 		rep.Profile = profileMeshgw(ctx, o, m)
 	}
 	for _, t := range targets {
-		if t.proxy != nil && t.proxy.exited() {
-			return fmt.Errorf("%s exited during the run: %v (see %s/%s.log)", t.name, t.proxy.err, o.WorkDir, t.name)
+		if t.proxy != nil && t.proxy.Exited() {
+			return fmt.Errorf("%s exited during the run: %v (see %s/%s.log)", t.name, t.proxy.Err(), o.WorkDir, t.name)
 		}
 	}
 	return nil
@@ -201,8 +202,8 @@ func measureTargets(ctx context.Context, ps *procs, o *Options, rep *Report) err
 
 // startTargets starts two upstreams, HAProxy and meshgw, and waits until each answers a chat
 // request correctly.
-func startTargets(ctx context.Context, ps *procs, o *Options, m *Method) ([]target, []*proc, error) {
-	var ups []*proc
+func startTargets(ctx context.Context, ps *procs, o *Options, m *Method) ([]target, []*proc.Proc, error) {
+	var ups []*proc.Proc
 	var addrs []string
 	for i := range 2 {
 		p, urls, err := ps.startURL(ctx, "upstream"+strconv.Itoa(i+1), 1, o.UpstreamBin,
@@ -318,8 +319,8 @@ func waitReady(ctx context.Context, t target, within time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last string
 	for {
-		if t.proxy != nil && t.proxy.exited() {
-			return fmt.Errorf("%s exited at start: %v (see %s.log)", t.name, t.proxy.err, t.name)
+		if t.proxy != nil && t.proxy.Exited() {
+			return fmt.Errorf("%s exited at start: %v (see %s.log)", t.name, t.proxy.Err(), t.name)
 		}
 		last = tryChat(ctx, client, t.url)
 		if last == "" {

@@ -48,7 +48,7 @@ func runUploads(ctx context.Context, ps *procs, o *Options) any {
 	if err != nil {
 		return notMeasured(err.Error())
 	}
-	defer func() { _ = engine.cmd.Process.Kill() }()
+	defer engine.Kill()
 	var runs []UploadRun
 	for _, budget := range c.UploadBudgetsMiB {
 		o.Log.Info("memory: uploads", "uploads", c.Uploads, "mib_each", c.UploadMiB, "budget_mib", budget)
@@ -84,7 +84,7 @@ func uploadRun(ctx context.Context, ps *procs, o *Options, engineURL string, r *
 	if err := waitOK(ctx, g, g.base+"/readiness", 30*time.Second); err != nil {
 		return err
 	}
-	before, _, err := rssBytes(p.pid())
+	before, _, err := rssBytes(p.Pid())
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func uploadRun(ctx context.Context, ps *procs, o *Options, engineURL string, r *
 			o.Log.Warn("memory: upload failed", "budget_mib", r.BudgetMiB, "why", s)
 		}
 	}
-	after, peak, err := rssBytes(p.pid())
+	after, peak, err := rssBytes(p.Pid())
 	if err != nil {
 		return err
 	}
@@ -135,8 +135,8 @@ func waitOK(ctx context.Context, g *controlGateway, url string, within time.Dura
 			}
 		}
 		select {
-		case <-g.p.done:
-			return fmt.Errorf("meshgw exited: %v (see %s)", g.p.err, g.log)
+		case <-g.p.Done():
+			return fmt.Errorf("meshgw exited: %v (see %s)", g.p.Err(), g.log)
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not answer 200 within %s", url, within)
 		case <-time.After(20 * time.Millisecond):
