@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/consensus/voters/voterstest"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -89,7 +90,7 @@ func TestBootstrapExpect(t *testing.T) {
 // TestJoinWaitsForLeader: a node started with Join and no state does not bootstrap, never leads
 // alone, and has state once a leader adds it.
 func TestJoinWaitsForLeader(t *testing.T) {
-	m := newFakeMembership(
+	m := voterstest.NewMembership(
 		voters.Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive},
 		voters.Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive},
 	)

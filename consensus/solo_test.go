@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/consensus/voters/voterstest"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -17,12 +18,12 @@ func TestSoleVoter(t *testing.T) {
 		cfg  raft.Configuration
 		want bool
 	}{
-		{name: "no configuration (waiting to join)", cfg: conf()},
-		{name: "a bootstrapped mesh of one", cfg: conf(voter("n1")), want: true},
-		{name: "one voter and non-voters", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")), want: true},
-		{name: "another voter", cfg: conf(voter("n1"), voter("n2"))},
-		{name: "a non-voter whose only voter is another", cfg: conf(voter("n2"), nonvoter("n1"))},
-		{name: "a non-voter alone", cfg: conf(nonvoter("n1"))},
+		{name: "no configuration (waiting to join)", cfg: voterstest.Conf()},
+		{name: "a bootstrapped mesh of one", cfg: voterstest.Conf(voterstest.Voter("n1")), want: true},
+		{name: "one voter and non-voters", cfg: voterstest.Conf(voterstest.Voter("n1"), voterstest.Nonvoter("n2"), voterstest.Nonvoter("n3")), want: true},
+		{name: "another voter", cfg: voterstest.Conf(voterstest.Voter("n1"), voterstest.Voter("n2"))},
+		{name: "a non-voter whose only voter is another", cfg: voterstest.Conf(voterstest.Voter("n2"), voterstest.Nonvoter("n1"))},
+		{name: "a non-voter alone", cfg: voterstest.Conf(voterstest.Nonvoter("n1"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,18 +51,18 @@ func TestInfoWithVotersWanted(t *testing.T) {
 		{name: "auto: three servers", servers: three, want: 3, wantAuto: true},
 		{name: "auto: five servers", servers: five, want: 5, wantAuto: true},
 		{name: "auto: five servers, two of them dead", servers: five, want: 5, wantAuto: true,
-			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), peer("n4", "", mesh.StatusDead, time.Minute), peer("n5", "", mesh.StatusDead, time.Minute)}},
+			peers: []voters.Peer{voterstest.Alive("n1", ""), voterstest.Alive("n2", ""), voterstest.Alive("n3", ""), voterstest.Peer("n4", "", mesh.StatusDead, time.Minute), voterstest.Peer("n5", "", mesh.StatusDead, time.Minute)}},
 		{name: "auto: five servers, one draining", servers: five, want: 5, wantAuto: true,
-			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), draining(alive("n5", ""))}},
+			peers: []voters.Peer{voterstest.Alive("n1", ""), voterstest.Alive("n2", ""), voterstest.Alive("n3", ""), voterstest.Alive("n4", ""), voterstest.Draining(voterstest.Alive("n5", ""))}},
 		{name: "auto: four servers, one left past the grace", servers: five[:4], want: 3, wantAuto: true,
-			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", ""), alive("n4", ""), peer("n5", "", mesh.StatusLeft, 2*voters.DefaultDeadVoterGrace)}},
+			peers: []voters.Peer{voterstest.Alive("n1", ""), voterstest.Alive("n2", ""), voterstest.Alive("n3", ""), voterstest.Alive("n4", ""), voterstest.Peer("n5", "", mesh.StatusLeft, 2*voters.DefaultDeadVoterGrace)}},
 		{name: "auto: two servers", servers: three[:2], want: 1, wantAuto: true},
 		{name: "auto: at most the servers listed", servers: three[:1], want: 1, wantAuto: true,
-			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")}},
+			peers: []voters.Peer{voterstest.Alive("n1", ""), voterstest.Alive("n2", ""), voterstest.Alive("n3", "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := (Info{Servers: tt.servers}).WithVotersWanted(tt.peers, planNow, voters.Options{Voters: tt.voters})
+			got := (Info{Servers: tt.servers}).WithVotersWanted(tt.peers, voterstest.Now, voters.Options{Voters: tt.voters})
 			if got.VotersWanted != tt.want || got.VotersAuto != tt.wantAuto {
 				t.Fatalf("VotersWanted = %d, VotersAuto = %v; want %d, %v", got.VotersWanted, got.VotersAuto, tt.want, tt.wantAuto)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/consensus/voters/voterstest"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/storage"
 	"github.com/meshgw/meshgw/test/testkit"
@@ -108,10 +109,10 @@ func waitServers(t *testing.T, n *Node, want ...string) {
 func TestVotersCluster(t *testing.T) {
 	var logs logBuffer
 	regions := []string{"a", "a", "b", "b", "c"}
-	m := newFakeMembership()
+	m := voterstest.NewMembership()
 	for i, region := range regions {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
+		m.Set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
 	r := newLateVoters(voters.Config{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 	c := startJoiningCluster(t, r, regions...)
@@ -135,7 +136,7 @@ func TestVotersCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := r.Passes()
-	m.set() // a signal without news
+	m.Set() // a signal without news
 	testkit.For(t, "a pass after the signal", func() bool { return r.Passes() > before })
 	if _, now, _ := leader.Configuration(); now != index {
 		t.Fatalf("an unchanged membership changed the configuration (index %d to %d)", index, now)
@@ -146,19 +147,19 @@ func TestVotersCluster(t *testing.T) {
 	if err := c.nodes[2].Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	m.set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
+	m.Set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
 	before = r.Passes()
 	testkit.For(t, "a pass after n3 died", func() bool { return r.Passes() > before })
 	if got := serversOf(t, leader); !slices.Contains(got, "n3:voter") {
 		t.Fatalf("n3 lost its seat within the grace: %v", got)
 	}
-	m.set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now().Add(-voters.DefaultDeadVoterGrace - time.Second)})
+	m.Set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now().Add(-voters.DefaultDeadVoterGrace - time.Second)})
 	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n4:voter", "n5:voter")
 
 	// n2 (non-voter) and then n5 (voter) leave: each is removed at once.
-	m.set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
+	m.Set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter", "n5:voter")
-	m.set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
+	m.Set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter")
 
 	// The two voters left still commit.
@@ -186,10 +187,10 @@ func TestVotersCluster(t *testing.T) {
 // Once the leader n1 is marked draining, it hands the leadership to n2, which demotes n1: the
 // draining peer ends as a non-voter that no longer leads, ready to leave.
 func TestVotersDrainHandsOver(t *testing.T) {
-	m := newFakeMembership()
+	m := voterstest.NewMembership()
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
+		m.Set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
 	}
 	var rs []*lateVoters
 	for range 3 {
@@ -202,7 +203,7 @@ func TestVotersDrainHandsOver(t *testing.T) {
 	waitReady(t, leader)
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter")
 
-	m.set(voters.Peer{ID: "n1", RaftAddress: "mem-n1", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	m.Set(voters.Peer{ID: "n1", RaftAddress: "mem-n1", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
 	testkit.For(t, "n2 to lead", func() bool { return c.nodes[1].IsLeader() })
 	waitServers(t, c.nodes[1], "n1:nonvoter", "n2:voter", "n3:voter")
 	if leader.IsLeader() {
@@ -215,10 +216,10 @@ func TestVotersDrainHandsOver(t *testing.T) {
 // four left keep three voters. What GET /mesh/raft shows follows (voters_wanted, voters_auto).
 func TestVotersAutoCount(t *testing.T) {
 	regions := []string{"a", "a", "b", "b", "c"}
-	m := newFakeMembership()
+	m := voterstest.NewMembership()
 	for i, region := range regions {
 		id := fmt.Sprintf("n%d", i+1)
-		m.set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
+		m.Set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
 	r := newLateVoters(voters.Config{Membership: m, Logger: testkit.Quiet()})
 	c := startJoiningCluster(t, r, regions...)
@@ -238,14 +239,14 @@ func TestVotersAutoCount(t *testing.T) {
 	}
 
 	// n5 drains: its seat goes, and the count stays 5 while it is there.
-	m.set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	m.Set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:voter", "n5:nonvoter")
 	if got, want := wanted(), (consensusInfoWanted{4, 5, true}); got != want {
 		t.Fatalf("during the drain: voters, wanted, auto = %v; want %v", got, want)
 	}
 	// It left longer than the grace ago: four gateways keep three voters (n4: region b holds
 	// two, and it has the highest id).
-	m.set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now().Add(-2 * voters.DefaultDeadVoterGrace), Draining: true})
+	m.Set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now().Add(-2 * voters.DefaultDeadVoterGrace), Draining: true})
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:nonvoter")
 	if got, want := wanted(), (consensusInfoWanted{3, 3, true}); got != want {
 		t.Fatalf("after the drain: voters, wanted, auto = %v; want %v", got, want)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/consensus/voters/voterstest"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/testkit"
 )
@@ -52,7 +53,7 @@ func TestJoinedGatewaysVoteWithinASecond(t *testing.T) {
 // join the leader's configuration held three voters.
 func joinThree(t *testing.T) time.Duration {
 	t.Helper()
-	m := newFakeMembership(voters.Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive, Since: time.Now()})
+	m := voterstest.NewMembership(voters.Peer{ID: "n1", RaftAddress: "mem-n1", Status: mesh.StatusAlive, Since: time.Now()})
 	r := newLateVoters(voters.Config{Membership: m, Logger: testkit.Quiet()})
 	c := &cluster{byAddr: make(map[raft.ServerAddress]*raft.InmemTransport)}
 	for i := range 3 {
@@ -75,8 +76,8 @@ func joinThree(t *testing.T) time.Duration {
 	if info, err := c.nodes[0].Info(); err != nil || info.Voters != 1 || info.FaultTolerant {
 		t.Fatalf("alone: %+v, %v; want one voter, not fault-tolerant", info, err)
 	}
-	m.set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive, Since: time.Now()})
-	m.set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Status: mesh.StatusAlive, Since: time.Now()})
+	m.Set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Status: mesh.StatusAlive, Since: time.Now()})
+	m.Set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Status: mesh.StatusAlive, Since: time.Now()})
 	joined := time.Now()
 	want := []string{"n1:voter", "n2:voter", "n3:voter"}
 	testkit.For(t, "three voters", func() bool { return slices.Equal(serversOf(t, c.nodes[0]), want) })

@@ -1,4 +1,4 @@
-package voters
+package voters_test
 
 import (
 	"context"
@@ -13,60 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/consensus/voters/voterstest"
 	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/test/testkit"
 )
-
-// fakeMembership is a Membership whose peers a test sets. Its signals never block.
-type fakeMembership struct {
-	mu       sync.Mutex
-	peers    map[string]Peer
-	watchers map[chan struct{}]struct{}
-}
-
-func newFakeMembership(peers ...Peer) *fakeMembership {
-	m := &fakeMembership{peers: make(map[string]Peer), watchers: make(map[chan struct{}]struct{})}
-	m.set(peers...)
-	return m
-}
-
-func (m *fakeMembership) Peers() []Peer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Peer, 0, len(m.peers))
-	for _, p := range m.peers {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (m *fakeMembership) Watch() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.watchers[ch] = struct{}{}
-	m.mu.Unlock()
-	return ch, func() {
-		m.mu.Lock()
-		delete(m.watchers, ch)
-		m.mu.Unlock()
-	}
-}
-
-// set records peers and signals every watcher without waiting.
-func (m *fakeMembership) set(peers ...Peer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, p := range peers {
-		m.peers[p.ID] = p
-	}
-	for ch := range m.watchers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
 
 // fakeNode keeps a raft configuration in memory and applies changes to it as raft does,
 // refusing a change planned on a stale index. While hold is open, futures do not resolve.
@@ -74,7 +26,7 @@ type fakeNode struct {
 	mu      sync.Mutex
 	cfg     raft.Configuration
 	index   uint64
-	applied []Change
+	applied []voters.Change
 	hold    chan struct{}
 }
 
@@ -86,7 +38,7 @@ func (f *fakeNode) Configuration() (raft.Configuration, uint64, error) {
 	return f.cfg, f.index, nil
 }
 
-func (f *fakeNode) ChangeMembership(c Change, prevIndex uint64, _ time.Duration) raft.IndexFuture {
+func (f *fakeNode) ChangeMembership(c voters.Change, prevIndex uint64, _ time.Duration) raft.IndexFuture {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if prevIndex != f.index {
@@ -101,7 +53,7 @@ func (f *fakeNode) ChangeMembership(c Change, prevIndex uint64, _ time.Duration)
 	return heldFuture{index: f.index, hold: f.hold}
 }
 
-func (f *fakeNode) changes() []Change {
+func (f *fakeNode) changes() []voters.Change {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.applied)
@@ -130,7 +82,7 @@ func (f heldFuture) Index() uint64 { return f.index }
 
 // runReconciler runs r as a leader's only duty until the returned stop is called, which waits
 // for it to return.
-func runReconciler(r *Reconciler) (stop func()) {
+func runReconciler(r *voters.Reconciler) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -143,10 +95,10 @@ func runReconciler(r *Reconciler) (stop func()) {
 func TestReconcilerPasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs logbuf.Buffer
-		m := newFakeMembership(alive("n1", "a"))
+		m := voterstest.NewMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1}
 		// --raft-voters 3, so that two gateways promote: the count is not what this tests.
-		r, err := NewReconciler(Config{Node: node, Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
+		r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,18 +108,18 @@ func TestReconcilerPasses(t *testing.T) {
 
 		// A pass at once, which changes nothing.
 		synctest.Wait()
-		if n := r.passes.Load(); n != 1 || len(node.changes()) != 0 {
+		if n := r.Passes(); n != 1 || len(node.changes()) != 0 {
 			t.Fatalf("at the start: %d passes, changes %+v; want 1 pass and no change", n, node.changes())
 		}
 
 		// A signal: one pass adds n2, the next promotes it, a third finds nothing to do. No
 		// time passes: no pass waits for the interval.
-		m.set(alive("n2", "b"))
+		m.Set(alive("n2", "b"))
 		synctest.Wait()
-		if diff := cmp.Diff([]Change{add("n2"), promote("n2")}, node.changes(), ignoreReason); diff != "" {
+		if diff := cmp.Diff([]voters.Change{add("n2"), promote("n2")}, node.changes(), ignoreReason); diff != "" {
 			t.Fatalf("changes (-want +got):\n%s", diff)
 		}
-		if n := r.passes.Load(); n != 4 {
+		if n := r.Passes(); n != 4 {
 			t.Fatalf("%d passes; want 4", n)
 		}
 		if d := time.Since(start); d != 0 {
@@ -178,12 +130,12 @@ func TestReconcilerPasses(t *testing.T) {
 		}
 
 		// No signal: a full pass every interval, and only then.
-		testkit.Advance(DefaultReconcileInterval - time.Nanosecond)
-		if n := r.passes.Load(); n != 4 {
+		testkit.Advance(voters.DefaultReconcileInterval - time.Nanosecond)
+		if n := r.Passes(); n != 4 {
 			t.Fatalf("%d passes before the interval; want 4", n)
 		}
 		testkit.Advance(time.Nanosecond)
-		if n := r.passes.Load(); n != 5 {
+		if n := r.Passes(); n != 5 {
 			t.Fatalf("%d passes after the interval; want 5", n)
 		}
 		if n := len(node.changes()); n != 2 {
@@ -195,9 +147,9 @@ func TestReconcilerPasses(t *testing.T) {
 func TestReconcilerChangeTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs logbuf.Buffer
-		m := newFakeMembership(alive("n1", "a"))
+		m := voterstest.NewMembership(alive("n1", "a"))
 		node := &fakeNode{cfg: conf(voter("n1")), index: 1, hold: make(chan struct{})}
-		r, err := NewReconciler(Config{Node: node, Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second})
+		r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m, Logger: logs.Logger(slog.LevelInfo), ChangeTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,14 +159,14 @@ func TestReconcilerChangeTimeout(t *testing.T) {
 
 		// The change is handed over but never commits: the pass gives up after ChangeTimeout,
 		// and signals sent meanwhile do not block their sender.
-		m.set(alive("n2", "b"))
+		m.Set(alive("n2", "b"))
 		synctest.Wait()
 		for range 3 {
-			m.set(alive("n2", "b"))
+			m.Set(alive("n2", "b"))
 		}
-		before := r.passes.Load()
+		before := r.Passes()
 		testkit.Advance(5*time.Second - time.Nanosecond)
-		if n := r.passes.Load(); n != before {
+		if n := r.Passes(); n != before {
 			t.Fatalf("the pass ended before the change timeout (%d passes, was %d)", n, before)
 		}
 		testkit.Advance(time.Nanosecond)
@@ -227,10 +179,10 @@ func TestReconcilerChangeTimeout(t *testing.T) {
 }
 
 func TestReconcilerNeedsNodeAndMembership(t *testing.T) {
-	if _, err := NewReconciler(Config{Membership: newFakeMembership()}); err == nil {
+	if _, err := voters.NewReconciler(voters.Config{Membership: voterstest.NewMembership()}); err == nil {
 		t.Fatal("a reconciler without a Node was made")
 	}
-	if _, err := NewReconciler(Config{Node: &fakeNode{}}); err == nil {
+	if _, err := voters.NewReconciler(voters.Config{Node: &fakeNode{}}); err == nil {
 		t.Fatal("a reconciler without a Membership was made")
 	}
 }
@@ -264,10 +216,10 @@ func (u *unreachableNode) set(id string, unreachable bool) {
 // once the heartbeats reach it again, a pass within unreachableRecheck does.
 func TestReconcilerSkipsUnreachablePeers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
+		m := voterstest.NewMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &unreachableNode{fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1},
 			ids: map[string]bool{"n2": true}}
-		r, err := NewReconciler(Config{Node: node, Membership: m, Voters: 3, Logger: testkit.Quiet()})
+		r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,8 +232,8 @@ func TestReconcilerSkipsUnreachablePeers(t *testing.T) {
 		// Heartbeats resume with no membership event (a gateway started again at once): a
 		// pass runs again within unreachableRecheck, not at the next full pass.
 		node.set("n2", false)
-		testkit.Advance(unreachableRecheck)
-		if diff := cmp.Diff([]Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
+		testkit.Advance(voters.UnreachableRecheck)
+		if diff := cmp.Diff([]voters.Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
 			t.Fatalf("changes once n2 is reached (-want +got):\n%s", diff)
 		}
 	})
@@ -300,10 +252,10 @@ func (c *contactNode) RaftContact() <-chan struct{} { return c.contact }
 // wakes the reconciler, which does not wait for its recheck.
 func TestReconcilerPromotesAtFirstContact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newFakeMembership(alive("n1", "a"), alive("n2", "a"))
+		m := voterstest.NewMembership(alive("n1", "a"), alive("n2", "a"))
 		node := &contactNode{contact: make(chan struct{}, 1), unreachableNode: &unreachableNode{
 			fakeNode: &fakeNode{cfg: conf(voter("n1"), nonvoter("n2")), index: 1}, ids: map[string]bool{"n2": true}}}
-		r, err := NewReconciler(Config{Node: node, Membership: m, Voters: 3, Logger: testkit.Quiet()})
+		r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m, Voters: 3, Logger: testkit.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,12 +265,12 @@ func TestReconcilerPromotesAtFirstContact(t *testing.T) {
 		if got := node.changes(); len(got) != 0 {
 			t.Fatalf("changes %+v before the leader's raft reached n2; want none", got)
 		}
-		testkit.Advance(unreachableRecheck / 4)
+		testkit.Advance(voters.UnreachableRecheck / 4)
 		node.set("n2", false)
 		node.contact <- struct{}{}
 		reached := time.Now()
 		synctest.Wait()
-		if diff := cmp.Diff([]Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
+		if diff := cmp.Diff([]voters.Change{promote("n2")}, node.changes(), ignoreReason); diff != "" {
 			t.Fatalf("changes once n2 answered (-want +got):\n%s", diff)
 		}
 		if d := time.Since(reached); d != 0 {

@@ -1,4 +1,4 @@
-package voters
+package voters_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package voters
+package voters_test
 
 import (
 	"fmt"
@@ -11,270 +11,265 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/consensus/voters/voterstest"
 	"github.com/meshgw/meshgw/mesh"
 )
 
-var planNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+// The builders of voterstest, short for the tables.
+var (
+	planNow  = voterstest.Now
+	voter    = voterstest.Voter
+	nonvoter = voterstest.Nonvoter
+	conf     = voterstest.Conf
+	peer     = voterstest.Peer
+	alive    = voterstest.Alive
+	draining = voterstest.Draining
+)
 
-func voter(id string) raft.Server {
-	return raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress("a-" + id), Suffrage: raft.Voter}
-}
-
-func nonvoter(id string) raft.Server {
-	return raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress("a-" + id), Suffrage: raft.Nonvoter}
-}
-
-func conf(servers ...raft.Server) raft.Configuration { return raft.Configuration{Servers: servers} }
-
-// peer is id in region with status since ago before planNow, at address "a-"+id.
-func peer(id, region string, status mesh.Status, ago time.Duration) Peer {
-	return Peer{ID: id, RaftAddress: "a-" + id, Region: region, Status: status, Since: planNow.Add(-ago)}
-}
-
-func alive(id, region string) Peer { return peer(id, region, mesh.StatusAlive, time.Minute) }
-
-func moved(p Peer, addr string) Peer { p.RaftAddress = addr; return p }
+func moved(p voters.Peer, addr string) voters.Peer { p.RaftAddress = addr; return p }
 
 // rejoining is p with a new, not yet caught-up raft state.
-func rejoining(p Peer) Peer { p.Rejoining, p.Incarnation = true, "inc-"+p.ID; return p }
+func rejoining(p voters.Peer) voters.Peer { p.Rejoining, p.Incarnation = true, "inc-"+p.ID; return p }
 
 // unreachable is p when the leader's raft heartbeats to it fail.
-func unreachable(p Peer) Peer { p.Unreachable = true; return p }
+func unreachable(p voters.Peer) voters.Peer { p.Unreachable = true; return p }
 
 // pending is p just added: the leader's raft has neither reached it nor failed to yet.
-func pending(p Peer) Peer { p.Unreachable, p.Pending = true, true; return p }
-
-// draining is p drained by an operator.
-func draining(p Peer) Peer { p.Draining = true; return p }
+func pending(p voters.Peer) voters.Peer { p.Unreachable, p.Pending = true, true; return p }
 
 // ignoreReason compares plans without their free-text reasons.
-var ignoreReason = cmpopts.IgnoreFields(Change{}, "Reason")
+var ignoreReason = cmpopts.IgnoreFields(voters.Change{}, "Reason")
 
-func add(id string) Change     { return Change{Kind: ChangeAddNonvoter, ID: id, Address: "a-" + id} }
-func promote(id string) Change { return Change{Kind: ChangePromote, ID: id, Address: "a-" + id} }
-func demote(id string) Change  { return Change{Kind: ChangeDemote, ID: id} }
-func remove(id string) Change  { return Change{Kind: ChangeRemove, ID: id} }
+func add(id string) voters.Change {
+	return voters.Change{Kind: voters.ChangeAddNonvoter, ID: id, Address: "a-" + id}
+}
+func promote(id string) voters.Change {
+	return voters.Change{Kind: voters.ChangePromote, ID: id, Address: "a-" + id}
+}
+func demote(id string) voters.Change { return voters.Change{Kind: voters.ChangeDemote, ID: id} }
+func remove(id string) voters.Change { return voters.Change{Kind: voters.ChangeRemove, ID: id} }
 
 func TestPlan(t *testing.T) {
-	grace := DefaultDeadVoterGrace
+	grace := voters.DefaultDeadVoterGrace
 	tests := []struct {
 		name  string
 		cfg   raft.Configuration
-		peers []Peer
-		opts  Options // Self defaults to n1
-		want  []Change
+		peers []voters.Peer
+		opts  voters.Options // Self defaults to n1
+		want  []voters.Change
 	}{
-		{name: "a mesh of one", cfg: conf(voter("n1")), peers: []Peer{alive("n1", "a")}},
+		{name: "a mesh of one", cfg: conf(voter("n1")), peers: []voters.Peer{alive("n1", "a")}},
 		{name: "no membership yet", cfg: conf(voter("n1"))},
 
 		// Draining peers (rules 1, 8, 9, 10): blue drains, green takes the seats.
 		{name: "an alive draining peer out of the configuration is added, to finish its drain", cfg: conf(voter("n1")),
-			peers: []Peer{alive("n1", "a"), draining(alive("n2", "a"))},
-			want:  []Change{add("n2")}},
-		{name: "draining voters: a peer that stays is promoted first", opts: Options{Self: "b1"},
+			peers: []voters.Peer{alive("n1", "a"), draining(alive("n2", "a"))},
+			want:  []voters.Change{add("n2")}},
+		{name: "draining voters: a peer that stays is promoted first", opts: voters.Options{Self: "b1"},
 			cfg: conf(voter("b1"), voter("b2"), voter("b3"), nonvoter("g1"), nonvoter("g2"), nonvoter("g3")),
-			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
+			peers: []voters.Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
 				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want: []Change{promote("g1")}},
-		{name: "a draining peer is never promoted", opts: Options{Self: "b1"},
+			want: []voters.Change{promote("g1")}},
+		{name: "a draining peer is never promoted", opts: voters.Options{Self: "b1"},
 			cfg:   conf(voter("b1"), nonvoter("b2"), nonvoter("g1")),
-			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), alive("g1", "a")},
-			want:  []Change{promote("g1")}},
-		{name: "a draining leader hands over once the seats are filled", opts: Options{Self: "b1"},
+			peers: []voters.Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), alive("g1", "a")},
+			want:  []voters.Change{promote("g1")}},
+		{name: "a draining leader hands over once the seats are filled", opts: voters.Options{Self: "b1"},
 			cfg: conf(voter("b1"), voter("b2"), voter("b3"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
+			peers: []voters.Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
 				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want: []Change{{Kind: ChangeTransferLeadership, ID: "g1", Address: "a-g1"}}},
-		{name: "the new leader demotes the draining voters", opts: Options{Self: "g1"},
+			want: []voters.Change{{Kind: voters.ChangeTransferLeadership, ID: "g1", Address: "a-g1"}}},
+		{name: "the new leader demotes the draining voters", opts: voters.Options{Self: "g1"},
 			cfg: conf(voter("b1"), voter("b2"), voter("b3"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
+			peers: []voters.Peer{draining(alive("b1", "a")), draining(alive("b2", "a")), draining(alive("b3", "a")),
 				alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want: []Change{demote("b1")}},
-		{name: "a drained non-voter leaves the configuration when it leaves the mesh", opts: Options{Self: "g1"},
+			want: []voters.Change{demote("b1")}},
+		{name: "a drained non-voter leaves the configuration when it leaves the mesh", opts: voters.Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{draining(peer("b1", "a", mesh.StatusLeft, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want:  []Change{remove("b1")}},
+			peers: []voters.Peer{draining(peer("b1", "a", mesh.StatusLeft, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want:  []voters.Change{remove("b1")}},
 		// Rule 4: a drained non-voter whose leave the mesh did not hear, or that it forgot.
-		{name: "a dead draining non-voter is removed at once", opts: Options{Self: "g1"},
+		{name: "a dead draining non-voter is removed at once", opts: voters.Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{draining(peer("b1", "a", mesh.StatusDead, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want:  []Change{remove("b1")}},
-		{name: "a draining non-voter the mesh does not list is removed", opts: Options{Self: "g1"},
+			peers: []voters.Peer{draining(peer("b1", "a", mesh.StatusDead, 0)), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want:  []voters.Change{remove("b1")}},
+		{name: "a draining non-voter the mesh does not list is removed", opts: voters.Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{draining(Peer{ID: "b1", Status: mesh.StatusUnknown}), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want:  []Change{remove("b1")}},
-		{name: "a dead non-voter that is not draining waits for the grace", opts: Options{Self: "g1"},
+			peers: []voters.Peer{draining(voters.Peer{ID: "b1", Status: mesh.StatusUnknown}), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want:  []voters.Change{remove("b1")}},
+		{name: "a dead non-voter that is not draining waits for the grace", opts: voters.Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{peer("b1", "a", mesh.StatusDead, 0), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")}},
-		{name: "a draining voter the mesh does not list is demoted first", opts: Options{Self: "g1"},
+			peers: []voters.Peer{peer("b1", "a", mesh.StatusDead, 0), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")}},
+		{name: "a draining voter the mesh does not list is demoted first", opts: voters.Options{Self: "g1"},
 			cfg:   conf(voter("b1"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{draining(Peer{ID: "b1", Status: mesh.StatusUnknown}), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
-			want:  []Change{demote("b1")}},
-		{name: "a server the mesh does not list and that is not draining is left alone", opts: Options{Self: "g1"},
+			peers: []voters.Peer{draining(voters.Peer{ID: "b1", Status: mesh.StatusUnknown}), alive("g1", "a"), alive("g2", "a"), alive("g3", "a")},
+			want:  []voters.Change{demote("b1")}},
+		{name: "a server the mesh does not list and that is not draining is left alone", opts: voters.Options{Self: "g1"},
 			cfg:   conf(nonvoter("b1"), voter("g1"), voter("g2"), voter("g3")),
-			peers: []Peer{alive("g1", "a"), alive("g2", "a"), alive("g3", "a")}},
+			peers: []voters.Peer{alive("g1", "a"), alive("g2", "a"), alive("g3", "a")}},
 		{name: "a draining leader alone keeps leading", cfg: conf(voter("n1"), nonvoter("n2")),
-			peers: []Peer{draining(alive("n1", "a")), draining(alive("n2", "a"))}},
+			peers: []voters.Peer{draining(alive("n1", "a")), draining(alive("n2", "a"))}},
 
 		// Rule 1: newcomers.
 		{name: "alive peers join as non-voters", cfg: conf(voter("n1")),
-			peers: []Peer{alive("n3", "b"), alive("n1", "a"), alive("n2", "a")},
-			want:  []Change{add("n2"), add("n3")}},
+			peers: []voters.Peer{alive("n3", "b"), alive("n1", "a"), alive("n2", "a")},
+			want:  []voters.Change{add("n2"), add("n3")}},
 		{name: "only alive peers join", cfg: conf(voter("n1")),
-			peers: []Peer{peer("n2", "a", mesh.StatusSuspect, 0), peer("n3", "a", mesh.StatusDead, 0), peer("n4", "a", mesh.StatusLeft, 0), {ID: "n5", RaftAddress: "a-n5"}}},
+			peers: []voters.Peer{peer("n2", "a", mesh.StatusSuspect, 0), peer("n3", "a", mesh.StatusDead, 0), peer("n4", "a", mesh.StatusLeft, 0), {ID: "n5", RaftAddress: "a-n5"}}},
 		{name: "a peer without a raft address waits", cfg: conf(voter("n1")),
-			peers: []Peer{moved(alive("n2", "a"), "")}},
+			peers: []voters.Peer{moved(alive("n2", "a"), "")}},
 		{name: "a peer without an id is ignored", cfg: conf(voter("n1")),
-			peers: []Peer{moved(alive("", "a"), "a-x")}},
+			peers: []voters.Peer{moved(alive("", "a"), "a-x")}},
 
 		// Rule 2: address changes keep the suffrage.
 		{name: "a voter's new address", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), alive("n3", "a")},
-			want:  []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true}}},
+			peers: []voters.Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), alive("n3", "a")},
+			want:  []voters.Change{{Kind: voters.ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true}}},
 		{name: "a non-voter's new address", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), moved(alive("n4", "a"), "new-n4")},
-			want:  []Change{{Kind: ChangeUpdateAddress, ID: "n4", Address: "new-n4"}}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), moved(alive("n4", "a"), "new-n4")},
+			want:  []voters.Change{{Kind: voters.ChangeUpdateAddress, ID: "n4", Address: "new-n4"}}},
 		{name: "self's address is the node's own business", cfg: conf(voter("n1")),
-			peers: []Peer{moved(alive("n1", "a"), "new-n1")}},
+			peers: []voters.Peer{moved(alive("n1", "a"), "new-n1")}},
 		{name: "only an alive peer's address counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), moved(peer("n2", "a", mesh.StatusSuspect, 0), "new-n2"), alive("n3", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), moved(peer("n2", "a", mesh.StatusSuspect, 0), "new-n2"), alive("n3", "a")}},
 
 		// Rule 5: a voter that forgot its state gives its seat back and rejoins as a non-voter.
 		{name: "a rejoining voter is removed", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
-			want:  []Change{remove("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
+			want:  []voters.Change{remove("n2")}},
 		{name: "then it joins as a non-voter", cfg: conf(voter("n1"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
-			want:  []Change{add("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")},
+			want:  []voters.Change{add("n2")}},
 		{name: "and is not promoted while rejoining", cfg: conf(voter("n1"), nonvoter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), rejoining(alive("n2", "a")), alive("n3", "a")}},
 		{name: "once caught up it is promoted", cfg: conf(voter("n1"), nonvoter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a")},
-			want:  []Change{promote("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a")},
+			want:  []voters.Change{promote("n2")}},
 		{name: "a rejoining voter is not live: no removal without quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a")), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusSuspect, 0), alive("n5", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), rejoining(alive("n2", "a")), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusSuspect, 0), alive("n5", "a")}},
 		{name: "a rejoining non-voter stays", cfg: conf(voter("n1"), nonvoter("n2")),
-			peers: []Peer{alive("n1", "a"), rejoining(alive("n2", "a"))}},
+			peers: []voters.Peer{alive("n1", "a"), rejoining(alive("n2", "a"))}},
 		{name: "a rejoining voter that is not alive is left to rules 3 and 6", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), rejoining(peer("n2", "a", mesh.StatusSuspect, 0)), alive("n3", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), rejoining(peer("n2", "a", mesh.StatusSuspect, 0)), alive("n3", "a")}},
 
 		// Rule 3: left peers go at once.
 		{name: "a left non-voter", cfg: conf(voter("n1"), nonvoter("n2")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0)},
-			want:  []Change{remove("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0)},
+			want:  []voters.Change{remove("n2")}},
 		{name: "a left voter", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a")},
-			want:  []Change{remove("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), alive("n3", "a")},
+			want:  []voters.Change{remove("n2")}},
 		{name: "two left voters: one per pass, lowest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n5", "a"), peer("n4", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0)},
-			want:  []Change{remove("n3")}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n5", "a"), peer("n4", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusLeft, 0)},
+			want:  []voters.Change{remove("n3")}},
 		{name: "self never leaves by plan", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a"), alive("n3", "a")}},
+			peers: []voters.Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a"), alive("n3", "a")}},
 		{name: "a left voter with no quorum left stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusDead, 0)}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n3", "a", mesh.StatusDead, 0)}},
 
 		// Rule 6: dead voters past the grace, and dead non-voters.
 		{name: "a voter dead exactly the grace stays", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace), alive("n3", "a"), alive("n4", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace), alive("n3", "a"), alive("n4", "a")}},
 		{name: "a voter dead longer than the grace goes", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
-			want:  []Change{remove("n2")}},
-		{name: "a shorter grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: Options{Voters: 3, DeadVoterGrace: 10 * time.Second},
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 11*time.Second), alive("n3", "a")},
-			want:  []Change{remove("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
+			want:  []voters.Change{remove("n2")}},
+		{name: "a shorter grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: voters.Options{Voters: 3, DeadVoterGrace: 10 * time.Second},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 11*time.Second), alive("n3", "a")},
+			want:  []voters.Change{remove("n2")}},
 		{name: "the longest dead voter goes first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusDead, 3*grace), alive("n4", "a"), alive("n5", "a")},
-			want:  []Change{remove("n3")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusDead, 3*grace), alive("n4", "a"), alive("n5", "a")},
+			want:  []voters.Change{remove("n3")}},
 		{name: "a left voter goes before a dead one", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusLeft, 0), alive("n4", "a"), alive("n5", "a")},
-			want:  []Change{remove("n3")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusLeft, 0), alive("n4", "a"), alive("n5", "a")},
+			want:  []voters.Change{remove("n3")}},
 		{name: "a suspect voter stays however long", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusSuspect, time.Hour), alive("n3", "a"), alive("n4", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusSuspect, time.Hour), alive("n3", "a"), alive("n4", "a")}},
 		{name: "a dead non-voter past the grace goes", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Second), peer("n3", "a", mesh.StatusDead, grace)},
-			want:  []Change{remove("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, grace+time.Second), peer("n3", "a", mesh.StatusDead, grace)},
+			want:  []voters.Change{remove("n2")}},
 		{name: "self dead by the mesh's view stays", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{peer("n1", "a", mesh.StatusDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
+			peers: []voters.Peer{peer("n1", "a", mesh.StatusDead, time.Hour), alive("n2", "a"), alive("n3", "a")}},
 
 		// Rule 13: the quorum guard at 1, 2, 3 and 5 voters.
-		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: Options{Voters: 1},
-			peers: []Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a")}},
+		{name: "1 voter: nothing to remove", cfg: conf(voter("n1"), nonvoter("n2")), opts: voters.Options{Voters: 1},
+			peers: []voters.Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a")}},
 		{name: "2 voters: the dead one goes (1 of 1 left)", cfg: conf(voter("n1"), voter("n2")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)},
-			want:  []Change{remove("n2")}},
-		{name: "3 voters, 1 dead: it goes (2 of 2 left)", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: Options{Voters: 3},
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), alive("n3", "a")},
-			want:  []Change{remove("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)},
+			want:  []voters.Change{remove("n2")}},
+		{name: "3 voters, 1 dead: it goes (2 of 2 left)", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: voters.Options{Voters: 3},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), alive("n3", "a")},
+			want:  []voters.Change{remove("n2")}},
 		{name: "3 voters, 2 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusDead, 2*grace), alive("n4", "b")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusDead, 2*grace), alive("n4", "b")}},
 		{name: "3 voters, 1 dead and 1 suspect: suspects do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusSuspect, 0)}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace), peer("n3", "a", mesh.StatusSuspect, 0)}},
 		{name: "3 voters, 1 unknown, 1 dead: unknown ones do not count", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)}},
-		{name: "5 voters, 2 dead: one goes (3 of 4)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 3*grace)},
-			want:  []Change{remove("n5")}},
-		{name: "5 voters, 3 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, 2*grace), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
-		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: Options{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusDead, 2*grace)}},
+		{name: "5 voters, 2 dead: one goes (3 of 4)", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: voters.Options{Voters: 5},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 3*grace)},
+			want:  []voters.Change{remove("n5")}},
+		{name: "5 voters, 3 dead: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: voters.Options{Voters: 5},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, 2*grace), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
+		{name: "5 voters, 2 dead, 1 suspect: 2 live of 4 is no quorum", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")), opts: voters.Options{Voters: 5},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusSuspect, 0), peer("n4", "a", mesh.StatusDead, 2*grace), peer("n5", "a", mesh.StatusDead, 2*grace)}},
 
 		// Rule 8: promotion, spread over regions.
 		{name: "a new region first", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "c"), alive("n4", "b")},
-			want:  []Change{promote("n3")}},
-		{name: "the fewest voters, then the lowest id", cfg: conf(voter("n1"), voter("n2"), nonvoter("n3"), nonvoter("n4"), nonvoter("n5")), opts: Options{Voters: 5},
-			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "a"), alive("n4", "b"), alive("n5", "a")},
-			want:  []Change{promote("n3")}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "c"), alive("n4", "b")},
+			want:  []voters.Change{promote("n3")}},
+		{name: "the fewest voters, then the lowest id", cfg: conf(voter("n1"), voter("n2"), nonvoter("n3"), nonvoter("n4"), nonvoter("n5")), opts: voters.Options{Voters: 5},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "a"), alive("n4", "b"), alive("n5", "a")},
+			want:  []voters.Change{promote("n3")}},
 		{name: "one region: the lowest id", cfg: conf(voter("n1"), nonvoter("n3"), nonvoter("n2")),
-			peers: []Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")},
-			want:  []Change{promote("n2")}},
+			peers: []voters.Peer{alive("n1", ""), alive("n2", ""), alive("n3", "")},
+			want:  []voters.Change{promote("n2")}},
 		{name: "only alive non-voters are promoted", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusSuspect, 0), peer("n3", "b", mesh.StatusDead, 0), alive("n4", "a")},
-			want:  []Change{promote("n4")}},
-		{name: "a non-voter promoted with its new address", cfg: conf(voter("n1"), nonvoter("n2")), opts: Options{Voters: 3},
-			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2")},
-			want: []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2"},
-				{Kind: ChangePromote, ID: "n2", Address: "new-n2"}}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusSuspect, 0), peer("n3", "b", mesh.StatusDead, 0), alive("n4", "a")},
+			want:  []voters.Change{promote("n4")}},
+		{name: "a non-voter promoted with its new address", cfg: conf(voter("n1"), nonvoter("n2")), opts: voters.Options{Voters: 3},
+			peers: []voters.Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2")},
+			want: []voters.Change{{Kind: voters.ChangeUpdateAddress, ID: "n2", Address: "new-n2"},
+				{Kind: voters.ChangePromote, ID: "n2", Address: "new-n2"}}},
 		{name: "enough voters: no promotion", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "b")}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "b")}},
 		{name: "a voter dead within the grace keeps its seat", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), alive("n4", "b")}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusDead, time.Second), alive("n4", "b")}},
 		{name: "an unknown non-voter is not promoted", cfg: conf(voter("n1"), nonvoter("n2")),
-			peers: []Peer{alive("n1", "a")}},
+			peers: []voters.Peer{alive("n1", "a")}},
 		{name: "a non-voter the leader's heartbeats do not reach is not promoted", cfg: conf(voter("n1"), voter("n3"), nonvoter("n2")),
-			peers: []Peer{alive("n1", "a"), unreachable(alive("n2", "a")), alive("n3", "a")}},
+			peers: []voters.Peer{alive("n1", "a"), unreachable(alive("n2", "a")), alive("n3", "a")}},
 		{name: "another that they reach is, whatever its region", cfg: conf(voter("n1"), voter("n3"), nonvoter("n2"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a"), unreachable(alive("n2", "b")), alive("n3", "a"), alive("n4", "a")},
-			want:  []Change{promote("n4")}},
+			peers: []voters.Peer{alive("n1", "a"), unreachable(alive("n2", "b")), alive("n3", "a"), alive("n4", "a")},
+			want:  []voters.Change{promote("n4")}},
 		{name: "a non-voter just added that has not answered yet is not promoted", cfg: conf(voter("n1"), nonvoter("n2")),
-			peers: []Peer{alive("n1", "a"), pending(alive("n2", "b"))}},
+			peers: []voters.Peer{alive("n1", "a"), pending(alive("n2", "b"))}},
 		{name: "and the seat waits for it when its region is the one wanted", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "a"), pending(alive("n3", "b"))}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), pending(alive("n3", "b"))}},
 		{name: "but not for a pending peer whose region is not", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
-			peers: []Peer{alive("n1", "a"), pending(alive("n2", "a")), alive("n3", "b")},
-			want:  []Change{promote("n3")}},
+			peers: []voters.Peer{alive("n1", "a"), pending(alive("n2", "a")), alive("n3", "b")},
+			want:  []voters.Change{promote("n3")}},
 
 		// Rule 11: demotion of extra voters.
 		{name: "an extra voter in the most crowded region, highest id", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
-			peers: []Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "b"), alive("n4", "c")},
-			want:  []Change{demote("n3")}},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "b"), alive("n4", "c")},
+			want:  []voters.Change{demote("n3")}},
 		{name: "a dead extra voter first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
-			peers: []Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusDead, time.Second), alive("n3", "b"), alive("n4", "b")},
-			want:  []Change{demote("n2")}},
-		{name: "self is not demoted", cfg: conf(voter("n1"), voter("n2")), opts: Options{Voters: 1},
-			peers: []Peer{alive("n1", "a"), alive("n2", "a")},
-			want:  []Change{demote("n2")}},
+			peers: []voters.Peer{alive("n1", "a"), peer("n2", "b", mesh.StatusDead, time.Second), alive("n3", "b"), alive("n4", "b")},
+			want:  []voters.Change{demote("n2")}},
+		{name: "self is not demoted", cfg: conf(voter("n1"), voter("n2")), opts: voters.Options{Voters: 1},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a")},
+			want:  []voters.Change{demote("n2")}},
 
 		// Rule 12: servers the mesh does not know are left alone.
 		{name: "unknown servers stay", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
-			peers: []Peer{alive("n1", "a")}},
+			peers: []voters.Peer{alive("n1", "a")}},
 
 		// Rule 14: the order of a plan.
 		{name: "everything at once", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4"), nonvoter("n5")),
-			peers: []Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), peer("n3", "b", mesh.StatusLeft, 0),
+			peers: []voters.Peer{alive("n1", "a"), moved(alive("n2", "a"), "new-n2"), peer("n3", "b", mesh.StatusLeft, 0),
 				peer("n4", "a", mesh.StatusDead, 2*grace), alive("n5", "b"), alive("n6", "c")},
-			want: []Change{{Kind: ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true},
+			want: []voters.Change{{Kind: voters.ChangeUpdateAddress, ID: "n2", Address: "new-n2", Voter: true},
 				remove("n3"), remove("n4"), add("n6")}},
 	}
 	for _, tt := range tests {
@@ -282,7 +277,7 @@ func TestPlan(t *testing.T) {
 			if tt.opts.Self == "" {
 				tt.opts.Self = "n1"
 			}
-			got := Plan(tt.cfg, tt.peers, planNow, tt.opts)
+			got := voters.Plan(tt.cfg, tt.peers, planNow, tt.opts)
 			if diff := cmp.Diff(tt.want, got, ignoreReason, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("plan (-want +got):\n%s", diff)
 			}
@@ -298,7 +293,7 @@ func TestPlan(t *testing.T) {
 				peers := slices.Clone(tt.peers)
 				r.Shuffle(len(cfg.Servers), func(i, j int) { cfg.Servers[i], cfg.Servers[j] = cfg.Servers[j], cfg.Servers[i] })
 				r.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
-				if diff := cmp.Diff(got, Plan(cfg, peers, planNow, tt.opts)); diff != "" {
+				if diff := cmp.Diff(got, voters.Plan(cfg, peers, planNow, tt.opts)); diff != "" {
 					t.Fatalf("plan of shuffled inputs differs:\n%s", diff)
 				}
 			}
@@ -308,10 +303,10 @@ func TestPlan(t *testing.T) {
 
 func TestPlanDuplicatePeers(t *testing.T) {
 	// Two entries for n2: the later Since is the mesh's newer word.
-	peers := []Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n2", "a", mesh.StatusAlive, time.Hour)}
-	for _, ps := range [][]Peer{peers, {peers[0], peers[2], peers[1]}} {
-		got := Plan(conf(voter("n1"), nonvoter("n2")), ps, planNow, Options{Self: "n1"})
-		if diff := cmp.Diff([]Change{remove("n2")}, got, ignoreReason); diff != "" {
+	peers := []voters.Peer{alive("n1", "a"), peer("n2", "a", mesh.StatusLeft, 0), peer("n2", "a", mesh.StatusAlive, time.Hour)}
+	for _, ps := range [][]voters.Peer{peers, {peers[0], peers[2], peers[1]}} {
+		got := voters.Plan(conf(voter("n1"), nonvoter("n2")), ps, planNow, voters.Options{Self: "n1"})
+		if diff := cmp.Diff([]voters.Change{remove("n2")}, got, ignoreReason); diff != "" {
 			t.Fatalf("plan (-want +got):\n%s", diff)
 		}
 	}
@@ -319,22 +314,22 @@ func TestPlanDuplicatePeers(t *testing.T) {
 
 // applyChange returns cfg with c applied as raft applies it, or an error if c makes no sense
 // on cfg.
-func applyChange(cfg raft.Configuration, c Change) (raft.Configuration, error) {
+func applyChange(cfg raft.Configuration, c voters.Change) (raft.Configuration, error) {
 	out := conf(slices.Clone(cfg.Servers)...)
 	i := slices.IndexFunc(out.Servers, func(s raft.Server) bool { return string(s.ID) == c.ID })
 	s := raft.Server{ID: raft.ServerID(c.ID), Address: raft.ServerAddress(c.Address)}
 	switch {
-	case c.Kind == ChangeAddNonvoter && i < 0:
+	case c.Kind == voters.ChangeAddNonvoter && i < 0:
 		s.Suffrage = raft.Nonvoter
 		out.Servers = append(out.Servers, s)
-	case c.Kind == ChangePromote && i >= 0:
+	case c.Kind == voters.ChangePromote && i >= 0:
 		s.Suffrage = raft.Voter
 		out.Servers[i] = s
-	case c.Kind == ChangeDemote && i >= 0:
+	case c.Kind == voters.ChangeDemote && i >= 0:
 		out.Servers[i].Suffrage = raft.Nonvoter
-	case c.Kind == ChangeRemove && i >= 0:
+	case c.Kind == voters.ChangeRemove && i >= 0:
 		out.Servers = slices.Delete(out.Servers, i, i+1)
-	case c.Kind == ChangeUpdateAddress && i >= 0:
+	case c.Kind == voters.ChangeUpdateAddress && i >= 0:
 		out.Servers[i].Address = s.Address
 	default:
 		return cfg, fmt.Errorf("%+v does not apply to %+v", c, cfg)

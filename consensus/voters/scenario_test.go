@@ -1,4 +1,4 @@
-package voters
+package voters_test
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 )
 
@@ -66,7 +67,7 @@ type block struct {
 
 func runScenario(t *testing.T, file string) {
 	blocks := parseScript(t, file)
-	w := &fleetWorld{t: t, peers: map[string]Peer{}, now: planNow}
+	w := &fleetWorld{t: t, peers: map[string]voters.Peer{}, now: planNow}
 	var out strings.Builder
 	for i, b := range blocks {
 		got := w.run(b)
@@ -136,10 +137,10 @@ func parseScript(t *testing.T, file string) []block {
 type fleetWorld struct {
 	t      *testing.T
 	cfg    raft.Configuration
-	peers  map[string]Peer
+	peers  map[string]voters.Peer
 	leader string
 	now    time.Time
-	opts   Options
+	opts   voters.Options
 }
 
 func (w *fleetWorld) run(b block) []string {
@@ -155,7 +156,7 @@ func (w *fleetWorld) run(b block) []string {
 			w.opts.Voters = n
 		}
 		w.opts.DeadVoterGrace = duration(w.t, kv["grace"])
-		o := w.opts.withDefaults()
+		o := voters.WithDefaults(w.opts)
 		return []string{fmt.Sprintf("voters=%d grace=%s", o.Voters, o.DeadVoterGrace)}
 	case "config":
 		w.cfg = raft.Configuration{}
@@ -183,7 +184,7 @@ func (w *fleetWorld) run(b block) []string {
 		return w.peerLines(set...)
 	case "join":
 		for _, id := range ids {
-			w.peers[id] = Peer{ID: id, RaftAddress: "a-" + id, Status: mesh.StatusAlive, Since: w.now}
+			w.peers[id] = voters.Peer{ID: id, RaftAddress: "a-" + id, Status: mesh.StatusAlive, Since: w.now}
 		}
 		return w.peerLines(ids...)
 	case "set":
@@ -212,7 +213,7 @@ func (w *fleetWorld) run(b block) []string {
 		}
 		return w.peerLines(ids...)
 	case "reset":
-		*w = fleetWorld{t: w.t, peers: map[string]Peer{}, now: planNow}
+		*w = fleetWorld{t: w.t, peers: map[string]voters.Peer{}, now: planNow}
 		return []string{"reset"}
 	case "lead":
 		w.leader = args[1]
@@ -231,7 +232,7 @@ func (w *fleetWorld) run(b block) []string {
 
 // setPeer sets the peer of one "peers" input line and returns its id.
 func (w *fleetWorld) setPeer(f []string) string {
-	p := Peer{ID: f[0], RaftAddress: "a-" + f[0], Status: mesh.StatusAlive, Since: w.now}
+	p := voters.Peer{ID: f[0], RaftAddress: "a-" + f[0], Status: mesh.StatusAlive, Since: w.now}
 	for _, a := range f[1:] {
 		k, v, _ := strings.Cut(a, "=")
 		switch k {
@@ -285,21 +286,21 @@ func (w *fleetWorld) configLine() string {
 	return line
 }
 
-func (w *fleetWorld) plan() []Change {
+func (w *fleetWorld) plan() []voters.Change {
 	o := w.opts
 	o.Self = w.leader
-	return Plan(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
+	return voters.Plan(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
 }
 
 // changeLines describes a plan, one change a line.
-func changeLines(plan []Change) []string {
+func changeLines(plan []voters.Change) []string {
 	if len(plan) == 0 {
 		return []string{"no change"}
 	}
 	var out []string
 	for _, c := range plan {
 		line := c.Kind.String() + " " + c.ID
-		if c.Kind == ChangeUpdateAddress {
+		if c.Kind == voters.ChangeUpdateAddress {
 			line += " " + c.Address
 		}
 		out = append(out, line+": "+c.Reason)
@@ -332,17 +333,17 @@ func (w *fleetWorld) converge() []string {
 		if len(plan) == 0 {
 			o := w.opts
 			o.Self = w.leader
-			p := newPlanner(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o.withDefaults())
+			_, _, account := voters.Planned(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
 			if !slices.Contains(w.voters(), w.leader) {
 				w.t.Errorf("leader %q is not a voter: %s", w.leader, w.configLine())
 			}
-			return append(out, fmt.Sprintf("passes: %d, fewest voters on the way: %d", passes, fewest), w.configLine(), p.wanted())
+			return append(out, fmt.Sprintf("passes: %d, fewest voters on the way: %d", passes, fewest), w.configLine(), account)
 		}
 		for _, line := range changeLines(plan) {
 			out = append(out, fmt.Sprintf("pass %d: %s", passes+1, line))
 		}
 		for _, c := range plan {
-			if c.Kind == ChangeTransferLeadership {
+			if c.Kind == voters.ChangeTransferLeadership {
 				w.leader = c.ID
 				continue
 			}
