@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // GRPCHealthProbe is the grpc_health_probe the tests run, the client Kubernetes users run
@@ -73,16 +76,13 @@ func ProbeGRPCHealth(t testing.TB, addr, service string) (int, string) {
 // WaitGRPCHealth waits until grpc_health_probe against addr exits with code, within d.
 func WaitGRPCHealth(t testing.TB, d time.Duration, addr, service string, code int) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		got, out := ProbeGRPCHealth(t, addr, service)
-		if got == code {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grpc_health_probe -addr %s -service %q: exit %d (%s), want %d within %v", addr, service, got, out, code, d)
-		}
-		tick := time.NewTimer(50 * time.Millisecond)
-		<-tick.C
+	var got int
+	var out string
+	probe := func() bool {
+		got, out = ProbeGRPCHealth(t, addr, service)
+		return got == code
+	}
+	if proc.Until(context.Background(), d, 50*time.Millisecond, "grpc_health_probe", probe) != nil {
+		t.Fatalf("grpc_health_probe -addr %s -service %q: exit %d (%s), want %d within %v", addr, service, got, out, code, d)
 	}
 }

@@ -139,7 +139,7 @@ func TestUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Until(context.Background(), 10*time.Millisecond, time.Millisecond, "never", func() bool { return false })
-	if err == nil || !strings.Contains(err.Error(), "never: not within 10ms") {
+	if err == nil || err.Error() != "timed out after 10ms waiting for never" {
 		t.Fatalf("%v", err)
 	}
 }

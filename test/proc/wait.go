@@ -12,21 +12,28 @@ import (
 	"time"
 )
 
-// Until polls cond every tick until it holds (nil), or ctx ends or d passes (an error naming
-// what).
-func Until(ctx context.Context, d, tick time.Duration, what string, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+// Until polls cond every tick until it holds (nil), within passes or ctx ends (an error naming
+// what was awaited). It checks cond at once, so a condition that holds costs no tick.
+func Until(ctx context.Context, within, tick time.Duration, what string, cond func() bool) error {
+	if cond() {
+		return nil
+	}
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	for !cond() {
+	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: not within %v", what, d)
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("timed out after %v waiting for %s", within, what)
 		case <-t.C:
+			if cond() {
+				return nil
+			}
 		}
 	}
-	return nil
 }
 
 // quick is the client of the readiness checks.

@@ -1,6 +1,6 @@
 // Package testkit is what meshgw's tests share: waiting for a condition with a deadline,
-// letting fake time pass inside a testing/synctest bubble, a quiet logger, and raft timeouts
-// short enough for a test.
+// letting fake time pass inside a testing/synctest bubble, a quiet logger, raft timeouts
+// short enough for a test, and a membership whose peers a test sets.
 //
 // A test waits on a condition, never for time: For polls the condition on a short ticker until
 // it holds or the deadline passes, so the ticker bounds only how late a condition is noticed,
@@ -9,13 +9,14 @@ package testkit
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/test/proc"
 )
 
 // Deadline is how long For waits before it fails the test: far longer than any condition takes
@@ -40,27 +41,10 @@ func Within(t testing.TB, within time.Duration, what string, cond func() bool) {
 }
 
 // Until waits until cond holds, within at most, or ctx ends; it returns an error naming what
-// was awaited when cond did not hold in time. It is For for harnesses that return errors.
+// was awaited when cond did not hold in time. It is For for harnesses that return errors
+// (proc.Until, polled every 2 ms).
 func Until(ctx context.Context, within time.Duration, what string, cond func() bool) error {
-	if cond() {
-		return nil
-	}
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-deadline.C:
-			return fmt.Errorf("timed out after %v waiting for %s", within, what)
-		case <-tick.C:
-			if cond() {
-				return nil
-			}
-		}
-	}
+	return proc.Until(ctx, within, poll, what, cond)
 }
 
 // Advance moves a synctest bubble's fake clock d forward and lets every goroutine of the

@@ -42,7 +42,7 @@ func signal(p *proc.Proc, sig syscall.Signal) error {
 	return p.Signal(sig)
 }
 
-// waitFor polls cond every 50 ms until it holds, ctx ends, or d passes.
+// waitFor polls cond every 50 ms until it holds, ctx ends, or d passes (proc.Until).
 func waitFor(ctx context.Context, d time.Duration, what string, cond func() bool) error {
 	return proc.Until(ctx, d, 50*time.Millisecond, what, cond)
 }
