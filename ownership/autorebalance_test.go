@@ -33,7 +33,7 @@ func TestAutoRebalance(t *testing.T) {
 			t.Fatalf("after the settle: %v", got)
 		}
 		// g3 joins: the wait starts again, and g3 takes part once it has been alive for the settle.
-		m.set(peer("g3", "", mesh.StatusAlive, time.Now()))
+		m.Set(peer("g3", "", mesh.StatusAlive, time.Now()))
 		testkit.Advance(settle - time.Millisecond)
 		if got := s.owners(); got["g3"] != 0 {
 			t.Fatalf("g3 given workers before it settled: %v", got)

@@ -157,7 +157,7 @@ func TestDrainDutySteps(t *testing.T) {
 		if len(f.store.Draining()) != 1 {
 			t.Fatal("the mark was cleared while g1 is still in the mesh")
 		}
-		f.members.set(Peer{ID: "g1", Status: mesh.StatusLeft, Since: time.Now(), Started: f.started})
+		f.members.Set(Peer{ID: "g1", Status: mesh.StatusLeft, Since: time.Now(), Started: f.started})
 		f.raft.set("g2", map[string]string{"g2": "voter"})
 		testkit.Advance(drainClearInterval)
 		if marks := f.store.Draining(); len(marks) != 0 {
@@ -183,7 +183,7 @@ func TestDrainDutyLeaderChange(t *testing.T) {
 		}
 		// g1 finished its drain while there was no leader: nobody clears the mark until the next
 		// term starts, and then at once.
-		f.members.set(Peer{ID: "g1", Status: mesh.StatusLeft, Since: time.Now(), Started: f.started})
+		f.members.Set(Peer{ID: "g1", Status: mesh.StatusLeft, Since: time.Now(), Started: f.started})
 		f.raft.set("g2", map[string]string{"g2": "voter"})
 		testkit.Advance(time.Minute)
 		if len(f.store.Draining()) != 1 {
@@ -207,7 +207,7 @@ func TestDrainDutyRestarted(t *testing.T) {
 		f.mark(t, f.started)
 		testkit.Advance(time.Minute)
 		again := time.Now() // the new process of g1
-		f.members.set(Peer{ID: "g1", Status: mesh.StatusAlive, Since: again, Started: again})
+		f.members.Set(Peer{ID: "g1", Status: mesh.StatusAlive, Since: again, Started: again})
 		var s steps
 		left := make(chan struct{})
 		stop := f.runDuty(again, &s, left)

@@ -24,48 +24,10 @@ import (
 )
 
 // fakeMembership is a Membership whose peers a test sets; its signals never block.
-type fakeMembership struct {
-	mu       sync.Mutex
-	peers    map[string]Peer
-	watchers map[chan struct{}]struct{}
-}
+type fakeMembership = testkit.Members[Peer]
 
 func newMembership(peers ...Peer) *fakeMembership {
-	m := &fakeMembership{peers: make(map[string]Peer), watchers: make(map[chan struct{}]struct{})}
-	m.set(peers...)
-	return m
-}
-
-func (m *fakeMembership) Peers() []Peer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Peer, 0, len(m.peers))
-	for _, p := range m.peers {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (m *fakeMembership) Watch() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.watchers[ch] = struct{}{}
-	m.mu.Unlock()
-	return ch, func() { m.mu.Lock(); delete(m.watchers, ch); m.mu.Unlock() }
-}
-
-func (m *fakeMembership) set(peers ...Peer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, p := range peers {
-		m.peers[p.ID] = p
-	}
-	for ch := range m.watchers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	return testkit.NewMembers(func(p Peer) string { return p.ID }, peers...)
 }
 
 // fsmStore is a Store over a real FSM, applying each command at the next index.
@@ -157,7 +119,7 @@ func TestFailoverAfterGrace(t *testing.T) {
 		if s.reassigns() != 0 {
 			t.Fatalf("moved with every owner alive: %v", s.owners())
 		}
-		m.set(peer("g2", "", mesh.StatusDead, time.Now()))
+		m.Set(peer("g2", "", mesh.StatusDead, time.Now()))
 		testkit.Advance(2 * time.Second)
 		if s.reassigns() != 0 || s.owners()["g2"] != 3 {
 			t.Fatalf("moved at exactly the grace: %v", s.owners())
@@ -239,7 +201,7 @@ func TestFailoverUnknownOwner(t *testing.T) {
 		stop := start(r)
 		defer stop()
 		<-time.After(DefaultFailoverGrace / 2) // the bubble's fake clock
-		m.set(peer("late", "", mesh.StatusAlive, time.Now()))
+		m.Set(peer("late", "", mesh.StatusAlive, time.Now()))
 		testkit.Advance(DefaultFailoverGrace)
 		if got := s.owners(); got["ghost"] != 0 || got["late"]+got["g1"] != 3 || s.reassigns() != 1 {
 			t.Fatalf("owners %v in %d entries; want ghost's worker on a live peer", got, s.reassigns())

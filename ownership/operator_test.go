@@ -101,7 +101,7 @@ func TestOperatorDrain(t *testing.T) {
 	s := newStore(t, "blue1", "blue1", "blue2", "green1")
 	m := alivePeers("blue2", "green1", "green2")
 	started := t0.Add(-2 * time.Hour)
-	m.set(startedAt(peer("blue1", "", mesh.StatusAlive, t0.Add(-time.Hour)), started))
+	m.Set(startedAt(peer("blue1", "", mesh.StatusAlive, t0.Add(-time.Hour)), started))
 	op, _ := newOperator(t, s, m, 0)
 	out, err := op.Drain(context.Background(), []string{"blue1", "blue2"})
 	if err != nil || len(out.Moved) != 3 || len(out.Stuck) != 0 || out.Index != 5 {

@@ -4,13 +4,13 @@
 package voterstest
 
 import (
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // Now is the time the tests plan at; Peer's ago counts back from it.
@@ -41,55 +41,9 @@ func Alive(id, region string) voters.Peer { return Peer(id, region, mesh.StatusA
 func Draining(p voters.Peer) voters.Peer { p.Draining = true; return p }
 
 // Membership is a voters.Membership whose peers a test sets. Its signals never block.
-type Membership struct {
-	mu       sync.Mutex
-	peers    map[string]voters.Peer
-	watchers map[chan struct{}]struct{}
-}
+type Membership = testkit.Members[voters.Peer]
 
 // NewMembership is a membership of peers.
 func NewMembership(peers ...voters.Peer) *Membership {
-	m := &Membership{peers: make(map[string]voters.Peer), watchers: make(map[chan struct{}]struct{})}
-	m.Set(peers...)
-	return m
-}
-
-// Peers returns the peers set so far, in no order.
-func (m *Membership) Peers() []voters.Peer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]voters.Peer, 0, len(m.peers))
-	for _, p := range m.peers {
-		out = append(out, p)
-	}
-	return out
-}
-
-// Watch signals after each Set until the returned function stops it.
-func (m *Membership) Watch() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.watchers[ch] = struct{}{}
-	m.mu.Unlock()
-	return ch, func() {
-		m.mu.Lock()
-		delete(m.watchers, ch)
-		m.mu.Unlock()
-	}
-}
-
-// Set records peers (replacing those of the same id) and signals every watcher without
-// waiting.
-func (m *Membership) Set(peers ...voters.Peer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, p := range peers {
-		m.peers[p.ID] = p
-	}
-	for ch := range m.watchers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	return testkit.NewMembers(func(p voters.Peer) string { return p.ID }, peers...)
 }
