@@ -139,10 +139,9 @@ func fieldMsg(err error) string {
 // listenAddr is the data plane's host:port.
 func (f *gatewayFlags) listenAddr() string { return net.JoinHostPort(f.host, strconv.Itoa(f.port)) }
 
-// config builds the gateway's Config from the flags; nodeID is already resolved.
-func (f *gatewayFlags) config(nodeID string, r *retryFlags) gateway.Config {
+// config builds the gateway's Config from the flags; the server sets the node id.
+func (f *gatewayFlags) config(r *retryFlags) gateway.Config {
 	return gateway.Config{
-		NodeID:           nodeID,
 		Region:           f.region,
 		Policy:           f.policy,
 		PrefixTokenCount: f.prefixTokenCount,

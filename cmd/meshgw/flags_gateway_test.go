@@ -41,7 +41,7 @@ func TestBodyBudget(t *testing.T) {
 
 func TestMaxBufferedBodyFlag(t *testing.T) {
 	o, err := parse([]string{"--max-buffered-body-mb", "64"}, nil)
-	if err != nil || o.gw.config("n", &o.retry).MaxBufferedBody != 64<<20 {
+	if err != nil || o.gw.config(&o.retry).MaxBufferedBody != 64<<20 {
 		t.Fatalf("--max-buffered-body-mb 64: %v", err)
 	}
 	if o, err = parse(nil, map[string]string{"MESHGW_MAX_BUFFERED_BODY_MB": "128"}); err != nil || o.gw.maxBufferedMB != 128 {

@@ -59,10 +59,6 @@ func checkSecs(name string, v, lo int) error {
 	return checkMin(name, v, lo)
 }
 
-// startPending says whether a newly added worker starts pending until probes verify it; with
-// health checks off it starts ready (the owner then marks it ready anyway).
-func (f *healthFlags) startPending() bool { return !f.cfg.DisableHealthCheck }
-
 // linkedBools registers bool flags (name, usage) that set one variable and count as one: once
 // any of them is given, on the command line or through its variable, the environment fills
 // none of the others, so a flag always wins over a variable and an alias is never overridden by

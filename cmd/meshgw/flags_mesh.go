@@ -13,6 +13,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
+	"github.com/meshgw/meshgw/server"
 )
 
 // clusterFlags are the gateway cluster's (DESIGN.md sections 3, 4 and 11): the mesh listener and
@@ -59,7 +60,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.ownerFailoverGrace, "owner-failover-grace-secs", int(ownership.DefaultFailoverGrace/time.Second), "seconds a worker's owner may be dead or gone from the mesh before the leader gives its workers to live peers")
 	fs.IntVar(&f.fleetAckTimeout, "fleet-ack-timeout-secs", int(fleetack.DefaultTimeout/time.Second), "seconds an admin write waits for every live gateway to apply it before it answers naming the ones that lag")
 	fs.BoolVar(&f.leaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, drain this gateway as meshctl drain does (its workers, raft leadership and voter seat go to other gateways, then it leaves) before it stops; without it a quick restart comes back as the owner")
-	fs.IntVar(&f.drainTimeout, "drain-timeout-secs", int(defaultDrainTimeout/time.Second), "seconds a drain (POST /mesh/drain, --leave-on-terminate) waits for the drained gateways to hand everything over and leave before it answers what is left")
+	fs.IntVar(&f.drainTimeout, "drain-timeout-secs", int(server.DefaultDrainTimeout/time.Second), "seconds a drain (POST /mesh/drain, --leave-on-terminate) waits for the drained gateways to hand everything over and leave before it answers what is left")
 	fs.BoolVar(&f.autoRebalance, "auto-rebalance", false, "the raft leader evens out worker ownership (as meshctl rebalance does) once membership settles after a join or a failover")
 	fs.IntVar(&f.reconcileInterval, "reconcile-interval-secs", int(voters.DefaultReconcileInterval/time.Second), "seconds between the leader's full passes reconciling the mesh into the raft configuration")
 }

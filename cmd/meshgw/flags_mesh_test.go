@@ -91,3 +91,41 @@ func TestBadKeyNeverEchoed(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+func TestOwnerFailoverGraceFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    int
+		wantErr string
+	}{
+		{"default", nil, nil, 10, ""},
+		{"flag", []string{"--owner-failover-grace-secs", "2"}, nil, 2, ""},
+		{"env", nil, map[string]string{"MESHGW_OWNER_FAILOVER_GRACE_SECS": "7"}, 7, ""},
+		{"zero", []string{"--owner-failover-grace-secs", "0"}, nil, 0, "--owner-failover-grace-secs 0 is below the minimum 1"},
+		{"bad env", nil, map[string]string{"MESHGW_OWNER_FAILOVER_GRACE_SECS": "-3"}, 0, "--owner-failover-grace-secs -3 is below the minimum 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(tt.args, tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.cluster.ownerFailoverGrace != tt.want || o.cluster.ownerFailoverGraceDuration().Seconds() != float64(tt.want) {
+				t.Errorf("grace %d, want %d", o.cluster.ownerFailoverGrace, tt.want)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"--owner-failover-grace-secs", "ten"}, env(nil), io.Discard, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "owner-failover-grace-secs") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"math"
-	"net/http"
-	"net/http/pprof"
 	"runtime/debug"
 	"runtime/metrics"
 
@@ -63,15 +61,3 @@ func (f *runtimeFlags) apply() (gcPercent, memoryLimit int64) {
 }
 
 func (f *runtimeFlags) given(name string) bool { return f.fs != nil && f.fs.Changed(name) }
-
-// mountPprof adds the profiler's routes to mux when --enable-pprof is set. /debug/pprof/cmdline
-// is left out: the command line may carry --admin-api-key.
-func (f *runtimeFlags) mountPprof(mux *http.ServeMux) {
-	if !f.enablePprof {
-		return
-	}
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-}

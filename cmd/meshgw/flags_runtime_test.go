@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"io"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -64,40 +62,4 @@ func TestBadRuntimeFlagsExitTwo(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestPprofRoutes(t *testing.T) {
-	tests := []struct {
-		name   string
-		args   []string
-		path   string
-		status int
-	}{
-		{"off by default", nil, "/debug/pprof/", 404},
-		{"index", []string{"--enable-pprof"}, "/debug/pprof/", 200},
-		{"a named profile", []string{"--enable-pprof"}, "/debug/pprof/goroutine?debug=1", 200},
-		{"no command line: it may hold the admin key", []string{"--enable-pprof"}, "/debug/pprof/cmdline", 404},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o, err := parse(tt.args, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mux := http.NewServeMux()
-			o.runtime.mountPprof(mux)
-			srv := httptest.NewServer(mux)
-			defer srv.Close()
-			resp, err := http.Get(srv.URL + tt.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tt.status {
-				t.Errorf("GET %s = %d, want %d (%.80s)", tt.path, resp.StatusCode, tt.status, body)
-			}
-		})
-	}
-	http.DefaultClient.CloseIdleConnections()
 }

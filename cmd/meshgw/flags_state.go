@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
 	"strconv"
 
@@ -58,36 +57,13 @@ func (f *stateFlags) validate() error {
 	return nil
 }
 
-// nodeDir resolves the state directory and prepares this node's folder in it: "" with
-// --ephemeral. home is the user's home directory ("" when unknown). The error names the path
-// and why it cannot be used; there is no fallback.
-func (f *stateFlags) nodeDir(nodeID string, getenv func(string) string, home string, log *slog.Logger) (string, error) {
-	if f.ephemeral {
-		return "", nil
-	}
-	loc, err := storage.ResolveStateDir(f.stateDir, getenv, home)
-	if err != nil {
-		return "", err
-	}
-	dir, err := storage.PrepareNodeDir(loc.Path, nodeID, log)
-	if err != nil {
-		return "", err
-	}
-	log.Info("state dir", "path", dir.Path, "from", loc.Source)
-	return dir.Path, nil
-}
-
-// consensus builds the raft node's config: nodeID, the listener host and the advertised host
-// ("" for the default) are resolved already.
-func (f *stateFlags) consensus(nodeID, host, advertiseHost, dir string, log *slog.Logger) consensus.Config {
+// consensus is raft's part of the server's Config: raft listens on host (--host, or loopback
+// for a standalone gateway) at --raft-port.
+func (f *stateFlags) consensus(host string) consensus.Config {
 	return consensus.Config{
-		NodeID:         nodeID,
 		BindAddr:       net.JoinHostPort(host, strconv.Itoa(f.raftPort)),
 		AdvertiseAddr:  f.raftAdvertise,
-		AdvertiseHost:  advertiseHost,
-		StateDir:       dir,
 		Ephemeral:      f.ephemeral,
 		RaftMultiplier: f.raftMultiplier,
-		Logger:         log,
 	}
 }

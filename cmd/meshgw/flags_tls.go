@@ -27,7 +27,6 @@ type tlsFlags struct {
 	adminKey *string
 
 	store *certs.Store // the files, loaded by validate when TLS is on
-	self  string       // this gateway's node id, once serve resolved it (--node-id or the default)
 }
 
 func (f *tlsFlags) register(fs *pflag.FlagSet) {

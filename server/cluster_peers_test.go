@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"strings"
@@ -55,20 +55,20 @@ func TestPeersOfMembers(t *testing.T) {
 }
 
 // TestRaftInfoSaysTheVoterCount: GET /mesh/raft and /status say how many voters the leader
-// wants, and whether it chose that count by the fleet's size (the default) or --raft-voters
-// fixed it.
+// wants, and whether it chose that count by the fleet's size (the default) or
+// ClusterConfig.Voters (--raft-voters) fixed it.
 func TestRaftInfoSaysTheVoterCount(t *testing.T) {
 	tests := []struct {
-		name string
-		args []string
-		want string
+		name   string
+		voters int
+		want   string
 	}{
-		{"the default: chosen by the fleet's size", nil, `"voters":1,"voters_wanted":1,"voters_auto":true,"fault_tolerant":false`},
-		{"--raft-voters 3: at most the servers there are", []string{"--raft-voters", "3"}, `"voters":1,"voters_wanted":1,"fault_tolerant":false`},
+		{"the default: chosen by the fleet's size", 0, `"voters":1,"voters_wanted":1,"voters_auto":true,"fault_tolerant":false`},
+		{"3 voters: at most the servers there are", 3, `"voters":1,"voters_wanted":1,"fault_tolerant":false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := startDaemon(t, append([]string{"--ephemeral"}, tt.args...)...)
+			d := startGateway(t, func(c *Config) { c.Cluster.Voters = tt.voters })
 			for _, path := range []string{"/mesh/raft", "/status"} {
 				if code, body := d.do(t, "GET", path, ""); code != 200 || !strings.Contains(body, tt.want) {
 					t.Errorf("GET %s: %d %s; want %s in it", path, code, body, tt.want)

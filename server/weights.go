@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 )
 
 // startWeights makes the weight update's coordinator of this gateway (POST
-// /update_weights_from_disk) and its watch of unfinished records. With --ephemeral there is
-// none: the route answers 503, since nothing durable could record an update. The returned
-// function stops the watch.
-func startWeights(o *options, nodeID string, node *consensus.Node, writer *fleet.Writer, cl *cluster,
+// /update_weights_from_disk) and its watch of unfinished records. With raft in memory
+// (ephemeral, --ephemeral) there is none: the route answers 503, since nothing durable could
+// record an update. The returned function stops the watch.
+func startWeights(ephemeral bool, nodeID string, node *consensus.Node, writer *fleet.Writer, cl *cluster,
 	reg prometheus.Registerer, log *slog.Logger, a *admin.Config) (func(), error) {
 	m, err := weights.NewMetrics(reg, func() int { return len(node.Journal()) })
 	if err != nil {
 		return nil, err
 	}
-	if o.state.ephemeral {
+	if ephemeral {
 		return func() {}, nil
 	}
 	var fleetAck weights.Fleet

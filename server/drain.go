@@ -1,15 +1,10 @@
-package main
+package server
 
 import (
 	"time"
 
 	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/ownership"
-)
-
-const (
-	// defaultDrainTimeout is --drain-timeout-secs.
-	defaultDrainTimeout = 120 * time.Second
 )
 
 // DrainStates implements admin.Drains: the progress of the drains of peers (of every peer marked

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"log/slog"
@@ -23,15 +23,12 @@ type fleetCache struct {
 	idx  *prefixindex.Index
 }
 
-// newFleetCache builds it on the pool p when the policy is cache_aware and the scope fleet; nil
-// otherwise. Register its service on the gRPC server before it serves, then Start it.
-func newFleetCache(o *options, nodeID string, p *pool.Pool, owns func(worker.ID) bool, peers func() []string,
+// newFleetCache builds it on the pool p, with cache_aware's configuration cfg; Start builds it
+// when the policy is cache_aware and Config.CacheFleet is set (a nil *fleetCache is none).
+// Register its service on the gRPC server before it serves, then start it.
+func newFleetCache(nodeID string, cfg policy.CacheAwareConfig, p *pool.Pool, owns func(worker.ID) bool, peers func() []string,
 	resolve func(string) (string, bool), dial []grpc.DialOption, reg prometheus.Registerer, log *slog.Logger) (*fleetCache, error) {
-	if o.gw.policy != policy.CacheAware || o.cache.scope != cacheScopeFleet {
-		return nil, nil
-	}
 	fc := &fleetCache{}
-	cfg := o.cache.config()
 	fc.idx = prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval, OnEvict: fc.evicted})
 	sy, err := cachesync.New(cachesync.Config{NodeID: nodeID, Index: fc.idx, Workers: func() []*pool.Worker { return p.Snapshot().All },
 		Owns: owns, Peers: peers, Resolve: resolve, DialOptions: dial, Logger: log})

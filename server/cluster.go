@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
+	"github.com/meshgw/meshgw/storage"
 	"github.com/meshgw/meshgw/version"
 )
 
@@ -40,7 +41,8 @@ const (
 // listener serving writes forwarded to the leader, the forwarder of its own writes, and the
 // background loops joining the two (metadata, joining, bootstrap-expect, catching up).
 type cluster struct {
-	o      *options
+	cfg    *Config
+	sec    *security
 	nodeID string
 	// startTime is when this gateway started: published in the mesh metadata (Started), it
 	// names the process a drain mark drains (drain.go).
@@ -85,23 +87,25 @@ type cluster struct {
 // startCluster starts raft, then opens the gRPC listener, then starts the mesh (whose metadata
 // carries the raft and gRPC addresses) and builds the gRPC server and the forwarder. httpAddr
 // is the data plane's listener. The gRPC listener serves, and the loops start, from serve on.
-func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(string) string, reg prometheus.Registerer,
+func startCluster(cfg *Config, sec *security, nodeID string, httpAddr net.Addr, reg prometheus.Registerer,
 	log *slog.Logger) (*cluster, error) {
-	c := &cluster{o: o, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
+	c := &cluster{cfg: cfg, sec: sec, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
 		caughtUp: make(chan struct{}), nodeSet: make(chan struct{}), rejoined: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	dir, err := o.state.nodeDir(nodeID, getenv, getenv("HOME"), log)
+	dir, err := nodeDir(cfg, nodeID, log)
 	if err != nil {
 		return nil, err
 	}
 	if c.handoffs, err = ownership.NewMetrics(reg); err != nil {
 		return nil, err
 	}
-	cfg := o.state.consensus(nodeID, o.cluster.raftBind(), o.cluster.meshAdvertiseHost, dir, log)
-	cfg.Registerer, cfg.Join, cfg.BootstrapExpect, cfg.TLS = reg, o.cluster.join, o.cluster.bootstrapExpect, o.tls.raftTLS()
-	cfg.ClusterKey = o.tls.raftKey()
-	cfg.LeaderLoop = c.leaderLoop
-	if c.node, err = consensus.Start(cfg); err != nil {
+	f := &cfg.Cluster
+	rcfg := cfg.Raft
+	rcfg.NodeID, rcfg.AdvertiseHost, rcfg.StateDir, rcfg.Logger = nodeID, f.AdvertiseHost, dir, log
+	rcfg.Registerer, rcfg.Join, rcfg.BootstrapExpect, rcfg.TLS = reg, f.Join, f.BootstrapExpect, sec.raftTLS()
+	rcfg.ClusterKey = sec.raftKey()
+	rcfg.LeaderLoop = c.leaderLoop
+	if c.node, err = consensus.Start(rcfg); err != nil {
 		return nil, err
 	}
 	close(c.nodeSet)
@@ -123,17 +127,35 @@ func startCluster(o *options, nodeID string, httpAddr net.Addr, getenv func(stri
 		return nil, err
 	}
 	c.duties.Set(duties...)
-	c.rpc = grpc.NewServer(o.tls.serverOptions(c.mesh, c.base)...)
+	c.rpc = grpc.NewServer(sec.serverOptions(c.mesh, c.base)...)
 	forward.Register(c.rpc, c.node, c.base)
 	if err := c.startFleetAck(); err != nil {
 		c.shutdown()
 		return nil, err
 	}
-	if c.fwd, err = forward.New(c.node, forward.Options{ResolveRPC: c.resolveRPC, Credentials: o.tls.dialCreds(), DialOptions: o.tls.keyDialOptions(), Logger: c.base}); err != nil {
+	if c.fwd, err = forward.New(c.node, forward.Options{ResolveRPC: c.resolveRPC, Credentials: sec.dialCreds(), DialOptions: sec.keyDialOptions(), Logger: c.base}); err != nil {
 		c.shutdown()
 		return nil, err
 	}
 	return c, nil
+}
+
+// nodeDir is this node's folder of the durable state, made private (storage's doc), and
+// logged; "" with Raft.Ephemeral.
+func nodeDir(cfg *Config, nodeID string, log *slog.Logger) (string, error) {
+	if cfg.Raft.Ephemeral {
+		return "", nil
+	}
+	loc, err := storage.ResolveStateDir(cfg.StateDir, cfg.Getenv, cfg.Getenv("HOME"))
+	if err != nil {
+		return "", err
+	}
+	dir, err := storage.PrepareNodeDir(loc.Path, nodeID, log)
+	if err != nil {
+		return "", err
+	}
+	log.Info("state dir", "path", dir.Path, "from", loc.Source)
+	return dir.Path, nil
 }
 
 // serve registers more gRPC services (outcome reports, cache sync, gRPC health), serves the
@@ -149,11 +171,11 @@ func (c *cluster) serve(services ...func(*grpc.Server)) {
 			c.log.Error("the gRPC listener failed", "err", err)
 		}
 	}()
-	o := &c.o.cluster
-	if len(o.join) > 0 {
-		c.goLoop("join", func() { c.joinLoop(o.join) })
+	f := &c.cfg.Cluster
+	if len(f.Join) > 0 {
+		c.goLoop("join", func() { c.joinLoop(f.Join) })
 	}
-	if n := o.bootstrapExpect; n > 0 && !c.node.HasState() {
+	if n := f.BootstrapExpect; n > 0 && !c.node.HasState() {
 		b := consensus.ExpectBootstrap{Expect: n, Self: c.nodeID, Node: c.node, Members: c.mesh, Logger: c.log}
 		c.goLoop("bootstrap-expect", func() { b.Run(c.ctx) })
 	}
@@ -163,25 +185,25 @@ func (c *cluster) serve(services ...func(*grpc.Server)) {
 // leaderDuties are the duties this node runs while it leads: the voter reconciler, failover,
 // the automatic rebalance (with --auto-rebalance) and clearing finished drains.
 func (c *cluster) leaderDuties() ([]leader.Duty, error) {
-	o := &c.o.cluster
+	f := &c.cfg.Cluster
 	reconciler, err := voters.NewReconciler(voters.Config{
-		Node: c.node, Membership: c.members, Voters: o.raftVoters, DeadVoterGrace: o.deadVoterGraceDuration(),
-		ReconcileInterval: o.reconcileIntervalDuration(), Logger: c.base,
+		Node: c.node, Membership: c.members, Voters: f.Voters, DeadVoterGrace: f.DeadVoterGrace,
+		ReconcileInterval: f.ReconcileInterval, Logger: c.base,
 	})
 	if err != nil {
 		return nil, err
 	}
 	failover, err := ownership.NewFailoverReconciler(ownership.FailoverConfig{
-		Store: c.node, Membership: c.owners, Grace: o.ownerFailoverGraceDuration(),
-		ReconcileInterval: o.reconcileIntervalDuration(), Registerer: c.reg, Metrics: c.handoffs, Logger: c.base,
+		Store: c.node, Membership: c.owners, Grace: f.OwnerFailoverGrace,
+		ReconcileInterval: f.ReconcileInterval, Registerer: c.reg, Metrics: c.handoffs, Logger: c.base,
 	})
 	if err != nil {
 		return nil, err
 	}
 	duties := []leader.Duty{reconciler, failover, ownership.DrainClearer{View: c.drainView(), Apply: c.node, Logger: c.log}}
-	if o.autoRebalance {
+	if f.AutoRebalance {
 		rebalance, err := ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Store: c.node, Membership: c.owners,
-			ReconcileInterval: o.reconcileIntervalDuration(), Metrics: c.handoffs, Logger: c.base})
+			ReconcileInterval: f.ReconcileInterval, Metrics: c.handoffs, Logger: c.base})
 		if err != nil {
 			return nil, err
 		}
@@ -217,15 +239,15 @@ func (c *cluster) catchUp() {
 	}
 }
 
-// listenRPC opens --rpc-host:--rpc-port and works out the address peers dial.
+// listenRPC opens ClusterConfig.RPCBind:RPCPort and works out the address peers dial.
 func (c *cluster) listenRPC() (net.Listener, error) {
-	f := &c.o.cluster
-	bind := net.JoinHostPort(f.rpcBind(), strconv.Itoa(f.rpcPort))
+	f := &c.cfg.Cluster
+	bind := net.JoinHostPort(f.RPCBind, strconv.Itoa(f.RPCPort))
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on --rpc-host/--rpc-port %s: %v", bind, err)
 	}
-	c.rpcAddr = net.JoinHostPort(f.advertiseHost(f.rpcBind()), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	c.rpcAddr = net.JoinHostPort(f.RPCAdvertise, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	return ln, nil
 }
 
@@ -233,25 +255,25 @@ func (c *cluster) listenRPC() (net.Listener, error) {
 // than a dead voter's (or owner's) grace plus a reconcile interval, so that the leader still
 // sees a dead voter or owner when its grace runs out.
 func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh.Mesh, error) {
-	f := &c.o.cluster
-	if !f.clustered() && f.meshAdvertiseHost == "" && net.ParseIP(f.meshBind()).IsUnspecified() {
+	f := &c.cfg.Cluster
+	if !f.clustered() && f.AdvertiseHost == "" && net.ParseIP(f.MeshBind).IsUnspecified() {
 		c.log.Warn("the mesh advertises 127.0.0.1 because it binds every interface; set --mesh-advertise-host before other gateways join this one",
-			"bind", f.meshBind())
+			"bind", f.MeshBind)
 	}
 	httpPort := strconv.Itoa(httpAddr.(*net.TCPAddr).Port)
 	return mesh.Start(mesh.Config{
 		NodeID:        c.nodeID,
-		BindAddr:      f.meshBind(),
-		BindPort:      f.meshPort,
-		AdvertiseAddr: f.advertiseHost(f.meshBind()),
-		Profile:       f.meshProfile,
-		EncryptKey:    c.gossipKey(),
+		BindAddr:      f.MeshBind,
+		BindPort:      f.MeshPort,
+		AdvertiseAddr: f.MeshAdvertise,
+		Profile:       f.MeshProfile,
+		EncryptKey:    gossipKey(c.cfg),
 		Meta: mesh.Meta{
 			NodeID:       c.nodeID,
 			Version:      buildVersion(),
-			Region:       c.o.gw.region,
-			Color:        c.o.gw.color,
-			HTTPAddr:     net.JoinHostPort(f.advertiseHost(ipOf(c.o.gw.host)), httpPort),
+			Region:       c.cfg.Gateway.Region,
+			Color:        c.cfg.Color,
+			HTTPAddr:     net.JoinHostPort(f.HTTPAdvertise, httpPort),
 			RPCAddr:      c.rpcAddr,
 			RaftAddr:     c.node.Address(),
 			ClusterID:    c.node.ClusterID(),
@@ -261,7 +283,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 			Started:      c.startTime,
 		},
 		UpdateTimeout: meshUpdateTimeout,
-		Retention:     max(mesh.DefaultRetention, max(f.deadVoterGraceDuration(), f.ownerFailoverGraceDuration())+f.reconcileIntervalDuration()+time.Minute),
+		Retention:     max(mesh.DefaultRetention, max(f.DeadVoterGrace, f.OwnerFailoverGrace)+f.ReconcileInterval+time.Minute),
 		Logger:        c.base,
 		Registerer:    reg,
 	})

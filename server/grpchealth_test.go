@@ -1,26 +1,19 @@
-package main
+package server
 
 import (
-	"regexp"
 	"testing"
 	"time"
 
 	"github.com/meshgw/meshgw/test/harness"
 )
 
-var rpcListen = regexp.MustCompile(`msg="meshgw started" .*\brpc=(\S+)`)
-
 // TestGRPCHealthFollowsReadiness: grpc_health_probe against meshgw's gRPC port answers
 // NOT_SERVING while the gateway has no routable worker, SERVING once it has one, for the
 // server ("") and for "meshgw".
 func TestGRPCHealthFollowsReadiness(t *testing.T) {
-	harness.GRPCHealthProbeBin(t) // built before the daemon starts, outside its deadlines
-	d := startDaemon(t, "--ephemeral")
-	m := rpcListen.FindStringSubmatch(d.logs.String())
-	if m == nil {
-		t.Fatalf("no rpc address in the start line: %s", d.logs.String())
-	}
-	addr := m[1]
+	harness.GRPCHealthProbeBin(t)                                        // built before the daemon starts, outside its deadlines
+	d := startGateway(t, func(c *Config) { c.Gateway.AdminAPIKey = "" }) // the probe proves no cluster key
+	addr := d.RPCAddr()
 	if code, out := harness.ProbeGRPCHealth(t, addr, ""); code != 4 {
 		t.Errorf("no workers: grpc_health_probe exit %d (%s), want 4 (NOT_SERVING)", code, out)
 	}

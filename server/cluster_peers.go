@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"maps"
@@ -170,5 +170,5 @@ func (c *cluster) Info() (consensus.Info, error) {
 		return info, err
 	}
 	return info.WithVotersWanted(c.members.Peers(), time.Now(),
-		voters.Options{Voters: c.o.cluster.raftVoters, DeadVoterGrace: c.o.cluster.deadVoterGraceDuration()}), nil
+		voters.Options{Voters: c.cfg.Cluster.Voters, DeadVoterGrace: c.cfg.Cluster.DeadVoterGrace}), nil
 }

@@ -1,8 +1,6 @@
-package main
+package server
 
 import (
-	"time"
-
 	"github.com/meshgw/meshgw/consensus/fleetack"
 )
 
@@ -15,7 +13,7 @@ import (
 func (c *cluster) startFleetAck() error {
 	a, err := fleetack.New(c.node, fleetack.Options{
 		Saved: c.node, Members: c.mesh, ResolveRPC: c.resolveRPC,
-		Timeout: time.Duration(c.o.cluster.fleetAckTimeout) * time.Second, Credentials: c.o.tls.dialCreds(), DialOptions: c.o.tls.keyDialOptions(), Logger: c.base,
+		Timeout: c.cfg.Cluster.FleetAckTimeout, Credentials: c.sec.dialCreds(), DialOptions: c.sec.keyDialOptions(), Logger: c.base,
 		Registerer: c.reg,
 	})
 	if err != nil {
