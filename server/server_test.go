@@ -39,7 +39,8 @@ type testGateway struct {
 }
 
 // testConfig is a gateway on 127.0.0.1 with every port picked by the kernel, raft in memory
-// with a test's timeouts, the local mesh profile, no health checks and no settle window.
+// with a test's timeouts, the local mesh profile, no health checks, no settle window, and a
+// grace at shutdown that any request of a test's fits in.
 func testConfig(t *testing.T, logs *logbuf.Buffer) Config {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,10 +54,11 @@ func testConfig(t *testing.T, logs *logbuf.Buffer) Config {
 		Breaker:  breaker.DefaultConfig(),
 		Cluster: ClusterConfig{MeshBind: "127.0.0.1", MeshProfile: mesh.ProfileLocal, MeshAdvertise: "127.0.0.1",
 			RPCBind: "127.0.0.1", RPCAdvertise: "127.0.0.1", HTTPAdvertise: "127.0.0.1"},
-		ProbeAddr:   "127.0.0.1:0",
-		MetricsAddr: "127.0.0.1:0",
-		Getenv:      func(string) string { return "" },
-		Logger:      logs.Logger(slog.LevelInfo),
+		ProbeAddr:     "127.0.0.1:0",
+		MetricsAddr:   "127.0.0.1:0",
+		ShutdownGrace: testkit.Deadline,
+		Getenv:        func(string) string { return "" },
+		Logger:        logs.Logger(slog.LevelInfo),
 	}
 	cfg.Gateway.AdminAPIKey = adminKey
 	cfg.Gateway.ShutdownSettle = -1
@@ -94,7 +96,7 @@ func startGateway(t *testing.T, adjust func(*Config)) *testGateway {
 	return g
 }
 
-// stop ends Run and waits for it; again, it does nothing.
+// stop ends Run and waits for it; again, it does nothing. It may run on any goroutine.
 func (g *testGateway) stop(t *testing.T) {
 	t.Helper()
 	g.cancel()
@@ -108,7 +110,7 @@ func (g *testGateway) stop(t *testing.T) {
 			t.Errorf("%s: Run: %v", g.NodeID(), err)
 		}
 	case <-time.After(testkit.Deadline):
-		t.Fatalf("%s did not stop", g.NodeID())
+		t.Errorf("%s did not stop within %v", g.NodeID(), testkit.Deadline)
 	}
 	g.client.CloseIdleConnections()
 }
