@@ -30,7 +30,7 @@ const (
 	maxPassesPerWake = 64
 )
 
-// Membership is the mesh's view of the peers, as failover reads it. cmd/meshgw adapts the
+// Membership is the mesh's view of the peers, as failover reads it. Package server adapts the
 // mesh's members to it.
 type Membership interface {
 	// Peers returns every peer the mesh lists, this node included, foreign peers left out.

@@ -36,8 +36,8 @@ const (
 // time. The next pass reads the configuration again, whatever became of it.
 var errChangeTimeout = errors.New("voters: the membership change did not commit in time")
 
-// Membership is the mesh's view of the peers, as the Reconciler reads it. cmd/meshgw adapts the
-// mesh's members to it.
+// Membership is the mesh's view of the peers, as the Reconciler reads it. Package server adapts
+// the mesh's members to it.
 type Membership interface {
 	// Peers returns every peer the mesh knows, this node included, foreign peers left out.
 	Peers() []Peer

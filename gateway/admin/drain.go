@@ -19,7 +19,7 @@ const codeNoPeerLeft = "no_peer_left"
 // drainPoll is how often a drain that waits reads its progress again.
 const drainPoll = 200 * time.Millisecond
 
-// Drains tells what is left of drains; cmd/meshgw implements it over the records, the mesh and
+// Drains tells what is left of drains; package server implements it over the records, the mesh and
 // the raft configuration.
 type Drains interface {
 	// DrainStates returns the state of the drain of each of peers; with none, of every peer the

@@ -8,8 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Peers lists the gateways of the mesh for GET /mesh/peers and meshctl peers; cmd/meshgw
-// implements it over package mesh's members and the raft configuration.
+// Peers lists the gateways of the mesh for GET /mesh/peers and meshctl peers; package
+// server implements it over package mesh's members and the raft configuration.
 type Peers interface {
 	// Peers returns every gateway the mesh knows (this one included, foreign and departed
 	// ones while they are remembered), sorted by id.
