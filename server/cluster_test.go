@@ -59,9 +59,12 @@ func TestThreeGatewaysInProcess(t *testing.T) {
 	var chats atomic.Int64
 	engine := fakeEngine(&chats)
 	defer engine.Close()
+	// A durable gateway, whose writes wait as long as a test waits for their acknowledgement
+	// (a loaded machine then fails on the answer's lagging list, not on a 503 that came late).
 	durable := func(id string, join ...string) func(*Config) {
 		return func(c *Config) {
 			c.NodeID, c.Raft.Ephemeral, c.StateDir, c.Cluster.Join = id, false, t.TempDir(), join
+			c.Cluster.FleetAckTimeout = testkit.Deadline
 		}
 	}
 	g1 := startGateway(t, durable("gw-1"))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -187,6 +188,56 @@ func TestPprofRoutes(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != tt.status {
 				t.Errorf("GET %s = %d, want %d (%.80s)", tt.path, resp.StatusCode, tt.status, body)
+			}
+		})
+	}
+}
+
+// TestNew: New starts nothing; it refuses a Config it cannot run (no listener, a gossip key
+// file it could not read again, a certificate that does not name the node id), and logs the
+// TLS warning of a gateway that runs without TLS by choice.
+func TestNew(t *testing.T) {
+	errNames := errors.New("the certificate names gw-x, not the node id")
+	tests := []struct {
+		name    string
+		adjust  func(*Config)
+		wantErr string
+		wantLog string
+	}{
+		{"no listener", func(c *Config) { c.Listener = nil }, "Config.Listener is required", ""},
+		{"a key file without its reader", func(c *Config) { c.Cluster.GossipKeyFile = "keys" }, "needs ReadGossipKeys", ""},
+		{"a certificate of another node", func(c *Config) {
+			c.NodeID = "gw-1"
+			c.TLS.CheckNodeID = func(id string) error {
+				if id != "gw-1" {
+					t.Errorf("checked node id %q, want gw-1", id)
+				}
+				return errNames
+			}
+		}, errNames.Error(), ""},
+		{"insecure", func(c *Config) { c.TLS.Insecure, c.TLS.Warning = true, "raft and gRPC run without TLS (--insecure)" }, "",
+			`level=WARN msg="raft and gRPC run without TLS (--insecure)"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &logbuf.Buffer{}
+			cfg := testConfig(t, logs)
+			tt.adjust(&cfg)
+			s, err := New(cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("New: %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := logs.Lines(tt.wantLog); len(got) != 1 {
+				t.Errorf("logs %q, want one line with %q", logs.String(), tt.wantLog)
+			}
+			if err := s.Run(context.Background()); !errors.Is(err, errNotStarted) {
+				t.Errorf("Run before Start: %v, want errNotStarted", err)
 			}
 		})
 	}
