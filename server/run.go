@@ -27,7 +27,7 @@ import (
 // then the cluster. A failed listener is logged, not returned. Call it once, after a
 // successful Start.
 func (s *Server) Run(ctx context.Context) error {
-	if s.gw == nil {
+	if !s.started {
 		return errNotStarted
 	}
 	select {

@@ -42,6 +42,7 @@ type Server struct {
 	}
 
 	// Set by Start.
+	started     bool // Start succeeded
 	cl          *cluster
 	gw          *gateway.Gateway
 	operator    *ownership.Operator

@@ -242,3 +242,33 @@ func TestNew(t *testing.T) {
 		})
 	}
 }
+
+// TestStartFailureStopsWhatStarted: when a late part cannot start (the probe port is taken),
+// Start returns its error with the flag's name, and what started before it (raft, the mesh,
+// the gRPC listener, the loops) is stopped again: raft and the mesh log their stop, and goleak
+// (TestMain) finds nothing left.
+func TestStartFailureStopsWhatStarted(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	logs := &logbuf.Buffer{}
+	cfg := testConfig(t, logs)
+	cfg.ProbeAddr = busy.Addr().String()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "cannot listen on --health-check-port "+busy.Addr().String()) {
+		t.Fatalf("Start: %v, want the probe port's error", err)
+	}
+	for _, stopped := range []string{`msg="raft stopped"`, `msg="mesh stopped"`} {
+		if got := logs.Lines(stopped); len(got) != 1 {
+			t.Errorf("%d lines with %s, want 1", len(got), stopped)
+		}
+	}
+	if err := s.Run(context.Background()); !errors.Is(err, errNotStarted) {
+		t.Errorf("Run after a failed Start: %v, want errNotStarted", err)
+	}
+}

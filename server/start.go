@@ -39,109 +39,154 @@ func (s *Server) stop() {
 	s.stops = nil
 }
 
+// parts are what Start builds, handed from one step to the next.
+type parts struct {
+	cl       *cluster
+	writer   *fleet.Writer
+	gcfg     gateway.Config // the data plane's, as the steps complete it
+	importer *fleet.Importer
+	mgr      *owned.Manager
+	outcomes *outcomeReports
+	fc       *fleetCache // nil: cache_aware's index is this gateway's own
+	gh       *grpcHealth
+}
+
+// start runs Start's steps in order; each adds what it started to the stops.
 func (s *Server) start() error {
-	cfg, log, reg, nodeID := &s.cfg, s.log, s.reg, s.nodeID
-	cl, err := startCluster(cfg, s.sec, nodeID, cfg.Listener.Addr(), reg, log)
+	cl, err := startCluster(&s.cfg, s.sec, s.nodeID, s.cfg.Listener.Addr(), s.reg, s.log)
 	if err != nil {
 		return err
 	}
 	s.cl = cl
 	s.setHangupMesh(cl.mesh)
 	s.onStop(cl.shutdown)
-	node := cl.node
 	// Writes go to the leader, from whichever gateway they reach.
-	writer := &fleet.Writer{Node: cl.fwd, NodeID: nodeID, Logger: log}
-	s.onStop(writer.Close) // removals still waiting for raft end before raft stops
-	gcfg := cfg.Gateway
-	gcfg.NodeID = nodeID
-	// A new worker starts pending until probes verify it; with health checks off it starts
-	// ready (the owner then marks it ready anyway).
-	gcfg.Pool = pool.New(pool.Config{StartPending: !cfg.Health.DisableHealthCheck})
-	// Bulletins: the importer applies other owners' state to the pool; the publisher gossips the
-	// state of the workers this gateway owns, as the manager tells it what changed.
-	importer := fleet.NewImporter(fleet.ImporterConfig{NodeID: nodeID, Pool: gcfg.Pool, Heard: cl.mesh.Heard,
-		DroppedEpoch: cl.mesh.DroppedEpoch, Logger: log})
-	publisher := fleet.NewPublisher(cl.mesh, gcfg.Pool, nil, log)
-	s.onStop(publisher.Close)
-	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
-	bcfg := cfg.Breaker
-	bcfg.HangTimeout = gcfg.RequestTimeout
-	mgr, err := owned.New(owned.Options{Pool: gcfg.Pool, NodeID: nodeID, Health: cfg.Health,
-		Breaker: bcfg, Registerer: reg, Logger: log, OnRemove: writer.OnRemove,
-		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: importer.Seed, OnDisown: importer.ImportDisowned})
-	if err != nil {
-		return err
-	}
-	s.onStop(mgr.Close)
-	publisher.Start(mgr)
-	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns;
-	// the reporter sends the outcomes of workers owned elsewhere to their owners, at the gRPC
-	// address the mesh publishes.
-	outcomes, err := newOutcomeReports(nodeID, cl.resolveRPC, s.sec.dialOptions(), mgr, reg, log)
-	if err != nil {
-		return err
-	}
-	s.onStop(outcomes.close) // before the gRPC listener's graceful stop, which waits for open streams
-	// cache_aware's fleet-wide index and load: served for the workers this gateway owns,
-	// subscribed from every peer.
-	var fc *fleetCache
-	if gcfg.Policy == policy.CacheAware && cfg.CacheFleet {
-		fc, err = newFleetCache(nodeID, gcfg.CacheAware, gcfg.Pool, func(id worker.ID) bool { _, ok := mgr.Status(id); return ok },
-			func() []string { return livePeers(cl.mesh, nodeID) }, cl.resolveRPC, s.sec.dialOptions(), reg, log)
-		if err != nil {
+	p := &parts{cl: cl, writer: &fleet.Writer{Node: cl.fwd, NodeID: s.nodeID, Logger: s.log}, gcfg: s.cfg.Gateway}
+	s.onStop(p.writer.Close) // removals still waiting for raft end before raft stops
+	for _, step := range []func(*parts) error{s.startPool, s.startServices, s.configureGateway, s.startDataPlane} {
+		if err := step(p); err != nil {
 			return err
 		}
 	}
-	s.onStop(fc.close)
-	gh := newGRPCHealth()
-	cl.serve(outcomes.service.Register, gh.register, fc.register)
-	gcfg.CacheFleet = fc.gatewayConfig()
-	gcfg.Registerer, gcfg.Logger = reg, log
-	gcfg.Quorum, gcfg.Security = node.HasLeader, s.sec.status()
-	gcfg.OnReadiness = gh.set
-	gcfg.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
+	s.started = true
+	return nil
+}
+
+// startPool makes the worker pool and what drives it: the bulletin importer and publisher, and
+// the owned-worker manager.
+func (s *Server) startPool(p *parts) error {
+	p.gcfg.NodeID = s.nodeID
+	// A new worker starts pending until probes verify it; with health checks off it starts
+	// ready (the owner then marks it ready anyway).
+	p.gcfg.Pool = pool.New(pool.Config{StartPending: !s.cfg.Health.DisableHealthCheck})
+	// Bulletins: the importer applies other owners' state to the pool; the publisher gossips the
+	// state of the workers this gateway owns, as the manager tells it what changed.
+	p.importer = fleet.NewImporter(fleet.ImporterConfig{NodeID: s.nodeID, Pool: p.gcfg.Pool, Heard: p.cl.mesh.Heard,
+		DroppedEpoch: p.cl.mesh.DroppedEpoch, Logger: s.log})
+	publisher := fleet.NewPublisher(p.cl.mesh, p.gcfg.Pool, nil, s.log)
+	s.onStop(publisher.Close)
+	// The owner's breakers judge hangs by this gateway's request timeout (breaker/hang.go).
+	bcfg := s.cfg.Breaker
+	bcfg.HangTimeout = p.gcfg.RequestTimeout
+	mgr, err := owned.New(owned.Options{Pool: p.gcfg.Pool, NodeID: s.nodeID, Health: s.cfg.Health,
+		Breaker: bcfg, Registerer: s.reg, Logger: s.log, OnRemove: p.writer.OnRemove,
+		OnChange: publisher.Changed, OnForget: publisher.Forgotten, Seed: p.importer.Seed, OnDisown: p.importer.ImportDisowned})
+	if err != nil {
+		return err
+	}
+	p.mgr = mgr
+	s.onStop(mgr.Close)
+	publisher.Start(mgr)
+	return nil
+}
+
+// startServices makes the gRPC services beside the cluster's (outcome reports, the fleet
+// cache, grpc.health.v1) and serves the gRPC listener with them.
+func (s *Server) startServices(p *parts) error {
+	// Outcome reports: the service takes other gateways' outcomes for the workers this one owns;
+	// the reporter sends the outcomes of workers owned elsewhere to their owners, at the gRPC
+	// address the mesh publishes.
+	outcomes, err := newOutcomeReports(s.nodeID, p.cl.resolveRPC, s.sec.dialOptions(), p.mgr, s.reg, s.log)
+	if err != nil {
+		return err
+	}
+	p.outcomes = outcomes
+	s.onStop(outcomes.close) // before the gRPC listener's graceful stop, which waits for open streams
+	// cache_aware's fleet-wide index and load: served for the workers this gateway owns,
+	// subscribed from every peer.
+	if p.gcfg.Policy == policy.CacheAware && s.cfg.CacheFleet {
+		owns := func(id worker.ID) bool { _, ok := p.mgr.Status(id); return ok }
+		peers := func() []string { return livePeers(p.cl.mesh, s.nodeID) }
+		if p.fc, err = newFleetCache(s.nodeID, p.gcfg.CacheAware, p.gcfg.Pool, owns, peers, p.cl.resolveRPC, s.sec.dialOptions(),
+			s.reg, s.log); err != nil {
+			return err
+		}
+	}
+	s.onStop(p.fc.close)
+	p.gh = newGRPCHealth()
+	p.cl.serve(outcomes.service.Register, p.gh.register, p.fc.register)
+	return nil
+}
+
+// configureGateway completes the data plane's configuration: its hooks into the services, the
+// admin API over the cluster, and the weight updates.
+func (s *Server) configureGateway(p *parts) error {
+	cl, node, g := p.cl, p.cl.node, &p.gcfg
+	g.CacheFleet = p.fc.gatewayConfig()
+	g.Registerer, g.Logger = s.reg, s.log
+	g.Quorum, g.Security = node.HasLeader, s.sec.status()
+	g.OnReadiness = p.gh.set
+	g.OnOutcome = func(w *pool.Worker, status int, connErr bool) {
 		if w.Origin == pool.OriginMesh {
-			outcomes.onOutcome(w, status, connErr)
+			p.outcomes.onOutcome(w, status, connErr)
 			return
 		}
-		mgr.OnOutcome(w, status, connErr)
+		p.mgr.OnOutcome(w, status, connErr)
 	}
-	s.operator = ownership.NewOperator(ownership.OperatorConfig{Records: node, Membership: cl.owners, Apply: writer,
-		Metrics: cl.handoffs, Logger: log})
-	health := cfg.Health
-	gcfg.Admin = admin.Config{Records: node, Writer: writer, Fleet: cl.acks, Raft: cl, Runtime: mgr, Imports: importer, Peers: cl,
-		Ownership: s.operator, Drainer: s.operator, Drains: cl, DrainTimeout: cfg.Cluster.DrainTimeout,
+	s.operator = ownership.NewOperator(ownership.OperatorConfig{Records: node, Membership: cl.owners, Apply: p.writer,
+		Metrics: cl.handoffs, Logger: s.log})
+	health := s.cfg.Health
+	g.Admin = admin.Config{Records: node, Writer: p.writer, Fleet: cl.acks, Raft: cl, Runtime: p.mgr, Imports: p.importer, Peers: cl,
+		Ownership: s.operator, Drainer: s.operator, Drains: cl, DrainTimeout: s.cfg.Cluster.DrainTimeout,
 		DrainSettle: func(sp worker.Spec) time.Duration { return health.Merge(sp.ConnectionMode, sp.Health).DrainSettle },
 		Journal:     node}
-	stopWeights, err := startWeights(cfg.Raft.Ephemeral, nodeID, node, writer, cl, reg, log, &gcfg.Admin)
+	stopWeights, err := startWeights(s.cfg.Raft.Ephemeral, s.nodeID, node, p.writer, cl, s.reg, s.log, &g.Admin)
 	if err != nil {
 		return err
 	}
 	s.onStop(stopWeights)
-	gw, err := gateway.New(gcfg)
+	return nil
+}
+
+// startDataPlane builds the gateway, starts what keeps its pool in step with raft and the
+// owners, registers Config.Workers in the background, and serves the data plane, the probes
+// and /metrics.
+func (s *Server) startDataPlane(p *parts) error {
+	cl, node, log := p.cl, p.cl.node, s.log
+	gw, err := gateway.New(p.gcfg)
 	if err != nil {
 		return err
 	}
-	if err := reg.Register(importer.Collector()); err != nil {
+	if err := s.reg.Register(p.importer.Collector()); err != nil {
 		gw.Close()
 		return err
 	}
 	s.gw = gw
-	cl.mesh.SetBulletinReceiver(importer)
-	fc.start()
-	reconciler := fleet.New(fleet.Config{NodeID: nodeID, Records: node, Pool: gcfg.Pool, Owner: mgr, Imports: importer,
+	cl.mesh.SetBulletinReceiver(p.importer)
+	p.fc.start()
+	reconciler := fleet.New(fleet.Config{NodeID: s.nodeID, Records: node, Pool: p.gcfg.Pool, Owner: p.mgr, Imports: p.importer,
 		CaughtUp: cl.caughtUp, AppliedIndex: node.AppliedIndex, AppliedSignal: node.AppliedSignal, Logger: log})
 	reconciler.Start()
 	cl.acks.SetLocal(reconciler)
 	s.onStop(reconciler.Stop)
-	restoreImports(importer, node, log)
-	s.onStop(fleet.KeepImports(importer, node, 0, log))
-	cl.startPoolLoops(gcfg.Pool)
+	restoreImports(p.importer, node, log)
+	s.onStop(fleet.KeepImports(p.importer, node, 0, log))
+	cl.startPoolLoops(p.gcfg.Pool)
 	s.left = make(chan struct{})
 	cl.goLoop("drain duty", func() { cl.drainDuty(gw, s.left) })
-	s.onStop(registerWorkers(writer, s.registrations(), log))
+	s.onStop(registerWorkers(p.writer, s.registrations(), log))
 	s.errc = make(chan error, 3)
-	go func() { s.errc <- gw.Serve(s.sec.httpListener(cfg.Listener)) }()
+	go func() { s.errc <- gw.Serve(s.sec.httpListener(s.cfg.Listener)) }()
 	if s.probeAddr, err = s.startProbes(); err != nil {
 		gw.Close()
 		return err
@@ -150,10 +195,10 @@ func (s *Server) start() error {
 		gw.Close()
 		return err
 	}
-	log.Info("meshgw started", "listen", cfg.Listener.Addr().String(), "probe_listen", s.probeAddr, "metrics_listen", s.metricsAddr,
-		"raft", node.Address(), "mesh", cl.mesh.Addr(), "rpc", cl.rpcAddr, "node_id", nodeID, "region", gcfg.Region, "color", cfg.Color,
-		"workers", len(cfg.Workers), "policy", gcfg.Policy, "tls", s.sec.enabled(), "tls_http", s.sec.enabled() && cfg.TLS.HTTP,
-		"max_buffered_body_mb", gcfg.MaxBufferedBody>>20)
+	log.Info("meshgw started", "listen", s.cfg.Listener.Addr().String(), "probe_listen", s.probeAddr, "metrics_listen", s.metricsAddr,
+		"raft", node.Address(), "mesh", cl.mesh.Addr(), "rpc", cl.rpcAddr, "node_id", s.nodeID, "region", p.gcfg.Region, "color", s.cfg.Color,
+		"workers", len(s.cfg.Workers), "policy", p.gcfg.Policy, "tls", s.sec.enabled(), "tls_http", s.sec.enabled() && s.cfg.TLS.HTTP,
+		"max_buffered_body_mb", p.gcfg.MaxBufferedBody>>20)
 	return nil
 }
 
