@@ -81,7 +81,7 @@ func New(cfg Config) (*Server, error) {
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
 	s := &Server{cfg: cfg, nodeID: cfg.NodeID, log: cfg.Logger, reg: cfg.Registry, sec: newSecurity(cfg.TLS, cfg.Gateway.AdminAPIKey)}
 	if s.nodeID == "" {
-		s.nodeID = NodeIDOf(cfg.Listener.Addr())
+		s.nodeID = nodeIDOf(cfg.Listener.Addr())
 	}
 	if check := cfg.TLS.CheckNodeID; check != nil {
 		if err := check(s.nodeID); err != nil {
@@ -94,8 +94,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// NodeIDOf is the default node id: the listener's host_port.
-func NodeIDOf(a net.Addr) string {
+// nodeIDOf is the default node id: the listener's host_port.
+func nodeIDOf(a net.Addr) string {
 	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
 		return a.String()

@@ -138,7 +138,7 @@ func (g *testGateway) do(t *testing.T, method, path, body string) (int, string) 
 // /metrics at the addresses it reports, logs its start line, and stops cleanly.
 func TestServesProbesAndMetrics(t *testing.T) {
 	g := startGateway(t, func(c *Config) { c.NodeID = "" })
-	if want := NodeIDOf(g.cfg.Listener.Addr()); g.NodeID() != want {
+	if want := nodeIDOf(g.cfg.Listener.Addr()); g.NodeID() != want {
 		t.Errorf("node id %q, want the listener's host_port %q", g.NodeID(), want)
 	}
 	for _, url := range []string{g.url + "/liveness", "http://" + g.ProbeAddr() + "/liveness", "http://" + g.MetricsAddr() + "/metrics"} {

@@ -22,9 +22,6 @@ type tlsFlags struct {
 
 	cluster *clusterFlags // where raft and gRPC bind
 	nodeID  *string       // --node-id, checked against the certificate with --tls-verify-node-id
-	// adminKey is --admin-api-key, from which the cluster key is derived without TLS. A
-	// secret: never logged, echoed or put in an error.
-	adminKey *string
 
 	store *certs.Store // the files, loaded by validate when TLS is on
 }

@@ -46,7 +46,7 @@ type options struct {
 // others make raft and gRPC listen.
 func (o *options) groups() []flagGroup {
 	o.cluster.gw, o.cluster.state = &o.gw, &o.state
-	o.tls.cluster, o.tls.nodeID, o.tls.adminKey = &o.cluster, &o.gw.nodeID, &o.gw.adminAPIKey
+	o.tls.cluster, o.tls.nodeID = &o.cluster, &o.gw.nodeID
 	return []flagGroup{&o.gw, &o.cache, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
 }
 
