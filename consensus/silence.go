@@ -45,10 +45,9 @@ type silence struct {
 // it).
 //
 // A follower cannot tell a partition from a leader that died or paused until a new leader
-// reaches it: in the second case, a write that arrives after the limit and before the new
-// leader fails at once with no_leader (nothing written; retry) where it used to wait up to two
-// seconds for the new leader. That is the price of answering a cut-off region's writes at once
-// rather than after seconds.
+// reaches it: HasLeader (GET /status's quorum, --readiness-requires-quorum) says false from
+// the limit on in both cases. The forwarder looks further before it fails a write at once: it
+// probes the other voters (consensus/forward/quorum.go).
 func silenceLimit(rc *raft.Config) time.Duration { return max(rc.HeartbeatTimeout/2, minSilenceLimit) }
 
 // minSilenceLimit keeps the limit above a busy machine's scheduling hiccups when raft's

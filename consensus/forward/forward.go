@@ -106,6 +106,10 @@ type Forwarder struct {
 	dial []grpc.DialOption
 	done chan struct{}
 
+	// probe tells a partition from a paused leader (quorum.go); probeTimeout bounds it.
+	probe        quorumProbe
+	probeTimeout time.Duration
+
 	mu      sync.Mutex
 	conns   map[string]*leaderConn
 	current string // the address most recently sent to
@@ -165,7 +169,8 @@ func New(node Node, o Options) (*Forwarder, error) {
 		}),
 	}, o.DialOptions...)
 	log := cmp.Or(o.Logger, slog.Default()).With("component", "forward", "node", node.ID())
-	return &Forwarder{node: node, o: o, log: log, dial: dial, done: make(chan struct{}), conns: make(map[string]*leaderConn)}, nil
+	return &Forwarder{node: node, o: o, log: log, dial: dial, done: make(chan struct{}), conns: make(map[string]*leaderConn),
+		probeTimeout: scale * probeTimeout}, nil
 }
 
 // Apply has the contract of consensus.Node.Apply, from any node: it proposes cmd and waits
@@ -322,13 +327,23 @@ func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause erro
 // leader's heartbeats allow. A Node without it is never cut off.
 type cutOffNode interface{ CutOff() error }
 
-// cutOff is the node's *consensus.NoQuorumError when it is cut off from the quorum, else nil: a
-// write then fails at once (nothing was written) rather than wait for a leader none can reach.
+// cutOff is the node's *consensus.NoQuorumError when it has heard from no leader for long and
+// cannot reach a quorum of voters either (quorum.go), else nil: a write then fails at once
+// (nothing was written) rather than wait for a leader none can reach. A node that reaches a
+// quorum, or cannot tell, waits for the leader they will elect.
 func (f *Forwarder) cutOff() error {
-	if c, ok := f.node.(cutOffNode); ok {
-		return c.CutOff()
+	c, ok := f.node.(cutOffNode)
+	if !ok {
+		return nil
 	}
-	return nil
+	err := c.CutOff()
+	if err == nil {
+		return nil
+	}
+	if reach, known := f.reachQuorum(); reach || !known {
+		return nil
+	}
+	return err
 }
 
 // leaderKnown reports whether this node leads or names another node as the leader.

@@ -16,7 +16,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/hashicorp/raft"
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
@@ -296,6 +298,10 @@ func TestForwardNoLeader(t *testing.T) {
 	c.ready(t)
 	c.Isolate(0)
 	c.Isolate(1)
+	// Cut off from their RPC listeners too, as a partition would: node 3's probe of the
+	// voters then reaches none.
+	dead := closedAddr(t)
+	c.setOverride(func(id string) (string, bool, bool) { return dead, true, id != "n3" })
 	testkit.For(t, "node 3 to find itself cut off", func() bool { return c.Nodes[2].CutOff() != nil })
 	start := time.Now()
 	_, err := c.fwd[2].Apply(testCtx(t), fsm.Register{Spec: consensustest.Spec(t, 8006), Owner: "n1"})
@@ -323,6 +329,24 @@ func (noLeaderNode) Leader() (string, bool) { return "", false }
 
 type cutOffNoLeaderNode struct{ noLeaderNode }
 
+// Configuration is three voters, n9 among them: the forwarder probes the other two.
+func (cutOffNoLeaderNode) Configuration() (raft.Configuration, uint64, error) {
+	return raft.Configuration{Servers: []raft.Server{{ID: "n7", Suffrage: raft.Voter}, {ID: "n8", Suffrage: raft.Voter},
+		{ID: "n9", Suffrage: raft.Voter}}}, 1, nil
+}
+
+// closedAddr is a loopback address nothing listens on: a connection to it is refused.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
 func (n cutOffNoLeaderNode) CutOff() error {
 	if n.cut.Load() {
 		return &consensus.NoQuorumError{Silence: time.Second}
@@ -335,6 +359,13 @@ func (n cutOffNoLeaderNode) CutOff() error {
 // In a synctest bubble: the times are exact.
 func TestForwardWaitsForALeader(t *testing.T) {
 	const wait, poll = 300 * time.Millisecond, 10 * time.Millisecond
+	dead := closedAddr(t) // the other voters' RPC listeners: a probe reaches neither
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	live := ln.Addr().String() // the kernel completes the handshake: nothing needs to accept
 	tests := []struct {
 		name     string
 		node     Node
@@ -343,11 +374,13 @@ func TestForwardWaitsForALeader(t *testing.T) {
 		min, max time.Duration
 		ctxErr   bool
 		noQuorum bool
+		reach    bool // the other voters' RPC listeners accept connections (a paused leader)
 	}{
 		{name: "bounded by NoLeaderWait", node: noLeaderNode{}, timeout: 10 * time.Second, min: wait, max: wait + poll},
 		{name: "bounded by the context", node: noLeaderNode{}, timeout: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, ctxErr: true},
 		{name: "a node not cut off", node: cutOffNoLeaderNode{noLeaderNode{cut: new(atomic.Bool)}}, timeout: 10 * time.Second, min: wait, max: wait + poll},
 		{name: "cut off during the wait", timeout: 10 * time.Second, cutAfter: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, noQuorum: true},
+		{name: "silent but the voters reachable: a leader will come", timeout: 10 * time.Second, cutAfter: 100 * time.Millisecond, min: wait, max: wait + poll, reach: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,7 +391,11 @@ func TestForwardWaitsForALeader(t *testing.T) {
 					node = cutOffNoLeaderNode{noLeaderNode{cut: cut}}
 					time.AfterFunc(tt.cutAfter, func() { cut.Store(true) })
 				}
-				f, err := New(node, Options{ResolveRPC: func(string) (string, bool) { return "", false }, NoLeaderWait: wait,
+				peer := dead
+				if tt.reach {
+					peer = live
+				}
+				f, err := New(node, Options{ResolveRPC: func(string) (string, bool) { return peer, true }, NoLeaderWait: wait,
 					LeaderPoll: 10 * time.Millisecond, Logger: testkit.Quiet()})
 				if err != nil {
 					t.Fatal(err)
