@@ -1,0 +1,263 @@
+// Package locality chooses the region a request is routed in: the gateway's own while enough of
+// its workers are routable, other regions in proportion below that, as Envoy's priority levels
+// spill with an overprovisioning factor.
+//
+// # The rule
+//
+// The gateway's own region is priority level 0 and every other region together is level 1
+// (meshgw has no order among remote regions). For a request, the workers counted are those that
+// serve its model and capabilities (the caller filters them); a worker without a region belongs to
+// the gateway's own region, whatever that is, so it is local everywhere. With f the
+// overprovisioning factor (--locality-overprovisioning-factor, 1.4), and for each level its
+// workers counted (total) and those of them routable:
+//
+//	health(level)    = min(1, f × routable / total)        (0 when total is 0)
+//	normalized       = min(1, health(local) + health(remote))
+//	local share      = min(1, health(local) / normalized)  (1 when normalized is 0)
+//	remote share     = 1 − local share
+//
+// This is Envoy's priority load with two levels (Envoy's docs, "Priority levels",
+// intro/arch_overview/upstream/load_balancing/priority: health(P_X) = min(100, 1.4 × 100 ×
+// healthy/total); normalized_total_health = min(100, Σ health); priority_load(P_0) = min(100,
+// health(P_0) × 100 / normalized_total_health); priority_load(P_X) = min(100 − Σ earlier loads,
+// health(P_X) × 100 / normalized_total_health)), in real numbers where Envoy rounds to whole
+// percents. So the local region keeps every request while at least 1/f of its workers are
+// routable (5 of 7 at 1.4), hands on 1 − f × routable/total of them below that (30 % with one of
+// two routable), and all of them when it has none; the remote level's own health matters only
+// when the two together are under 1 (normalization), and a local region whose remote regions have
+// nothing routable keeps everything it can serve.
+//
+// # Several remote regions
+//
+// Envoy balances the hosts of one priority level together, so a level's share goes to its
+// healthy hosts evenly. meshgw does the same with its remote level: the remote share is spread
+// over the remote regions in proportion to their routable workers (one region with 4 routable and
+// another with 1 take 4/5 and 1/5 of it). A user sees what one flat pool of the remote workers
+// would give, with no region preferred over another.
+//
+// # Use
+//
+// Per request: Reset the Tally with the gateway's region, Add each counted worker, Choose with
+// a draw in [0, 1), then keep the workers the Choice Has (Filter). None of it allocates once the
+// Tally has seen the fleet's regions. The policy then runs on that subset.
+package locality
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The values of --locality-routing.
+const (
+	// Auto routes by locality when the gateway has a region.
+	Auto = "auto"
+	// Off routes over every region's workers alike.
+	Off = "off"
+)
+
+// Modes lists the values of --locality-routing, the default first.
+func Modes() []string { return []string{Auto, Off} }
+
+// DefaultFactor is the overprovisioning factor, Envoy's default.
+const DefaultFactor = 1.4
+
+// Config is how a gateway routes by locality.
+type Config struct {
+	// Mode is Auto or Off. Default Auto.
+	Mode string
+	// Factor is the overprovisioning factor, at least 1. Default DefaultFactor.
+	Factor float64
+}
+
+// Validate reports a Mode or Factor out of range.
+func (c Config) Validate() error {
+	if c.Mode != "" && c.Mode != Auto && c.Mode != Off {
+		return fmt.Errorf("locality routing %q is not one of %s", c.Mode, strings.Join(Modes(), ", "))
+	}
+	if c.Factor != 0 && !(c.Factor >= 1 && !math.IsInf(c.Factor, 1)) {
+		return fmt.Errorf("locality overprovisioning factor %v is not a finite number of at least 1", c.Factor)
+	}
+	return nil
+}
+
+// On reports whether a gateway of region routes by locality: Mode is not Off and region is set.
+func (c Config) On(region string) bool { return c.Mode != Off && region != "" }
+
+// FactorOrDefault is Factor, or DefaultFactor when it is zero.
+func (c Config) FactorOrDefault() float64 {
+	if c.Factor == 0 {
+		return DefaultFactor
+	}
+	return c.Factor
+}
+
+// Count is one region's workers for a request: those counted, and of them the routable ones.
+type Count struct {
+	Total, Routable int
+}
+
+type regionCount struct {
+	name string
+	Count
+}
+
+// Tally counts one request's workers by region. The zero value is ready for Reset.
+type Tally struct {
+	local  string
+	Local  Count         // the gateway's region, region-less workers included
+	remote []regionCount // the other regions, in the order they were first added
+}
+
+// Reset starts a tally for a gateway of region local, keeping the room it has.
+func (t *Tally) Reset(local string) {
+	t.local, t.Local = local, Count{}
+	t.remote = t.remote[:0]
+}
+
+// Add counts a worker of region (empty: none, so local).
+func (t *Tally) Add(region string, routable bool) {
+	c := t.count(region)
+	c.Total++
+	if routable {
+		c.Routable++
+	}
+}
+
+// Unroute counts one routable worker of region as not routable after all (a retry's failed
+// worker, when it is the last one of the region chosen).
+func (t *Tally) Unroute(region string) {
+	if c := t.count(region); c.Routable > 0 {
+		c.Routable--
+	}
+}
+
+func (t *Tally) count(region string) *Count {
+	if region == "" || region == t.local {
+		return &t.Local
+	}
+	for i := range t.remote {
+		if t.remote[i].name == region {
+			return &t.remote[i].Count
+		}
+	}
+	t.remote = append(t.remote, regionCount{name: region})
+	return &t.remote[len(t.remote)-1].Count
+}
+
+// Remote sums the counts of every other region.
+func (t *Tally) Remote() Count {
+	var s Count
+	for _, r := range t.remote {
+		s.Total += r.Total
+		s.Routable += r.Routable
+	}
+	return s
+}
+
+// Of returns the count of region (empty: the local one).
+func (t *Tally) Of(region string) Count {
+	if region == "" || region == t.local {
+		return t.Local
+	}
+	for _, r := range t.remote {
+		if r.name == region {
+			return r.Count
+		}
+	}
+	return Count{}
+}
+
+// epsilon absorbs the rounding of f × routable / total, so that a region at exactly 1/f of its
+// workers routable (5 of 7 at 1.4) counts as fully healthy.
+const epsilon = 1e-9
+
+// health is a level's health score (Envoy's), in 0-1.
+func health(c Count, factor float64) float64 {
+	if c.Total == 0 || c.Routable == 0 {
+		return 0
+	}
+	h := factor * float64(c.Routable) / float64(c.Total)
+	if h >= 1-epsilon {
+		return 1
+	}
+	return h
+}
+
+// LocalShare is the share of requests the local region keeps, in 0-1 (see the package doc).
+func (t *Tally) LocalShare(factor float64) float64 {
+	hl, hr := health(t.Local, factor), health(t.Remote(), factor)
+	n := min(1, hl+hr)
+	if n == 0 {
+		return 1 // nothing routable anywhere: nowhere to spill to
+	}
+	return min(1, hl/n)
+}
+
+// Share is the share of requests region gets, in 0-1 (empty region: the local one).
+func (t *Tally) Share(region string, factor float64) float64 {
+	l := t.LocalShare(factor)
+	if region == "" || region == t.local {
+		return l
+	}
+	r := t.Remote().Routable
+	if r == 0 {
+		return 0
+	}
+	return (1 - l) * float64(t.Of(region).Routable) / float64(r)
+}
+
+// Choice is the region a request goes to.
+type Choice struct {
+	// Region is the region chosen.
+	Region string
+	// Local says it is the gateway's own region, to which region-less workers belong too.
+	Local bool
+}
+
+// Has reports whether a worker of region is in the chosen region.
+func (c Choice) Has(region string) bool {
+	if c.Local {
+		return region == c.Region || region == ""
+	}
+	return region == c.Region
+}
+
+// Choose picks the region for a request by draw, a number in [0, 1): the local region when draw
+// is below its share, else the remote region whose stretch of the rest draw falls in, each
+// stretch as long as its region's share. When nothing is routable anywhere it chooses the local
+// region (which then has no routable worker either).
+func (t *Tally) Choose(factor, draw float64) Choice {
+	local := Choice{Region: t.local, Local: true}
+	l := t.LocalShare(factor)
+	r := t.Remote().Routable
+	if draw < l || r == 0 {
+		return local
+	}
+	// Map the rest of the draw, [l, 1), onto the remote regions' routable workers.
+	u := (draw - l) / (1 - l) * float64(r)
+	last := -1
+	for i, rc := range t.remote {
+		if rc.Routable == 0 {
+			continue
+		}
+		if u < float64(rc.Routable) {
+			return Choice{Region: rc.name}
+		}
+		u -= float64(rc.Routable)
+		last = i
+	}
+	return Choice{Region: t.remote[last].name} // rounding put u at the very end
+}
+
+// Filter keeps, in order and in place, the workers of ws that c has by their region.
+func Filter[W any](ws []W, region func(W) string, c Choice) []W {
+	out := ws[:0]
+	for _, w := range ws {
+		if c.Has(region(w)) {
+			out = append(out, w)
+		}
+	}
+	clear(ws[len(out):])
+	return out
+}
