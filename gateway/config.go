@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshgw/meshgw/gateway/admin"
+	"github.com/meshgw/meshgw/gateway/locality"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/prefixindex"
@@ -20,8 +21,14 @@ import (
 type Config struct {
 	// NodeID names this gateway in X-Mesh-Gateway and X-Mesh-Owner. Default "meshgw".
 	NodeID string
-	// Region is this gateway's region, reported by /status. Default "".
+	// Region is this gateway's region, reported by /status; with Locality on, requests go to
+	// this region's workers first. Default "".
 	Region string
+	// Locality (--locality-routing, --locality-overprovisioning-factor) routes a request to
+	// the workers of Region while enough of them are routable, and spills to other regions in
+	// proportion below that (gateway/locality). Default: Mode auto (on when Region is set),
+	// Factor 1.4.
+	Locality locality.Config
 	// Policy is the --policy name. Default round_robin.
 	Policy string
 	// PrefixTokenCount is prefix_hash's --prefix-token-count. Default 256.
@@ -129,6 +136,10 @@ type Config struct {
 	// meshgw_worker_retries_total is deleted breaker.RemovedSeriesTTL after a scrape first found
 	// the worker gone. Default: time.Now.
 	Clock func() time.Time
+
+	// localityDraw returns the draw in [0, 1) that chooses a request's region (Locality).
+	// Default: math/rand/v2's; tests fix it.
+	localityDraw func() float64
 
 	// clientWatchAfter is how long a stream runs before its client connection is watched for
 	// a close (clientWatch). Default defaultClientWatchAfter; tests shorten it.
@@ -247,7 +258,7 @@ func (c *Config) validate() error {
 	if c.MaxInflight < 0 {
 		return fmt.Errorf("max in-flight %d is negative", c.MaxInflight)
 	}
-	return nil
+	return c.Locality.Validate()
 }
 
 // sleepTimer waits d or until ctx is done.

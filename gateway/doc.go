@@ -22,8 +22,10 @@
 //     headers and hints are stripped; the request id is kept or made (X-Mesh-Request-Id).
 //  4. Select. The pool's current Snapshot (one atomic load) gives the candidates: routable
 //     workers (no gate closed: health, breaker, disabled, is_dead, draining, removing) with
-//     every capability the request needs and serving its model. gateway/policy picks one
-//     (--policy). No candidate: 503 no_available_workers, naming why; a route of external
+//     every capability the request needs and serving its model. With a --region, locality
+//     routing (locality.go, gateway/locality) first narrows them to one region's: this
+//     gateway's own while enough of its workers are routable, others in proportion below that.
+//     gateway/policy picks one (--policy). No candidate: 503 no_available_workers, naming why; a route of external
 //     providers fails open to those closed only by health or breaker (provider.go).
 //  5. Proxy. One attempt goes to the worker over its transport, made at its first request
 //     (upstream.go): HTTP with a keep-alive pool and the worker's API key, an external
@@ -37,7 +39,8 @@
 //     started. The last failure is answered in the OpenAI envelope: 502 no answer, 504 timeout,
 //     or the worker's own status.
 //  7. Answer and report. The answer carries X-Mesh-Worker, X-Mesh-Request-Id,
-//     X-Mesh-Route-Attempt, X-Mesh-Gateway and X-Mesh-Owner. When it ends (finish), each worker
+//     X-Mesh-Route-Attempt, X-Mesh-Gateway, X-Mesh-Owner and X-Mesh-Worker-Region (when the
+//     worker has a region). When it ends (finish), each worker
 //     tried is reported to Config.OnOutcome: the owner's circuit breaker and passive health
 //     learn it, here (gateway/owned) for a worker this gateway owns, or through an outcome
 //     report to its owner (mesh/outcome) for an imported one. The request log writes one

@@ -19,6 +19,9 @@ const (
 	hdrClientID   = "X-Request-Id"
 	hdrRoutingKey = "X-Mesh-Routing-Key"
 	hdrSMGKey     = "X-SMG-Routing-Key"
+
+	// hdrWorkerRegion is the answering worker's region; absent when it has none.
+	hdrWorkerRegion = "X-Mesh-Worker-Region"
 )
 
 // The names above in fasthttp's canonical form (each word capitalized, the rest lower case),
@@ -31,6 +34,7 @@ var (
 	keyAttempt       = []byte("X-Mesh-Route-Attempt")
 	keyGateway       = []byte("X-Mesh-Gateway")
 	keyOwner         = []byte("X-Mesh-Owner")
+	keyWorkerRegion  = []byte("X-Mesh-Worker-Region")
 	keyClientID      = []byte("X-Request-Id")
 	keyAuthorization = []byte("Authorization")
 )
@@ -44,6 +48,7 @@ const (
 	canonModel         = "X-Mesh-Route-Model"
 	canonCapabilities  = "X-Mesh-Route-Capabilities"
 	canonStream        = "X-Mesh-Route-Stream"
+	canonWorkerRegion  = "X-Mesh-Worker-Region"
 )
 
 // stripBits marks headers that never cross the proxy: the hop-by-hop headers (RFC 9110 section
@@ -63,12 +68,15 @@ const (
 	stripModel
 	stripCapabilities
 	stripStream
+	// stripWorkerRegion: an upstream's own X-Mesh-Worker-Region (a gateway behind this one
+	// sends it), replaced by this gateway's or dropped when the worker has no region.
+	stripWorkerRegion
 	numStrip = iota
 )
 
 // stripNames are the names of the stripBits, in bit order.
 var stripNames = [numStrip]string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Upgrade", canonModel, canonCapabilities, canonStream}
+	"Proxy-Authorization", "Te", "Trailer", "Upgrade", canonModel, canonCapabilities, canonStream, canonWorkerRegion}
 
 // hopBit is the bit of a canonical hop-by-hop header name, 0 for any other name.
 func hopBit(key []byte) stripBits {
@@ -160,10 +168,13 @@ type editableHeader interface {
 	Del(key string)
 }
 
-// hopHeaders finds the hop-by-hop headers of a response in one pass.
+// hopHeaders finds the hop-by-hop headers of a response, and an upstream's
+// X-Mesh-Worker-Region, in one pass.
 func hopHeaders(h *fasthttp.ResponseHeader) (strip stripBits, connection []byte) {
 	for k, v := range h.All() {
-		if b := hopBit(k); b != 0 {
+		if string(k) == canonWorkerRegion {
+			strip |= stripWorkerRegion
+		} else if b := hopBit(k); b != 0 {
 			if b == stripConnection && strip&b == 0 {
 				connection = v
 			}

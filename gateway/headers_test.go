@@ -30,6 +30,8 @@ func TestCanonicalHeaderNames(t *testing.T) {
 		{hdrAttempt, string(keyAttempt)},
 		{hdrGateway, string(keyGateway)},
 		{hdrOwner, string(keyOwner)},
+		{hdrWorkerRegion, string(keyWorkerRegion)},
+		{"x-mesh-worker-region", canonWorkerRegion},
 		{hdrClientID, string(keyClientID)},
 		{"authorization", string(keyAuthorization)},
 		{earlyHeader, string(keyEarly)},

@@ -159,13 +159,18 @@ func (c *call) release(req *fasthttp.Request) {
 // an engine's retries count once, its last outcome.
 func eachAttempt(w *pool.Worker) bool { return w.ConnectionMode() == worker.ModeExternal }
 
-// candidates reads the workers an attempt may pick into c.cands: the routable ones, else, when
+// candidates reads the workers an attempt may pick into c.cands: the routable ones (with
+// locality routing on, those of the region it chooses: localCandidates), else, when
 // the request's route has external providers, those an operator did not close, whatever their
 // health and breaker (Rolter's fail-open, DESIGN.md section 2). It returns the gates that make
 // a picked worker be selected again: every gate for a routable pick, only the operator's for a
 // fail-open one (its health gate is closed by definition).
 func (c *call) candidates(snap *pool.Snapshot, last *pool.Worker) pool.Gate {
-	c.cands = snap.Candidates(c.cands, c.meta.Caps, c.meta.Model, last)
+	if l := c.g.loc; l != nil {
+		c.localCandidates(snap, last, l)
+	} else {
+		c.cands = snap.Candidates(c.cands, c.meta.Caps, c.meta.Model, last)
+	}
 	if len(c.cands) > 0 || len(snap.External) == 0 {
 		return ^pool.Gate(0)
 	}

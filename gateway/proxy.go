@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/gateway/locality"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
@@ -65,6 +66,11 @@ type call struct {
 	madeID                        bool // the gateway made the request id up (providers do not get it)
 	attemptBuf                    [4]byte
 	scratch                       []byte // values being copied into a header
+
+	// tally counts the workers by region, and candRegions holds each candidate's region index
+	// in it, with locality routing on.
+	tally       locality.Tally
+	candRegions []int
 }
 
 var callPool = sync.Pool{New: func() any { return &call{cands: make([]*pool.Worker, 0, 64)} }}
@@ -404,6 +410,10 @@ func (c *call) stamp(w *pool.Worker, attempt int) {
 	} else {
 		h.SetCanonical(keyOwner, c.g.nodeID)
 	}
+	if region := w.Region(); region != "" { // a worker without a region: no header
+		c.scratch = append(c.scratch[:0], region...)
+		h.SetCanonical(keyWorkerRegion, c.scratch)
+	}
 }
 
 // giveUp answers after the last attempt failed without a committed answer.
@@ -470,6 +480,9 @@ func (c *call) finish() {
 		t.w = nil
 	}
 	g.metrics.observe(int(c.route), c.status, time.Since(c.start).Seconds())
+	if g.locCount != nil && c.lastW != nil {
+		g.locCount.inc(c.lastW.Region())
+	}
 	g.adm.release()
 	clear(c.cands[:cap(c.cands)])
 	c.ctx, c.g, c.meta, c.preq, c.nTouch, c.lastW, c.rejected = nil, nil, reqmeta.Meta{}, policy.Request{}, 0, nil, ""

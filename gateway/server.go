@@ -37,6 +37,11 @@ type Gateway struct {
 	ready   readiness
 	reqID   requestIDs
 
+	// loc chooses a request's region before the policy picks (nil: locality routing is off);
+	// locCount counts requests by region (nil: the gateway has no region).
+	loc      *localityRouting
+	locCount *localityCounter
+
 	srv      *fasthttp.Server
 	probeSrv *fasthttp.Server
 	draining atomic.Bool
@@ -79,6 +84,10 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.metrics = newMetrics(cfg.Registerer, g.pool, g.adm, g.budget, &g.refusedLeft, cfg.Clock)
+	g.loc = newLocalityRouting(&g.cfg)
+	if cfg.Region != "" {
+		g.locCount = newLocalityCounter(cfg.Registerer, cfg.Region)
+	}
 	g.reqID.init()
 	acfg := cfg.Admin
 	acfg.APIKey, acfg.Pool, acfg.NodeID, acfg.Status = cfg.AdminAPIKey, g.pool, cfg.NodeID, g.Status

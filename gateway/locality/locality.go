@@ -37,8 +37,9 @@
 //
 // # Use
 //
-// Per request: Reset the Tally with the gateway's region, Add each counted worker, Choose with
-// a draw in [0, 1), then keep the workers the Choice Has (Filter). None of it allocates once the
+// Per request: Reset the Tally with the gateway's region, Add each counted worker (keeping the
+// index Add returns for each candidate), Choose with a draw in [0, 1), then keep the candidates
+// of the chosen region (Filter, or Choice.Has by name). None of it allocates once the
 // Tally has seen the fleet's regions. The policy then runs on that subset.
 package locality
 
@@ -115,34 +116,47 @@ func (t *Tally) Reset(local string) {
 	t.remote = t.remote[:0]
 }
 
-// Add counts a worker of region (empty: none, so local).
-func (t *Tally) Add(region string, routable bool) {
-	c := t.count(region)
+// Add counts a worker of region (empty: none, so local) and returns the region's index: 0 for
+// the local region, 1 and up for the others in the order they were first added. A Choice names
+// its region by the same index, so the caller can keep each worker's index and filter by it
+// without comparing names again (Filter).
+func (t *Tally) Add(region string, routable bool) int {
+	i := t.index(region)
+	c := &t.Local
+	if i > 0 {
+		c = &t.remote[i-1].Count
+	}
 	c.Total++
 	if routable {
 		c.Routable++
 	}
+	return i
 }
 
 // Unroute counts one routable worker of region as not routable after all (a retry's failed
 // worker, when it is the last one of the region chosen).
 func (t *Tally) Unroute(region string) {
-	if c := t.count(region); c.Routable > 0 {
+	c := &t.Local
+	if i := t.index(region); i > 0 {
+		c = &t.remote[i-1].Count
+	}
+	if c.Routable > 0 {
 		c.Routable--
 	}
 }
 
-func (t *Tally) count(region string) *Count {
-	if region == "" || region == t.local {
-		return &t.Local
+// index returns region's index (see Add), adding a remote region seen for the first time.
+func (t *Tally) index(region string) int {
+	if len(region) == 0 || region == t.local {
+		return 0
 	}
 	for i := range t.remote {
 		if t.remote[i].name == region {
-			return &t.remote[i].Count
+			return i + 1
 		}
 	}
 	t.remote = append(t.remote, regionCount{name: region})
-	return &t.remote[len(t.remote)-1].Count
+	return len(t.remote)
 }
 
 // Remote sums the counts of every other region.
@@ -213,6 +227,8 @@ type Choice struct {
 	Region string
 	// Local says it is the gateway's own region, to which region-less workers belong too.
 	Local bool
+	// Index is the region's index, as Add returned it (0: local).
+	Index int
 }
 
 // Has reports whether a worker of region is in the chosen region.
@@ -242,19 +258,20 @@ func (t *Tally) Choose(factor, draw float64) Choice {
 			continue
 		}
 		if u < float64(rc.Routable) {
-			return Choice{Region: rc.name}
+			return Choice{Region: rc.name, Index: i + 1}
 		}
 		u -= float64(rc.Routable)
 		last = i
 	}
-	return Choice{Region: t.remote[last].name} // rounding put u at the very end
+	return Choice{Region: t.remote[last].name, Index: last + 1} // rounding put u at the very end
 }
 
-// Filter keeps, in order and in place, the workers of ws that c has by their region.
-func Filter[W any](ws []W, region func(W) string, c Choice) []W {
+// Filter keeps, in order and in place, the workers of ws in the chosen region: ws[i] when
+// index[i], its region's index as Add returned it, is c's.
+func Filter[W any](ws []W, index []int, c Choice) []W {
 	out := ws[:0]
-	for _, w := range ws {
-		if c.Has(region(w)) {
+	for i, w := range ws {
+		if index[i] == c.Index {
 			out = append(out, w)
 		}
 	}

@@ -36,6 +36,7 @@ func ws(s string) []w {
 // chosen region, as their indexes in workers.
 func choose(t *Tally, cfg Config, local string, workers []w, draw float64) (Choice, []int) {
 	idx := make([]int, 0, len(workers))
+	regs := make([]int, 0, len(workers))
 	if !cfg.On(local) {
 		for i, x := range workers {
 			if x.routable {
@@ -46,13 +47,18 @@ func choose(t *Tally, cfg Config, local string, workers []w, draw float64) (Choi
 	}
 	t.Reset(local)
 	for i, x := range workers {
-		t.Add(x.region, x.routable)
+		r := t.Add(x.region, x.routable)
 		if x.routable {
-			idx = append(idx, i)
+			idx, regs = append(idx, i), append(regs, r)
 		}
 	}
 	c := t.Choose(cfg.FactorOrDefault(), draw)
-	return c, Filter(idx, func(i int) string { return workers[i].region }, c)
+	for k, i := range idx {
+		if c.Has(workers[i].region) != (regs[k] == c.Index) {
+			panic("Choice.Has and Choice.Index disagree")
+		}
+	}
+	return c, Filter(idx, regs, c)
 }
 
 // TestShares: the local share and every region's share, by Envoy's arithmetic.
@@ -230,17 +236,17 @@ func TestChooseDoesNotAllocate(t *testing.T) {
 	var tl Tally
 	workers := ws("eu eu- us us ap ap-")
 	idx := make([]int, 0, len(workers))
-	region := func(i int) string { return workers[i].region }
+	regs := make([]int, 0, len(workers))
 	if a := testing.AllocsPerRun(100, func() {
 		tl.Reset("eu")
-		idx = idx[:0]
+		idx, regs = idx[:0], regs[:0]
 		for i, x := range workers {
-			tl.Add(x.region, x.routable)
+			r := tl.Add(x.region, x.routable)
 			if x.routable {
-				idx = append(idx, i)
+				idx, regs = append(idx, i), append(regs, r)
 			}
 		}
-		idx = Filter(idx, region, tl.Choose(DefaultFactor, 0.9))
+		idx = Filter(idx, regs, tl.Choose(DefaultFactor, 0.9))
 	}); a != 0 {
 		t.Errorf("%v allocations per choice, want 0", a)
 	}

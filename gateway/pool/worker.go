@@ -102,6 +102,9 @@ func (w *Worker) SameSpec(s worker.Spec) bool { return reflect.DeepEqual(w.spec,
 // ConnectionMode is the spec's connection_mode, read without copying the spec.
 func (w *Worker) ConnectionMode() string { return w.spec.ConnectionMode }
 
+// Region is the spec's region ("" when it has none), read without copying the spec.
+func (w *Worker) Region() string { return w.spec.Region }
+
 // Provider is the spec's provider (external workers only), read without copying the spec.
 func (w *Worker) Provider() string { return w.spec.Provider }
 
