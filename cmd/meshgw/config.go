@@ -16,6 +16,7 @@ import (
 func (o *options) serverConfig(ln net.Listener, getenv func(string) string, lg *logs, reg *prometheus.Registry) server.Config {
 	gw := o.gw.config(&o.retry)
 	gw.CacheAware = o.cache.config()
+	gw.Locality = o.loc.config()
 	gw.RequestLog, gw.RequestLogger = o.observe.requestLog, lg.reqLog
 	gw.RequestLogWriter, gw.RequestLogJSON = lg.reqOut, lg.json
 	cfg := server.Config{

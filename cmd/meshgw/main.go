@@ -32,6 +32,7 @@ func main() {
 type options struct {
 	gw      gatewayFlags
 	cache   cacheAwareFlags
+	loc     localityFlags
 	retry   retryFlags
 	health  healthFlags
 	breaker breakerFlags
@@ -47,7 +48,7 @@ type options struct {
 func (o *options) groups() []flagGroup {
 	o.cluster.gw, o.cluster.state = &o.gw, &o.state
 	o.tls.cluster, o.tls.nodeID = &o.cluster, &o.gw.nodeID
-	return []flagGroup{&o.gw, &o.cache, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
+	return []flagGroup{&o.gw, &o.cache, &o.loc, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,
