@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,9 +15,9 @@ import (
 // localityRouting is how a gateway with locality routing on chooses a request's region
 // (gateway/locality). A gateway without it has none, and selection skips it entirely.
 type localityRouting struct {
-	region string
-	factor float64
-	draw   func() float64
+	region, none unique.Handle[string] // this gateway's region, and no region
+	factor       float64
+	draw         func() float64
 }
 
 func newLocalityRouting(cfg *Config) *localityRouting {
@@ -27,7 +28,7 @@ func newLocalityRouting(cfg *Config) *localityRouting {
 	if draw == nil {
 		draw = randFloat
 	}
-	return &localityRouting{region: cfg.Region, factor: cfg.Locality.FactorOrDefault(), draw: draw}
+	return &localityRouting{region: unique.Make(cfg.Region), none: unique.Make(""), factor: cfg.Locality.FactorOrDefault(), draw: draw}
 }
 
 // outOfService are the gates by which an operator took a worker out of service: disabled,
@@ -46,7 +47,7 @@ const outOfService = pool.GateDisabled | pool.GateDraining | pool.GateRemoving
 // routable anywhere.
 func (c *call) localCandidates(snap *pool.Snapshot, avoid *pool.Worker, l *localityRouting) {
 	t := &c.tally
-	t.Reset(l.region)
+	t.Reset(l.region, l.none)
 	c.cands, c.candRegions = c.cands[:0], c.candRegions[:0]
 	need, model := c.meta.Caps, c.meta.Model
 	avoided := false
@@ -59,7 +60,7 @@ func (c *call) localCandidates(snap *pool.Snapshot, avoid *pool.Worker, l *local
 			continue
 		}
 		routable := gates == 0 && w.Allow()
-		region := t.Add(w.Region(), routable)
+		region := t.Add(w.RegionKey, routable)
 		switch {
 		case !routable:
 		case w == avoid:
@@ -70,8 +71,8 @@ func (c *call) localCandidates(snap *pool.Snapshot, avoid *pool.Worker, l *local
 	}
 	draw := l.draw()
 	choice := t.Choose(l.factor, draw)
-	if avoided && choice.Has(avoid.Region()) && t.Of(choice.Region).Routable == 1 {
-		t.Unroute(avoid.Region())
+	if avoided && choice.Has(avoid.RegionKey) && t.Of(choice.Region).Routable == 1 {
+		t.Unroute(avoid.RegionKey)
 		choice = t.Choose(l.factor, draw)
 	}
 	c.cands = locality.Filter(c.cands, c.candRegions, choice)

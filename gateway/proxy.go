@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/valyala/fasthttp"
 
@@ -69,7 +70,7 @@ type call struct {
 
 	// tally counts the workers by region, and candRegions holds each candidate's region index
 	// in it, with locality routing on.
-	tally       locality.Tally
+	tally       locality.Tally[unique.Handle[string]]
 	candRegions []int
 }
 

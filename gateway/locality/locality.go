@@ -39,8 +39,10 @@
 //
 // Per request: Reset the Tally with the gateway's region, Add each counted worker (keeping the
 // index Add returns for each candidate), Choose with a draw in [0, 1), then keep the candidates
-// of the chosen region (Filter, or Choice.Has by name). None of it allocates once the
-// Tally has seen the fleet's regions. The policy then runs on that subset.
+// of the chosen region (Filter, or Choice.Has). None of it allocates once the Tally has seen
+// the fleet's regions. The policy then runs on that subset. Regions are named by any comparable
+// type: the gateway uses interned names (unique.Handle[string]), so that telling two regions
+// apart costs one comparison of pointers, tests use plain strings.
 package locality
 
 import (
@@ -98,29 +100,33 @@ type Count struct {
 	Total, Routable int
 }
 
-type regionCount struct {
-	name string
+type regionCount[R comparable] struct {
+	name R
 	Count
 }
 
-// Tally counts one request's workers by region. The zero value is ready for Reset.
-type Tally struct {
-	local  string
-	Local  Count         // the gateway's region, region-less workers included
-	remote []regionCount // the other regions, in the order they were first added
+// Tally counts one request's workers by region. R names a region: its name (string), or
+// anything comparable that stands for it one to one, such as an interned handle
+// (unique.Handle[string]), which makes each comparison one word's. The zero value is ready for
+// Reset.
+type Tally[R comparable] struct {
+	local, none R
+	Local       Count            // the gateway's region, region-less workers included
+	remote      []regionCount[R] // the other regions, in the order they were first added
 }
 
-// Reset starts a tally for a gateway of region local, keeping the room it has.
-func (t *Tally) Reset(local string) {
-	t.local, t.Local = local, Count{}
+// Reset starts a tally for a gateway of region local, none being what stands for no region
+// ("" for names), keeping the room it has.
+func (t *Tally[R]) Reset(local, none R) {
+	t.local, t.none, t.Local = local, none, Count{}
 	t.remote = t.remote[:0]
 }
 
-// Add counts a worker of region (empty: none, so local) and returns the region's index: 0 for
-// the local region, 1 and up for the others in the order they were first added. A Choice names
-// its region by the same index, so the caller can keep each worker's index and filter by it
-// without comparing names again (Filter).
-func (t *Tally) Add(region string, routable bool) int {
+// Add counts a worker of region (none: local) and returns the region's index: 0 for the local
+// region, 1 and up for the others in the order they were first added. A Choice names its
+// region by the same index, so the caller can keep each worker's index and filter by it without
+// comparing regions again (Filter).
+func (t *Tally[R]) Add(region R, routable bool) int {
 	i := t.index(region)
 	c := &t.Local
 	if i > 0 {
@@ -135,7 +141,7 @@ func (t *Tally) Add(region string, routable bool) int {
 
 // Unroute counts one routable worker of region as not routable after all (a retry's failed
 // worker, when it is the last one of the region chosen).
-func (t *Tally) Unroute(region string) {
+func (t *Tally[R]) Unroute(region R) {
 	c := &t.Local
 	if i := t.index(region); i > 0 {
 		c = &t.remote[i-1].Count
@@ -146,8 +152,8 @@ func (t *Tally) Unroute(region string) {
 }
 
 // index returns region's index (see Add), adding a remote region seen for the first time.
-func (t *Tally) index(region string) int {
-	if len(region) == 0 || region == t.local {
+func (t *Tally[R]) index(region R) int {
+	if region == t.local || region == t.none {
 		return 0
 	}
 	for i := range t.remote {
@@ -155,12 +161,12 @@ func (t *Tally) index(region string) int {
 			return i + 1
 		}
 	}
-	t.remote = append(t.remote, regionCount{name: region})
+	t.remote = append(t.remote, regionCount[R]{name: region})
 	return len(t.remote)
 }
 
 // Remote sums the counts of every other region.
-func (t *Tally) Remote() Count {
+func (t *Tally[R]) Remote() Count {
 	var s Count
 	for _, r := range t.remote {
 		s.Total += r.Total
@@ -169,9 +175,9 @@ func (t *Tally) Remote() Count {
 	return s
 }
 
-// Of returns the count of region (empty: the local one).
-func (t *Tally) Of(region string) Count {
-	if region == "" || region == t.local {
+// Of returns the count of region (none: the local one).
+func (t *Tally[R]) Of(region R) Count {
+	if region == t.local || region == t.none {
 		return t.Local
 	}
 	for _, r := range t.remote {
@@ -199,7 +205,7 @@ func health(c Count, factor float64) float64 {
 }
 
 // LocalShare is the share of requests the local region keeps, in 0-1 (see the package doc).
-func (t *Tally) LocalShare(factor float64) float64 {
+func (t *Tally[R]) LocalShare(factor float64) float64 {
 	hl, hr := health(t.Local, factor), health(t.Remote(), factor)
 	n := min(1, hl+hr)
 	if n == 0 {
@@ -208,10 +214,10 @@ func (t *Tally) LocalShare(factor float64) float64 {
 	return min(1, hl/n)
 }
 
-// Share is the share of requests region gets, in 0-1 (empty region: the local one).
-func (t *Tally) Share(region string, factor float64) float64 {
+// Share is the share of requests region gets, in 0-1 (none: the local one).
+func (t *Tally[R]) Share(region R, factor float64) float64 {
 	l := t.LocalShare(factor)
-	if region == "" || region == t.local {
+	if region == t.local || region == t.none {
 		return l
 	}
 	r := t.Remote().Routable
@@ -222,29 +228,27 @@ func (t *Tally) Share(region string, factor float64) float64 {
 }
 
 // Choice is the region a request goes to.
-type Choice struct {
+type Choice[R comparable] struct {
 	// Region is the region chosen.
-	Region string
+	Region R
 	// Local says it is the gateway's own region, to which region-less workers belong too.
 	Local bool
 	// Index is the region's index, as Add returned it (0: local).
 	Index int
+	none  R
 }
 
 // Has reports whether a worker of region is in the chosen region.
-func (c Choice) Has(region string) bool {
-	if c.Local {
-		return region == c.Region || region == ""
-	}
-	return region == c.Region
+func (c Choice[R]) Has(region R) bool {
+	return region == c.Region || c.Local && region == c.none
 }
 
 // Choose picks the region for a request by draw, a number in [0, 1): the local region when draw
 // is below its share, else the remote region whose stretch of the rest draw falls in, each
 // stretch as long as its region's share. When nothing is routable anywhere it chooses the local
 // region (which then has no routable worker either).
-func (t *Tally) Choose(factor, draw float64) Choice {
-	local := Choice{Region: t.local, Local: true}
+func (t *Tally[R]) Choose(factor, draw float64) Choice[R] {
+	local := Choice[R]{Region: t.local, Local: true, none: t.none}
 	l := t.LocalShare(factor)
 	r := t.Remote().Routable
 	if draw < l || r == 0 {
@@ -258,17 +262,17 @@ func (t *Tally) Choose(factor, draw float64) Choice {
 			continue
 		}
 		if u < float64(rc.Routable) {
-			return Choice{Region: rc.name, Index: i + 1}
+			return Choice[R]{Region: rc.name, Index: i + 1, none: t.none}
 		}
 		u -= float64(rc.Routable)
 		last = i
 	}
-	return Choice{Region: t.remote[last].name, Index: last + 1} // rounding put u at the very end
+	return Choice[R]{Region: t.remote[last].name, Index: last + 1, none: t.none} // rounding put u at the very end
 }
 
 // Filter keeps, in order and in place, the workers of ws in the chosen region: ws[i] when
 // index[i], its region's index as Add returned it, is c's.
-func Filter[W any](ws []W, index []int, c Choice) []W {
+func Filter[W any, R comparable](ws []W, index []int, c Choice[R]) []W {
 	out := ws[:0]
 	for i, w := range ws {
 		if index[i] == c.Index {

@@ -34,7 +34,7 @@ func ws(s string) []w {
 
 // choose runs a request's steps: the tally, the choice by draw, and the routable workers of the
 // chosen region, as their indexes in workers.
-func choose(t *Tally, cfg Config, local string, workers []w, draw float64) (Choice, []int) {
+func choose(t *Tally[string], cfg Config, local string, workers []w, draw float64) (Choice[string], []int) {
 	idx := make([]int, 0, len(workers))
 	regs := make([]int, 0, len(workers))
 	if !cfg.On(local) {
@@ -43,9 +43,9 @@ func choose(t *Tally, cfg Config, local string, workers []w, draw float64) (Choi
 				idx = append(idx, i)
 			}
 		}
-		return Choice{}, idx
+		return Choice[string]{}, idx
 	}
-	t.Reset(local)
+	t.Reset(local, "")
 	for i, x := range workers {
 		r := t.Add(x.region, x.routable)
 		if x.routable {
@@ -91,8 +91,8 @@ func TestShares(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var tl Tally
-			tl.Reset(tt.local)
+			var tl Tally[string]
+			tl.Reset(tt.local, "")
 			for _, x := range ws(tt.workers) {
 				tl.Add(x.region, x.routable)
 			}
@@ -156,7 +156,7 @@ func TestChoose(t *testing.T) {
 		{"no gateway region: every routable worker", on, "", "eu eu- us us", 0.9, []int{0, 2, 3}},
 		{"nothing routable", on, "eu", "eu- us-", 0.5, []int{}},
 	}
-	var tl Tally // shared, as a pooled request's is
+	var tl Tally[string] // shared, as a pooled request's is
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, got := choose(&tl, tt.cfg, tt.local, ws(tt.workers), tt.draw)
@@ -169,8 +169,8 @@ func TestChoose(t *testing.T) {
 
 // TestChooseFollowsShares: over evenly spread draws, each region gets its share.
 func TestChooseFollowsShares(t *testing.T) {
-	var tl Tally
-	tl.Reset("eu")
+	var tl Tally[string]
+	tl.Reset("eu", "")
 	for _, x := range ws("eu eu- eu- us us ap") {
 		tl.Add(x.region, x.routable)
 	}
@@ -191,8 +191,8 @@ func TestChooseFollowsShares(t *testing.T) {
 // TestUnroute: a retry whose failed worker is the last routable one of the local region goes
 // elsewhere once it is counted out.
 func TestUnroute(t *testing.T) {
-	var tl Tally
-	tl.Reset("eu")
+	var tl Tally[string]
+	tl.Reset("eu", "")
 	tl.Add("eu", true)
 	tl.Add("us", true)
 	if c := tl.Choose(DefaultFactor, 0.5); !c.Local {
@@ -233,12 +233,12 @@ func TestConfig(t *testing.T) {
 }
 
 func TestChooseDoesNotAllocate(t *testing.T) {
-	var tl Tally
+	var tl Tally[string]
 	workers := ws("eu eu- us us ap ap-")
 	idx := make([]int, 0, len(workers))
 	regs := make([]int, 0, len(workers))
 	if a := testing.AllocsPerRun(100, func() {
-		tl.Reset("eu")
+		tl.Reset("eu", "")
 		idx, regs = idx[:0], regs[:0]
 		for i, x := range workers {
 			r := tl.Add(x.region, x.routable)

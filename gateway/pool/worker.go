@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"sync/atomic"
+	"unique"
 
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
@@ -55,6 +56,9 @@ type Worker struct {
 	Origin    string
 	// Hash is a stable 64-bit hash of ID, used by the hashing policies.
 	Hash uint64
+	// RegionKey is the spec's region, interned (unique.Make, "" included): workers of one
+	// region share it, so locality routing compares regions as one word. Set by the pool.
+	RegionKey unique.Handle[string]
 
 	spec      worker.Spec // normalized, API key included: read it through Spec or APIKey
 	transport Transport
@@ -90,6 +94,7 @@ func newWorker(spec worker.Spec, origin string) *Worker {
 		cache:     &cacheTokens{},
 	}
 	w.Hash = HashString(string(w.ID))
+	w.RegionKey = unique.Make(spec.Region)
 	return w
 }
 
