@@ -112,6 +112,21 @@ func TestLocalityRouting(t *testing.T) {
 	}
 }
 
+// TestLocalityModelServedElsewhere: a model no eu worker serves goes to us, whatever the draw,
+// while eu's own model stays in eu.
+func TestLocalityModelServedElsewhere(t *testing.T) {
+	e := newEnv(t, Config{Region: "eu", Policy: "round_robin"})
+	e.upstream(okHandler("eu-a"), func(s *worker.Spec) { s.Region, s.Models = "eu", []string{"a"} })
+	e.upstream(okHandler("us-a"), func(s *worker.Spec) { s.Region, s.Models = "us", []string{"a"} })
+	e.upstream(okHandler("us-b"), func(s *worker.Spec) { s.Region, s.Models = "us", []string{"b"} })
+	for _, tc := range []struct{ model, want string }{{"a", "eu"}, {"b", "us"}, {"a", "eu"}, {"b", "us"}} {
+		st, h, body := e.post("/v1/completions", `{"model":"`+tc.model+`","prompt":"x"}`)
+		if st != 200 || h.Get(hdrWorkerRegion) != tc.want {
+			t.Fatalf("model %s: status %d, region %q (%s); want %s", tc.model, st, h.Get(hdrWorkerRegion), body, tc.want)
+		}
+	}
+}
+
 // TestLocalityOff: with --locality-routing off the policy sees every region's workers, and the
 // requests are still counted by region.
 func TestLocalityOff(t *testing.T) {
