@@ -90,6 +90,23 @@ func startWANFleet(t *testing.T, regions []string, delay time.Duration, extra ..
 	return f
 }
 
+// chatRegion sends a chat through the gateway from its region and returns the region of the
+// worker that served it (X-Mesh-Worker-Region).
+func (g *wanGateway) chatRegion(t *testing.T) string {
+	t.Helper()
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"hello across the WAN"}]}`
+	resp, err := g.client.Post(g.base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("a chat through %s: %v", g.id, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("a chat through %s answered %d: %.200s", g.id, resp.StatusCode, b)
+	}
+	return resp.Header.Get("X-Mesh-Worker-Region")
+}
+
 // get answers the status and body of a GET from the gateway's region, 0 when it fails.
 func (g *wanGateway) get(u string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
@@ -172,7 +189,9 @@ func (f *wanFleet) terms(t *testing.T) []float64 {
 }
 
 // Over links of 25 ms one way between three regions, with --mesh-profile wan (and so raft's
-// timings times 3): the fleet forms; a chat through each region's gateway is answered; a
+// timings times 3): the fleet forms; chats through each region's gateway stay in its region
+// (locality routing), and leave it, reporting their outcomes to the owners across the WAN,
+// when the region's engines are disabled; a
 // fleet-acknowledged disable sent to a region that does not hold the leader (so forwarded
 // across the WAN) is applied on every gateway when it answers; and no election happens after
 // the fleet formed.
@@ -184,17 +203,29 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 	t.Logf("formed in %s; leader %s", time.Since(start).Round(time.Millisecond), leader)
 	terms := f.terms(t)
 
-	// round_robin sends two thirds of each gateway's requests to engines owned in other
-	// regions: their outcome reports cross the WAN to the owners, on streams that do not
-	// wait for a round trip per report.
+	// Locality routing (on: every gateway has a region): with its own engines routable, no
+	// request leaves a gateway's region.
 	const chats = 30
 	for _, g := range f.gws {
 		for range chats {
-			code, body, err := chat(g.client, g.base, "hello across the WAN")
-			if err != nil || code != 200 {
-				t.Fatalf("a chat through %s answered %d %v: %.200s", g.id, code, err, body)
+			if got := g.chatRegion(t); got != g.region {
+				t.Fatalf("a chat through %s was served in region %q with its own engines routable", g.id, got)
 			}
 		}
+	}
+	// Both of eu's engines disabled: eu's requests all go to the other regions, and their
+	// outcome reports cross the WAN to the owners, on streams that do not wait for a round trip
+	// per report.
+	eu := f.gws[0]
+	for _, e := range eu.engines {
+		eu.admin.must(t, 200, "PUT", "/workers/"+url.PathEscape(e), `{"disabled":true,"reason":"locality test"}`)
+	}
+	crossed := map[string]int{}
+	for range chats {
+		crossed[eu.chatRegion(t)]++
+	}
+	if crossed[eu.region] != 0 || crossed["us"]+crossed["ap"] != chats {
+		t.Fatalf("with eu's engines disabled, eu's %d chats were served in %v; want all in us and ap", chats, crossed)
 	}
 	var received float64
 	harness.WaitFor(t, 10*time.Second, "the owners to receive the outcome reports of the cross-region requests", func() bool {
@@ -204,7 +235,7 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 			v, _ := metricValue(body, "meshgw_mesh_outcome_reports_total", "result", "received")
 			received += v
 		}
-		return received >= float64(2*chats*len(f.gws))/3*0.9 // two thirds of all, some spread allowed
+		return received >= chats
 	})
 	for _, g := range f.gws {
 		_, body := g.get(g.metrics)
@@ -212,7 +243,10 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 			t.Errorf("%s dropped %v outcome reports over the WAN", g.id, v)
 		}
 	}
-	t.Logf("outcome reports received by the owners: %v of %d requests", received, chats*len(f.gws))
+	t.Logf("eu's engines disabled: %d chats served in %v; outcome reports received by the owners: %v", chats, crossed, received)
+	for _, e := range eu.engines {
+		eu.admin.must(t, 200, "PUT", "/workers/"+url.PathEscape(e), `{"disabled":false}`)
+	}
 
 	// The writer: a gateway that does not lead, so each write is forwarded over the WAN.
 	w := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g.id != leader })]
@@ -275,6 +309,13 @@ func TestWANRegionCutOff(t *testing.T) {
 		return code == 200 && json.Unmarshal([]byte(body), &st) == nil && st.Quorum != nil && !*st.Quorum
 	})
 	t.Logf("%s's /status said quorum false %s after the cut", cut.id, time.Since(cutAt).Round(time.Millisecond))
+
+	// Fail-static: the cut-off gateway serves every request its own engines can, in its region.
+	for i := range 20 {
+		if got := cut.chatRegion(t); got != cut.region {
+			t.Fatalf("chat %d through the cut-off %s was served in region %q", i, cut.id, got)
+		}
+	}
 
 	target := other.engines[0]
 	path := "/workers/" + url.PathEscape(target)
