@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // step is one outcome recorded at a time since the start.
@@ -98,12 +100,12 @@ func TestHangOpensTheCircuit(t *testing.T) {
 				rec := &recorder{}
 				b := New(c, Options{Hooks: rec.hooks()})
 				b.Record(Success)
-				time.Sleep(4 * time.Second)
+				testkit.Advance(4 * time.Second) // fake time: the bubble's clock
 				b.Record(TimedOut)
 				if tt.promote {
 					b.Promote()
 				}
-				time.Sleep(100 * time.Millisecond)
+				testkit.Advance(100 * time.Millisecond)
 				b.Record(TimedOut)
 				if got := b.State(); got != tt.want {
 					t.Errorf("state %v, want %v", got, tt.want)
