@@ -375,11 +375,13 @@ func TestForwardWaitsForALeader(t *testing.T) {
 		ctxErr   bool
 		noQuorum bool
 		reach    bool // the other voters' RPC listeners accept connections (a paused leader)
+		unknown  bool // the mesh knows no RPC address for the other voters (it forgot them)
 	}{
 		{name: "bounded by NoLeaderWait", node: noLeaderNode{}, timeout: 10 * time.Second, min: wait, max: wait + poll},
 		{name: "bounded by the context", node: noLeaderNode{}, timeout: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, ctxErr: true},
 		{name: "a node not cut off", node: cutOffNoLeaderNode{noLeaderNode{cut: new(atomic.Bool)}}, timeout: 10 * time.Second, min: wait, max: wait + poll},
 		{name: "cut off during the wait", timeout: 10 * time.Second, cutAfter: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, noQuorum: true},
+		{name: "the other voters forgotten by the mesh: cut off", timeout: 10 * time.Second, cutAfter: 100 * time.Millisecond, min: 100 * time.Millisecond, max: 100*time.Millisecond + poll, noQuorum: true, unknown: true},
 		{name: "silent but the voters reachable: a leader will come", timeout: 10 * time.Second, cutAfter: 100 * time.Millisecond, min: wait, max: wait + poll, reach: true},
 	}
 	for _, tt := range tests {
@@ -395,7 +397,7 @@ func TestForwardWaitsForALeader(t *testing.T) {
 				if tt.reach {
 					peer = live
 				}
-				f, err := New(node, Options{ResolveRPC: func(string) (string, bool) { return peer, true }, NoLeaderWait: wait,
+				f, err := New(node, Options{ResolveRPC: func(string) (string, bool) { return peer, !tt.unknown }, NoLeaderWait: wait,
 					LeaderPoll: 10 * time.Millisecond, Logger: testkit.Quiet()})
 				if err != nil {
 					t.Fatal(err)

@@ -44,7 +44,9 @@ type quorumProbe struct {
 
 // reachQuorum reports whether this node and the voters whose RPC listeners accept a TCP
 // connection within the probe's timeout make a quorum of the raft configuration; known is
-// false when it cannot tell (no configuration, or a voter without an RPC address).
+// false when it cannot tell (no configuration). A voter without a known RPC address counts as
+// unreachable: a cut-off gateway's mesh forgets the others after a while, and the node is no
+// less cut off for it.
 func (f *Forwarder) reachQuorum() (reach, known bool) {
 	f.probe.mu.Lock()
 	defer f.probe.mu.Unlock()
@@ -76,11 +78,9 @@ func (f *Forwarder) probeQuorum() (reach, known bool) {
 			self = true
 			continue
 		}
-		addr, ok := f.o.ResolveRPC(string(s.ID))
-		if !ok || addr == "" {
-			return false, false
+		if addr, ok := f.o.ResolveRPC(string(s.ID)); ok && addr != "" {
+			addrs = append(addrs, addr)
 		}
-		addrs = append(addrs, addr)
 	}
 	if voters == 0 {
 		return false, false
