@@ -291,9 +291,12 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 // keep writing, and after the heal everything converges.
 func TestWANRegionCutOff(t *testing.T) {
 	const delay = 25 * time.Millisecond
-	f := startWANFleet(t, []string{"eu", "us", "ap"}, delay, "--policy", "round_robin")
+	f := startWANFleet(t, []string{"eu", "us", "ap"}, delay, "--policy", "round_robin", "--readiness-requires-quorum")
 	leader := f.waitFormed(t)
 	cut := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g.id != leader })]
+	if code, body := cut.get(cut.base + "/readiness"); code != 200 {
+		t.Fatalf("%s's /readiness before the cut: %d %.200s", cut.id, code, body)
+	}
 	other := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g != cut })]
 	r := f.net.Region(cut.region)
 	f.net.Cut(r)
@@ -309,6 +312,11 @@ func TestWANRegionCutOff(t *testing.T) {
 		return code == 200 && json.Unmarshal([]byte(body), &st) == nil && st.Quorum != nil && !*st.Quorum
 	})
 	t.Logf("%s's /status said quorum false %s after the cut", cut.id, time.Since(cutAt).Round(time.Millisecond))
+	// /readiness is rendered at each change of the pool and every second besides.
+	harness.WaitFor(t, 3*time.Second, cut.id+"'s /readiness (--readiness-requires-quorum) to answer 503 no quorum", func() bool {
+		code, body := cut.get(cut.base + "/readiness")
+		return code == 503 && strings.Contains(body, "no quorum")
+	})
 
 	// Fail-static: the cut-off gateway serves every request its own engines can, in its region.
 	for i := range 20 {
