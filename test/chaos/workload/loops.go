@@ -157,9 +157,14 @@ func Weights(ctx context.Context, a *Admin, client int, rng *rand.Rand, w Worker
 
 // Sample reads every gateway's GET /mesh/owners and every engine's probe counts (GET /_stats)
 // every period until ctx ends. engines maps a worker id to its engine's URL.
+//
+// It ends with one more round of ownership samples (bounded by the client's timeout), after
+// its last probe counts: a gateway that applied a move to itself and probed at once, just
+// before the end, shows the probe there, and only a later ownership sample shows it owned
+// the worker.
 func Sample(ctx context.Context, rec *history.Recorder, key string, gateways []Gateway, engines map[string]string, period time.Duration) {
 	client := &http.Client{Timeout: time.Second}
-	for i := 0; i < MaxPerLoop && ctx.Err() == nil; i++ {
+	owners := func(ctx context.Context) {
 		for _, g := range gateways {
 			var owners struct {
 				Owners []history.OwnerRow `json:"owners"`
@@ -168,6 +173,10 @@ func Sample(ctx context.Context, rec *history.Recorder, key string, gateways []G
 				rec.Owners(history.OwnerSample{At: rec.Now(), Gateway: g.ID, Rows: owners.Owners})
 			}
 		}
+	}
+	defer owners(context.WithoutCancel(ctx))
+	for i := 0; i < MaxPerLoop && ctx.Err() == nil; i++ {
+		owners(ctx)
 		for id, u := range engines {
 			var stats struct {
 				ByGateway map[string]struct {
