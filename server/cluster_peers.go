@@ -2,6 +2,7 @@ package server
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -148,6 +149,12 @@ func (c *cluster) Peers() []admin.Peer {
 			Self:         m.ID == c.nodeID,
 			Draining:     draining[m.ID],
 		})
+		if m.ID == c.nodeID {
+			if silence, cut := c.node.LeaderSilence(); cut {
+				p := &out[len(out)-1]
+				p.CutOff, p.LeaderSilenceSecs = true, math.Round(silence.Seconds()*10)/10
+			}
+		}
 	}
 	return out
 }

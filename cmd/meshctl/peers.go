@@ -31,7 +31,9 @@ func (a *app) peersCommand() *cobra.Command {
 			"nonvoter, or - when not in it. OWNED and APPLIED are the owned-worker count and the raft\n" +
 			"index each gateway last published.\n\n" +
 			"-o wide adds LAG, how far APPLIED is behind the highest APPLIED listed (- for a foreign\n" +
-			"gateway), and a column for each field the gateway answers beyond these.",
+			"gateway), and a column for each field the gateway answers beyond these.\n\n" +
+			"When the answering gateway hears from no raft leader (a partition, a region cut off), a\n" +
+			"last line says so: it serves from its last state and its writes answer 503 no_leader.",
 		Example: "  meshctl peers\n  meshctl peers -o wide\n  meshctl peers --sort applied\n  meshctl peers -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,6 +76,9 @@ type peer struct {
 	Owned        int    `json:"owned"`
 	AppliedIndex uint64 `json:"applied_index"`
 	Self         bool   `json:"self"`
+	// CutOff and LeaderSilenceSecs: the answering gateway hears from no raft leader.
+	CutOff            bool    `json:"cut_off"`
+	LeaderSilenceSecs float64 `json:"leader_silence_secs"`
 
 	extra map[string]string
 }
@@ -81,7 +86,8 @@ type peer struct {
 // peerColumns are the fields peer shows in its own columns.
 var peerColumns = map[string]bool{
 	"id": true, "address": true, "status": true, "raft": true, "region": true, "color": true,
-	"version": true, "owned": true, "applied_index": true, "self": true,
+	"version": true, "owned": true, "applied_index": true, "self": true, "cut_off": true,
+	"leader_silence_secs": true,
 }
 
 // readRow decodes one row of what's answer into v and returns the row's other fields (those
@@ -171,8 +177,17 @@ func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, peersSummary(peers))
-	return err
+	if _, err := fmt.Fprintln(w, peersSummary(peers)); err != nil {
+		return err
+	}
+	for _, p := range peers {
+		if p.Self && p.CutOff {
+			_, err := fmt.Fprintf(w, "%s (this gateway) is cut off: no raft leader heard for %gs; it serves its workers from its last state and answers writes 503 no_leader until it reaches a quorum again\n",
+				p.ID, p.LeaderSilenceSecs)
+			return err
+		}
+	}
+	return nil
 }
 
 // peerRegion is a peer's region, for the regions helpers.

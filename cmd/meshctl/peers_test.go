@@ -57,3 +57,26 @@ func TestPeersEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestPeersCutOff: a gateway that hears from no raft leader (its region cut off) says so under
+// the table, naming itself and how long, and what that means for reads and writes; a peer in
+// good standing prints no such line.
+func TestPeersCutOff(t *testing.T) {
+	const body = `{"peers": [
+		{"id": "gw-eu", "address": "10.78.1.1:7946", "status": "alive", "raft": "voter", "region": "eu", "self": true, "cut_off": true, "leader_silence_secs": 4.2},
+		{"id": "gw-us", "address": "10.78.2.1:7946", "status": "suspect", "raft": "voter", "region": "us"}]}`
+	f := &fakeAdmin{answers: map[string]canned{"GET /mesh/peers": {200, body}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	code, stdout, stderr := runCLI(t, srv.URL, nil, "peers")
+	want := "gw-eu (this gateway) is cut off: no raft leader heard for 4.2s"
+	if code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, "503 no_leader") {
+		t.Errorf("exit %d (%q), stdout %q; want a line %q", code, stderr, stdout, want)
+	}
+	f = &fakeAdmin{answers: map[string]canned{"GET /mesh/peers": {200, strings.ReplaceAll(body, `"cut_off": true`, `"cut_off": false`)}}}
+	srv2 := httptest.NewServer(f)
+	defer srv2.Close()
+	if code, stdout, _ := runCLI(t, srv2.URL, nil, "peers"); code != 0 || strings.Contains(stdout, "cut off") {
+		t.Errorf("exit %d, stdout %q; want no cut-off line", code, stdout)
+	}
+}

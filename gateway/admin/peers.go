@@ -47,6 +47,12 @@ type Peer struct {
 	Self bool `json:"self,omitempty"`
 	// Draining marks a gateway being drained (POST /mesh/drain, --leave-on-terminate).
 	Draining bool `json:"draining,omitempty"`
+	// CutOff marks the answering gateway when it has heard from no raft leader for longer
+	// than the leader's heartbeats allow (a partition or a region cut off): it serves its
+	// workers from its last state and answers writes 503 no_leader. Only the self row has it.
+	CutOff bool `json:"cut_off,omitempty"`
+	// LeaderSilenceSecs is how long the cut-off gateway has heard from no leader.
+	LeaderSilenceSecs float64 `json:"leader_silence_secs,omitempty"`
 }
 
 // PeerList is the answer of GET /mesh/peers.

@@ -312,6 +312,21 @@ func TestWANRegionCutOff(t *testing.T) {
 		return code == 200 && json.Unmarshal([]byte(body), &st) == nil && st.Quorum != nil && !*st.Quorum
 	})
 	t.Logf("%s's /status said quorum false %s after the cut", cut.id, time.Since(cutAt).Round(time.Millisecond))
+	// GET /mesh/peers (meshctl peers) marks the answering gateway cut off, with its silence.
+	type peerRow struct {
+		Self    bool    `json:"self"`
+		CutOff  bool    `json:"cut_off"`
+		Silence float64 `json:"leader_silence_secs"`
+	}
+	var peers struct {
+		Peers []peerRow `json:"peers"`
+	}
+	if code, body := cut.get(cut.base + "/mesh/peers"); code != 200 || json.Unmarshal([]byte(body), &peers) != nil {
+		t.Fatalf("GET /mesh/peers of the cut-off %s answered %d: %.300s", cut.id, code, body)
+	}
+	if i := slices.IndexFunc(peers.Peers, func(p peerRow) bool { return p.Self }); i < 0 || !peers.Peers[i].CutOff || peers.Peers[i].Silence <= 0 {
+		t.Fatalf("GET /mesh/peers of the cut-off %s does not mark itself cut off: %+v", cut.id, peers.Peers)
+	}
 	// /readiness is rendered at each change of the pool and every second besides.
 	harness.WaitFor(t, 3*time.Second, cut.id+"'s /readiness (--readiness-requires-quorum) to answer 503 no quorum", func() bool {
 		code, body := cut.get(cut.base + "/readiness")
