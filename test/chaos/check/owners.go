@@ -14,6 +14,12 @@ import (
 // land (a probe in flight when ownership moved), and how early before.
 const probeSlack = 1500 * time.Millisecond
 
+// probeTimeout is the gateways' health-probe timeout in the chaos run (--health-check-timeout-secs,
+// its default 5): how long a probe a gateway sent may still be on its way. A partition holds its
+// packets and TCP delivers them on a retransmission after the heal, so one probe sent while its
+// sender owned the worker may reach the engine that long after (lateProbe).
+const probeTimeout = 5 * time.Second
+
 // SingleOwner checks that no two gateways ever named two different owners of one worker at one
 // epoch, and that no gateway probed a worker while its own samples on both sides of the probes
 // said another gateway owned it.
@@ -43,14 +49,17 @@ func SingleOwner(h history.History) Result {
 			bad.add("%s has owners %s at epoch %d", k.worker, strings.Join(names, " and "), k.epoch)
 		}
 	}
-	var stale, moved examples
-	probes := strayProbes(h, &bad, &stale, &moved)
+	var stale, moved, late examples
+	probes := strayProbes(h, &bad, &stale, &moved, &late)
 	note := ""
 	if stale.n > 0 {
-		note = fmt.Sprintf("; %d probes came from a former owner on a stale view (a pause or partition ended before it applied the failover): %s", stale.n, stale.String())
+		note += fmt.Sprintf("; %d probes came from a former owner on a stale view (a pause or partition ended before it applied the failover): %s", stale.n, stale.String())
 	}
 	if moved.n > 0 {
 		note += fmt.Sprintf("; %d probes fell in an interval in which ownership moved more often than the samples show: %s", moved.n, moved.String())
+	}
+	if late.n > 0 {
+		note += fmt.Sprintf("; %d single probes arrived late, within a probe's timeout of a sample that named their sender the owner (sent while owning, held by a cut or a pause): %s", late.n, late.String())
 	}
 	if bad.n > 0 {
 		return Fail("%d violations: %s%s", bad.n, bad.String(), note)
@@ -66,7 +75,7 @@ func SingleOwner(h history.History) Result {
 // stale; one whose epoch of w changed between g's samples around the interval may have come
 // from an owner no sample saw, and is counted in moved. It returns how many (worker, gateway,
 // interval) triples it judged.
-func strayProbes(h history.History, bad, stale, moved *examples) int {
+func strayProbes(h history.History, bad, stale, moved, late *examples) int {
 	byWorker := map[string][]history.ProbeSample{}
 	for _, p := range h.Probes {
 		byWorker[p.Worker] = append(byWorker[p.Worker], p)
@@ -92,6 +101,8 @@ func strayProbes(h history.History, bad, stale, moved *examples) int {
 					// gateway already named g the owner at a newer epoch than g's last sample
 					// (g applied the move and probed at once, and took no sample in time).
 					moved.add("%s probed %s between %v and %v while its ownership moved", g, w, from, to)
+				case !owned && n-ps[i-1].Probes[g] == 1 && lateProbe(h, g, w, ps[i-1].At):
+					late.add("%s probed %s between %v and %v", g, w, from, to)
 				case !owned:
 					bad.add("%s probed %s between %v and %v without owning it", g, w, from, to)
 				case ownerAt(h, w, ps[i-1].At) != g && ownerAt(h, w, ps[i-1].At) != "":
@@ -183,6 +194,24 @@ func movedTo(h history.History, g, w string, from, to time.Duration) bool {
 		}
 		for _, r := range s.Rows {
 			if r.Worker == w && r.Owner == g && r.Epoch > seen {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lateProbe reports whether a sample of any gateway taken within probeTimeout before from
+// names g the owner of w: a single probe counted after from may have been sent while g owned w
+// and arrived late. g's own samples may never show that ownership (it was paused or cut off
+// while it held it).
+func lateProbe(h history.History, g, w string, from time.Duration) bool {
+	for _, s := range h.Owners {
+		if s.At < from-probeTimeout || s.At > from {
+			continue
+		}
+		for _, r := range s.Rows {
+			if r.Worker == w && r.Owner == g {
 				return true
 			}
 		}
