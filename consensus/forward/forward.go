@@ -384,12 +384,24 @@ func (f *Forwarder) send(ctx context.Context, to *consensus.NotLeaderError, data
 // AttemptTimeout without one it watches leadership, and gives the call up (cancelling it) as
 // soon as this node knows another leader than the one asked: the entry may be in the asked
 // leader's log, and forward re-sends the write to the new one.
+//
+// It also gives the call up once this node finds itself cut off from the quorum (cutOff) while
+// waiting: the answer cannot come before the partition heals, and the write answers outcome
+// unknown then rather than when ctx ends (a region cut off on a WAN). It is not re-sent.
 func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr string, data []byte) (*consensusv1.ApplyResponse, error) {
-	a, now, err := consensus.UntilLeaderMoves(ctx, f.node, f.log, leader, f.o.AttemptTimeout, f.o.LeaderPoll,
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatch := f.watchCutOff(cctx, cancel)
+	a, now, err := consensus.UntilLeaderMoves(cctx, f.node, f.log, leader, f.o.AttemptTimeout, f.o.LeaderPoll,
 		func(ctx context.Context) (*consensusv1.ApplyResponse, error) {
 			return lc.client.Apply(ctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
 		})
+	stopWatch()
+	var cut *cutOffWhileSent
 	switch {
+	case err != nil && ctx.Err() == nil && errors.As(context.Cause(cctx), &cut):
+		return nil, fmt.Errorf("%w: forwarded to %s at %s, and this gateway was cut off from the quorum before the answer came (%v); it may apply once the partition heals",
+			consensus.ErrOutcomeUnknown, leader, addr, cut.err)
 	case now != "":
 		return nil, &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s, which gave no answer within %v; %s leads now",
 			consensus.ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
@@ -397,6 +409,47 @@ func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr strin
 		return nil, rpcError(ctx, leader, addr, err)
 	}
 	return a, nil
+}
+
+// cutOffWhileSent is the cause with which call gives up a forwarded write when this node finds
+// itself cut off from the quorum.
+type cutOffWhileSent struct{ err error }
+
+func (c *cutOffWhileSent) Error() string { return c.err.Error() }
+
+// watchCutOff checks every LeaderPoll whether this node is cut off from the quorum (cutOff:
+// an atomic read while the leader is heard, a probe of the voters only once it is silent), and
+// cancels the call with a *cutOffWhileSent when it is. The returned stop ends the watch and
+// waits for it.
+func (f *Forwarder) watchCutOff(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	if _, ok := f.node.(cutOffNode); !ok {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(f.o.LeaderPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-f.done:
+				return
+			case <-tick.C:
+				if err := f.cutOff(); err != nil {
+					cancel(&cutOffWhileSent{err: err})
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // rpcError is an RPC that ended without the leader's answer. Unless ctx ended, the write may be

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -606,4 +607,51 @@ func TestWaitsFollowTheRaftMultiplier(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestForwardInFlightWhenCutOff: a write forwarded to the leader just before this node was cut
+// off from the quorum (a region cut on a WAN) gets no answer. It used to wait for its context
+// (10 s through the admin API) and then answer outcome unknown; it now answers outcome unknown
+// as soon as the node finds itself cut off and no quorum reachable (a second or two), naming
+// the cut, and is not re-sent. The leader holds the write unanswered meanwhile.
+func TestForwardInFlightWhenCutOff(t *testing.T) {
+	c := startForwardCluster(t, 3, Options{})
+	lead := c.ready(t)
+	from := consensustest.Others(3, lead)[0]
+	received := make(chan struct{}, 1)
+	var hold grpc.UnaryServerInterceptor = func(ctx context.Context, _ any, _ *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+		received <- struct{}{}
+		<-ctx.Done() // the answer never comes: the region was cut off
+		return nil, ctx.Err()
+	}
+	c.hooks[lead].Store(&hold)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		_, err := c.fwd[from].Apply(ctx, fsm.Register{Spec: consensustest.Spec(t, 8011), Owner: "n1"})
+		done <- result{err, time.Since(start)}
+	}()
+	<-received
+	// The partition: raft's traffic both ways, and the other voters' RPC listeners.
+	c.Isolate(from)
+	dead := closedAddr(t)
+	self := c.Nodes[from].ID()
+	c.setOverride(func(id string) (string, bool, bool) { return dead, true, id != self })
+	r := <-done
+	if !errors.Is(r.err, consensus.ErrOutcomeUnknown) || errors.Is(r.err, consensus.ErrNoLeader) || !strings.Contains(r.err.Error(), "cut off") {
+		t.Fatalf("a write in flight when its gateway was cut off: %v; want consensus.ErrOutcomeUnknown naming the cut (and not no-leader: it may have been written)", r.err)
+	}
+	if r.took > 5*time.Second {
+		t.Errorf("it answered after %v; want once the node finds itself cut off, not when its context ends", r.took)
+	}
+	if n := c.calls[lead].Load(); n != 1 {
+		t.Errorf("the leader received %d copies; want 1 (a cut-off node does not re-send)", n)
+	}
+	t.Logf("answered after %v: %v", r.took.Round(time.Millisecond), r.err)
 }
