@@ -153,6 +153,32 @@ func (n *Net) DialContext(r int) func(ctx context.Context, network, addr string)
 	}
 }
 
+// DialByAddress dials an address of the WAN (10.78.R.H) from inside its own region, as a
+// client of that region would (no link crossed), and any other address from this process's
+// network. net/http's Transport.DialContext takes it: one client then reaches every region's
+// hosts, each as a local client.
+func (n *Net) DialByAddress(ctx context.Context, network, addr string) (net.Conn, error) {
+	if r, ok := n.regionOfAddr(addr); ok {
+		return n.DialContext(r)(ctx, network, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// regionOfAddr is the region of a host:port of the WAN's network.
+func (n *Net) regionOfAddr(addr string) (int, bool) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, false
+	}
+	ip := net.ParseIP(host).To4()
+	if ip == nil || ip[0] != netA || ip[1] != netB {
+		return 0, false
+	}
+	r := int(ip[2]) - 1
+	return r, r >= 0 && r < len(n.cfg.Regions)
+}
+
 // Listen listens on host h of region r at port (0 picks one), for a server of the test's own
 // process (an engine, say) to live in that region.
 func (n *Net) Listen(r, h, port int) (net.Listener, error) {

@@ -209,3 +209,22 @@ func TestConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// DialByAddress dials a WAN address from its own region and leaves other addresses alone.
+func TestRegionOfAddr(t *testing.T) {
+	n := &Net{cfg: Config{Regions: []string{"eu", "us", "ap"}}}
+	for _, c := range []struct {
+		addr   string
+		region int
+		ok     bool
+	}{
+		{"10.78.1.1:80", 0, true}, {"10.78.3.7:30000", 2, true},
+		{"10.78.4.1:80", 0, false}, {"10.78.0.1:80", 0, false}, // no such region
+		{"127.0.0.1:80", 0, false}, {"10.77.0.11:80", 0, false}, {"[::1]:80", 0, false}, {"nohost", 0, false},
+	} {
+		r, ok := n.regionOfAddr(c.addr)
+		if ok != c.ok || (ok && r != c.region) {
+			t.Errorf("regionOfAddr(%q) = %d, %v; want %d, %v", c.addr, r, ok, c.region, c.ok)
+		}
+	}
+}
