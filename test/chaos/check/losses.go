@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -23,6 +24,10 @@ const (
 	// error) passed to the client, from an engine under engine-flap during the request: the
 	// retries found no worker that answered better.
 	CauseEngineError = "engine_error"
+	// CauseRegionCut: over a simulated WAN, the request ran while its gateway's region (its
+	// client's) or the region of the worker its answer names was cut off from the others, and
+	// no cause above applies: the cut, not a gateway's fault, lost it.
+	CauseRegionCut = "region_cut"
 	// CauseGatewayFault: every other lost request, the data plane's own.
 	CauseGatewayFault = "gateway_fault"
 )
@@ -57,9 +62,24 @@ func Losses(h history.History, timeout time.Duration) []Loss {
 			faultDuring(h, history.EngineFault{Worker: q.Worker, Kind: nemesis.EngineFlap}, q.Invoke, q.Complete) >= 0:
 			l.Cause = CauseEngineError
 		}
+		if l.Cause == CauseGatewayFault && cutDuring(h, q) {
+			l.Cause = CauseRegionCut
+		}
 		out = append(out, l)
 	}
 	return out
+}
+
+// cutDuring reports whether a region cut met the request and held its gateway or the worker
+// its answer names.
+func cutDuring(h history.History, q history.Request) bool {
+	for _, c := range h.Cuts {
+		if c.From <= q.Complete && q.Invoke <= c.To &&
+			(slices.Contains(c.Gateways, q.Gateway) || q.Worker != "" && slices.Contains(c.Workers, q.Worker)) {
+			return true
+		}
+	}
+	return false
 }
 
 // hangDuring returns the index of the hang a request that got a 504, or no answer, waited on:
@@ -86,7 +106,8 @@ func faultDuring(h history.History, like history.EngineFault, from, to time.Dura
 	return -1
 }
 
-// LostByCause counts losses by cause, every cause present (at zero when none).
+// LostByCause counts losses by cause, every cause present (at zero when none); region_cut only
+// when some loss has it (a run over a WAN adds it at zero: chaos.LostByCause).
 func LostByCause(losses []Loss) map[string]int {
 	out := map[string]int{CauseShutdown: 0, CauseEngineHang: 0, CauseEngineError: 0, CauseGatewayFault: 0}
 	for _, l := range losses {

@@ -26,6 +26,9 @@ type Config struct {
 	// gateway runs in its own, with its own address and fixed ports. Otherwise every process
 	// listens on 127.0.0.1 on ports free when the run started.
 	Topology *Topology
+	// WAN, when set, is the simulated WAN the run is over (Layout places the processes); the
+	// harness reaches every address from inside its region (wan.Net.DialByAddress).
+	WAN *WAN
 	// Grace is --owner-failover-grace-secs.
 	Grace time.Duration
 }
@@ -40,6 +43,7 @@ const RequestTimeout = 3 * time.Second
 // Node is one meshgw gateway.
 type Node struct {
 	ID, Host, NS                   string
+	Region                         string // its --region in a WAN run, "" otherwise
 	HTTP, Metrics, Mesh, Raft, RPC int
 	Dir                            string
 	mu                             sync.Mutex
@@ -56,6 +60,7 @@ func (n *Node) MeshAddr() string { return net.JoinHostPort(n.Host, strconv.Itoa(
 // Engine is one fakeworker.
 type Engine struct {
 	Name, Host string
+	NS, Region string // its namespace and region in a WAN run, "" otherwise
 	Port       int
 	p          *proc.Proc
 }
@@ -77,9 +82,17 @@ func New(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o700); err != nil {
 		return nil, err
 	}
+	var gws, engs []Place
+	if cfg.WAN != nil {
+		gws, engs, _ = Layout(cfg.Nodes, cfg.Engines, len(cfg.WAN.Regions))
+	}
 	for i := range cfg.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1"}
-		if cfg.Topology != nil {
+		if w := cfg.WAN; w != nil {
+			p := gws[i]
+			n.Host, n.NS, n.Region = w.Net.Addr(p.Region, p.Host), w.Net.Namespace(p.Region), w.Regions[p.Region]
+			n.HTTP, n.Metrics, n.Mesh, n.Raft, n.RPC = wanPorts(i)
+		} else if cfg.Topology != nil {
 			n.Host, n.NS = NodeAddr(i), cfg.Topology.NodeNS(i)
 			n.HTTP, n.Metrics, n.Mesh, n.Raft, n.RPC = 30000, 29000, 39527, 39528, 39529
 		} else {
@@ -94,7 +107,10 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	for j := range cfg.Engines {
 		e := &Engine{Name: fmt.Sprintf("e%d", j+1), Host: "127.0.0.1", Port: 8000}
-		if cfg.Topology != nil {
+		if w := cfg.WAN; w != nil {
+			p := engs[j]
+			e.Host, e.NS, e.Region = w.Net.Addr(p.Region, p.Host), w.Net.Namespace(p.Region), w.Regions[p.Region]
+		} else if cfg.Topology != nil {
 			e.Host = EngineAddr(j)
 		} else {
 			ports, err := freePorts(1)
@@ -112,7 +128,11 @@ func New(cfg Config) (*Cluster, error) {
 // until every gateway sees every other alive and a raft leader.
 func (c *Cluster) Start(ctx context.Context) error {
 	for _, e := range c.Engines {
-		p, err := start(e.Name, c.cfg.Fakeworker, []string{"--host", e.Host, "--port", strconv.Itoa(e.Port), "--node-name", e.Name}, nil,
+		var wrap []string
+		if e.NS != "" {
+			wrap = []string{"ip", "netns", "exec", e.NS}
+		}
+		p, err := start(e.Name, c.cfg.Fakeworker, []string{"--host", e.Host, "--port", strconv.Itoa(e.Port), "--node-name", e.Name}, wrap,
 			filepath.Join(c.cfg.Dir, "logs", e.Name+".log"))
 		if err != nil {
 			return err
@@ -141,15 +161,22 @@ func (c *Cluster) Start(ctx context.Context) error {
 
 // args is the command line of node n joining join.
 func (c *Cluster) args(n *Node, join []string) []string {
+	profile := "local"
+	if n.Region != "" {
+		profile = "wan" // raft's timings times 3 (--raft-multiplier auto)
+	}
 	args := []string{
 		"--node-id", n.ID, "--host", n.Host, "--port", strconv.Itoa(n.HTTP),
 		"--prometheus-host", n.Host, "--prometheus-port", strconv.Itoa(n.Metrics),
 		"--mesh-port", strconv.Itoa(n.Mesh), "--raft-port", strconv.Itoa(n.Raft), "--rpc-port", strconv.Itoa(n.RPC),
-		"--mesh-advertise-host", n.Host, "--mesh-profile", "local", "--state-dir", n.Dir,
+		"--mesh-advertise-host", n.Host, "--mesh-profile", profile, "--state-dir", n.Dir,
 		"--shutdown-settle-secs", "0", "--health-check-interval-secs", "1",
 		"--request-timeout-secs", strconv.Itoa(int(RequestTimeout / time.Second)),
 		"--owner-failover-grace-secs", strconv.Itoa(int(c.cfg.Grace / time.Second)),
 		"--log-level", "info", "--admin-api-key", AdminKey, "--drain-timeout-secs", "20",
+	}
+	if n.Region != "" {
+		args = append(args, "--region", n.Region)
 	}
 	if n.NS != "" {
 		// Beyond loopback raft and gRPC want mutual TLS; the run's namespaces are its own.
@@ -272,12 +299,15 @@ type Raft struct {
 
 // Peers is the part of GET /mesh/peers the harness reads.
 type Peers struct {
-	Peers []struct {
-		ID          string `json:"id"`
-		Status      string `json:"status"`
-		Incarnation string `json:"incarnation"`
-		Rejoining   bool   `json:"rejoining"`
-	} `json:"peers"`
+	Peers []Peer `json:"peers"`
+}
+
+// Peer is one gateway of GET /mesh/peers.
+type Peer struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Incarnation string `json:"incarnation"`
+	Rejoining   bool   `json:"rejoining"`
 }
 
 // quick is the client of the harness's reads.

@@ -138,6 +138,16 @@ type EngineFault struct {
 	To     time.Duration `json:"to"`
 }
 
+// RegionCut is an interval in which a region of a simulated WAN was cut off from the others
+// (the nemesis's partition-one over regions): its gateways, and the worker ids of its engines.
+type RegionCut struct {
+	Region   string        `json:"region"`
+	Gateways []string      `json:"gateways"`
+	Workers  []string      `json:"workers"`
+	From     time.Duration `json:"from"`
+	To       time.Duration `json:"to"` // Never while it lasts
+}
+
 // Final is one worker as one gateway lists it after the faults healed.
 type Final struct {
 	Found    bool `json:"found"`
@@ -153,6 +163,7 @@ type History struct {
 	Probes   []ProbeSample               `json:"probes"`
 	Down     []Down                      `json:"down"`
 	Engines  []EngineFault               `json:"engine_faults,omitempty"`
+	Cuts     []RegionCut                 `json:"region_cuts,omitempty"`
 	Final    map[string]map[string]Final `json:"final"` // gateway → worker → what it lists
 	Weights  map[string]bool             `json:"weight_workers"`
 	End      time.Duration               `json:"end"`
@@ -242,6 +253,26 @@ func (r *Recorder) EngineFault(worker, kind string, from time.Duration) {
 	r.mu.Unlock()
 }
 
+// CutFrom records that region, with its gateways and its engines' workers, was cut off now;
+// CutUntil ends it.
+func (r *Recorder) CutFrom(region string, gateways, workers []string) {
+	r.mu.Lock()
+	r.h.Cuts = append(r.h.Cuts, RegionCut{Region: region, Gateways: gateways, Workers: workers, From: r.Now(), To: Never})
+	r.mu.Unlock()
+}
+
+// CutUntil ends region's open cut now.
+func (r *Recorder) CutUntil(region string) {
+	now := r.Now()
+	r.mu.Lock()
+	for i := range r.h.Cuts {
+		if c := &r.h.Cuts[i]; c.Region == region && c.To == Never {
+			c.To = now
+		}
+	}
+	r.mu.Unlock()
+}
+
 // Final records what gateway lists for worker after the faults healed.
 func (r *Recorder) Final(gateway, worker string, f Final) {
 	r.mu.Lock()
@@ -271,6 +302,7 @@ func (r *Recorder) Snapshot() History {
 	h.Probes = append([]ProbeSample(nil), r.h.Probes...)
 	h.Down = append([]Down(nil), r.h.Down...)
 	h.Engines = append([]EngineFault(nil), r.h.Engines...)
+	h.Cuts = append([]RegionCut(nil), r.h.Cuts...)
 	h.Final = map[string]map[string]Final{}
 	for g, m := range r.h.Final {
 		h.Final[g] = map[string]Final{}

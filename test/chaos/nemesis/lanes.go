@@ -265,6 +265,15 @@ func (n *Nemesis) claimFor(p plan, node *cluster.Node, rot int, o offer) (target
 		c.net = []string{node.ID}
 		c.links = links([]*cluster.Node{node}, others)
 	case PartitionOne, PartitionOneWay:
+		if n.Regions != nil {
+			// The target's whole region: the bed cuts nothing finer.
+			t.a, t.b = sameRegion(n.C.Nodes, node.Region)
+			if len(t.b) == 0 {
+				return t, nil
+			}
+			c.net, c.links = ids(t.a), links(t.a, t.b)
+			break
+		}
 		t.a, t.b = []*cluster.Node{node}, others
 		c.net = []string{node.ID}
 		c.links = links(t.a, t.b)

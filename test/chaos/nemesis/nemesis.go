@@ -56,6 +56,14 @@ type Nemesis struct {
 	// Hold sets how long a fault lasts: drawn in [Hold/3, Hold/2], and one fault in ten in
 	// [2×Hold, 3×Hold] (long enough for a failover: the failure detector and the grace).
 	Hold time.Duration
+	// Regions, when set, is the simulated WAN the run is over: partition-one cuts the target's
+	// whole region off (wan.Net.Cut), and the partitions the WAN cannot express are skipped.
+	Regions Regions
+	// CutHold, when > 0, is how long every region cut holds, instead of a drawn hold.
+	CutHold time.Duration
+	// OnCut, when set, is called as soon as a region is cut off, with its gateways; the function
+	// it returns is called right after the region is healed.
+	OnCut func(region string, gateways []*cluster.Node) (healed func())
 	// Stop ends the heals' waits (restarts, a gateway back): the run was interrupted. Nil means
 	// they run to their bounds.
 	Stop context.Context
@@ -91,7 +99,29 @@ func (n *Nemesis) Plan(kinds []string) (run []string) {
 	return run
 }
 
+// Regions cuts whole regions of a simulated WAN off and heals them (test/wan's Net).
+type Regions interface {
+	Cut(r int)
+	Heal(r int)
+	Region(name string) int
+}
+
+// wanSkips are the kinds a run over a simulated WAN skips, and why: the bed cuts a whole
+// region, both ways, and nothing finer.
+var wanSkips = map[string]string{
+	PartitionMinority: "over a simulated WAN (--regions) the test bed cuts whole regions off, both ways (wan.Cut); a minority of chosen gateways has no such form (partition-one cuts the target's region)",
+	PartitionMajority: "over a simulated WAN (--regions) the test bed cuts whole regions off, both ways (wan.Cut); a bridge between two halves needs per-link cuts",
+	PartitionOneWay:   "over a simulated WAN (--regions) the test bed cuts whole regions off, both ways (wan.Cut); it has no one-way cut",
+	LeaderTransfer:    "over a simulated WAN (--regions) the forced leader change has no form: it drops the leader's raft packets with iptables in each gateway's own namespace, and the gateways of a region share one (their traffic to each other never crosses a link)",
+}
+
 func (n *Nemesis) skipReason(k string) string {
+	if why, ok := wanSkips[k]; ok && n.Regions != nil {
+		return why
+	}
+	if k == PartitionOne && n.Regions != nil {
+		return ""
+	}
 	switch k {
 	case PartitionOne, PartitionMinority, PartitionMajority, PartitionOneWay:
 		if n.Net == nil {

@@ -134,6 +134,10 @@ func (n *Nemesis) pause(ctx context.Context, node *cluster.Node, d time.Duration
 //
 // It waits until every gateway it cut off is back.
 func (n *Nemesis) partition(ctx context.Context, c *claim, p plan, t target) {
+	if n.Regions != nil {
+		n.regionCut(ctx, c, p, t)
+		return
+	}
 	var cut *cluster.Cut
 	var err error
 	var off []*cluster.Node // the side recorded as cut off from the majority

@@ -22,8 +22,9 @@ import (
 // Gateway is a gateway the workload sends to.
 type Gateway struct{ ID, URL string }
 
-// Worker is a worker record the workload writes: its URL and id.
-type Worker struct{ URL, ID string }
+// Worker is a worker record the workload writes: its URL and id, and over a simulated WAN its
+// engine's region, which every registration names (a gateway's own region is the default).
+type Worker struct{ URL, ID, Region string }
 
 // NewWorker returns the Worker of an engine URL, with the id meshgw gives it.
 func NewWorker(u string) Worker {
@@ -68,6 +69,9 @@ func (a *Admin) DoTo(ctx context.Context, client int, kind history.Kind, w Worke
 	switch kind {
 	case history.Register:
 		method, path, body = "POST", "/workers", fmt.Sprintf(`{"url":%q}`, w.URL)
+		if w.Region != "" {
+			body = fmt.Sprintf(`{"url":%q,"region":%q}`, w.URL, w.Region)
+		}
 	case history.Disable:
 		method, body = "PUT", `{"disabled":true,"reason":"chaos"}`
 	case history.Enable:
