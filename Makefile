@@ -35,17 +35,19 @@ deploy-check: build ## Check deploy/ with promtool, grpc_health_probe, systemd-a
 	scripts/test-deps.sh
 	scripts/deploy-check.sh
 
-# make chaos: SEED, DURATION, NODES, ENGINES, FAULTS (comma-separated kinds, default all) and REPORT.
+# make chaos: SEED, DURATION, NODES, ENGINES, FAULTS (comma-separated kinds, default all) and REPORT;
+# REGIONS (2 or more: over a simulated WAN), WAN_DELAY (one way) and CUT_HOLD (a region cut's hold).
 SEED ?= 1
 DURATION ?= 120s
 NODES ?= 3
 ENGINES ?= 3
 FAULTS ?=
 
-chaos: build ## The chaos test across processes (docs/chaos.md): SEED, DURATION, NODES, ENGINES, FAULTS, REPORT (chaos-report.json).
+chaos: build ## The chaos test across processes (docs/chaos.md): SEED, DURATION, NODES, ENGINES, FAULTS, REPORT (chaos-report.json), REGIONS, WAN_DELAY, CUT_HOLD.
 	scripts/test-deps.sh
 	$(BIN)/meshgw-chaos --seed $(SEED) --duration $(DURATION) --nodes $(NODES) --engines $(ENGINES) \
-		$(if $(FAULTS),--faults $(FAULTS)) --report $(or $(REPORT),chaos-report.json)
+		$(if $(FAULTS),--faults $(FAULTS)) --report $(or $(REPORT),chaos-report.json) \
+		$(if $(REGIONS),--regions $(REGIONS)) $(if $(WAN_DELAY),--wan-delay $(WAN_DELAY)) $(if $(CUT_HOLD),--cut-hold $(CUT_HOLD))
 
 docs: ## Regenerate docs/flags.md from meshgw's flags (go test ./cmd/meshgw fails while it is stale).
 	MESHGW_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestFlagsReference' ./cmd/meshgw

@@ -3,7 +3,8 @@
 // the invariants and writes a JSON report. As root with ip, iptables and nsenter it works in network
 // namespaces it makes and removes itself; otherwise on the host's loopback without partitions.
 // It exits 0 only when every invariant holds (1 when one broke, 2 on usage errors, 3 when the
-// run could not proceed).
+// run could not proceed). With --regions N it runs over a simulated WAN of N regions instead
+// (test/wan: a namespace per region, links delayed by --wan-delay), as root.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/meshgw/meshgw/test/chaos/check"
 	"github.com/meshgw/meshgw/test/chaos/cluster"
 	"github.com/meshgw/meshgw/test/chaos/history"
+	"github.com/meshgw/meshgw/test/wan"
 )
 
 // insideEnv carries the topology to the copy of the command that runs inside the hub namespace.
@@ -43,6 +45,9 @@ type options struct {
 	noIsolate      bool
 	keep           bool
 	check          string
+	regions        int
+	wanDelay       time.Duration
+	cutHold        time.Duration
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -62,6 +67,9 @@ func run(args []string) int {
 	fs.StringVar(&o.bin, "bin", "", "folder holding meshgw and fakeworker (default this command's own folder)")
 	fs.BoolVar(&o.noIsolate, "no-isolate", false, "run on the host's loopback even as root (no partitions)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the folder of state directories and logs")
+	fs.IntVar(&o.regions, "regions", 0, "run over a simulated WAN of this many regions (2-16; needs root): gateways and engines spread round-robin over them, partition-one cuts a whole region; 0 or 1: the plain network")
+	fs.DurationVar(&o.wanDelay, "wan-delay", 50*time.Millisecond, "with --regions: the one-way delay of the links between regions")
+	fs.DurationVar(&o.cutHold, "cut-hold", 0, "with --regions: how long every region cut holds (0: drawn like every fault's hold, see --hold)")
 	fs.StringVar(&o.check, "check", "", "judge a saved history.json again (after a checker changed) instead of running")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -72,6 +80,17 @@ func run(args []string) int {
 	}
 	if o.nodes < 1 || o.engines < 1 || o.duration <= 0 || o.hold <= 0 {
 		fmt.Fprintln(os.Stderr, "meshgw-chaos: --nodes and --engines must be ≥ 1, --duration and --hold > 0")
+		return 2
+	}
+	switch {
+	case o.regions < 0 || o.regions > 16:
+		fmt.Fprintf(os.Stderr, "meshgw-chaos: --regions %d: want 0 (the plain network) or 2 to 16\n", o.regions)
+		return 2
+	case o.wanDelay < 0 || o.cutHold < 0:
+		fmt.Fprintln(os.Stderr, "meshgw-chaos: --wan-delay and --cut-hold must be ≥ 0")
+		return 2
+	case o.regions >= 2 && o.noIsolate:
+		fmt.Fprintln(os.Stderr, "meshgw-chaos: --regions runs in network namespaces; it cannot be combined with --no-isolate")
 		return 2
 	}
 	if o.check != "" {
@@ -87,6 +106,15 @@ func run(args []string) int {
 	}
 	if env := os.Getenv(insideEnv); env != "" {
 		return inside(o, env, leakBase)
+	}
+	if o.regions >= 2 {
+		// The WAN's relay runs in this process, which stays in the host's namespace and dials
+		// each region from inside it (chaos.Config.Regions).
+		if ok, why := wan.Usable(); !ok {
+			fmt.Fprintf(os.Stderr, "meshgw-chaos: --regions needs a simulated WAN, which cannot be made here: %s\n", why)
+			return 3
+		}
+		return inside(o, "", leakBase)
 	}
 	if ok, why := cluster.Usable(); ok && !o.noIsolate {
 		return outside(o, args)
@@ -181,7 +209,7 @@ func inside(o options, env string, leakBase goleak.Option) int {
 	rep, err := chaos.Run(ctx, chaos.Config{
 		Seed: o.seed, Duration: o.duration, Hold: o.hold, Nodes: o.nodes, Engines: o.engines, Faults: faults,
 		Meshgw: filepath.Join(o.bin, "meshgw"), Fakeworker: filepath.Join(o.bin, "fakeworker"),
-		Dir: dir, Topology: topo, Out: os.Stdout,
+		Dir: dir, Topology: topo, Out: os.Stdout, Regions: o.regions, WANDelay: o.wanDelay, CutHold: o.cutHold,
 		LeakCheck: func() error {
 			return goleak.Find(leakBase, goleak.IgnoreTopFunction("os/signal.NotifyContext.func1"))
 		},

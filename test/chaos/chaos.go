@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,14 @@ type Config struct {
 	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)
 	LeakCheck           func() error  // no_goroutine_leak; nil skips it
 	LinearizableTimeout time.Duration // Porcupine's budget (2 min when 0)
+	// Regions, at 2 or more, runs over a simulated WAN (test/wan) of that many regions, whose
+	// links delay every packet WANDelay one way: the gateways and engines spread round-robin
+	// over them (cluster.Layout), partition-one cuts a whole region, and each cut is measured
+	// (RegionCut). It needs root; Topology is then unused.
+	Regions  int
+	WANDelay time.Duration
+	// CutHold, when > 0, is how long every region cut holds (else the nemesis's drawn hold).
+	CutHold time.Duration
 }
 
 func (c *Config) defaults() {
@@ -77,13 +86,30 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep := Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Engines: cfg.Engines, Isolated: cfg.Topology != nil}
 	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Out, format+"\n", args...) }
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d657368))
+	bed, closeBed, err := startWAN(cfg)
+	if err != nil {
+		return rep, err
+	}
+	defer closeBed()
+	topo := cfg.Topology
+	if bed != nil {
+		topo = nil
+		rep.Isolated, rep.Regions, rep.WANDelayMs = true, bed.Regions, float64(cfg.WANDelay.Microseconds())/1000
+		logf("chaos: over a simulated WAN: regions %s (namespaces %s...), %v one way between regions",
+			strings.Join(bed.Regions, ","), bed.Net.Namespace(0), cfg.WANDelay)
+	}
 	c, err := cluster.New(cluster.Config{Meshgw: cfg.Meshgw, Fakeworker: cfg.Fakeworker, Nodes: cfg.Nodes,
-		Engines: cfg.Engines, Dir: cfg.Dir, Topology: cfg.Topology, Grace: cfg.Grace})
+		Engines: cfg.Engines, Dir: cfg.Dir, Topology: topo, WAN: bed, Grace: cfg.Grace})
 	if err != nil {
 		return rep, err
 	}
 	defer c.Close()
 	logf("chaos: starting %d gateways and %d engines in %s", cfg.Nodes, cfg.Engines, cfg.Dir)
+	for _, n := range c.Nodes {
+		if n.Region != "" {
+			logf("chaos: %s in region %s at %s", n.ID, n.Region, n.Host)
+		}
+	}
 	if err := c.Start(ctx); err != nil {
 		return rep, fmt.Errorf("the cluster did not form: %w", err)
 	}
@@ -96,14 +122,25 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	flags, weight, probed := plan(c, rec)
 	for i, e := range c.Engines {
-		w := workload.NewWorker(e.URL())
-		if op := admin.Do(ctx, 0, history.Register, w, gateways[i%len(gateways)]); op.Outcome != history.OK {
-			return rep, fmt.Errorf("register %s through %s: %d %s", w.URL, gateways[i%len(gateways)].ID, op.Status, op.Code)
+		w := engineWorker(e)
+		// Through a gateway of its region, when it has one (the workload names the region too).
+		g := gateways[i%len(gateways)]
+		if k := slices.IndexFunc(c.Nodes, func(n *cluster.Node) bool { return n.Region != "" && n.Region == e.Region }); k >= 0 {
+			g = gateways[k]
+		}
+		if op := admin.Do(ctx, 0, history.Register, w, g); op.Outcome != history.OK {
+			return rep, fmt.Errorf("register %s through %s: %d %s", w.URL, g.ID, op.Status, op.Code)
 		}
 	}
 
 	nem := &nemesis.Nemesis{C: c, Rec: rec, Rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), Log: logf, Hold: cfg.Hold, Stop: ctx}
-	if cfg.Topology != nil {
+	var cuts *cutWatch
+	switch {
+	case bed != nil:
+		nem.Regions, nem.CutHold = bed.Net, cfg.CutHold
+		cuts = &cutWatch{ctx: ctx, c: c, admin: admin, rec: rec, target: flags[0], workers: append(flags, weightList(weight)...)}
+		nem.OnCut = cuts.onCut
+	case cfg.Topology != nil:
 		nem.Net = &cluster.Net{}
 	}
 	if weight != nil {
@@ -147,6 +184,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	// Interrupted (ctx ended), the waits for the cluster to heal end at once.
 	healErrs := final(ctx, c, admin, rec, gateways, append(flags, weightList(weight)...))
+	if cuts != nil {
+		cuts.wait()
+	}
 	for _, e := range healErrs {
 		logf("chaos: %s", e)
 	}
@@ -171,7 +211,15 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	rep.Invariants = Check(h, ids, cfg)
 	rep.Invariants["faults_healed"] = healed(rep.Errors)
+	if cuts != nil {
+		regions := map[string]string{}
+		for _, e := range c.Engines {
+			regions[engineWorker(e).ID] = e.Region
+		}
+		rep.RegionCuts = cuts.measureCuts(h, regions)
+	}
 	c.Close()
+	closeBed()
 	rep.Invariants["no_goroutine_leak"] = leaks(cfg.LeakCheck)
 	return rep, nil
 }
@@ -196,7 +244,11 @@ func Check(h history.History, gateways []string, cfg Config) map[string]check.Re
 
 // LostByCause counts the history's lost requests by cause (check.Losses).
 func LostByCause(h history.History) map[string]int {
-	return check.LostByCause(check.Losses(h, cluster.RequestTimeout))
+	out := check.LostByCause(check.Losses(h, cluster.RequestTimeout))
+	if len(h.Cuts) > 0 {
+		out[check.CauseRegionCut] += 0 // listed at zero in a run that cut regions
+	}
+	return out
 }
 
 // plan sets the engines' roles: the last engine (with 3 or more) takes the weight updates, the
@@ -205,7 +257,7 @@ func LostByCause(h history.History) map[string]int {
 func plan(c *cluster.Cluster, rec *history.Recorder) (flags []workload.Worker, weight *workload.Worker, probed map[string]string) {
 	probed = map[string]string{}
 	for i, e := range c.Engines {
-		w := workload.NewWorker(e.URL())
+		w := engineWorker(e)
 		probed[w.ID] = e.URL()
 		if i == len(c.Engines)-1 && len(c.Engines) >= 3 {
 			weight = &w
@@ -218,9 +270,18 @@ func plan(c *cluster.Cluster, rec *history.Recorder) (flags []workload.Worker, w
 	// hub's port 9 (discard) has no listener.
 	host := c.Engines[0].Host
 	for _, port := range []int{9, 19} {
-		flags = append(flags, workload.NewWorker(fmt.Sprintf("http://%s:%d", host, port)))
+		w := workload.NewWorker(fmt.Sprintf("http://%s:%d", host, port))
+		w.Region = c.Engines[0].Region
+		flags = append(flags, w)
 	}
 	return flags, weight, probed
+}
+
+// engineWorker is e's worker record, in e's region over a WAN.
+func engineWorker(e *cluster.Engine) workload.Worker {
+	w := workload.NewWorker(e.URL())
+	w.Region = e.Region
+	return w
 }
 
 func weightList(w *workload.Worker) []workload.Worker {

@@ -12,6 +12,7 @@ import (
 	"github.com/meshgw/meshgw/test/chaos"
 	"github.com/meshgw/meshgw/test/harness"
 	"github.com/meshgw/meshgw/test/proc"
+	"github.com/meshgw/meshgw/test/wan"
 )
 
 // TestChaosShort is the short mode of the chaos test that make test runs: seed 7, 45 s of
@@ -61,6 +62,70 @@ func TestChaosShort(t *testing.T) {
 		r, ok := rep.Invariants[name]
 		if !ok || !r.OK {
 			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
+
+// TestChaosWANShort is the short mode over a simulated WAN: 3 regions 25 ms apart one way, 3
+// gateways and 3 engines spread over them, 20 s of region cuts (5 s each) and engine flaps
+// through meshgw-chaos --regions. Every invariant must hold, the cuts must be measured, and
+// their writes must fail with the no-quorum answer. It needs root (test/wan) and skips
+// with the reason elsewhere.
+func TestChaosWANShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos run")
+	}
+	if ok, why := wan.Usable(); !ok {
+		t.Skip("no simulated WAN here: " + why)
+	}
+	b := harness.Build(t)
+	dir := filepath.Dir(b.Meshgw)
+	bin := filepath.Join(dir, "meshgw-chaos")
+	if _, err := os.Stat(bin); err != nil {
+		if err := proc.Build(harness.ModuleRoot(), dir, "./cmd/meshgw-chaos"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--seed", "7", "--duration", "20s", "--nodes", "3", "--engines", "3",
+		"--regions", "3", "--wan-delay", "25ms", "--cut-hold", "5s", "--faults", "partition-one,engine-flap",
+		"--report", report, "--bin", dir)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("meshgw-chaos output:\n%s", out)
+	if err != nil {
+		t.Fatalf("meshgw-chaos: %v", err)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep chaos.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	if len(rep.Regions) != 3 || rep.Faults["partition-one"] == 0 || len(rep.RegionCuts) == 0 {
+		t.Fatalf("regions %v, %d region cuts, %d measured", rep.Regions, rep.Faults["partition-one"], len(rep.RegionCuts))
+	}
+	if _, ok := rep.LostByCause["region_cut"]; !ok {
+		t.Errorf("lost_by_cause has no region_cut: %v", rep.LostByCause)
+	}
+	writes, noQuorum := 0, 0
+	for _, c := range rep.RegionCuts {
+		writes, noQuorum = writes+c.Writes, noQuorum+c.NoQuorum
+		if c.Requests.OK == 0 {
+			t.Errorf("region cut of %s served no request: %+v", c.Region, c)
+		}
+	}
+	if writes == 0 || noQuorum == 0 {
+		t.Errorf("%d writes through cut regions, %d answered no quorum", writes, noQuorum)
+	}
+	for name, r := range rep.Invariants {
+		if !r.OK {
+			t.Errorf("%s: %s", name, r.Detail)
 		}
 	}
 }

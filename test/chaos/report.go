@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/meshgw/meshgw/test/chaos/check"
 	"github.com/meshgw/meshgw/test/chaos/nemesis"
@@ -11,12 +12,16 @@ import (
 
 // Report is the JSON report of a run (DESIGN.md section 15), with what it skipped and why.
 type Report struct {
-	Seed      uint64         `json:"seed"`
-	DurationS float64        `json:"duration_s"`
-	Nodes     int            `json:"nodes"`
-	Engines   int            `json:"engines"`
-	Isolated  bool           `json:"isolated"`
-	Faults    map[string]int `json:"faults"`
+	Seed      uint64  `json:"seed"`
+	DurationS float64 `json:"duration_s"`
+	Nodes     int     `json:"nodes"`
+	Engines   int     `json:"engines"`
+	Isolated  bool    `json:"isolated"`
+	// Regions and WANDelayMs describe a run over a simulated WAN: the regions the gateways and
+	// engines spread over, and the one-way delay between two of them.
+	Regions    []string       `json:"regions,omitempty"`
+	WANDelayMs float64        `json:"wan_delay_ms,omitempty"`
+	Faults     map[string]int `json:"faults"`
 	// Refused counts the faults that did not take (a drain the cluster refused, a forced leader
 	// change after which no other leader was elected); they are not in Faults.
 	Refused map[string]int `json:"faults_refused,omitempty"`
@@ -41,6 +46,8 @@ type Report struct {
 	AdminOps    map[string]int          `json:"admin_ops"`
 	Invariants  map[string]check.Result `json:"invariants"`
 	Errors      []string                `json:"nemesis_errors,omitempty"`
+	// RegionCuts measures each region cut of a run over a simulated WAN.
+	RegionCuts []RegionCut `json:"region_cuts,omitempty"`
 	// Interrupted is true when the run was stopped (Ctrl-C) before its duration ended: the
 	// invariants then judge a partial run that was not healed.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -59,6 +66,9 @@ func (r Report) OK() bool {
 // Print writes the summary a person reads.
 func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "chaos: seed %d, %.0fs, %d gateways, %d engines, isolated=%v\n", r.Seed, r.DurationS, r.Nodes, r.Engines, r.Isolated)
+	if len(r.Regions) > 0 {
+		fmt.Fprintf(w, "chaos: over a simulated WAN: regions %s, %gms one way between regions\n", strings.Join(r.Regions, ","), r.WANDelayMs)
+	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "chaos: interrupted: the invariants judge a partial run that was not healed")
 	}
@@ -74,6 +84,7 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "requests: ok=%d failed_no_worker=%d refused_drained=%d failed_gateway=%d gateway_down=%d\n",
 		r.Requests.OK, r.Requests.NoWorker, r.Requests.Drained, r.Requests.GatewayLost, r.Requests.GatewayDown)
 	printCounts(w, "lost by cause", r.LostByCause, "%d", false)
+	printCuts(w, r.RegionCuts)
 	fmt.Fprintf(w, "admin:")
 	for _, k := range sortedKeys(r.AdminOps) {
 		fmt.Fprintf(w, " %s=%d", k, r.AdminOps[k])
