@@ -38,7 +38,7 @@ type Config struct {
 	Progress            time.Duration // between progress lines (5 s when 0)
 	Hold                time.Duration // sets the holds: usual ones in [Hold/3, Hold/2], one in ten in [2×Hold, 3×Hold] (3 s when 0)
 	MinServed           float64       // fail_static's bound (0.95 when 0)
-	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0)
+	OwnerBound          time.Duration // owner_within_bound's bound past the grace (20 s when 0; wanOwnerBound over a WAN)
 	Grace               time.Duration // --owner-failover-grace-secs (3 s when 0)
 	LeakCheck           func() error  // no_goroutine_leak; nil skips it
 	LinearizableTimeout time.Duration // Porcupine's budget (2 min when 0)
@@ -75,6 +75,13 @@ func (c *Config) defaults() {
 		c.Faults = nemesis.All
 	}
 }
+
+// wanOwnerBound is owner_within_bound's bound over a simulated WAN: the gateways run
+// --mesh-profile wan, memberlist's WAN timings, under which a gateway cut off is declared dead
+// (and its workers failed over) about 30 s after it went silent on 3 gateways (a 5 s probe
+// interval, then a suspicion of 6 × log10(n) probe intervals), against 2 to 4 s with the local
+// profile. A region cut of 30 s ends about when the failover begins.
+const wanOwnerBound = 45 * time.Second
 
 // adminClients is how many admin clients run side by side.
 const adminClients = 5
@@ -228,6 +235,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // and faults_healed, which only a live run can judge). gateways names the gateways that must
 // list their records at the end. meshgw-chaos --check runs it on a saved history.json.
 func Check(h history.History, gateways []string, cfg Config) map[string]check.Result {
+	if cfg.OwnerBound == 0 && (cfg.Regions >= 2 || len(h.Cuts) > 0) {
+		cfg.OwnerBound = wanOwnerBound
+	}
 	cfg.defaults()
 	losses := check.Losses(h, cluster.RequestTimeout)
 	return map[string]check.Result{

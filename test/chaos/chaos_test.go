@@ -113,12 +113,17 @@ func TestChaosWANShort(t *testing.T) {
 	if _, ok := rep.LostByCause["region_cut"]; !ok {
 		t.Errorf("lost_by_cause has no region_cut: %v", rep.LostByCause)
 	}
-	writes, noQuorum := 0, 0
+	writes, noQuorum, served := 0, 0, 0
 	for _, c := range rep.RegionCuts {
-		writes, noQuorum = writes+c.Writes, noQuorum+c.NoQuorum
-		if c.Requests.OK == 0 {
-			t.Errorf("region cut of %s served no request: %+v", c.Region, c)
+		writes, noQuorum, served = writes+c.Writes, noQuorum+c.NoQuorum, served+c.ServedLocal
+		// Fail-static: the requests the region's own workers were there for (not those that
+		// spilled away because the workload had disabled them) are served, cut or not.
+		if home := c.ServedLocal + c.Requests.GatewayLost - c.LostAway; home > 0 && c.HomeShare < 0.95 {
+			t.Errorf("region cut of %s: its own workers served %.4f of %d requests", c.Region, c.HomeShare, home)
 		}
+	}
+	if served == 0 {
+		t.Errorf("no cut region served a request from its own workers: %+v", rep.RegionCuts)
 	}
 	if writes == 0 || noQuorum == 0 {
 		t.Errorf("%d writes through cut regions, %d answered no quorum", writes, noQuorum)
