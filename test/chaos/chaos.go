@@ -62,6 +62,9 @@ func (c *Config) defaults() {
 	if c.MinServed == 0 {
 		c.MinServed = 0.95
 	}
+	if c.OwnerBound == 0 && c.Regions >= 2 {
+		c.OwnerBound = wanOwnerBound
+	}
 	if c.OwnerBound == 0 {
 		c.OwnerBound = 20 * time.Second
 	}
@@ -235,8 +238,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // and faults_healed, which only a live run can judge). gateways names the gateways that must
 // list their records at the end. meshgw-chaos --check runs it on a saved history.json.
 func Check(h history.History, gateways []string, cfg Config) map[string]check.Result {
-	if cfg.OwnerBound == 0 && (cfg.Regions >= 2 || len(h.Cuts) > 0) {
-		cfg.OwnerBound = wanOwnerBound
+	if cfg.OwnerBound == 0 && len(h.Cuts) > 0 {
+		cfg.OwnerBound = wanOwnerBound // a saved history of a run over a WAN (--check)
 	}
 	cfg.defaults()
 	losses := check.Losses(h, cluster.RequestTimeout)
