@@ -587,19 +587,20 @@ func TestLossesToARegionCut(t *testing.T) {
 		Engines: []history.EngineFault{{Worker: "w-2", Kind: "engine-hang", From: 14 * s, To: 18 * s}},
 		Cuts:    []history.RegionCut{{Region: "eu", Gateways: []string{"n1"}, Workers: []string{"w-1"}, From: 10 * s, To: 20 * s}},
 		Requests: []history.Request{
-			{Gateway: "n1", Status: 502, Invoke: 11 * s, Complete: 11*s + ms, Class: history.GatewayLost},                // the cut region's client
-			{Gateway: "n2", Worker: "w-1", Status: 502, Invoke: 9 * s, Complete: 10*s + ms, Class: history.GatewayLost},  // to the cut region's worker
-			{Gateway: "n2", Worker: "w-3", Status: 502, Invoke: 15 * s, Complete: 15*s + ms, Class: history.GatewayLost}, // neither
-			{Gateway: "n1", Invoke: 12 * s, Complete: 12*s + ms, Class: history.GatewayLost},                             // shutdown first
-			{Gateway: "n2", Worker: "w-2", Status: 504, Invoke: 14 * s, Complete: 17 * s, Class: history.GatewayLost},    // a hang
-			{Gateway: "n1", Status: 502, Invoke: 21 * s, Complete: 21*s + ms, Class: history.GatewayLost},                // after the heal
+			{Gateway: "n1", Status: 502, Invoke: 11 * s, Complete: 11*s + ms, Class: history.GatewayLost},                           // the cut region's client
+			{Gateway: "n2", Worker: "w-1", Status: 502, Invoke: 9 * s, Complete: 10*s + ms, Class: history.GatewayLost},             // to the cut region's worker
+			{Gateway: "n2", Worker: "w-3", Status: 502, Invoke: 15 * s, Complete: 15*s + ms, Class: history.GatewayLost},            // neither
+			{Gateway: "n1", Invoke: 12 * s, Complete: 12*s + ms, Class: history.GatewayLost},                                        // shutdown first
+			{Gateway: "n2", Worker: "w-2", Status: 504, Invoke: 14 * s, Complete: 17 * s, Class: history.GatewayLost},               // a hang
+			{Gateway: "n2", Worker: "w-2", Status: 200, Stream: true, Invoke: 15 * s, Complete: 18 * s, Class: history.GatewayLost}, // a stream cut after the hang
+			{Gateway: "n1", Status: 502, Invoke: 21 * s, Complete: 21*s + ms, Class: history.GatewayLost},                           // after the heal
 		},
 	}
 	var got []string
 	for _, l := range Losses(h, 3*s) {
 		got = append(got, l.Cause)
 	}
-	want := []string{CauseRegionCut, CauseRegionCut, CauseGatewayFault, CauseShutdown, CauseEngineHang, CauseGatewayFault}
+	want := []string{CauseRegionCut, CauseRegionCut, CauseGatewayFault, CauseShutdown, CauseEngineHang, CauseEngineHang, CauseGatewayFault}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("causes (-want +got):\n%s", diff)
 	}

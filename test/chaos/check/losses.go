@@ -17,8 +17,9 @@ const (
 	// ran (the requests' gateway_down).
 	CauseShutdown = "shutdown"
 	// CauseEngineHang: the request waited on an engine that hung (it accepts and never
-	// answers): a 504 naming a worker whose engine hung during the request, or no answer at all
-	// within the client's timeout while an engine hung.
+	// answers): a 504 naming a worker whose engine hung during the request, a stream from such a
+	// worker that began (200) and ended in an error, or no answer at all within the client's
+	// timeout while an engine hung.
 	CauseEngineHang = "engine_hang"
 	// CauseEngineError: a worker's own error answer (a 5xx, or a stream that ended with an
 	// error) passed to the client, from an engine under engine-flap during the request: the
@@ -58,6 +59,10 @@ func Losses(h history.History, timeout time.Duration) []Loss {
 			if i := hangDuring(h, q, timeout); i >= 0 {
 				l.Cause, l.Hang = CauseEngineHang, i
 			}
+		case q.Status == 200 && q.Worker != "" && hangDuring(h, q, timeout) >= 0:
+			// A stream whose worker answered only as its hang ended: the gateway's request
+			// timeout, which the hang had used up, cut it after its 200 (an error event).
+			l.Cause, l.Hang = CauseEngineHang, hangDuring(h, q, timeout)
 		case q.Worker != "" && (q.Status >= 500 || q.Status == 200) &&
 			faultDuring(h, history.EngineFault{Worker: q.Worker, Kind: nemesis.EngineFlap}, q.Invoke, q.Complete) >= 0:
 			l.Cause = CauseEngineError
