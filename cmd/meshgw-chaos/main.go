@@ -84,7 +84,7 @@ func run(args []string) int {
 	}
 	switch {
 	case o.regions < 0 || o.regions > 16:
-		fmt.Fprintf(os.Stderr, "meshgw-chaos: --regions %d: want 0 (the plain network) or 2 to 16\n", o.regions)
+		fmt.Fprintf(os.Stderr, "meshgw-chaos: --regions %d: want 2 to 16 regions, or 0 or 1 for the plain network\n", o.regions)
 		return 2
 	case o.wanDelay < 0 || o.cutHold < 0:
 		fmt.Fprintln(os.Stderr, "meshgw-chaos: --wan-delay and --cut-hold must be ≥ 0")

@@ -2,7 +2,10 @@ package workload
 
 import (
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/meshgw/meshgw/test/chaos/history"
@@ -59,5 +62,27 @@ func TestNewWorkerID(t *testing.T) {
 	a, b := NewWorker("http://10.77.0.101:8000"), NewWorker("HTTP://10.77.0.101:8000/")
 	if a.ID != b.ID || len(a.ID) != len("w-")+12 {
 		t.Errorf("ids %q and %q", a.ID, b.ID)
+	}
+}
+
+// A registration names the worker's region when it has one, and only then (the gateway's own
+// region is the default).
+func TestRegisterNamesTheRegion(t *testing.T) {
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		w.WriteHeader(201)
+	}))
+	defer srv.Close()
+	a := &Admin{Rec: history.NewRecorder(), Client: srv.Client()}
+	g := Gateway{ID: "n1", URL: srv.URL}
+	eu := NewWorker("http://10.78.1.2:8000")
+	eu.Region = "eu"
+	a.Do(t.Context(), 1, history.Register, eu, g)
+	a.Do(t.Context(), 1, history.Register, NewWorker("http://127.0.0.1:8000"), g)
+	want := []string{`{"url":"http://10.78.1.2:8000","region":"eu"}`, `{"url":"http://127.0.0.1:8000"}`}
+	if len(bodies) != 2 || bodies[0] != want[0] || bodies[1] != want[1] {
+		t.Errorf("bodies %q; want %q", bodies, want)
 	}
 }
