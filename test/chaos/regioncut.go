@@ -35,10 +35,13 @@ type RegionCut struct {
 	// ServedLocal is how many of the ok requests the region's own workers served; LostAway how
 	// many failed_gateway requests named a worker of another region (X-Mesh-Worker): its own
 	// workers were not routable for them (disabled, open-circuited, hung) and they spilled into
-	// the cut. HomeShare is ServedLocal / (ServedLocal + the other failed_gateway requests): of
-	// the requests the region's own workers were there for, the share they served (target 1).
+	// the cut; LostFaulted how many others an engine fault of the nemesis explains (engine_hang,
+	// engine_error: not a healthy worker). HomeShare is ServedLocal / (ServedLocal + the other
+	// failed_gateway requests): of the requests the region's own healthy workers were there for,
+	// the share they served (target 1).
 	ServedLocal int     `json:"served_local"`
 	LostAway    int     `json:"lost_away"`
+	LostFaulted int     `json:"lost_faulted"`
 	HomeShare   float64 `json:"home_share"`
 	// Writes are the writes (an enable of a worker record) sent through the region's gateways
 	// during the cut, one after another per gateway; NoQuorum of them answered 503 no_leader
@@ -240,6 +243,15 @@ func (w *cutWatch) wait() { w.wg.Wait() }
 func (w *cutWatch) measureCuts(h history.History, workerRegion map[string]string) []RegionCut {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	type key struct {
+		gateway string
+		invoke  time.Duration
+		stream  bool
+	}
+	causes := map[key]string{}
+	for _, l := range check.Losses(h, cluster.RequestTimeout) {
+		causes[key{l.Request.Gateway, l.Request.Invoke, l.Request.Stream}] = l.Cause
+	}
 	out := make([]RegionCut, 0, len(w.cuts))
 	for i, rc := range w.cuts {
 		r := *rc
@@ -262,10 +274,15 @@ func (w *cutWatch) measureCuts(h history.History, workerRegion map[string]string
 				switch {
 				case n.OK == 1 && home && q.Worker != "":
 					r.ServedLocal++
-				case n.GatewayLost == 1 && home:
-					lostHome++
-				case n.GatewayLost == 1:
+				case n.GatewayLost == 1 && !home:
 					r.LostAway++
+				case n.GatewayLost == 1:
+					switch causes[key{q.Gateway, q.Invoke, q.Stream}] {
+					case check.CauseEngineHang, check.CauseEngineError:
+						r.LostFaulted++
+					default:
+						lostHome++
+					}
 				}
 			}
 			r.ServedShare = share(r.Requests.OK, r.Requests.OK+r.Requests.GatewayLost)
@@ -330,11 +347,11 @@ func printCuts(w io.Writer, cuts []RegionCut) {
 		if c.OtherMaxMs > 0 {
 			other += fmt.Sprintf(" (slowest %.0fms)", c.OtherMaxMs)
 		}
-		fmt.Fprintf(w, "region cut %s (%s) at %.1fs for %.1fs%s: served %.4f of %d, its own workers %.4f (%d served; %d spilled away and lost), "+
+		fmt.Fprintf(w, "region cut %s (%s) at %.1fs for %.1fs%s: served %.4f of %d, its own workers %.4f (%d served; %d spilled away and lost, %d lost to engine faults), "+
 			"%d no worker, %d gateway down; writes answered %d, %d no quorum (%s, p50 %.0fms, max %.0fms), other %s; "+
 			"%d unanswered at the heal (the longest waiting %.1fs); converged %s after the heal\n",
 			c.Region, strings.Join(c.Gateways, ","), c.FromS, c.HoldS, leader, c.ServedShare, c.Requests.OK+c.Requests.GatewayLost,
-			c.HomeShare, c.ServedLocal, c.LostAway, c.Requests.NoWorker, c.Requests.GatewayDown, c.Writes, c.NoQuorum, first,
+			c.HomeShare, c.ServedLocal, c.LostAway, c.LostFaulted, c.Requests.NoWorker, c.Requests.GatewayDown, c.Writes, c.NoQuorum, first,
 			c.NoQuorumP50Ms, c.NoQuorumMaxMs, other, c.Unanswered, c.UnansweredMaxS, converged)
 	}
 }
