@@ -12,9 +12,9 @@ import (
 	"github.com/meshgw/meshgw/test/chaos/history"
 )
 
-// A cut's measurement counts the requests through the cut region's gateways sent and answered
-// during the cut: served, by its own workers, lost at home, to an engine fault or spilled away, and left out while
-// a process fault held the gateway; and the no-quorum writes' times.
+// A cut's measurement counts the requests sent through the cut region's gateways during the
+// cut: served, by its own workers, lost at home, to an engine fault or spilled away, and left
+// out while a process fault held the gateway; and the no-quorum writes' times.
 func TestMeasureCuts(t *testing.T) {
 	s, ms := time.Second, time.Millisecond
 	h := history.History{
