@@ -59,7 +59,7 @@ func SingleOwner(h history.History) Result {
 		note += fmt.Sprintf("; %d probes fell in an interval in which ownership moved more often than the samples show: %s", moved.n, moved.String())
 	}
 	if late.n > 0 {
-		note += fmt.Sprintf("; %d single probes arrived late, within a probe's timeout of a sample that named their sender the owner (sent while owning, held by a cut or a pause): %s", late.n, late.String())
+		note += fmt.Sprintf("; %d single probes arrived late, sent while their gateway owned the worker (a sample named it the owner within a probe's timeout before, or during a cut that ended no longer ago than it lasted: TCP retransmits what a cut held with a doubling backoff): %s", late.n, late.String())
 	}
 	if bad.n > 0 {
 		return Fail("%d violations: %s%s", bad.n, bad.String(), note)
@@ -201,13 +201,34 @@ func movedTo(h history.History, g, w string, from, to time.Duration) bool {
 	return false
 }
 
-// lateProbe reports whether a sample of any gateway taken within probeTimeout before from
-// names g the owner of w: a single probe counted after from may have been sent while g owned w
-// and arrived late. g's own samples may never show that ownership (it was paused or cut off
-// while it held it).
+// lateProbe reports whether a single probe of w by g counted after from may have been sent
+// while g owned w (in any gateway's samples, g's own stale view included) and arrived late:
+//   - a sample taken within probeTimeout before from names g the owner (g's own samples may
+//     never show it: it was paused or cut off while it held w); or
+//   - g was cut off (a partition or a region cut: its process ran) from a to b, before from, a
+//     sample within a probe's timeout of the cut names g the owner, and from comes no later
+//     after b than the cut lasted (plus a probe's timeout): TCP retransmits the data a cut held
+//     with a doubling backoff, so the first retransmission after the heal may come as late as
+//     the cut was long.
 func lateProbe(h history.History, g, w string, from time.Duration) bool {
+	if namedOwner(h, g, w, from-probeTimeout, from) {
+		return true
+	}
+	for _, d := range h.Down {
+		if d.Node != g || !d.Serving || d.To == history.Never || d.To > from || from > d.To+(d.To-d.From)+probeTimeout {
+			continue
+		}
+		if namedOwner(h, g, w, d.From-probeTimeout, d.To+probeTimeout) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedOwner reports whether a sample of any gateway taken in [from, to] names g the owner of w.
+func namedOwner(h history.History, g, w string, from, to time.Duration) bool {
 	for _, s := range h.Owners {
-		if s.At < from-probeTimeout || s.At > from {
+		if s.At < from || s.At > to {
 			continue
 		}
 		for _, r := range s.Rows {

@@ -50,3 +50,40 @@ func TestLateProbeAfterACut(t *testing.T) {
 		t.Errorf("a probe long after n3 owned w-1 passed: %s", r.Detail)
 	}
 }
+
+// TestLateProbeAfterALongCut is a 30 s region cut's case (WAN, seed 99, --cut-hold 30s): n2
+// owned w-1 in its own view all through the cut (68.5 to 98.5 s; its last such sample at
+// 100.2 s, before it applied what it missed), probing it every second into the cut. A probe
+// whose packets the cut held is retransmitted by TCP with a doubling backoff, so the first
+// retransmission after the heal may come as late as the cut was long: n2's count grew by one
+// between 108.3 and 109.3 s, 8 s after the others' samples named n1. One probe within the
+// cut's length (and a probe's timeout) after the heal is late, not failed; one later still
+// fails.
+func TestLateProbeAfterALongCut(t *testing.T) {
+	ms := time.Millisecond
+	own := func(at time.Duration, gw, owner string) history.OwnerSample {
+		return history.OwnerSample{At: at, Gateway: gw, Rows: []history.OwnerRow{{Worker: "w-1", Owner: owner, Epoch: map[string]uint64{"n2": 132, "n1": 157}[owner]}}}
+	}
+	probes := func(at time.Duration, n int64) history.ProbeSample {
+		return history.ProbeSample{At: at, Worker: "w-1", Probes: map[string]int64{"n2": n}}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{own(99165*ms, "n2", "n2"), own(100219*ms, "n2", "n2"), own(104255*ms, "n2", "n1"),
+			own(104254*ms, "n1", "n1"), own(108292*ms, "n2", "n1"), own(109305*ms, "n2", "n1"), own(110351*ms, "n2", "n1")},
+		Probes: []history.ProbeSample{probes(104258*ms, 2), probes(108298*ms, 2), probes(109306*ms, 3), probes(110362*ms, 3)},
+		Down:   []history.Down{{Node: "n2", From: 68523 * ms, To: 98524 * ms, Reason: "partition-one", Serving: true}},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "arrived late") {
+		t.Errorf("one probe held by a 30 s cut: ok=%v %s", r.OK, r.Detail)
+	}
+	short := h
+	short.Down = []history.Down{{Node: "n2", From: 95 * time.Second, To: 98524 * ms, Reason: "partition-one", Serving: true}}
+	if r := SingleOwner(short); r.OK {
+		t.Errorf("a probe 10 s after a 3.5 s cut passed: %s", r.Detail)
+	}
+	paused := h
+	paused.Down = []history.Down{{Node: "n2", From: 68523 * ms, To: 98524 * ms, Reason: "pause", Serving: false}}
+	if r := SingleOwner(paused); r.OK {
+		t.Errorf("a probe 10 s after a pause passed (a paused gateway sends nothing to hold): %s", r.Detail)
+	}
+}
