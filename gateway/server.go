@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/gateway/admin"
+	"github.com/meshgw/meshgw/gateway/console"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/reqmeta"
@@ -34,6 +35,9 @@ type Gateway struct {
 	budget  *bodyBudget
 	metrics *metrics
 	admin   *admin.Handler
+	// console serves /ui (DESIGN.md section 19); hub feeds it, and Shutdown ends its streams.
+	console *console.Handler
+	hub     *console.Hub
 	ready   readiness
 	reqID   requestIDs
 
@@ -98,6 +102,8 @@ func New(cfg Config) (*Gateway, error) {
 		acfg.Logger = cfg.Logger
 	}
 	g.admin = admin.New(acfg)
+	g.hub = console.NewHub(console.HubConfig{Source: console.AdminSource(cfg.NodeID, g.admin), Logger: cfg.Logger})
+	g.console = console.New(console.Config{Hub: g.hub, Auth: g.admin})
 	g.refreshReadiness()
 	g.srv = g.newServer(g.handle)
 	g.probeSrv = g.newServer(g.handleProbeOnly)
@@ -181,6 +187,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.lnMu.Lock()
 	g.stopped = true
 	g.lnMu.Unlock()
+	g.hub.Close() // the console's streams end, or the server would wait for them
 	err := g.srv.ShutdownWithContext(ctx)
 	_ = g.probeSrv.ShutdownWithContext(ctx)
 	g.lnMu.Lock()
@@ -196,6 +203,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 // the servers; use Shutdown for that.
 func (g *Gateway) Close() {
 	g.stopOnce.Do(func() {
+		g.hub.Close()
 		close(g.stop)
 		g.bg.Wait()
 		for _, w := range g.pool.Snapshot().All {
@@ -246,7 +254,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	case "/liveness", "/live", "/healthz", "/health", "/readiness", "/ready":
 		g.serveProbe(ctx)
 	default:
-		if !g.admin.Serve(ctx) {
+		if !g.console.Serve(ctx) && !g.admin.Serve(ctx) {
 			writeError(ctx, fasthttp.StatusNotFound, bodyNotFound)
 		}
 	}

@@ -1,0 +1,47 @@
+// Reads the console's server-sent events with fetch(), which (unlike EventSource) can send the
+// admin key as an Authorization header, so that the key never goes into a URL.
+
+export class AuthError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+function headers(key) {
+  const h = { Accept: 'text/event-stream' };
+  if (key) h.Authorization = 'Bearer ' + key;
+  return h;
+}
+
+async function refusal(resp) {
+  let msg = resp.status + ' ' + resp.statusText;
+  try { const j = await resp.json(); if (j && j.error && j.error.message) msg = j.error.message; } catch (_) { /* not JSON */ }
+  return msg;
+}
+
+// stream opens /ui/api/events and calls onEvent(name, data) for each event until the stream
+// ends (it resolves) or fails (it rejects; an AuthError for 401 and 403).
+export async function stream(key, onEvent, signal) {
+  const resp = await fetch('/ui/api/events', { headers: headers(key), cache: 'no-store', credentials: 'omit', signal });
+  if (resp.status === 401 || resp.status === 403) throw new AuthError(resp.status, await refusal(resp));
+  if (!resp.ok) throw new Error(await refusal(resp));
+  const reader = resp.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += dec.decode(value, { stream: true });
+    let cut;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let name = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue; // a heartbeat
+        if (line.startsWith('event: ')) name = line.slice(7);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (data.length) onEvent(name, data.join('\n'));
+    }
+  }
+}

@@ -1,0 +1,22 @@
+// Package console serves the operator console (DESIGN.md section 19, docs/console.md): a
+// read-only page of the mesh at /ui on the admin listener, its JSON snapshot and a stream of
+// server-sent events that carries every change.
+//
+// Contract:
+//
+//  1. A Source gives the mesh as this gateway sees it (State): peers, workers, open journal
+//     records. AdminSource reads it from the admin API's answers; Synthetic makes one of any
+//     size for benchmarks and the scale test.
+//  2. A Hub reads its Source every Interval (every 8 intervals while no page is open), diffs the
+//     state with the previous one, derives transitions from the diff (a worker joining or
+//     leaving routing, a failover or a handoff of its ownership, a leader change, a peer's
+//     status) stamped with the time it saw them, and pushes one delta per interval to every open
+//     stream: however fast the mesh changes, a page gets at most one update per interval.
+//  3. A stream that falls behind (its queue of deltas full) is sent the whole state again
+//     instead of the deltas it missed; a stream ends when its client goes, or when the Hub is
+//     closed (the gateway's shutdown).
+//  4. The page and its assets are public: they hold no data. The snapshot and the stream pass
+//     the admin auth (Auth) first: the bearer key in the Authorization header, never in a URL.
+//     The page keeps a key it is given in sessionStorage only, and reads the stream with
+//     fetch(), which can send that header (EventSource cannot).
+package console

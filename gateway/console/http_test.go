@@ -1,0 +1,93 @@
+package console
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func newTestHub(t *testing.T, src Source) *Hub {
+	t.Helper()
+	h := NewHub(HubConfig{Source: src, Interval: 5 * time.Millisecond})
+	t.Cleanup(h.Close)
+	return h
+}
+
+func baseState() State {
+	return State{Node: "gw1",
+		Peers: []Peer{{ID: "gw1", Status: "alive", Raft: "leader", Self: true}, {ID: "gw2", Status: "alive", Raft: "voter"}},
+		Workers: []Worker{
+			{ID: "w1", URL: "http://127.0.0.1:9001", Owner: "gw2", Health: "ready", Breaker: "closed", Routable: true, Hit: -1},
+			{ID: "w2", URL: "http://127.0.0.1:9002", Owner: "gw1", Health: "ready", Breaker: "closed", Routable: true, Hit: 0.25},
+		}}
+}
+
+// TestPageAndAuth: the page and its assets are public and hold no data; the snapshot and the
+// stream answer only the admin key; nothing but GET is served.
+func TestPageAndAuth(t *testing.T) {
+	src := &fakeSource{st: baseState()}
+	base := serve(t, New(Config{Hub: newTestHub(t, src), Auth: keyAuth("right")}))
+
+	for _, path := range []string{"/ui", "/ui/", "/ui/app.js", "/ui/app.css", "/ui/grid.js", "/ui/stream.js"} {
+		resp := get(t, base+path, "")
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(b) == 0 {
+			t.Errorf("GET %s: %d (%d bytes)", path, resp.StatusCode, len(b))
+		}
+		if strings.Contains(string(b), "127.0.0.1:9001") {
+			t.Errorf("GET %s without a key shows a worker", path)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("GET %s: CSP %q", path, csp)
+		}
+	}
+	for _, key := range []string{"", "wrong"} {
+		for _, path := range []string{"/ui/api/snapshot", "/ui/api/events"} {
+			resp := get(t, base+path, key)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(b), "w1") {
+				t.Errorf("GET %s with key %q: %d %s", path, key, resp.StatusCode, b)
+			}
+		}
+	}
+	resp := get(t, base+"/ui/api/snapshot", "right")
+	var snap snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("snapshot: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	if len(snap.Peers) != 2 || len(snap.Workers) != 2 || snap.Workers[1].Hit != 0.25 || snap.Node != "gw1" {
+		t.Errorf("snapshot: %+v", snap)
+	}
+	if resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("snapshot Cache-Control %q", resp.Header.Get("Cache-Control"))
+	}
+
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{{"POST", "/ui/api/snapshot", 405}, {"DELETE", "/ui", 405}, {"GET", "/ui/nope", 404}} {
+		req, _ := http.NewRequest(c.method, base+c.path, nil)
+		req.Header.Set("Authorization", "Bearer right")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, resp.StatusCode, c.want)
+		}
+	}
+	var other fasthttp.RequestCtx
+	other.Request.SetRequestURI("/uix")
+	if New(Config{}).Serve(&other) {
+		t.Error("Serve took a request outside /ui")
+	}
+}

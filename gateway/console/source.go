@@ -1,0 +1,77 @@
+package console
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/admin"
+)
+
+// Source gives the mesh as this gateway sees it. It is called from one goroutine at a time.
+type Source interface {
+	State() State
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func() State
+
+// State calls f.
+func (f SourceFunc) State() State { return f() }
+
+// AdminViews are the admin API's answers as values; *admin.Handler implements it.
+type AdminViews interface {
+	PeersView() []admin.Peer
+	WorkersView() []admin.Record
+	JournalView() []fsm.JournalRecord
+}
+
+// AdminSource reads the state from the admin API's answers (GET /mesh/peers, /workers,
+// /weight_update_journal), as node sees them.
+func AdminSource(node string, v AdminViews) Source {
+	return SourceFunc(func() State {
+		st := State{Node: node}
+		for _, p := range v.PeersView() {
+			st.Peers = append(st.Peers, Peer{ID: p.ID, Status: p.Status, Raft: p.Raft, Region: p.Region, Color: p.Color,
+				Version: p.Version, Applied: p.AppliedIndex, Owned: p.Owned, Self: p.Self, Draining: p.Draining})
+		}
+		recs := v.WorkersView()
+		st.Workers = make([]Worker, 0, len(recs))
+		for i := range recs {
+			r := &recs[i]
+			st.Workers = append(st.Workers, workerOf(r))
+			for _, t := range r.Transitions {
+				st.Recent = append(st.Recent, Transition{At: t.At, Kind: t.Kind, Subject: r.ID, From: t.From, To: t.To,
+					Text: r.ID + ": " + t.Kind + " " + t.From + " → " + t.To})
+			}
+		}
+		for _, j := range v.JournalView() {
+			out := make(map[string]string, len(j.Outcomes))
+			for id, o := range j.Outcomes {
+				out[string(id)] = o
+			}
+			st.Journal = append(st.Journal, Journal{ID: j.ID, Coordinator: j.Coordinator, Status: j.Status,
+				StartedAt: j.StartedAt.UTC(), Targets: len(j.Targets), Outcomes: out})
+		}
+		slices.SortFunc(st.Recent, func(a, b Transition) int { return a.At.Compare(b.At) })
+		return st
+	})
+}
+
+// workerOf is the console's row of an admin record.
+func workerOf(r *admin.Record) Worker {
+	models := r.Models
+	if len(models) == 0 {
+		models = r.DiscoveredModels
+	}
+	w := Worker{ID: r.ID, URL: r.URL, Owner: r.Owner, Region: r.Region, Models: strings.Join(models, ","),
+		Health: r.HealthState, Breaker: admin.BreakerUnknown, Disabled: r.Disabled, Reason: r.DisabledReason,
+		Dead: r.IsDead, Routable: r.Routable, Stale: r.Stale, Hit: -1, Active: r.ActiveRequests}
+	if r.Breaker != nil {
+		w.Breaker = r.Breaker.State.String()
+	}
+	if r.Cache != nil && r.Cache.HitRatio != nil {
+		w.Hit = *r.Cache.HitRatio
+	}
+	return w
+}
