@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs beyond Go: the OpenAI Node SDK (pinned by
+# Installs what the test suite needs beyond Go: Debian's chromium and playwright-core (the
+# console's browser test, pinned by test/browser/package-lock.json), the OpenAI Node SDK (pinned by
 # test/node/package-lock.json), promtool (Debian's prometheus package), iptables (Debian's: the
 # chaos harness's partitions, DROP rules inside the network namespace it makes as root) and, for
 # scripts/deploy-check.sh, grpc_health_probe (the Go module test/harness pins, into bin/tools).
@@ -45,4 +46,26 @@ if [ ! -f "$probe_stamp" ] || [ ! -x bin/tools/grpc-health-probe ]; then
   mkdir -p bin/tools
   GOBIN="$PWD/bin/tools" CGO_ENABLED=0 GOFLAGS= go install "$probe"
   touch "$probe_stamp"
+fi
+
+# The operator console's browser test (test/e2e/console_test.go): Debian's chromium, and
+# playwright-core pinned by test/browser/package-lock.json (it drives that chromium; it never
+# downloads a browser of its own). Only as root; without them the test skips, saying so.
+if [ "$(id -u)" = 0 ]; then
+  if [ ! -x /usr/bin/chromium ]; then
+    echo "test-deps: installing chromium from Debian" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  fi
+  lock=test/browser/package-lock.json
+  stamp=test/browser/node_modules/.meshgw-lock.sha256
+  want=$(sha256sum "$lock" | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "test-deps: npm ci in test/browser" >&2
+    (cd test/browser && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" >"$stamp"
+  fi
+else
+  echo "test-deps: not root: the console's browser test will skip unless chromium and test/browser's node_modules are there" >&2
 fi

@@ -74,7 +74,9 @@ $('logout').addEventListener('click', () => {
 // ---- events ----
 
 function onEvent(name, data) {
+  if (!painted) performance.mark('console-data-received');
   const m = JSON.parse(data);
+  if (!painted) performance.mark('console-data-parsed');
   if (name === 'snapshot') {
     clear();
     st.v = m.v; st.node = m.node; st.journal = m.journal || [];
@@ -152,7 +154,7 @@ function renderSummary() {
 }
 
 function renderPeers() {
-  const rows = [...st.peers.values()].sort((a, b) => a.id.localeCompare(b.id));
+  const rows = [...st.peers.values()].sort((a, b) => (a.id < b.id ? -1 : (a.id > b.id ? 1 : 0)));
   $('peers-count').textContent = '(' + rows.length + ')';
   const frag = document.createDocumentFragment();
   for (const p of rows) {
@@ -209,19 +211,20 @@ function renderWorkers() {
   dirtyWorkers = false;
   const g = $('group').value, f = filters[$('filter').value] || filters.all;
   const q = $('search').value.trim().toLowerCase();
+  const by = groupOf[g] || groupOf.none;
   const list = [];
   for (const w of st.workers.values()) {
     if (!f(w)) continue;
     if (q && !(w.id.toLowerCase().includes(q) || w.url.toLowerCase().includes(q) || w.owner.toLowerCase().includes(q) ||
       (w.region || '').toLowerCase().includes(q) || (w.models || '').toLowerCase().includes(q))) continue;
-    list.push(w);
+    list.push({ g: by(w), w });
   }
-  const by = groupOf[g] || groupOf.none;
-  list.sort((a, b) => by(a).localeCompare(by(b)) || a.id.localeCompare(b.id));
+  // Plain code-point order (localeCompare costs a hundred milliseconds at 10,000 workers), on
+  // the group name computed once per worker.
+  list.sort((a, b) => (a.g < b.g ? -1 : a.g > b.g ? 1 : a.w.id < b.w.id ? -1 : a.w.id > b.w.id ? 1 : 0));
   const items = [];
   let cur = null, head = null;
-  for (const w of list) {
-    const name = by(w);
+  for (const { g: name, w } of list) {
     if (g !== 'none' && name !== cur) {
       cur = name;
       head = { key: 'g:' + name, group: g + ' ' + name, n: 0, out: 0 };

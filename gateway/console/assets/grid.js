@@ -23,6 +23,8 @@ export class Grid {
     this.items = items;
     this.el.setAttribute('aria-rowcount', String(items.length));
     this.spacer.style.height = (items.length * this.h) + 'px';
+    // Up to 18 rows tall: a short list takes no more room than it needs.
+    this.el.style.height = (Math.max(3, Math.min(items.length, 18)) * this.h + 2) + 'px';
     if (prev) {
       const i = items.findIndex((it) => it.key === prev.key);
       this.active = i;

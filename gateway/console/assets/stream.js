@@ -25,15 +25,18 @@ export async function stream(key, onEvent, signal) {
   if (!resp.ok) throw new Error(await refusal(resp));
   const reader = resp.body.getReader();
   const dec = new TextDecoder();
-  let buf = '';
+  let buf = '', from = 0;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
     buf += dec.decode(value, { stream: true });
     let cut;
-    while ((cut = buf.indexOf('\n\n')) >= 0) {
+    // from: where the search for the end of an event resumes, so that a big event arriving in
+    // many chunks is scanned once.
+    while ((cut = buf.indexOf('\n\n', from)) >= 0) {
       const block = buf.slice(0, cut);
       buf = buf.slice(cut + 2);
+      from = 0;
       let name = 'message';
       const data = [];
       for (const line of block.split('\n')) {
@@ -43,5 +46,6 @@ export async function stream(key, onEvent, signal) {
       }
       if (data.length) onEvent(name, data.join('\n'));
     }
+    from = Math.max(0, buf.length - 1);
   }
 }
