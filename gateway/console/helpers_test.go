@@ -50,7 +50,7 @@ func (k keyAuth) Authorize(ctx *fasthttp.RequestCtx) bool {
 }
 
 // serve runs h on a loopback listener until the test ends and returns its base URL.
-func serve(t *testing.T, h *Handler) string {
+func serve(t testing.TB, h *Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,16 +162,14 @@ func (h *Hub) Snapshot() ([]byte, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.full == nil {
-		s := snapshot{V: h.v, Node: h.cur.node, Interval: h.cfg.Interval.Milliseconds(), Peers: make([]Peer, 0, len(h.cur.peers)),
-			Workers: make([]Worker, 0, len(h.cur.workers)), Journal: h.cur.journal, Transitions: h.trans}
-		for _, p := range h.cur.peers {
-			s.Peers = append(s.Peers, p)
+		s := snapshot{V: h.v, Node: h.cur.node, Interval: h.cfg.Interval.Milliseconds(), Peers: h.cur.peers,
+			Workers: h.cur.workers, Journal: h.cur.journal, Transitions: h.trans}
+		if s.Peers == nil {
+			s.Peers = []Peer{}
 		}
-		for _, w := range h.cur.workers {
-			s.Workers = append(s.Workers, w)
+		if s.Workers == nil {
+			s.Workers = []Worker{}
 		}
-		slices.SortFunc(s.Peers, func(a, b Peer) int { return strings.Compare(a.ID, b.ID) })
-		slices.SortFunc(s.Workers, func(a, b Worker) int { return strings.Compare(a.ID, b.ID) })
 		if s.Journal == nil {
 			s.Journal = []Journal{}
 		}

@@ -8,7 +8,8 @@ import (
 	"github.com/meshgw/meshgw/gateway/admin"
 )
 
-// Source gives the mesh as this gateway sees it. It is called from one goroutine at a time.
+// Source gives the mesh as this gateway sees it. It is called from one goroutine at a time, and
+// each State must have slices of its own: the Hub keeps them, and sorts them by id.
 type Source interface {
 	State() State
 }

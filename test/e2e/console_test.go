@@ -3,7 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +183,94 @@ func TestConsoleScale(t *testing.T) {
 			t.Errorf("%s = %v: the list is not virtualised", k, n)
 		}
 	}
+}
+
+// procCPU returns the CPU time (user and system) process pid used so far, from /proc.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	var ut, st int64
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// TestConsoleStreamsCPU measures what a real gateway spends on 50 open console streams: its CPU
+// over a window without any, then with 50 (a worker's disabled flag flipped every 500 ms, so
+// deltas flow). It only measures (MESHGW_CONSOLE_CPU=1; docs/performance.md has the figures).
+func TestConsoleStreamsCPU(t *testing.T) {
+	if os.Getenv("MESHGW_CONSOLE_CPU") != "1" {
+		t.Skip("a measurement: MESHGW_CONSOLE_CPU=1 runs it")
+	}
+	const streams, window = 50, 20 * time.Second
+	b := harness.Build(t)
+	g := newClusterGW(t, "cpu1", "--admin-api-key", consoleKey)
+	g.start(t, b)
+	a := newAdmin(g.Gateway, consoleKey)
+	var ids []string
+	for i := range 3 {
+		e := harness.StartEngine(t, b, fmt.Sprintf("engine-cpu-%d", i))
+		harness.WaitFor(t, clusterBound, "the registration of "+e.URL, func() bool {
+			code, body := a.do(t, "POST", "/workers", fmt.Sprintf(`{"url":%q}`, e.URL))
+			var rec struct{ ID string }
+			if (code == 201 || code == 200) && json.Unmarshal([]byte(body), &rec) == nil && rec.ID != "" {
+				ids = append(ids, rec.ID)
+				return true
+			}
+			return false
+		})
+	}
+	measure := func(what string, during func(stop <-chan struct{})) float64 {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); during(stop) }()
+		c0, t0 := procCPU(t, g.Pid()), time.Now()
+		<-time.After(window)
+		c1, t1 := procCPU(t, g.Pid()), time.Now()
+		close(stop)
+		<-done
+		pct := float64(c1-c0) / float64(t1.Sub(t0)) * 100
+		t.Logf("%s: %v CPU in %v: %.2f %% of a core", what, c1-c0, t1.Sub(t0).Round(time.Millisecond), pct)
+		return pct
+	}
+	flip := func(stop <-chan struct{}) {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for on := true; ; on = !on {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				a.must(t, 200, "PUT", "/workers/"+ids[0], fmt.Sprintf(`{"disabled":%v}`, on))
+			}
+		}
+	}
+	base := measure("no stream, a flag flipped every 500 ms", flip)
+	var bodies []io.Closer
+	for range streams {
+		req, _ := http.NewRequest(http.MethodGet, g.URL+"/ui/api/events", nil)
+		req.Header.Set("Authorization", "Bearer "+consoleKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("stream: %v", err)
+		}
+		bodies = append(bodies, resp.Body)
+		go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+	}
+	defer func() {
+		for _, b := range bodies {
+			b.Close()
+		}
+	}()
+	with := measure(fmt.Sprintf("%d streams, a flag flipped every 500 ms", streams), flip)
+	t.Logf("the %d streams cost %.2f %% of a core", streams, with-base)
 }
