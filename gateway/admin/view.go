@@ -7,6 +7,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/gateway/fleet"
+	"github.com/meshgw/meshgw/gateway/owned"
+	"github.com/meshgw/meshgw/health"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // This file lends the admin API's auth and answers, as values, to the operator console
@@ -28,20 +32,96 @@ func (h *Handler) PeersView() []Peer {
 	return peers
 }
 
-// WorkersView returns what GET /workers answers: every record with this gateway's runtime state
-// of it (a host-local worker another gateway owns left out), in the records' order.
-func (h *Handler) WorkersView() []Record {
+// WorkerRow is one worker as the operator console lists it: what GET /workers says of its
+// owner and routing, read without rendering the rest of the record, so that a read of 10,000
+// workers stays cheap enough to repeat every 250 ms.
+type WorkerRow struct {
+	ID, URL, Owner, Region string
+	// Models are the worker's declared models, else those it said it serves; they may be shared
+	// with the stored record: read only.
+	Models               []string
+	Health, Breaker      string
+	Disabled, Dead       bool
+	DisabledReason       string
+	Routable, Stale      bool
+	Active               int64
+	PromptTokens, Cached uint64
+	Transitions          []owned.Transition // only for a worker this gateway owns
+}
+
+// sharedRecords is implemented by a Records that can list the records without copying them
+// (*consensus.Node).
+type sharedRecords interface {
+	WorkersShared() []fsm.Record
+}
+
+// WorkerRows returns a row per worker GET /workers lists (a host-local worker another gateway
+// owns left out), in the records' order, with the same state GET /workers shows (record, in
+// record.go; TestWorkerRowsMatchRecords holds the two together).
+func (h *Handler) WorkerRows() []WorkerRow {
+	var recs []fsm.Record
+	if sh, ok := h.cfg.Records.(sharedRecords); ok {
+		recs = sh.WorkersShared()
+	} else {
+		recs = h.records()
+	}
 	snap := h.cfg.Pool.Snapshot()
-	recs := h.records()
-	out := make([]Record, 0, len(recs))
+	out := make([]WorkerRow, 0, len(recs))
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Owner != h.cfg.NodeID && rec.Spec.HostLocal() {
+		local := rec.Owner == h.cfg.NodeID
+		if !local && rec.Spec.HostLocal() {
 			continue
 		}
-		out = append(out, h.record(rec, snap.Get(rec.ID)))
+		r := WorkerRow{ID: string(rec.ID), URL: rec.Spec.URL, Owner: rec.Owner, Region: rec.Spec.Region, Models: rec.Spec.Models,
+			Health: health.Pending.String(), Breaker: BreakerUnknown, Disabled: rec.Disabled, DisabledReason: rec.DisabledReason,
+			Dead: rec.IsDead}
+		if rec.Spec.Model != "" || len(r.Models) == 0 {
+			r.Models = rec.Spec.ModelList()
+		}
+		if w := snap.Get(rec.ID); w != nil {
+			r.Health = w.Health().String()
+			r.Routable = w.Gates() == 0 && w.Allow() && !rec.Disabled && !rec.IsDead
+			r.Active = w.Inflight()
+			r.PromptTokens, r.Cached = w.CacheTokens()
+			if len(r.Models) == 0 {
+				r.Models = w.DiscoveredModels()
+			}
+		}
+		switch {
+		case local && h.cfg.Runtime != nil:
+			if st, ok := h.cfg.Runtime.Status(rec.ID); ok {
+				r.Breaker, r.Transitions = st.Breaker.State.String(), st.Transitions
+			}
+		case !local:
+			h.importedRow(&r, rec.ID)
+		}
+		if rec.Draining {
+			r.Health, r.Routable = health.Draining.String(), false
+		}
+		out = append(out, r)
 	}
 	return out
+}
+
+// importedRow is imported for a WorkerRow.
+func (h *Handler) importedRow(r *WorkerRow, id worker.ID) {
+	var st fleet.ImportedStatus
+	ok := false
+	if h.cfg.Imports != nil {
+		st, ok = h.cfg.Imports.Imported(id)
+	}
+	if !ok {
+		r.Health = HealthUnknown
+		return
+	}
+	if !st.Bulletin.HealthUnknown {
+		r.Health = st.Bulletin.Health.String()
+	}
+	r.Stale = st.Stale
+	if !st.Bulletin.BreakerUnknown {
+		r.Breaker = st.Bulletin.Breaker.String()
+	}
 }
 
 // JournalView returns the open weight-update records; nil on a gateway without a journal.

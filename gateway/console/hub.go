@@ -20,6 +20,10 @@ type HubConfig struct {
 	// IdleEvery: while no stream is open, the Hub reads every IdleEvery intervals, to keep the
 	// recent transitions. Default 8.
 	IdleEvery int
+	// Budget is the share of one core the Hub's reads may take: a read that took longer than
+	// Budget × Interval delays the next one until it fits (at 10,000 workers a read of the
+	// admin state takes 10-15 ms, so it reads about once a second). Default 0.01.
+	Budget float64
 	// MaxTransitions bounds the recent transitions kept. Default 200.
 	MaxTransitions int
 	// Now stamps transitions. Nil means time.Now.
@@ -58,6 +62,9 @@ func NewHub(cfg HubConfig) *Hub {
 	if cfg.MaxTransitions <= 0 {
 		cfg.MaxTransitions = 200
 	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = 0.01
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -80,7 +87,7 @@ func (h *Hub) Close() {
 
 func (h *Hub) loop() {
 	defer h.wg.Done()
-	t := time.NewTicker(h.cfg.Interval)
+	t := time.NewTimer(h.cfg.Interval)
 	defer t.Stop()
 	for n := 0; ; n++ {
 		select {
@@ -88,13 +95,18 @@ func (h *Hub) loop() {
 			return
 		case <-t.C:
 		}
-		h.mu.Lock()
-		idle := len(h.subs) == 0
-		h.mu.Unlock()
-		if idle && n%h.cfg.IdleEvery != 0 {
+		wait := h.cfg.Interval
+		if h.Streams() == 0 && n%h.cfg.IdleEvery != 0 {
+			t.Reset(wait)
 			continue
 		}
+		start := h.cfg.Now()
 		h.refresh()
+		// A read that costs more than Budget of the interval spaces the reads out.
+		if cost := h.cfg.Now().Sub(start); cost > 0 {
+			wait = max(wait, time.Duration(float64(cost)/h.cfg.Budget))
+		}
+		t.Reset(wait)
 	}
 }
 

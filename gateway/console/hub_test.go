@@ -124,3 +124,36 @@ func TestTransitionsBounded(t *testing.T) {
 		}
 	})
 }
+
+// slowSource is a Source whose read takes cost of (fake) time.
+type slowSource struct {
+	fakeSource
+	cost time.Duration
+}
+
+func (s *slowSource) State() State {
+	time.Sleep(s.cost)
+	return s.fakeSource.State()
+}
+
+// TestBudget: a read that costs more than Budget of the interval spaces the reads out, so that
+// the Hub's reads stay within Budget of a core; a cheap one reads every interval.
+func TestBudget(t *testing.T) {
+	for _, c := range []struct {
+		cost      time.Duration
+		wantReads uint64 // in 10 s with a stream open
+	}{{0, 40}, {20 * time.Millisecond, 5}} {
+		synctest.Test(t, func(t *testing.T) {
+			src := &slowSource{fakeSource: fakeSource{st: baseState()}, cost: c.cost}
+			hub := NewHub(HubConfig{Source: src, Interval: 250 * time.Millisecond, Budget: 0.01})
+			defer hub.Close()
+			s := hub.subscribe()
+			defer hub.unsubscribe(s)
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			if n := hub.reads.Load(); n < c.wantReads-1 || n > c.wantReads+1 {
+				t.Errorf("a read of %v: %d reads in 10 s, want about %d", c.cost, n, c.wantReads)
+			}
+		})
+	}
+}

@@ -23,12 +23,12 @@ func (f SourceFunc) State() State { return f() }
 // AdminViews are the admin API's answers as values; *admin.Handler implements it.
 type AdminViews interface {
 	PeersView() []admin.Peer
-	WorkersView() []admin.Record
+	WorkerRows() []admin.WorkerRow
 	JournalView() []fsm.JournalRecord
 }
 
-// AdminSource reads the state from the admin API's answers (GET /mesh/peers, /workers,
-// /weight_update_journal), as node sees them.
+// AdminSource reads the state from the admin API (what GET /mesh/peers, /workers and
+// /weight_update_journal answer), as node sees them.
 func AdminSource(node string, v AdminViews) Source {
 	return SourceFunc(func() State {
 		st := State{Node: node}
@@ -36,10 +36,10 @@ func AdminSource(node string, v AdminViews) Source {
 			st.Peers = append(st.Peers, Peer{ID: p.ID, Status: p.Status, Raft: p.Raft, Region: p.Region, Color: p.Color,
 				Version: p.Version, Applied: p.AppliedIndex, Owned: p.Owned, Self: p.Self, Draining: p.Draining})
 		}
-		recs := v.WorkersView()
-		st.Workers = make([]Worker, 0, len(recs))
-		for i := range recs {
-			r := &recs[i]
+		rows := v.WorkerRows()
+		st.Workers = make([]Worker, 0, len(rows))
+		for i := range rows {
+			r := &rows[i]
 			st.Workers = append(st.Workers, workerOf(r))
 			for _, t := range r.Transitions {
 				st.Recent = append(st.Recent, Transition{At: t.At, Kind: t.Kind, Subject: r.ID, From: t.From, To: t.To,
@@ -59,20 +59,19 @@ func AdminSource(node string, v AdminViews) Source {
 	})
 }
 
-// workerOf is the console's row of an admin record.
-func workerOf(r *admin.Record) Worker {
-	models := r.Models
-	if len(models) == 0 {
-		models = r.DiscoveredModels
+// workerOf is the console's row of an admin row.
+func workerOf(r *admin.WorkerRow) Worker {
+	w := Worker{ID: r.ID, URL: r.URL, Owner: r.Owner, Region: r.Region, Health: r.Health, Breaker: r.Breaker,
+		Disabled: r.Disabled, Reason: r.DisabledReason, Dead: r.Dead, Routable: r.Routable, Stale: r.Stale, Hit: -1, Active: r.Active}
+	switch len(r.Models) {
+	case 0:
+	case 1:
+		w.Models = r.Models[0]
+	default:
+		w.Models = strings.Join(r.Models, ",")
 	}
-	w := Worker{ID: r.ID, URL: r.URL, Owner: r.Owner, Region: r.Region, Models: strings.Join(models, ","),
-		Health: r.HealthState, Breaker: admin.BreakerUnknown, Disabled: r.Disabled, Reason: r.DisabledReason,
-		Dead: r.IsDead, Routable: r.Routable, Stale: r.Stale, Hit: -1, Active: r.ActiveRequests}
-	if r.Breaker != nil {
-		w.Breaker = r.Breaker.State.String()
-	}
-	if r.Cache != nil && r.Cache.HitRatio != nil {
-		w.Hit = *r.Cache.HitRatio
+	if r.PromptTokens > 0 {
+		w.Hit = float64(r.Cached) / float64(r.PromptTokens)
 	}
 	return w
 }
