@@ -88,14 +88,14 @@ func benchStreams(b *testing.B, peers, workers, streams, churn int) {
 			}
 		}
 	}
-	waitAll(version(hub))
+	waitAll(hub.version())
 	b.ResetTimer()
 	cpu0 := cpuNow(b)
 	for range b.N {
 		src.Churn(churn)
-		before := version(hub)
+		before := hub.version()
 		hub.refresh()
-		if v := version(hub); v != before {
+		if v := hub.version(); v != before {
 			waitAll(v)
 		}
 	}
@@ -104,10 +104,4 @@ func benchStreams(b *testing.B, peers, workers, streams, churn int) {
 	perOp := float64(cpu.Microseconds()) / 1000 / float64(b.N)
 	b.ReportMetric(perOp, "cpu-ms/op")
 	b.ReportMetric(perOp*4/1000*100, "core-%@4/s")
-}
-
-func version(h *Hub) uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.v
 }

@@ -93,9 +93,11 @@ type sseReader struct {
 	ch   chan [2]string
 }
 
-func openEvents(t *testing.T, base, key string) *sseReader {
+func openEvents(t *testing.T, base, key string) *sseReader { return openEventsAt(t, base+"/ui/api/events", key) }
+
+func openEventsAt(t *testing.T, url, key string) *sseReader {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, base+"/ui/api/events", nil)
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -113,6 +115,8 @@ func openEvents(t *testing.T, base, key string) *sseReader {
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.HasPrefix(line, ": up to date"):
+				r.ch <- [2]string{"comment", line}
 			case strings.HasPrefix(line, "event: "):
 				name = line[7:]
 			case strings.HasPrefix(line, "data: "):

@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"embed"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,11 +129,20 @@ func (h *Handler) events(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	beat := h.cfg.Heartbeat
+	// ?since=V: the page holds version V already (it fetched the snapshot, or it reconnects),
+	// and the stream starts with the whole state only if the Hub is past it.
+	since, _ := strconv.ParseUint(string(ctx.QueryArgs().Peek("since")), 10, 64)
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { // fasthttp runs it in its own goroutine
 		s := hub.subscribe()
 		defer hub.unsubscribe(s)
-		snap, sent := hub.Snapshot()
-		if write(w, frame("snapshot", snap)) != nil {
+		sent := hub.version()
+		if since == 0 || since != sent {
+			var snap []byte
+			snap, sent = hub.Snapshot()
+			if write(w, frame("snapshot", snap)) != nil {
+				return
+			}
+		} else if write(w, []byte(": up to date\n\n")) != nil {
 			return
 		}
 		t := time.NewTicker(beat)
@@ -155,6 +165,7 @@ func (h *Handler) events(ctx *fasthttp.RequestCtx) {
 				for len(s.ch) > 0 {
 					<-s.ch
 				}
+				var snap []byte
 				snap, sent = hub.Snapshot()
 				out = frame("snapshot", snap)
 			}

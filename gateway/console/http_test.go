@@ -91,3 +91,28 @@ func TestPageAndAuth(t *testing.T) {
 		t.Error("Serve took a request outside /ui")
 	}
 }
+
+// TestStreamSince: a page that holds the current version (?since=) gets no snapshot, only what
+// changes after it; one behind, or from before a restart, gets the whole state first.
+func TestStreamSince(t *testing.T) {
+	src := &fakeSource{st: baseState()}
+	hub := newTestHub(t, src)
+	// A short heartbeat: the server notices the test's closed streams at once.
+	base := serve(t, New(Config{Hub: hub, Auth: keyAuth("k"), Heartbeat: 20 * time.Millisecond}))
+	_, v := hub.Snapshot()
+
+	current := openEventsAt(t, base+"/ui/api/events?since="+versionHeader(v), "k")
+	if name, data, _ := current.next(5 * time.Second); name != "comment" {
+		t.Fatalf("a page at the current version got %q first: %.80s", name, data)
+	}
+	src.update(func(s *State) { s.Workers[0].Active = 3 })
+	if name, data, _ := current.next(5 * time.Second); name != "delta" || !strings.Contains(data, `"active":3`) {
+		t.Fatalf("then %q: %.200s", name, data)
+	}
+	for _, since := range []string{versionHeader(v), "1"} {
+		old := openEventsAt(t, base+"/ui/api/events?since="+since, "k")
+		if name, _, _ := old.next(5 * time.Second); name != "snapshot" {
+			t.Errorf("a page at version %s, behind the Hub, got %q first", since, name)
+		}
+	}
+}

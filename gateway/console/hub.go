@@ -119,7 +119,10 @@ func (h *Hub) refresh() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cur == nil {
-		h.cur, h.v, h.full = next, 1, nil
+		// Versions start at the first read's Unix milliseconds, not at 1: a page that
+		// reconnects to a restarted gateway with ?since= of the old process never matches one
+		// of the new (and the number stays exact in JavaScript).
+		h.cur, h.v, h.full = next, uint64(max(now.UnixMilli(), 1)), nil
 		h.addTransitions(st.Recent)
 		return
 	}
@@ -196,6 +199,13 @@ func (h *Hub) Snapshot() ([]byte, uint64) {
 		h.full = b
 	}
 	return h.full, h.v
+}
+
+// version is the current state's version, 0 before the first read.
+func (h *Hub) version() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.v
 }
 
 // subscribe opens a stream; the caller must call unsubscribe.

@@ -17,10 +17,22 @@ async function refusal(resp) {
   return msg;
 }
 
+// snapshot fetches the whole state (/ui/api/snapshot), parsed; it rejects with an AuthError for
+// 401 and 403.
+export async function snapshot(key, signal) {
+  const h = key ? { Authorization: 'Bearer ' + key } : {};
+  const resp = await fetch('/ui/api/snapshot', { headers: h, cache: 'no-store', credentials: 'omit', signal });
+  if (resp.status === 401 || resp.status === 403) throw new AuthError(resp.status, await refusal(resp));
+  if (!resp.ok) throw new Error(await refusal(resp));
+  return resp.json();
+}
+
 // stream opens /ui/api/events and calls onEvent(name, data) for each event until the stream
-// ends (it resolves) or fails (it rejects; an AuthError for 401 and 403).
-export async function stream(key, onEvent, signal) {
-  const resp = await fetch('/ui/api/events', { headers: headers(key), cache: 'no-store', credentials: 'omit', signal });
+// ends (it resolves) or fails (it rejects; an AuthError for 401 and 403). since is the version
+// the page holds (0: none): the stream then starts with the whole state only if it moved on.
+export async function stream(key, since, onEvent, signal) {
+  const url = '/ui/api/events' + (since ? '?since=' + since : '');
+  const resp = await fetch(url, { headers: headers(key), cache: 'no-store', credentials: 'omit', signal });
   if (resp.status === 401 || resp.status === 403) throw new AuthError(resp.status, await refusal(resp));
   if (!resp.ok) throw new Error(await refusal(resp));
   const reader = resp.body.getReader();
