@@ -93,7 +93,9 @@ type sseReader struct {
 	ch   chan [2]string
 }
 
-func openEvents(t *testing.T, base, key string) *sseReader { return openEventsAt(t, base+"/ui/api/events", key) }
+func openEvents(t *testing.T, base, key string) *sseReader {
+	return openEventsAt(t, base+"/ui/api/events", key)
+}
 
 func openEventsAt(t *testing.T, url, key string) *sseReader {
 	t.Helper()
