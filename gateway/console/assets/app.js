@@ -105,7 +105,7 @@ function onEvent(name, m) {
   $('logout').hidden = !key;
   $('login').hidden = true;
   $('main').hidden = false;
-  $('conn').textContent = '● Live from ' + st.node + ' · version ' + st.v + ' · ' + new Date().toLocaleTimeString();
+  $('conn').textContent = '● Live from ' + st.node + ' · updated ' + new Date().toLocaleTimeString();
   document.body.dataset.version = String(st.v);
   if (name === 'snapshot') { dirtyWorkers = true; render(); } else schedule();
 }
