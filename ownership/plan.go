@@ -140,6 +140,13 @@ func receivers(byID map[string]Peer) []Peer {
 	return live
 }
 
+// Pick is the owner a new worker gets by the rule failover uses: the live (alive, not draining)
+// peer of the highest rendezvous hash of (worker id, peer id), those of region first; "" when
+// no peer is live.
+func Pick(id worker.ID, region string, peers []Peer) string {
+	return pick(id, receivers(peersByID(peers)), region)
+}
+
 // regionOf is a worker's region: its spec's, else its owner's.
 func regionOf(w Worker, byID map[string]Peer) string {
 	if w.Region != "" {

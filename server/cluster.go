@@ -77,6 +77,8 @@ type cluster struct {
 	rejoined chan struct{}
 	// duties are what this node runs while it leads (leaderDuties), set once node and mesh are.
 	duties leader.Loop
+	// disc is Kubernetes discovery's writer (discovery.go); nil without it.
+	disc *discovery
 
 	ctx      context.Context // ends at shutdown
 	cancel   context.CancelFunc
@@ -183,7 +185,8 @@ func (c *cluster) serve(services ...func(*grpc.Server)) {
 }
 
 // leaderDuties are the duties this node runs while it leads: the voter reconciler, failover,
-// the automatic rebalance (with --auto-rebalance) and clearing finished drains.
+// the automatic rebalance (with --auto-rebalance), clearing finished drains, and Kubernetes
+// discovery (with --service-discovery).
 func (c *cluster) leaderDuties() ([]leader.Duty, error) {
 	f := &c.cfg.Cluster
 	reconciler, err := voters.NewReconciler(voters.Config{
@@ -201,6 +204,13 @@ func (c *cluster) leaderDuties() ([]leader.Duty, error) {
 		return nil, err
 	}
 	duties := []leader.Duty{reconciler, failover, ownership.DrainClearer{View: c.drainView(), Apply: c.node, Logger: c.log}}
+	disc, duty, err := c.discoveryDuty()
+	if err != nil {
+		return nil, err
+	}
+	if c.disc = disc; duty != nil {
+		duties = append(duties, duty)
+	}
 	if f.AutoRebalance {
 		rebalance, err := ownership.NewAutoRebalancer(ownership.AutoRebalanceConfig{Store: c.node, Membership: c.owners,
 			ReconcileInterval: f.ReconcileInterval, Metrics: c.handoffs, Logger: c.base})

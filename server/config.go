@@ -10,6 +10,7 @@ import (
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/certs"
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/discovery/kube"
 	"github.com/meshgw/meshgw/gateway"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
@@ -41,6 +42,9 @@ type Config struct {
 	// Workers are registered through raft in the background once the gateway serves
 	// (--worker-urls, --worker-config), in Gateway.Region unless a spec names one.
 	Workers []worker.Spec
+	// Discovery is Kubernetes service discovery (--service-discovery, --router-selector,
+	// discovery/kube): the raft leader registers and removes the pods' workers. Nil: off.
+	Discovery *kube.Config
 	// Health configures the health checks of the workers this gateway owns; with
 	// DisableHealthCheck, new workers start ready. Required: start from health.DefaultConfig().
 	Health health.Config

@@ -155,6 +155,9 @@ func (s *Server) configureGateway(p *parts) error {
 		return err
 	}
 	s.onStop(stopWeights)
+	dcfg := g.Admin
+	dcfg.Pool, dcfg.NodeID, dcfg.Region = g.Pool, s.nodeID, g.Region
+	cl.disc.serve(dcfg) // discovery writes through the admin API's POST and DELETE
 	return nil
 }
 

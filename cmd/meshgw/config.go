@@ -26,6 +26,7 @@ func (o *options) serverConfig(ln net.Listener, getenv func(string) string, lg *
 		Gateway:       gw,
 		CacheFleet:    o.cache.scope == cacheScopeFleet,
 		Workers:       o.gw.specs,
+		Discovery:     o.disc.config(),
 		Health:        o.health.cfg,
 		Breaker:       o.breaker.config(),
 		Raft:          o.state.consensus(o.cluster.raftBind()),

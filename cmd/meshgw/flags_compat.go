@@ -18,8 +18,8 @@ import (
 // what a flag takes when a value has the wrong type.
 
 // multiValueFlags take several values after one flag, as SMG's argparse nargs="+" does:
-// `--worker-urls http://a:1 http://b:2`.
-var multiValueFlags = map[string]bool{"worker-urls": true}
+// `--worker-urls http://a:1 http://b:2`, `--selector app=sglang tier=gpu`.
+var multiValueFlags = map[string]bool{"worker-urls": true, "selector": true, "router-selector": true}
 
 // spreadValues rewrites the words that follow a multi-value flag's value, up to the next flag,
 // into repetitions of that flag, which pflag takes. meshgw has no positional arguments, so such

@@ -83,6 +83,10 @@ type linkedSet struct {
 	order []string        // the flags given, in order
 }
 
+// given reports whether any flag of the set was given, on the command line or through its
+// variable.
+func (s *linkedSet) anyGiven() bool { return len(s.order) > 0 }
+
 // check reports two flags of the set given opposite values.
 func (s *linkedSet) check() error {
 	for _, a := range s.order {

@@ -41,6 +41,7 @@ type options struct {
 	observe observeFlags
 	runtime runtimeFlags
 	tls     tlsFlags
+	disc    discoveryFlags
 }
 
 // groups lists the groups in the order they validate: tls last, since it judges where the
@@ -48,7 +49,8 @@ type options struct {
 func (o *options) groups() []flagGroup {
 	o.cluster.gw, o.cluster.state = &o.gw, &o.state
 	o.tls.cluster, o.tls.nodeID = &o.cluster, &o.gw.nodeID
-	return []flagGroup{&o.gw, &o.cache, &o.loc, &o.retry, &o.health, &o.breaker, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
+	o.disc.health, o.disc.cluster = &o.health, &o.cluster
+	return []flagGroup{&o.gw, &o.cache, &o.loc, &o.retry, &o.health, &o.breaker, &o.disc, &o.state, &o.cluster, &o.observe, &o.runtime, &o.tls}
 }
 
 // run is main without the process: exit 0 after a clean stop, 1 when the gateway cannot run,

@@ -28,11 +28,8 @@ func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
 		writeAPIErr(ctx, e)
 		return
 	}
-	if owner == "" {
-		owner = h.cfg.NodeID
-	}
 	at := h.now()
-	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Register{Spec: spec, Owner: owner, At: at})
+	res, err := h.register(context.Background(), spec, owner, at)
 	h.logWrite(ctx, spec.ID(), res, err)
 	if err != nil {
 		writeError(ctx, err, codeWorkerExists)
@@ -43,6 +40,29 @@ func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
 		status = fasthttp.StatusCreated
 	}
 	h.writeWritten(ctx, status, res)
+}
+
+// register writes the registration of a normalized spec owned by owner ("": this gateway).
+func (h *Handler) register(ctx context.Context, spec worker.Spec, owner string, at time.Time) (fsm.Result, error) {
+	if owner == "" {
+		owner = h.cfg.NodeID
+	}
+	return h.cfg.Writer.Apply(ctx, fsm.Register{Spec: spec, Owner: owner, At: at})
+}
+
+// Register is POST /workers without the HTTP request, for the writers inside the gateway
+// (Kubernetes discovery): spec gets the registration's defaults (this gateway's region) and is
+// normalized, then registered owned by owner ("": this gateway). An identical record is
+// Unchanged; one of the same id with another spec is a conflict (fsm.ErrConflict).
+func (h *Handler) Register(ctx context.Context, spec worker.Spec, owner string) (fsm.Result, error) {
+	spec = spec.Clone()
+	if spec.Region == "" {
+		spec.Region = h.cfg.Region
+	}
+	if e := normalize(&spec); e != nil {
+		return fsm.Result{}, errors.New(e.msg)
+	}
+	return h.register(ctx, spec, owner, h.now())
 }
 
 // createdByFirstCopy reports whether an Unchanged registration found the record its own first
@@ -276,21 +296,45 @@ type deleteAnswer struct {
 // draining through raft, and its owner removes it when the settle time ends); any other is
 // removed at once (200).
 func (h *Handler) deleteWorker(ctx *fasthttp.RequestCtx, rec fsm.Record) {
-	if settle, ok := h.drainSettle(rec); ok {
-		h.drain(ctx, rec, settle)
-		return
+	res, draining, err := h.remove(context.Background(), rec)
+	h.logWrite(ctx, rec.ID, res, err)
+	switch {
+	case err != nil:
+		writeError(ctx, err, codeFenced)
+	case !draining:
+		writeJSON(ctx, fasthttp.StatusOK, deleteAnswer{ID: string(rec.ID), Status: "removed", FleetAck: h.acknowledge(res)})
+	case res.Record == nil:
+		writeErr(ctx, fasthttp.StatusInternalServerError, codeInternal, "the write returned no record")
+	default:
+		// Once the answer is sent, no live gateway starts a new request to the worker, and the
+		// intent to remove it outlives this gateway and the owner (a restart, a failover). A
+		// record already draining keeps its first deadline, which the answer gives.
+		writeJSON(ctx, fasthttp.StatusAccepted, deleteAnswer{ID: string(rec.ID), Status: "draining",
+			DrainSettleSecs: roundSecs(res.Record.DrainSettle), DrainDeadline: timePtr(res.Record.DrainDeadline()), FleetAck: h.acknowledge(res)})
 	}
-	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Remove{ID: rec.ID})
+}
+
+// remove is DELETE's write: the drain of a ready worker (draining: its record enters draining
+// through raft, and its owner removes it when the settle time ends), else the removal.
+func (h *Handler) remove(ctx context.Context, rec fsm.Record) (res fsm.Result, draining bool, err error) {
+	if settle, ok := h.drainSettle(rec); ok {
+		res, err = h.cfg.Writer.Apply(ctx, fsm.Drain{ID: rec.ID, At: h.now(), Settle: settle})
+		return res, true, err
+	}
+	res, err = h.cfg.Writer.Apply(ctx, fsm.Remove{ID: rec.ID})
 	if errors.Is(err, fsm.ErrNotFound) {
 		err = nil // the drain's own removal came first
 		res.Outcome = fsm.Removed
 	}
-	h.logWrite(ctx, rec.ID, res, err)
-	if err != nil {
-		writeError(ctx, err, codeFenced)
-		return
-	}
-	writeJSON(ctx, fasthttp.StatusOK, deleteAnswer{ID: string(rec.ID), Status: "removed", FleetAck: h.acknowledge(res)})
+	return res, false, err
+}
+
+// Delete is DELETE /workers/{id} without the HTTP request, for the writers inside the gateway
+// (Kubernetes discovery): a ready worker drains for its drain_settle_secs and its owner then
+// removes the record (draining true); any other is removed at once. A record already gone is
+// not an error.
+func (h *Handler) Delete(ctx context.Context, rec fsm.Record) (res fsm.Result, draining bool, err error) {
+	return h.remove(ctx, rec)
 }
 
 // drainSettle says whether a DELETE of rec drains the worker, and for how long: a record
@@ -309,26 +353,6 @@ func (h *Handler) drainSettle(rec fsm.Record) (time.Duration, bool) {
 	}
 	settle := h.cfg.DrainSettle(rec.Spec)
 	return settle, settle > 0
-}
-
-// drain writes the drain of rec through raft, fleet-acknowledged, and answers 202: once the
-// answer is sent, no live gateway starts a new request to the worker, and the intent to remove
-// it outlives this gateway and the owner (a restart, a failover). A record already draining
-// keeps its first deadline, which the answer gives.
-func (h *Handler) drain(ctx *fasthttp.RequestCtx, rec fsm.Record, settle time.Duration) {
-	res, err := h.cfg.Writer.Apply(context.Background(), fsm.Drain{ID: rec.ID, At: h.now(), Settle: settle})
-	h.logWrite(ctx, rec.ID, res, err)
-	if err != nil {
-		writeError(ctx, err, codeFenced)
-		return
-	}
-	if res.Record == nil {
-		writeErr(ctx, fasthttp.StatusInternalServerError, codeInternal, "the write returned no record")
-		return
-	}
-	ack := h.acknowledge(res)
-	writeJSON(ctx, fasthttp.StatusAccepted, deleteAnswer{ID: string(rec.ID), Status: "draining",
-		DrainSettleSecs: roundSecs(res.Record.DrainSettle), DrainDeadline: timePtr(res.Record.DrainDeadline()), FleetAck: ack})
 }
 
 func roundSecs(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
