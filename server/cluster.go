@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fleetack"
@@ -77,8 +78,10 @@ type cluster struct {
 	rejoined chan struct{}
 	// duties are what this node runs while it leads (leaderDuties), set once node and mesh are.
 	duties leader.Loop
-	// disc is Kubernetes discovery's writer (discovery.go); nil without it.
+	// disc is Kubernetes discovery's writer (discovery.go); nil without it. kube is the API
+	// server's client with discovery or --router-selector.
 	disc *discovery
+	kube kubernetes.Interface
 
 	ctx      context.Context // ends at shutdown
 	cancel   context.CancelFunc
@@ -99,6 +102,9 @@ func startCluster(cfg *Config, sec *security, nodeID string, httpAddr net.Addr, 
 		return nil, err
 	}
 	if c.handoffs, err = ownership.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	if err := c.connectKube(); err != nil {
 		return nil, err
 	}
 	f := &cfg.Cluster
@@ -176,6 +182,9 @@ func (c *cluster) serve(services ...func(*grpc.Server)) {
 	f := &c.cfg.Cluster
 	if len(f.Join) > 0 {
 		c.goLoop("join", func() { c.joinLoop(f.Join) })
+	}
+	if d := c.cfg.Discovery; d != nil && d.RouterSelector != nil {
+		c.goLoop("router selector", c.routerJoinLoop)
 	}
 	if n := f.BootstrapExpect; n > 0 && !c.node.HasState() {
 		b := consensus.ExpectBootstrap{Expect: n, Self: c.nodeID, Node: c.node, Members: c.mesh, Logger: c.log}

@@ -3,13 +3,18 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/discovery/kube"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/leader"
+	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
 	"github.com/meshgw/meshgw/version"
 	"github.com/meshgw/meshgw/worker"
@@ -25,26 +30,88 @@ type discovery struct {
 // errNotServing is the sink's error before the data plane's admin API is configured.
 var errNotServing = errors.New("the gateway is still starting")
 
-// discoveryDuty connects to the API server (every gateway may come to lead) and returns the
-// duty; nil without --service-discovery.
+// connectKube connects to the API server when discovery or --router-selector is on (every
+// gateway may come to lead, so every one connects, and fails at start when it cannot).
+func (c *cluster) connectKube() error {
+	if c.cfg.Discovery == nil {
+		return nil
+	}
+	client, from, err := kube.Connect("meshgw/" + version.Short())
+	if err != nil {
+		return err
+	}
+	c.kube = client
+	c.log.Info("kubernetes API server found", "config_from", from)
+	return nil
+}
+
+// discoveryDuty returns the duty; nil without --service-discovery.
 func (c *cluster) discoveryDuty() (*discovery, leader.Duty, error) {
 	dc := c.cfg.Discovery
 	if dc == nil || dc.Selector == nil {
 		return nil, nil, nil
 	}
-	client, from, err := kube.Connect("meshgw/" + version.Short())
-	if err != nil {
-		return nil, nil, err
-	}
-	c.log.Info("kubernetes discovery on: the raft leader registers the Ready pods", "config_from", from,
+	c.log.Info("kubernetes discovery on: the raft leader registers the Ready pods",
 		"selector", kube.SelectorString(dc.Selector), "namespace", dc.Namespace, "port", dc.Rules.Port, "model_id_source", dc.Rules.ModelID.String())
 	d := &discovery{cl: c}
-	duty, err := kube.NewDuty(kube.DutyConfig{Client: client, Config: *dc, Records: c.node, Sink: d.sink, Logger: c.base})
+	duty, err := kube.NewDuty(kube.DutyConfig{Client: c.kube, Config: *dc, Records: c.node, Sink: d.sink, Logger: c.base})
 	if err != nil {
 		return nil, nil, err
 	}
 	return d, duty, nil
 }
+
+// routerJoinLoop is --router-selector: it lists the gateway pods and joins those the mesh does
+// not list yet, at this gateway's mesh port, every routerJoinInterval (routerJoinRetry while
+// this gateway is alone), so that gateways that start together and first find only some of
+// each other still end in one mesh. It runs until the gateway stops.
+func (c *cluster) routerJoinLoop() {
+	dc := c.cfg.Discovery
+	_, port, _ := net.SplitHostPort(c.mesh.Addr())
+	meshPort, _ := strconv.Atoi(port)
+	self := map[string]bool{c.mesh.Addr(): true, net.JoinHostPort(c.cfg.Cluster.MeshAdvertise, port): true}
+	lastErr := ""
+	for {
+		known := map[string]bool{}
+		alive := 0
+		for _, m := range c.mesh.Members() {
+			known[m.Address] = true
+			if m.Status == mesh.StatusAlive {
+				alive++
+			}
+		}
+		addrs, err := kube.Peers(c.ctx, c.kube, dc.Namespace, dc.RouterSelector, meshPort, func(a string) bool { return self[a] || known[a] })
+		switch {
+		case err != nil:
+			if err.Error() != lastErr {
+				c.log.Warn("--router-selector: cannot list the gateway pods; retrying", "err", err)
+			}
+			lastErr = err.Error()
+		case len(addrs) > 0:
+			lastErr = ""
+			n, err := c.mesh.Join(addrs)
+			if err != nil && n == 0 {
+				c.log.Warn("--router-selector: joining the gateway pods failed; retrying", "join", strings.Join(addrs, ","), "err", err)
+			} else {
+				c.log.Info("--router-selector: joined gateway pods", "reached", n, "of", len(addrs), "alive", c.mesh.Count(mesh.StatusAlive))
+			}
+		}
+		wait := routerJoinInterval
+		if alive <= 1 {
+			wait = routerJoinRetry
+		}
+		if !c.wait(wait) {
+			return
+		}
+	}
+}
+
+// --router-selector's pace: how often it lists the gateway pods while this gateway is alone,
+// and once it has peers.
+const (
+	routerJoinRetry    = time.Second
+	routerJoinInterval = 10 * time.Second
+)
 
 // serve hands discovery the admin API's configuration once the data plane has it.
 func (d *discovery) serve(cfg admin.Config) {

@@ -30,9 +30,9 @@ func (f *discoveryFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enabled, "service-discovery", false, "register the Running and Ready pods --selector names as workers, and drain and remove them when they go (Kubernetes; the raft leader watches, in a pod with its service account, elsewhere with $KUBECONFIG or ~/.kube/config); turns --remove-unhealthy-workers on unless it is given")
 	fs.StringArrayVar(&f.selector, "selector", nil, "with --service-discovery: the label selector of the worker pods, key=value pairs separated by spaces, repeatable (SMG's form: --selector app=sglang tier=gpu)")
 	fs.IntVar(&f.port, "service-discovery-port", kube.DefaultPort, "with --service-discovery: the worker port of a pod, unless its "+kube.AnnotationWorkerPorts+" annotation names ports (comma-separated, each a worker)")
-	fs.StringVar(&f.namespace, "service-discovery-namespace", "", "with --service-discovery: the namespace to watch (default: every namespace the service account may list)")
+	fs.StringVar(&f.namespace, "service-discovery-namespace", "", "with --service-discovery or --router-selector: the namespace whose pods they list (default: every namespace the service account may list)")
 	fs.StringVar(&f.modelIDSource, "model-id-source", "", "with --service-discovery: where a pod's model id comes from: "+kube.ModelIDSourceForms+" (default: none; the worker serves what it reports)")
-	fs.StringArrayVar(&f.routerSelector, "router-selector", nil, "find the other gateways by this label selector of their pods instead of --join, key=value pairs separated by spaces, repeatable; they are joined at their pod IP and this gateway's --mesh-port")
+	fs.StringArrayVar(&f.routerSelector, "router-selector", nil, "find the other gateways by this label selector of their pods instead of --join (a Deployment rather than a StatefulSet; with --bootstrap-expect), key=value pairs separated by spaces, repeatable; they are joined at their pod IP and this gateway's --mesh-port")
 }
 
 func (f *discoveryFlags) validate() error {
@@ -40,7 +40,8 @@ func (f *discoveryFlags) validate() error {
 		for _, g := range []struct {
 			name  string
 			given bool
-		}{{"selector", len(f.selector) > 0}, {"service-discovery-namespace", f.namespace != ""}, {"model-id-source", f.modelIDSource != ""}} {
+		}{{"selector", len(f.selector) > 0}, {"service-discovery-namespace", f.namespace != "" && len(f.routerSelector) == 0},
+			{"model-id-source", f.modelIDSource != ""}} {
 			if g.given {
 				return usagef("--%s needs --service-discovery", g.name)
 			}
@@ -55,7 +56,12 @@ func (f *discoveryFlags) validate() error {
 		if f.cluster != nil && len(f.cluster.join) > 0 {
 			return usagef("--router-selector and --join both say how to find the other gateways; give one of them")
 		}
-		return usagef("--router-selector is not supported yet; find the other gateways with --join (the StatefulSet's stable names)")
+		if f.cluster != nil && f.cluster.bootstrapExpect == 0 {
+			return usagef("--router-selector needs --bootstrap-expect N: the gateways that find each other bootstrap raft together once N of them see each other")
+		}
+		if err := kube.CheckNamespace(f.namespace); err != nil {
+			return usagef("--service-discovery-namespace %q: %v", f.namespace, err)
+		}
 	}
 	if !f.enabled {
 		return nil
@@ -91,9 +97,9 @@ func (f *discoveryFlags) config() *kube.Config {
 	if !f.enabled && f.routerSel == nil {
 		return nil
 	}
-	c := &kube.Config{RouterSelector: f.routerSel}
+	c := &kube.Config{RouterSelector: f.routerSel, Namespace: f.namespace}
 	if f.enabled {
-		c.Selector, c.Namespace = f.sel, f.namespace
+		c.Selector = f.sel
 		c.Rules = kube.Rules{Port: f.port, ModelID: f.modelID}
 	}
 	return c

@@ -39,7 +39,13 @@ func TestDiscoveryFlags(t *testing.T) {
 			&kube.Config{Selector: app, Rules: kube.Rules{Port: 80}}, false},
 		{"removal kept off through the alias", []string{"--service-discovery", "--selector", "app=sglang", "--worker-auto-recovery=false"}, nil, "",
 			&kube.Config{Selector: app, Rules: kube.Rules{Port: 80}}, false},
-		{"router selector not yet", []string{"--router-selector", "app=meshgw"}, nil, "--router-selector is not supported yet", nil, false},
+		{"router selector", []string{"--router-selector", "app=meshgw", "--bootstrap-expect", "3", "--mesh-advertise-host", "10.0.0.1", "--insecure"}, nil, "",
+			&kube.Config{RouterSelector: map[string]string{"app": "meshgw"}}, false},
+		{"router selector in a namespace", []string{"--router-selector", "app=meshgw", "--bootstrap-expect", "3", "--service-discovery-namespace", "gw", "--mesh-advertise-host", "10.0.0.1", "--insecure"}, nil, "",
+			&kube.Config{RouterSelector: map[string]string{"app": "meshgw"}, Namespace: "gw"}, false},
+		{"router selector with discovery", []string{"--router-selector", "app=meshgw", "--bootstrap-expect", "3", "--service-discovery", "--selector", "app=sglang", "--mesh-advertise-host", "10.0.0.1", "--insecure"}, nil, "",
+			&kube.Config{RouterSelector: map[string]string{"app": "meshgw"}, Selector: app, Rules: kube.Rules{Port: 80}}, true},
+		{"router selector without bootstrap-expect", []string{"--router-selector", "app=meshgw"}, nil, "--router-selector needs --bootstrap-expect N", nil, false},
 		{"no selector", []string{"--service-discovery"}, nil, "--service-discovery needs --selector key=value", nil, false},
 		{"selector without discovery", []string{"--selector", "app=sglang"}, nil, "--selector needs --service-discovery", nil, false},
 		{"namespace without discovery", []string{"--service-discovery-namespace", "llm"}, nil, "--service-discovery-namespace needs --service-discovery", nil, false},
@@ -55,7 +61,7 @@ func TestDiscoveryFlags(t *testing.T) {
 		{"model id source without a key", []string{"--service-discovery", "--selector", "app=x", "--model-id-source", "label:"}, nil, `--model-id-source "label:"`, nil, false},
 		{"bad discovery variable", nil, map[string]string{"MESHGW_SERVICE_DISCOVERY": "yes please"}, `$MESHGW_SERVICE_DISCOVERY: --service-discovery "yes please" is not true or false`, nil, false},
 		{"bad router selector", []string{"--router-selector", "meshgw"}, nil, `--router-selector "meshgw": "meshgw" is not key=value`, nil, false},
-		{"router selector and join", []string{"--router-selector", "app=meshgw", "--join", "10.0.0.1"}, nil, "--router-selector and --join both say how to find the other gateways", nil, false},
+		{"router selector and join", []string{"--router-selector", "app=meshgw", "--join", "10.0.0.1", "--bootstrap-expect", "3"}, nil, "--router-selector and --join both say how to find the other gateways", nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -280,6 +280,11 @@ func TestDiscoveryFleet(t *testing.T) {
 	for i := 10; i < 15; i++ {
 		api.Delete("llm", fmt.Sprintf("sglang-%d", i))
 	}
+	// The leader is killed once it has drained the first half, so the second half is the new
+	// leader's, from a fresh list.
+	for i := 10; i < 15; i++ {
+		harness.WaitFor(t, clusterBound, urls[i]+" out of routing", func() bool { st := obs.state(urls[i]); return st == "draining" || st == "absent" })
+	}
 	obs.forget(killed.id)
 	killed.Kill()
 	killedAt := time.Now()
@@ -322,6 +327,9 @@ func TestDiscoveryFleet(t *testing.T) {
 		}
 	}
 	t.Logf("discovery writes by gateway: %v", by)
+	if by[killed.id+" remove"] == 0 || by[killed.id+" remove"] == pods-10 {
+		t.Errorf("the killed leader wrote %d of the %d removals; the kill was to come half-way", by[killed.id+" remove"], pods-10)
+	}
 	for w, n := range writes {
 		if n > 1 {
 			t.Errorf("%s written %d times", w, n)
