@@ -5,7 +5,7 @@
 #   grpc_health_probe                   fakeworker --mode grpc, and meshgw's gRPC health service
 #   systemd-analyze verify              deploy/systemd/meshgw.service (where systemd-analyze runs)
 #   go test ./deploy/check              the Dockerfile (BuildKit's parser), compose.yaml (compose-go),
-#                                       the Kubernetes manifests and the rendered overlay (kustomize,
+#                                       the Kubernetes manifests and the rendered overlays (kustomize,
 #                                       strict decoding into the API types), the flags they name
 #                                       against meshgw --help, the alerts' and the dashboard's
 #                                       metric names against what meshgw exports
@@ -102,6 +102,6 @@ fi
 # 4. The Go checks, in their own module.
 (cd deploy/check && go vet ./... && MESHGW_BIN="$bin/meshgw" METRICS_FILE="$tmp/metrics.txt" go test -count=1 ./...) ||
   fail "go test ./deploy/check"
-checked+=("go test ./deploy/check: Dockerfile (BuildKit parser), compose.yaml (compose-go), Kubernetes base and green overlay (kustomize, strict API types), flags against meshgw --help, alert and dashboard metric names against the code and the live /metrics")
+checked+=("go test ./deploy/check: Dockerfile (BuildKit parser), compose.yaml (compose-go), Kubernetes base, green and discovery overlays (kustomize, strict API types), flags against meshgw --help, alert and dashboard metric names against the code and the live /metrics")
 
 for c in "${checked[@]}"; do echo "deploy-check: $c"; done

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -25,10 +26,12 @@ type rendered struct {
 	pdbs            []policyv1.PodDisruptionBudget
 	serviceMonitors []monitoringv1.ServiceMonitor
 	serviceAccounts []corev1.ServiceAccount
+	roles           []rbacv1.Role
+	roleBindings    []rbacv1.RoleBinding
 }
 
 // kustomizations are the folders rendered: the base (the blue fleet) and each overlay.
-var kustomizations = []string{"deploy/kubernetes/base", "deploy/kubernetes/overlays/green"}
+var kustomizations = []string{"deploy/kubernetes/base", "deploy/kubernetes/overlays/green", "deploy/kubernetes/overlays/discovery"}
 
 var (
 	renderOnce sync.Once
@@ -88,6 +91,12 @@ func render(dir string) (rendered, error) {
 		case "ServiceAccount":
 			out.serviceAccounts = append(out.serviceAccounts, corev1.ServiceAccount{})
 			target = &out.serviceAccounts[len(out.serviceAccounts)-1]
+		case "Role":
+			out.roles = append(out.roles, rbacv1.Role{})
+			target = &out.roles[len(out.roles)-1]
+		case "RoleBinding":
+			out.roleBindings = append(out.roleBindings, rbacv1.RoleBinding{})
+			target = &out.roleBindings[len(out.roleBindings)-1]
 		default:
 			return out, fmt.Errorf("%s %s: a kind this check does not know; add its API type", kind, res.GetName())
 		}
