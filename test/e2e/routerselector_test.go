@@ -13,7 +13,8 @@ import (
 
 // TestRouterSelector: three gateways started together with --router-selector app=meshgw and
 // --bootstrap-expect 3 and no --join find each other through the scripted API server's pods
-// (their pod IPs 127.0.0.2-4, joined at the shared --mesh-port) and form one raft cluster.
+// (their pod IPs 127.0.0.2-4, joined at the shared --mesh-port) and form one raft cluster; a
+// fourth started later with the same flags (a Deployment scaled up) joins it.
 func TestRouterSelector(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -30,7 +31,7 @@ func TestRouterSelector(t *testing.T) {
 	meshPort := harness.FreePort(t)
 	b := harness.Build(t)
 	var gws []*clusterGW
-	for i := range 3 {
+	startGW := func(i int) *clusterGW {
 		host := fmt.Sprintf("127.0.0.%d", i+2)
 		id := fmt.Sprintf("r%d", i+1)
 		// The gateway pod: Running, not Ready yet (a gateway is Ready only once it joined).
@@ -43,9 +44,9 @@ func TestRouterSelector(t *testing.T) {
 			"--router-selector", "app=meshgw", "--service-discovery-namespace", "gw"}
 		proc := harness.Start(t, id, b.Meshgw, args, nil, nil)
 		proc.URL = "http://" + host + ":" + strconv.Itoa(port)
-		gws = append(gws, &clusterGW{Gateway: &harness.Gateway{Proc: proc, Port: port, MetricsPort: metrics}, id: id})
+		return &clusterGW{Gateway: &harness.Gateway{Proc: proc, Port: port, MetricsPort: metrics}, id: id}
 	}
-	for _, g := range gws {
+	live := func(g *clusterGW) {
 		harness.WaitFor(t, clusterBound, g.id+" answers /liveness", func() bool {
 			if g.Exited() {
 				t.Fatalf("%s exited:\n%s", g.id, g.Output())
@@ -53,7 +54,20 @@ func TestRouterSelector(t *testing.T) {
 			return harness.Get(g.URL+"/liveness") == http.StatusOK
 		})
 	}
+	for i := range 3 {
+		gws = append(gws, startGW(i))
+	}
+	for _, g := range gws {
+		live(g)
+	}
 	leader := waitFormed(t, gws...)
 	t.Logf("three gateways found each other by --router-selector and formed a cluster led by %s in %v", leader,
 		time.Since(start).Round(time.Millisecond))
+
+	// The Deployment scales up: a fourth pod with the same flags joins the fleet that exists.
+	scaled := time.Now()
+	gws = append(gws, startGW(3))
+	live(gws[3])
+	waitFormed(t, gws...)
+	t.Logf("a fourth gateway joined the fleet by --router-selector in %v", time.Since(scaled).Round(time.Millisecond))
 }
