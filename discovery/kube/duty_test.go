@@ -145,8 +145,18 @@ var sglang = map[string]string{"app": "sglang"}
 // deleted and change IP; the server closes the watch and expires its history (410 Gone, a new
 // list); a pod without the port annotation uses the port flag. No record is written twice.
 func TestDutyFollowsPods(t *testing.T) {
+	t.Run("streaming list", func(t *testing.T) { followPods(t, false) })
+	t.Run("plain list", func(t *testing.T) { followPods(t, true) })
+}
+
+// followPods is TestDutyFollowsPods against a server with streaming lists (what client-go tries
+// first) or without (its fallback: a list, then a watch from the list's resourceVersion).
+func followPods(t *testing.T, plain bool) {
 	api := fakekube.New()
 	defer api.Close()
+	if plain {
+		api.RefuseStreamingLists()
+	}
 	client := connect(t, api)
 	st := newStore()
 	clk := &clock{now: time.Now()}

@@ -40,6 +40,7 @@ type Server struct {
 	compacted uint64                 // a watch from a resourceVersion below this gets 410 Gone
 	forbidden map[string]bool        // namespaces; "" forbids the cluster-wide list
 	watches   map[*watchStream]struct{}
+	noStream  bool // refuse sendInitialEvents (an API server without streaming lists)
 
 	lists, watchCount, gone, refused atomic.Int64
 }
@@ -170,6 +171,15 @@ func (s *Server) Forbid(namespace string) {
 	s.forbidden[namespace] = true
 }
 
+// RefuseStreamingLists makes the server answer a watch with sendInitialEvents=true 400 Bad
+// Request, as an API server without streaming lists does, so that client-go's reflector falls
+// back to a plain list and a watch from its resourceVersion.
+func (s *Server) RefuseStreamingLists() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noStream = true
+}
+
 // Stats are the requests served: full lists (a list, or a watch with sendInitialEvents, which
 // client-go's reflector tries first), watches, watches answered 410 Gone, and requests refused
 // 403.
@@ -270,6 +280,10 @@ func (s *Server) watch(rw http.ResponseWriter, r *http.Request, ns string, sel l
 	var backlog []event
 	s.mu.Lock()
 	switch {
+	case initial && s.noStream:
+		s.mu.Unlock()
+		writeStatus(rw, http.StatusBadRequest, "BadRequest", "sendInitialEvents is not supported")
+		return
 	case initial:
 		s.lists.Add(1)
 		for _, p := range s.pods {
