@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -26,9 +25,6 @@ type discovery struct {
 	cl    *cluster
 	admin atomic.Pointer[admin.Config] // the admin API's configuration, Writer replaced per term
 }
-
-// errNotServing is the sink's error before the data plane's admin API is configured.
-var errNotServing = errors.New("the gateway is still starting")
 
 // connectKube connects to the API server when discovery or --router-selector is on (every
 // gateway may come to lead, so every one connects, and fails at start when it cannot).
@@ -125,7 +121,7 @@ func (d *discovery) serve(cfg admin.Config) {
 func (d *discovery) sink() (kube.Sink, error) {
 	cfg := d.admin.Load()
 	if cfg == nil {
-		return nil, errNotServing
+		return nil, kube.ErrNotReady // before the data plane's admin API is configured
 	}
 	info, err := d.cl.node.Info()
 	if err != nil {

@@ -16,6 +16,9 @@ import (
 // DefaultInterval is how often the leader reconciles without a signal.
 const DefaultInterval = 5 * time.Second
 
+// notReadyRetry is how soon a pass asks again for a sink that was not ready (ErrNotReady).
+const notReadyRetry = 200 * time.Millisecond
+
 // Sink writes discovery's actions for one term of leadership, through the admin API's write
 // path: Register is POST /workers of spec, Remove is DELETE /workers/{id} (a ready worker drains
 // for its drain_settle_secs, then its owner removes the record; any other is removed at once).
@@ -34,6 +37,10 @@ type Records interface {
 
 // ErrFenced is a Sink's error for a write of a term that is over.
 var ErrFenced = errors.New("discovery: the raft term this leader watched for is over")
+
+// ErrNotReady is DutyConfig.Sink's error while the gateway cannot write yet (still starting):
+// the next pass asks again, without a warning.
+var ErrNotReady = errors.New("discovery: the gateway is still starting")
 
 // DutyConfig is what the leader's discovery duty needs.
 type DutyConfig struct {
@@ -139,6 +146,10 @@ func (t *term) pass(ctx context.Context, _ leader.Wake) time.Time {
 	if t.sink == nil {
 		s, err := t.d.cfg.Sink()
 		if err != nil {
+			if errors.Is(err, ErrNotReady) {
+				t.d.log.Debug("kubernetes discovery cannot write yet", "err", err)
+				return t.d.cfg.Now().Add(notReadyRetry)
+			}
 			t.d.log.Warn("kubernetes discovery cannot write this term", "err", err)
 			return time.Time{}
 		}

@@ -302,3 +302,30 @@ func TestDutyFencedTerm(t *testing.T) {
 		t.Errorf("%d sinks made, want one per term", sinks.Load())
 	}
 }
+
+// TestDutyWaitsForSink: while the gateway is still starting (the sink answers ErrNotReady) the
+// duty asks again soon and quietly, then writes.
+func TestDutyWaitsForSink(t *testing.T) {
+	api := fakekube.New()
+	defer api.Close()
+	client := connect(t, api)
+	api.Apply(fakekube.ReadyPod("llm", "a", "10.1.0.1", sglang, time.Now()))
+	st := newStore()
+	var asked atomic.Int32
+	logs := &logbuf.Buffer{}
+	d, err := NewDuty(DutyConfig{Client: client, Config: Config{Selector: sglang, Rules: Rules{Port: 80}}, Records: st,
+		Sink: func() (Sink, error) {
+			if asked.Add(1) < 3 {
+				return nil, ErrNotReady
+			}
+			return st, nil
+		}, Interval: time.Hour, Logger: logs.Logger(slog.LevelInfo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDuty(t, d)
+	testkit.For(t, "the pod registered once the sink is ready", func() bool { return st.urls() == "http://10.1.0.1:80" })
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a warning while the gateway was starting: %s", logs.String())
+	}
+}
