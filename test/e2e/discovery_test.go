@@ -48,12 +48,9 @@ func observe(t *testing.T, gws []*clusterGW) *observer {
 	}
 	go func() {
 		defer close(o.done)
+		tick := time.NewTicker(10 * time.Millisecond) // the sampler's pace
+		defer tick.Stop()
 		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
-			select {
-			case <-o.stop:
-				return
-			default:
-			}
 			o.mu.Lock()
 			live := make([]*clusterGW, 0, len(o.live))
 			for _, g := range o.live {
@@ -63,7 +60,11 @@ func observe(t *testing.T, gws []*clusterGW) *observer {
 			for _, g := range live {
 				o.poll(t, g)
 			}
-			time.Sleep(10 * time.Millisecond) // the poll's pace, bounded by the deadline above
+			select {
+			case <-o.stop:
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	t.Cleanup(o.close)
