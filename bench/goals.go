@@ -93,7 +93,85 @@ func computeGoals(r *Report) []Goal {
 	}
 	gs = append(gs, streamGoals(r.Stream)...)
 	gs = append(gs, controlGoals(r)...)
-	return append(gs, cacheSyncGoals(r.CacheSync)...)
+	gs = append(gs, cacheSyncGoals(r.CacheSync)...)
+	return append(gs, wanGoals(r.WAN)...)
+}
+
+// The goals of the wan section (issue 29), over links of 50 ms one way between 3 regions: with
+// local workers healthy, none of goalWANRequests chats crosses regions; with one of two local
+// workers broken, the cross-region share is the locality rule's within goalWANSpillPoints
+// percentage points, none lost; with both broken, all served elsewhere, none lost; a
+// fleet-acknowledged disable returns within goalWANFleetAckP99Ms at p99 (3 round trips), and
+// no chat reaches the worker after it returned.
+const (
+	goalWANRequests      = 1000
+	goalWANSpillPoints   = 5.0
+	goalWANFleetAckP99Ms = 300.0
+	goalWANDelayMs       = 50.0
+)
+
+// wanGoals are the goal rows of the wan section; runs smaller than goalWANRequests (a quick
+// run) or over another delay get no verdict on the shares and the write latency.
+func wanGoals(v any) []Goal {
+	r, ok := v.(WANResult)
+	if !ok {
+		return nil
+	}
+	var gs []Goal
+	full := r.DelayMs == goalWANDelayMs
+	verdict := func(ok, judged bool) *bool {
+		if !judged {
+			return nil
+		}
+		return met(ok)
+	}
+	if l := r.Local; l != nil {
+		gs = append(gs, Goal{"WAN: chats crossing regions, local workers healthy",
+			fmt.Sprintf("%d of %d (%d failed); added latency p50 %+.2f ms, p99 %+.2f ms", l.Crossed, l.Requests, l.Failed,
+				l.GatewayP50Ms-l.DirectP50Ms, l.GatewayP99Ms-l.DirectP99Ms),
+			fmt.Sprintf("0 of %d", goalWANRequests), verdict(l.Crossed == 0 && l.Failed == 0, l.Requests >= goalWANRequests)})
+	}
+	for _, s := range r.Spill {
+		if s.LocalRoutable > 0 {
+			points := 100 * (s.CrossedShare - s.PredictedShare)
+			name := fmt.Sprintf("WAN: cross-region share, %d of %d local engines killed", s.LocalTotal-s.LocalRoutable, s.LocalTotal)
+			if s.Kind == "disabled" { // out of service: not counted in the region
+				name = fmt.Sprintf("WAN: cross-region share, a local worker disabled, %d left", s.LocalTotal)
+			}
+			gs = append(gs, Goal{name,
+				fmt.Sprintf("%.1f %% (%d of %d; %d lost); the 1.4 rule %.0f %%", 100*s.CrossedShare, s.Crossed, s.Requests, s.Failed, 100*s.PredictedShare),
+				fmt.Sprintf("within %.0f points, none lost", goalWANSpillPoints),
+				verdict(points <= goalWANSpillPoints && points >= -goalWANSpillPoints && s.Failed == 0, s.Requests >= goalWANRequests && full)})
+			continue
+		}
+		gs = append(gs, Goal{fmt.Sprintf("WAN: all %d local workers %s", s.LocalTotal, s.Kind),
+			fmt.Sprintf("%d of %d served in other regions, %d lost", s.Crossed, s.Requests, s.Failed), "all elsewhere, none lost",
+			verdict(s.Requests > 0 && s.Crossed == s.Requests && s.Failed == 0, s.Requests > 0)})
+	}
+	for _, a := range r.FleetAck {
+		via := "through another region (forwarded)"
+		if a.Leader {
+			via = "through the leader's region"
+		}
+		gs = append(gs, Goal{"WAN: fleet-acknowledged disable p99, 3 regions, " + via,
+			fmt.Sprintf("%.1f ms (p50 %.1f ms, max %.1f ms, %d writes, %d not acknowledged by all)", a.P99Ms, a.P50Ms, a.MaxMs, a.Writes, a.NotAllAcked),
+			fmt.Sprintf("≤ %.0f ms", goalWANFleetAckP99Ms), verdict(a.P99Ms <= goalWANFleetAckP99Ms && a.NotAllAcked == 0, a.Writes > 0 && full)})
+		gs = append(gs, Goal{"WAN: chats reaching the worker after its disable returned, " + via,
+			fmt.Sprintf("%d of %d", a.ReachedAfter, a.Probes), "0", verdict(a.ReachedAfter == 0, a.Probes > 0)})
+	}
+	for _, p := range []struct {
+		name string
+		v    *WANPropagation
+	}{{"WAN: bulletin propagation across regions", r.Bulletin}, {"WAN: cache index propagation across regions", r.CacheIndex}} {
+		if p.v != nil {
+			gs = append(gs, Goal{p.name, fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d samples, %d lost)", p.v.P50Ms, p.v.P99Ms, p.v.Samples, p.v.Lost), "", nil})
+		}
+	}
+	if f := r.Failover; f != nil {
+		gs = append(gs, Goal{"WAN: failover of a region's owner after kill -9",
+			fmt.Sprintf("owned again after %.1f s, routed %.1f s (%g s grace)", f.OwnedS, f.RoutedS, f.GraceS), "", nil})
+	}
+	return gs
 }
 
 // controlGoals are the goals of the health, raft and memory sections, when measured.

@@ -28,6 +28,8 @@ type Report struct {
 	// CacheSync is the fleet-wide cache index's propagation (a CacheSyncResult), or
 	// NotMeasured.
 	CacheSync any `json:"cachesync"`
+	// WAN is three regions over simulated WAN links (a WANResult), or NotMeasured.
+	WAN any `json:"wan"`
 	// Profile holds meshgw's CPU profiles under load, when taken.
 	Profile *ProfileSection `json:"meshgw_profile,omitempty"`
 	Goals   []Goal          `json:"goals"`
@@ -321,7 +323,7 @@ func (r *Report) printSections(w io.Writer) {
 	for _, sec := range []struct {
 		name string
 		v    any
-	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}, {"routing", r.Routing}, {"cachesync", r.CacheSync}} {
+	}{{"health", r.Health}, {"mesh", r.Mesh}, {"raft", r.Raft}, {"memory", r.Memory}, {"routing", r.Routing}, {"cachesync", r.CacheSync}, {"wan", r.WAN}} {
 		switch v := sec.v.(type) {
 		case NotMeasured:
 			fmt.Fprintf(w, "%s: %s (%s)\n", sec.name, v.Status, v.Reason)
@@ -368,6 +370,8 @@ func (r *Report) printSections(w io.Writer) {
 			v.PrintTable(w)
 		case CacheSyncResult:
 			printCacheSync(w, sec.name, v)
+		case WANResult:
+			printWAN(w, sec.name, v)
 		}
 	}
 }

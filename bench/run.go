@@ -70,6 +70,9 @@ type Options struct {
 	// CacheSync configures the cachesync section (the fleet-wide cache index's propagation);
 	// nil skips it.
 	CacheSync *CacheSyncOptions
+	// WAN configures the wan section (three regions over simulated WAN links, test/wan); nil
+	// skips it. It needs root: elsewhere it is reported not measured, with the reason.
+	WAN *WANOptions
 	// WorkDir holds the generated configs and each process's stderr. Required.
 	WorkDir string
 	// Log receives progress. Default: slog.Default().
@@ -160,6 +163,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.CacheSync = notMeasured("skipped (-cachesync=false)")
 	if o.CacheSync != nil {
 		rep.CacheSync = runCacheSync(ctx, ps, &o, o.CacheSync)
+	}
+	rep.WAN = notMeasured("skipped (-wan=false)")
+	if o.WAN != nil {
+		rep.WAN = runWAN(ctx, ps, &o, o.WAN)
 	}
 	rep.Method.LoadAvgAfter = loadAvg()
 	rep.Method.OthersCoresMax = othersMax(rep)

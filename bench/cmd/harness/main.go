@@ -78,6 +78,14 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	cachesync := fs.Bool("cachesync", true, "measure the fleet-wide cache index: propagation at 5 gateways of 8 KiB multi-turn prompts, and its bytes per request")
 	var cso bench.CacheSyncOptions
 	fs.IntVar(&cso.Requests, "cachesync-requests", 0, "cachesync section: turns timed (default 400; quick 100)")
+	wanOn := fs.Bool("wan", true, "measure 3 regions over simulated WAN links (network namespaces; needs root, else reported not measured): locality, fleet-acknowledged writes, propagation, failover")
+	var wo bench.WANOptions
+	fs.DurationVar(&wo.Delay, "wan-delay", 0, "wan section: one-way delay between two regions (default 50ms)")
+	fs.IntVar(&wo.Requests, "wan-requests", 0, "wan section: chats of the run with local workers healthy (default 1,000)")
+	fs.IntVar(&wo.SpillRequests, "wan-spill-requests", 0, "wan section: chats of each run with local workers disabled (default 1,000; quick 300)")
+	fs.IntVar(&wo.Writes, "wan-writes", 0, "wan section: fleet-acknowledged disables timed through each of two regions (default 50; quick 10)")
+	fs.IntVar(&wo.Trials, "wan-trials", 0, "wan section: health flips and prompts of the propagation runs (default 10; quick 3)")
+	wanFailover := fs.Bool("wan-failover", true, "wan section: measure the failover of a killed region's owner (about 50 s)")
 	fs.StringVar(&ro.FakeworkerBin, "fakeworker", "bin/fakeworker", "fake engine binary of the routing section")
 	routingPolicies := fs.String("routing-policies", "round_robin,prefix_hash", "routing section: comma-separated policies, each optionally followed by its own meshgw flags, e.g. 'prefix_hash,cache_aware --cache-scope local'")
 	routingGateways := fs.String("routing-gateways", "", "routing section: comma-separated gateway counts (default 1,3,5; quick 1,3)")
@@ -178,6 +186,9 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		mo.BulletinWindow = orDur(mo.BulletinWindow, 3*time.Second)
 		mo.BulletinSettle = 3 * time.Second
 		cso.Requests = or(cso.Requests, 100)
+		wo.SpillRequests = or(wo.SpillRequests, 300)
+		wo.Writes = or(wo.Writes, 10)
+		wo.Trials = or(wo.Trials, 3)
 	}
 	if *routingGateways != "" {
 		if ro.Gateways, err = intList(*routingGateways); err == nil && slices.Contains(ro.Gateways, 0) {
@@ -210,6 +221,15 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	}
 	if *cachesync {
 		o.CacheSync = &cso
+	}
+	if wo.Delay < 0 || wo.Requests < 0 || wo.SpillRequests < 0 || wo.Writes < 0 || wo.Trials < 0 {
+		fmt.Fprintln(stderr, "harness: -wan-delay, -wan-requests, -wan-spill-requests, -wan-writes and -wan-trials take no negative value")
+		return o, "", errors.New("negative wan option")
+	}
+	if *wanOn {
+		wo.FakeworkerBin = ro.FakeworkerBin
+		wo.NoFailover = !*wanFailover
+		o.WAN = &wo
 	}
 	if *control {
 		o.Control = &co

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/meshgw/meshgw/bench"
 	"github.com/meshgw/meshgw/test/harness"
+	"github.com/meshgw/meshgw/test/wan"
 )
 
 func TestParseFlagsQuick(t *testing.T) {
@@ -168,3 +170,91 @@ func TestRoutingQuick(t *testing.T) {
 }
 
 func inUnit(v float64) bool { return v >= 0 && v <= 1 }
+
+func TestParseFlagsWAN(t *testing.T) {
+	t.Setenv("BENCH_QUICK", "")
+	o, _, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.WAN; w == nil || w.Requests != 0 || w.SpillRequests != 0 || w.NoFailover || w.FakeworkerBin != "bin/fakeworker" {
+		t.Errorf("wan options %+v: want the section on, its defaults left to bench, with the routing section's fakeworker", o.WAN)
+	}
+	o, _, err = parseFlags([]string{"-quick", "-wan-delay", "25ms", "-wan-failover=false", "-fakeworker", "/x/fw"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.WAN; w == nil || w.SpillRequests != 300 || w.Writes != 10 || w.Trials != 3 || w.Requests != 0 || w.Delay != 25*time.Millisecond ||
+		!w.NoFailover || w.FakeworkerBin != "/x/fw" {
+		t.Errorf("quick wan options %+v", o.WAN)
+	}
+	if o, _, _ := parseFlags([]string{"-wan=false"}, io.Discard); o.WAN != nil {
+		t.Error("-wan=false kept the section")
+	}
+	for _, bad := range [][]string{{"-wan-delay", "-5ms"}, {"-wan-requests", "-1"}, {"-wan-writes", "-2"}} {
+		var errs bytes.Buffer
+		if _, _, err := parseFlags(bad, &errs); err == nil || strings.Count(strings.TrimSpace(errs.String()), "\n") != 0 {
+			t.Errorf("%v: error %v, output %q; want an error in one line", bad, err, errs.String())
+		}
+	}
+}
+
+// TestWANQuick runs the wan section's short mode (without the failover run, about 50 s) with
+// real meshgw and fakeworker processes over a simulated WAN, as make bench-quick does as root,
+// and checks its report and table: what locality and the fleet acknowledgement promise (no
+// chat crosses regions while local workers are healthy, none is lost, none reaches a worker
+// after its disable returned), not the machine-dependent figures.
+func TestWANQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 regions of gateways and engines for about 30 s")
+	}
+	if ok, why := wan.Usable(); !ok {
+		t.Skip("no simulated WAN here: " + why)
+	}
+	bins := harness.Build(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	var out, errs bytes.Buffer
+	code := run(context.Background(), []string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false",
+		"-routing=false", "-cachesync=false", "-wan-failover=false", "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		WAN bench.WANResult `json:"wan"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	w := rep.WAN
+	if w.Status != "measured" || len(w.Errors) > 0 || w.Local == nil || len(w.Spill) != 3 || len(w.FleetAck) != 2 || w.Bulletin == nil || w.CacheIndex == nil {
+		t.Fatalf("wan section: %+v\nstdout:\n%s", w, out.String())
+	}
+	if l := w.Local; l.Requests != 1000 || l.Crossed != 0 || l.Failed != 0 || l.GatewayP50Ms <= 0 || l.DirectP50Ms <= 0 {
+		t.Errorf("healthy run: %+v; want 1000 chats, none crossed or failed", l)
+	}
+	for _, s := range w.Spill {
+		if s.Requests != 300 || s.Failed != 0 || s.Requests != s.ByRegion["eu"]+s.Crossed {
+			t.Errorf("%s: %+v; want 300 chats, none lost, the crossed ones served outside eu", s.Broken, s)
+		}
+	}
+	if s := w.Spill[1]; s.Crossed != s.Requests {
+		t.Errorf("both of eu's engines killed: %d of %d crossed; want all", s.Crossed, s.Requests)
+	}
+	for _, a := range w.FleetAck {
+		if a.Writes != 10 || a.NotAllAcked != 0 || a.Probes != 30 || a.ReachedAfter != 0 || a.P50Ms <= 0 {
+			t.Errorf("writes through %s: %+v; want 10 acknowledged by all, 30 probes, none reaching the worker", a.Through, a)
+		}
+	}
+	if w.Bulletin.Lost != 0 || w.Bulletin.Samples != 12 || w.CacheIndex.Lost != 0 || w.CacheIndex.Samples != 6 {
+		t.Errorf("propagation: bulletins %+v, cache index %+v; want 12 and 6 samples, none lost", w.Bulletin, w.CacheIndex)
+	}
+	for _, line := range []string{"wan: local workers healthy: 1000 chats", "WAN: chats crossing regions, local workers healthy", "wan: bulletin propagation from"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the table has no %q:\n%s", line, out.String())
+		}
+	}
+}
