@@ -28,6 +28,38 @@ type WANLocal struct {
 	FirstError   string  `json:"first_error,omitempty"`
 }
 
+// WANLink is the round trip between two regions as an HTTP client sees it: a chat from a client
+// in one region straight to an engine in another, over a kept-alive connection (one round trip
+// of the link, plus the engine's answer).
+type WANLink struct {
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	Requests int     `json:"requests"`
+	P50Ms    float64 `json:"p50_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
+}
+
+// wanLink times n chats from a client in from's region straight to engine u of another region,
+// after one that opens the connection.
+func wanLink(ctx context.Context, from *wanGW, to *wanGW, n int) (*WANLink, error) {
+	u := to.engines[len(to.engines)-1]
+	var lat []time.Duration
+	for i := range n + 1 {
+		t0 := time.Now()
+		code, _, err := postChat(ctx, from.client, u, wanModel, "a round trip across the WAN")
+		if err != nil || code != http.StatusOK {
+			return nil, fmt.Errorf("a chat from %s's region to %s: status %d, %v", from.region, u, code, err)
+		}
+		if i > 0 {
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	l := &WANLink{From: from.region, To: to.region, Requests: len(lat)}
+	l.P50Ms, l.P99Ms, l.MaxMs = quantiles(lat)
+	return l, nil
+}
+
 // WANSpill is a run through one gateway with some of its region's workers disabled.
 type WANSpill struct {
 	Gateway string `json:"gateway"`

@@ -25,14 +25,16 @@ type WANResult struct {
 	// Pinned is the engine added in PinnedRegion (a region without the leader) serving a model
 	// no other engine serves: the fleet-acknowledged writes disable it, the failover kills its
 	// owner.
-	Pinned       string          `json:"pinned"`
-	PinnedRegion string          `json:"pinned_region"`
-	Local        *WANLocal       `json:"local,omitempty"`
-	Spill        []WANSpill      `json:"spill,omitempty"`
-	FleetAck     []*WANWrites    `json:"fleet_ack,omitempty"`
-	Bulletin     *WANPropagation `json:"bulletin,omitempty"`
-	CacheIndex   *WANPropagation `json:"cache_index,omitempty"`
-	Failover     *WANFailover    `json:"failover,omitempty"`
+	Pinned       string    `json:"pinned"`
+	PinnedRegion string    `json:"pinned_region"`
+	Local        *WANLocal `json:"local,omitempty"`
+	// Link is the round trip from the last region to the first, for scale.
+	Link       *WANLink        `json:"link,omitempty"`
+	Spill      []WANSpill      `json:"spill,omitempty"`
+	FleetAck   []*WANWrites    `json:"fleet_ack,omitempty"`
+	Bulletin   *WANPropagation `json:"bulletin,omitempty"`
+	CacheIndex *WANPropagation `json:"cache_index,omitempty"`
+	Failover   *WANFailover    `json:"failover,omitempty"`
 	// Errors names the parts that could not be measured, and why.
 	Errors      []string `json:"errors,omitempty"`
 	OthersCores float64  `json:"others_cpu_cores"`
@@ -95,6 +97,7 @@ func runWAN(ctx context.Context, ps *procs, o *Options, w *WANOptions) any {
 		}
 	}
 	part("local", func() (err error) { res.Local, err = wanLocal(ctx, f, w); return err })
+	part("link", func() (err error) { res.Link, err = wanLink(ctx, f.gws[len(f.gws)-1], f.gws[0], w.Writes); return err })
 	eu := f.gws[0]
 	for _, run := range []struct {
 		off  []string
@@ -247,6 +250,10 @@ func printWAN(w io.Writer, name string, r WANResult) {
 			"p50 %.2f ms, p99 %.2f ms; straight to an engine p50 %.2f ms, p99 %.2f ms; added p50 %+.2f ms, p99 %+.2f ms\n", name,
 			l.Requests, l.Crossed, l.Failed, l.GatewayP50Ms, l.GatewayP99Ms, l.DirectP50Ms, l.DirectP99Ms,
 			l.GatewayP50Ms-l.DirectP50Ms, l.GatewayP99Ms-l.DirectP99Ms)
+	}
+	if l := r.Link; l != nil {
+		fmt.Fprintf(w, "%s: link round trip %s to %s (a chat straight to an engine over a kept-alive connection): %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+			name, l.From, l.To, l.Requests, l.P50Ms, l.P99Ms, l.MaxMs)
 	}
 	for _, s := range r.Spill {
 		fmt.Fprintf(w, "%s: %s: %d chats through %s (%d in flight), %d crossed (%.1f %%; the 1.4 rule predicts %.1f %%), %d lost; by region %v\n",

@@ -3,12 +3,13 @@
 # the health checker at 10,000 workers, the mesh, raft, memory, and routing quality (multi-turn
 # sessions over 1, 3 and 5 gateways against fake engines with prefix caches), the fleet-wide cache
 # index's propagation and bytes at 5 gateways (in the harness's process; -cachesync=false skips
-# it), and writes the JSON report of DESIGN.md section 15.
+# it), 3 regions over simulated WAN links (as root; -wan=false skips it; docs/performance.md,
+# "Over simulated WAN links"), and writes the JSON report of DESIGN.md section 15.
 #   REPORT=path        where the JSON goes (default bench/out/report.json)
 #   BENCH_QUICK=1      a short run, under a minute (1 round, 3 s per wrk run)
 # Extra arguments go to the harness (bin/bench-harness -h lists them). Installs haproxy and wrk
-# from Debian when missing. Every process it starts listens on 127.0.0.1 and is stopped at the
-# end, on error, and on Ctrl-C.
+# from Debian when missing. Every process it starts listens on 127.0.0.1 (the wan section's, in
+# network namespaces it makes and removes) and is stopped at the end, on error, and on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

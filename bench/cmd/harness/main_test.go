@@ -233,6 +233,9 @@ func TestWANQuick(t *testing.T) {
 	if w.Status != "measured" || len(w.Errors) > 0 || w.Local == nil || len(w.Spill) != 3 || len(w.FleetAck) != 2 || w.Bulletin == nil || w.CacheIndex == nil {
 		t.Fatalf("wan section: %+v\nstdout:\n%s", w, out.String())
 	}
+	if l := w.Link; l == nil || l.P50Ms < 2*w.DelayMs {
+		t.Errorf("link round trip %+v; want at least twice the one-way delay of %v ms", l, w.DelayMs)
+	}
 	if l := w.Local; l.Requests != 1000 || l.Crossed != 0 || l.Failed != 0 || l.GatewayP50Ms <= 0 || l.DirectP50Ms <= 0 {
 		t.Errorf("healthy run: %+v; want 1000 chats, none crossed or failed", l)
 	}
