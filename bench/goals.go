@@ -157,7 +157,8 @@ func wanGoals(v any) []Goal {
 			fmt.Sprintf("%.1f ms (p50 %.1f ms, max %.1f ms, %d writes, %d not acknowledged by all)", a.P99Ms, a.P50Ms, a.MaxMs, a.Writes, a.NotAllAcked),
 			fmt.Sprintf("≤ %.0f ms", goalWANFleetAckP99Ms), verdict(a.P99Ms <= goalWANFleetAckP99Ms && a.NotAllAcked == 0, a.Writes > 0 && full)})
 		gs = append(gs, Goal{"WAN: chats reaching the worker after its disable returned, " + via,
-			fmt.Sprintf("%d of %d", a.ReachedAfter, a.Probes), "0", verdict(a.ReachedAfter == 0, a.Probes > 0)})
+			fmt.Sprintf("%d of %d probes; %d of %d chats of the load sent while disabled", a.ReachedAfter, a.Probes, a.LoadReachedAfter, a.LoadAfter),
+			"0", verdict(a.ReachedAfter == 0 && a.LoadReachedAfter == 0, a.Probes > 0 && a.LoadAfter > 0)})
 	}
 	for _, p := range []struct {
 		name string

@@ -32,8 +32,8 @@ type WANOptions struct {
 	Requests, SpillRequests int
 	// InFlight is the chats in flight in the runs with local workers disabled (8).
 	InFlight int
-	// Writes is the fleet-acknowledged disables timed through each of two gateways, each
-	// followed by an enable, also timed (50).
+	// Writes is the fleet-acknowledged disables timed through each of two gateways in each of
+	// two halves, quiet and under load, each followed by an enable, also timed (50).
 	Writes int
 	// Trials is the health flips of the bulletin run and the prompts of the cache index run
 	// (10).

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLocalityCross(t *testing.T) {
@@ -86,8 +87,8 @@ func TestWANGoals(t *testing.T) {
 			{Kind: "killed", LocalRoutable: 0, LocalTotal: 2, Requests: 1000, Crossed: 1000, CrossedShare: 1, PredictedShare: 1},
 			{Kind: "disabled", LocalRoutable: 1, LocalTotal: 1, Requests: 1000, Crossed: 0, PredictedShare: 0},
 		},
-		FleetAck: []*WANWrites{{Through: "gw-eu", Leader: true, Writes: 50, P99Ms: 290, Probes: 150},
-			{Through: "gw-ap", Writes: 50, P99Ms: 310, Probes: 150, ReachedAfter: 1}},
+		FleetAck: []*WANWrites{{Through: "gw-eu", Leader: true, Writes: 50, P99Ms: 290, Probes: 150, LoadAfter: 400},
+			{Through: "gw-ap", Writes: 50, P99Ms: 310, Probes: 150, LoadAfter: 400, ReachedAfter: 1}},
 	}
 	verdicts := func(r WANResult) map[string]string {
 		out := map[string]string{}
@@ -117,14 +118,16 @@ func TestWANGoals(t *testing.T) {
 		}
 	}
 
-	// A crossing, a share 6 points off, a lost chat: not met.
+	// A crossing, a share 6 points off, a lost chat, a chat of the load reaching the worker:
+	// not met.
 	bad := full
+	bad.FleetAck = []*WANWrites{{Through: "gw-eu", Leader: true, Writes: 50, P99Ms: 290, Probes: 150, LoadAfter: 400, LoadReachedAfter: 1}}
 	bad.Local = &WANLocal{Requests: 1000, Crossed: 1}
 	bad.Spill = []WANSpill{{Kind: "killed", LocalRoutable: 1, LocalTotal: 2, Requests: 1000, CrossedShare: 0.24, PredictedShare: 0.3},
 		{Kind: "killed", LocalTotal: 2, Requests: 1000, Crossed: 999, Failed: 1}}
 	got = verdicts(bad)
 	for _, name := range []string{"WAN: chats crossing regions, local workers healthy", "WAN: cross-region share, 1 of 2 local engines killed",
-		"WAN: all 2 local workers killed"} {
+		"WAN: all 2 local workers killed", "WAN: chats reaching the worker after its disable returned, through the leader's region"} {
 		if got[name] != "not met" {
 			t.Errorf("%q: %q; want not met", name, got[name])
 		}
@@ -145,5 +148,25 @@ func TestWANGoals(t *testing.T) {
 	}
 	if g := wanGoals(notMeasured("not root")); g != nil {
 		t.Errorf("goals of a section not measured: %v", g)
+	}
+}
+
+func TestJudgeLoad(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	wins := []window{{at(100), at(200)}, {at(500), at(600)}}
+	sends := []loadSend{
+		{at(50), 200},  // before the first disable returned: may reach the worker
+		{at(99), 200},  // still before
+		{at(100), 503}, // at the return: counted, refused
+		{at(150), 200}, // while disabled, answered by the worker: a violation
+		{at(200), 200}, // when the enable was sent: not counted
+		{at(550), 0},   // while disabled, no answer: counted, not reached
+		{at(599), 503},
+		{at(700), 200},
+	}
+	after, reached := judgeLoad(sends, wins)
+	if after != 4 || reached != 1 {
+		t.Errorf("judgeLoad = %d sent while disabled, %d reached; want 4, 1", after, reached)
 	}
 }

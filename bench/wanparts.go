@@ -81,25 +81,6 @@ type WANSpill struct {
 	FirstError     string  `json:"first_error,omitempty"`
 }
 
-// WANWrites are fleet-acknowledged flag writes through one gateway.
-type WANWrites struct {
-	Through string `json:"through"`
-	// Leader says whether the gateway held the raft leadership (else each write is forwarded).
-	Leader bool `json:"leader"`
-	// Disables timed, their p50, p99 and max; the enables after them, for scale.
-	Writes       int     `json:"writes"`
-	P50Ms        float64 `json:"p50_ms"`
-	P99Ms        float64 `json:"p99_ms"`
-	MaxMs        float64 `json:"max_ms"`
-	EnableP50Ms  float64 `json:"enable_p50_ms"`
-	EnableP99Ms  float64 `json:"enable_p99_ms"`
-	NotAllAcked  int     `json:"not_all_acked"`
-	Probes       int     `json:"probes"`
-	ReachedAfter int     `json:"reached_after"`
-	// ProbeStatus counts the probes' answers by status.
-	ProbeStatus map[int]int `json:"probe_status"`
-}
-
 // WANPropagation is the time a change made through one gateway takes to be seen by the others.
 type WANPropagation struct {
 	From    string   `json:"from"`
@@ -291,64 +272,6 @@ func wanSpill(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, off []s
 		s.CrossedShare = float64(s.Crossed) / float64(ok)
 	}
 	return s, errors.Join(ctx.Err(), repair())
-}
-
-// engineRequests reads the model requests the engine at u has answered (GET /_stats), from
-// region r.
-func (f *wanFleet) engineRequests(ctx context.Context, r int, u string) (int64, error) {
-	var st engineStats
-	err := getJSON(ctx, f.gws[r].client, u+"/_stats", &st)
-	return st.Requests, err
-}
-
-// wanWrites times w.Writes fleet-acknowledged disables of the pinned worker (in region pr)
-// through g, each followed by an enable; after each disable returned, one chat for the pinned
-// model goes through every gateway, and neither may reach the worker.
-func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader bool, pr int, pinned string) (*WANWrites, error) {
-	res := &WANWrites{Through: g.id, Leader: leader, ProbeStatus: map[int]int{}}
-	var dis, en []time.Duration
-	defer func() {
-		res.Writes = len(dis)
-		res.P50Ms, res.P99Ms, res.MaxMs = quantiles(dis)
-		res.EnableP50Ms, res.EnableP99Ms, _ = quantiles(en)
-	}()
-	for range w.Writes {
-		for _, disabled := range []bool{true, false} {
-			t0 := time.Now()
-			_, err := f.setDisabled(ctx, g, pinned, disabled)
-			d := time.Since(t0)
-			switch {
-			case err != nil && strings.Contains(err.Error(), "not acknowledged"):
-				res.NotAllAcked++
-			case err != nil:
-				return res, err
-			}
-			if !disabled {
-				en = append(en, d)
-				continue
-			}
-			dis = append(dis, d)
-			before, err := f.engineRequests(ctx, pr, pinned)
-			if err != nil {
-				return res, err
-			}
-			ok := 0
-			for _, p := range f.gws {
-				code, _, _ := p.chat(ctx, wanPinnedModel, "sent after the disable returned")
-				res.Probes++
-				res.ProbeStatus[code]++
-				if code == http.StatusOK {
-					ok++
-				}
-			}
-			after, err := f.engineRequests(ctx, pr, pinned)
-			if err != nil {
-				return res, err
-			}
-			res.ReachedAfter += max(ok, int(after-before))
-		}
-	}
-	return res, nil
 }
 
 // watchSeen polls get on every gateway of gws at once, every tick, until each has reported

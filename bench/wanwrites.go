@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// WANWrites are fleet-acknowledged flag writes through one gateway.
+type WANWrites struct {
+	Through string `json:"through"`
+	// Leader says whether the gateway held the raft leadership (else each write is forwarded).
+	Leader bool `json:"leader"`
+	// Disables timed, their p50, p99 and max; the enables after them, for scale.
+	Writes      int     `json:"writes"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	EnableP50Ms float64 `json:"enable_p50_ms"`
+	EnableP99Ms float64 `json:"enable_p99_ms"`
+	NotAllAcked int     `json:"not_all_acked"`
+	// Probes are the chats sent one at a time through every gateway after each disable of the
+	// quiet half returned; ReachedAfter counts those the worker took (answered 200, or its own
+	// request counter moved).
+	Probes       int `json:"probes"`
+	ReachedAfter int `json:"reached_after"`
+	// ProbeStatus counts the probes' answers by status.
+	ProbeStatus map[int]int `json:"probe_status"`
+	// The loaded half: chats for the pinned model sent through every gateway all along; of them,
+	// LoadAfter were sent after a disable returned and before the next enable was sent, and
+	// LoadReachedAfter of those were answered 200 (by the only worker serving the model).
+	LoadChats        int         `json:"load_chats"`
+	LoadAfter        int         `json:"load_after"`
+	LoadReachedAfter int         `json:"load_reached_after"`
+	LoadStatus       map[int]int `json:"load_status"`
+}
+
+// engineRequests reads the model requests the engine at u has answered (GET /_stats), from
+// region r.
+func (f *wanFleet) engineRequests(ctx context.Context, r int, u string) (int64, error) {
+	var st engineStats
+	err := getJSON(ctx, f.gws[r].client, u+"/_stats", &st)
+	return st.Requests, err
+}
+
+// wanWrites times 2 × w.Writes fleet-acknowledged disables of the pinned worker (in region pr)
+// through g, each followed by an enable. In the quiet half, after each disable returned, one
+// chat for the pinned model goes through every gateway in turn, and none may reach the worker.
+// In the loaded half, chats for the pinned model go through every gateway all along, the worker
+// stays disabled wanLoadDwell after each disable returned, and no chat sent meanwhile may be
+// answered by the worker.
+func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader bool, pr int, pinned string) (*WANWrites, error) {
+	res := &WANWrites{Through: g.id, Leader: leader, ProbeStatus: map[int]int{}, LoadStatus: map[int]int{}}
+	var dis, en []time.Duration
+	defer func() {
+		res.Writes = len(dis)
+		res.P50Ms, res.P99Ms, res.MaxMs = quantiles(dis)
+		res.EnableP50Ms, res.EnableP99Ms, _ = quantiles(en)
+	}()
+	// pair disables the worker, runs after (when the disable returned), and enables it; it
+	// returns when the disable returned and when the enable was sent.
+	pair := func(after func() error) (window, error) {
+		var win window
+		for _, disabled := range []bool{true, false} {
+			t0 := time.Now()
+			if !disabled {
+				win.to = t0
+			}
+			_, err := f.setDisabled(ctx, g, pinned, disabled)
+			d := time.Since(t0)
+			switch {
+			case err != nil && strings.Contains(err.Error(), "not acknowledged"):
+				res.NotAllAcked++
+			case err != nil:
+				return win, err
+			}
+			if !disabled {
+				en = append(en, d)
+				continue
+			}
+			win.from = time.Now()
+			dis = append(dis, d)
+			if err := after(); err != nil {
+				return win, err
+			}
+		}
+		return win, nil
+	}
+	probe := func() error {
+		before, err := f.engineRequests(ctx, pr, pinned)
+		if err != nil {
+			return err
+		}
+		ok := 0
+		for _, p := range f.gws {
+			code, _, _ := p.chat(ctx, wanPinnedModel, "sent after the disable returned")
+			res.Probes++
+			res.ProbeStatus[code]++
+			if code == http.StatusOK {
+				ok++
+			}
+		}
+		after, err := f.engineRequests(ctx, pr, pinned)
+		if err != nil {
+			return err
+		}
+		res.ReachedAfter += max(ok, int(after-before))
+		return nil
+	}
+	for range w.Writes {
+		if _, err := pair(probe); err != nil {
+			return res, err
+		}
+	}
+	load := startLoad(ctx, f.gws, 200*w.Writes)
+	var wins []window
+	// The worker stays disabled for wanLoadDwell after each disable returned, for the load's
+	// chats to be sent meanwhile.
+	dwell := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wanLoadDwell):
+			return nil
+		}
+	}
+	for range w.Writes {
+		win, err := pair(dwell)
+		if err != nil {
+			load.stop()
+			return res, err
+		}
+		wins = append(wins, win)
+	}
+	sends := load.stop()
+	res.LoadChats = len(sends)
+	res.LoadAfter, res.LoadReachedAfter = judgeLoad(sends, wins)
+	for _, s := range sends {
+		res.LoadStatus[s.code]++
+	}
+	return res, nil
+}
+
+// wanLoadDwell is how long the loaded half keeps the worker disabled after each disable
+// returned: about a forwarded write, so that the load has as many chats in as out.
+const wanLoadDwell = 250 * time.Millisecond
+
+// window is from a disable's return until the next enable was sent: the worker is disabled in
+// every gateway's routing all along.
+type window struct{ from, to time.Time }
+
+// loadSend is one chat of the load: when it was sent and its answer's status (0: none).
+type loadSend struct {
+	at   time.Time
+	code int
+}
+
+// judgeLoad counts the chats sent within a window, and those of them answered 200.
+func judgeLoad(sends []loadSend, wins []window) (after, reached int) {
+	for _, s := range sends {
+		for _, w := range wins {
+			if !s.at.Before(w.from) && s.at.Before(w.to) {
+				after++
+				if s.code == http.StatusOK {
+					reached++
+				}
+				break
+			}
+		}
+	}
+	return after, reached
+}
+
+// chatLoad sends chats for the pinned model through each gateway, one at a time per gateway
+// with 10 ms between them, at most limit per gateway, until stop.
+type chatLoad struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	sends  []loadSend
+}
+
+func startLoad(ctx context.Context, gws []*wanGW, limit int) *chatLoad {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &chatLoad{cancel: cancel}
+	for _, g := range gws {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			for range limit {
+				at := time.Now()
+				code, _, _ := g.chat(ctx, wanPinnedModel, "load during the writes")
+				if ctx.Err() != nil {
+					return // cut by stop: not counted
+				}
+				l.mu.Lock()
+				l.sends = append(l.sends, loadSend{at: at, code: code})
+				l.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// stop ends the load and returns its chats.
+func (l *chatLoad) stop() []loadSend {
+	l.cancel()
+	l.wg.Wait()
+	return l.sends
+}
