@@ -13,14 +13,19 @@ type WANWrites struct {
 	Through string `json:"through"`
 	// Leader says whether the gateway held the raft leadership (else each write is forwarded).
 	Leader bool `json:"leader"`
-	// Disables timed, their p50, p99 and max; the enables after them, for scale.
-	Writes      int     `json:"writes"`
-	P50Ms       float64 `json:"p50_ms"`
-	P99Ms       float64 `json:"p99_ms"`
-	MaxMs       float64 `json:"max_ms"`
-	EnableP50Ms float64 `json:"enable_p50_ms"`
-	EnableP99Ms float64 `json:"enable_p99_ms"`
-	NotAllAcked int     `json:"not_all_acked"`
+	// Disables timed in the quiet half, their p50, p99 and max; the enables after them, for
+	// scale; the disables of the loaded half.
+	Writes       int     `json:"writes"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	EnableP50Ms  float64 `json:"enable_p50_ms"`
+	EnableP99Ms  float64 `json:"enable_p99_ms"`
+	LoadedWrites int     `json:"loaded_writes"`
+	LoadedP50Ms  float64 `json:"loaded_p50_ms"`
+	LoadedP99Ms  float64 `json:"loaded_p99_ms"`
+	LoadedMaxMs  float64 `json:"loaded_max_ms"`
+	NotAllAcked  int     `json:"not_all_acked"`
 	// Probes are the chats sent one at a time through every gateway after each disable of the
 	// quiet half returned; ReachedAfter counts those the worker took (answered 200, or its own
 	// request counter moved).
@@ -45,7 +50,7 @@ func (f *wanFleet) engineRequests(ctx context.Context, r int, u string) (int64, 
 	return st.Requests, err
 }
 
-// wanWrites times 2 × w.Writes fleet-acknowledged disables of the pinned worker (in region pr)
+// wanWrites times twice w.Writes fleet-acknowledged disables of the pinned worker (in region pr)
 // through g, each followed by an enable. In the quiet half, after each disable returned, one
 // chat for the pinned model goes through every gateway in turn, and none may reach the worker.
 // In the loaded half, chats for the pinned model go through every gateway all along, the worker
@@ -53,15 +58,17 @@ func (f *wanFleet) engineRequests(ctx context.Context, r int, u string) (int64, 
 // answered by the worker.
 func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader bool, pr int, pinned string) (*WANWrites, error) {
 	res := &WANWrites{Through: g.id, Leader: leader, ProbeStatus: map[int]int{}, LoadStatus: map[int]int{}}
-	var dis, en []time.Duration
+	var dis, loaded, en []time.Duration
 	defer func() {
-		res.Writes = len(dis)
+		res.Writes, res.LoadedWrites = len(dis), len(loaded)
 		res.P50Ms, res.P99Ms, res.MaxMs = quantiles(dis)
+		res.LoadedP50Ms, res.LoadedP99Ms, res.LoadedMaxMs = quantiles(loaded)
 		res.EnableP50Ms, res.EnableP99Ms, _ = quantiles(en)
 	}()
-	// pair disables the worker, runs after (when the disable returned), and enables it; it
-	// returns when the disable returned and when the enable was sent.
-	pair := func(after func() error) (window, error) {
+	// pair disables the worker (its time goes to *took), runs after (when the disable
+	// returned), and enables it; it returns when the disable returned and when the enable was
+	// sent.
+	pair := func(took *[]time.Duration, after func() error) (window, error) {
 		var win window
 		for _, disabled := range []bool{true, false} {
 			t0 := time.Now()
@@ -81,7 +88,7 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 				continue
 			}
 			win.from = time.Now()
-			dis = append(dis, d)
+			*took = append(*took, d)
 			if err := after(); err != nil {
 				return win, err
 			}
@@ -110,11 +117,11 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 		return nil
 	}
 	for range w.Writes {
-		if _, err := pair(probe); err != nil {
+		if _, err := pair(&dis, probe); err != nil {
 			return res, err
 		}
 	}
-	load := startLoad(ctx, f.gws, 200*w.Writes)
+	load := startLoad(ctx, f.gws, 40*w.Writes)
 	var wins []window
 	// The worker stays disabled for wanLoadDwell after each disable returned, for the load's
 	// chats to be sent meanwhile.
@@ -127,7 +134,7 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 		}
 	}
 	for range w.Writes {
-		win, err := pair(dwell)
+		win, err := pair(&loaded, dwell)
 		if err != nil {
 			load.stop()
 			return res, err
@@ -146,6 +153,10 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 // wanLoadDwell is how long the loaded half keeps the worker disabled after each disable
 // returned: about a forwarded write, so that the load has as many chats in as out.
 const wanLoadDwell = 250 * time.Millisecond
+
+// wanLoadEvery paces each gateway's chats of the load: 20 per second per gateway at most, about
+// 5 in each window, and little enough CPU on a small machine not to be what the writes measure.
+const wanLoadEvery = 50 * time.Millisecond
 
 // window is from a disable's return until the next enable was sent: the worker is disabled in
 // every gateway's routing all along.
@@ -174,7 +185,7 @@ func judgeLoad(sends []loadSend, wins []window) (after, reached int) {
 }
 
 // chatLoad sends chats for the pinned model through each gateway, one at a time per gateway
-// with 10 ms between them, at most limit per gateway, until stop.
+// and at most one per wanLoadEvery, at most limit per gateway, until stop.
 type chatLoad struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -189,7 +200,7 @@ func startLoad(ctx context.Context, gws []*wanGW, limit int) *chatLoad {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			t := time.NewTicker(10 * time.Millisecond)
+			t := time.NewTicker(wanLoadEvery)
 			defer t.Stop()
 			for range limit {
 				at := time.Now()
