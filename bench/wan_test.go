@@ -170,3 +170,20 @@ func TestJudgeLoad(t *testing.T) {
 		t.Errorf("judgeLoad = %d sent while disabled, %d reached; want 4, 1", after, reached)
 	}
 }
+
+func TestSlowest(t *testing.T) {
+	ds := []time.Duration{3 * time.Millisecond, 1500 * time.Microsecond, 9 * time.Millisecond, 2 * time.Millisecond}
+	if got := slowest(ds, 3); !slices.Equal(got, []float64{9, 3, 2}) {
+		t.Errorf("slowest = %v; want [9 3 2]", got)
+	}
+	if got := slowest(ds[:1], 3); len(got) != 1 {
+		t.Errorf("slowest of one = %v", got)
+	}
+}
+
+func TestOver(t *testing.T) {
+	ds := []time.Duration{299 * time.Millisecond, 300 * time.Millisecond, 300*time.Millisecond + time.Microsecond, time.Second}
+	if n := over(ds, 300); n != 2 {
+		t.Errorf("over(%v, 300) = %d; want 2 (300 ms itself is within)", ds, n)
+	}
+}

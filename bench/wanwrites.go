@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +26,13 @@ type WANWrites struct {
 	LoadedP50Ms  float64 `json:"loaded_p50_ms"`
 	LoadedP99Ms  float64 `json:"loaded_p99_ms"`
 	LoadedMaxMs  float64 `json:"loaded_max_ms"`
-	NotAllAcked  int     `json:"not_all_acked"`
+	// Slowest are the quiet half's 5 longest disables, in ms, longest first: whether the tail
+	// comes in steps of the links' one-way delay (an extra hop) or spread (scheduling).
+	Slowest []float64 `json:"slowest_ms"`
+	// OverTarget and LoadedOverTarget count the disables over goalWANFleetAckP99Ms.
+	OverTarget       int `json:"over_target"`
+	LoadedOverTarget int `json:"loaded_over_target"`
+	NotAllAcked      int `json:"not_all_acked"`
 	// Probes are the chats sent one at a time through every gateway after each disable of the
 	// quiet half returned; ReachedAfter counts those the worker took (answered 200, or its own
 	// request counter moved).
@@ -64,6 +71,8 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 		res.P50Ms, res.P99Ms, res.MaxMs = quantiles(dis)
 		res.LoadedP50Ms, res.LoadedP99Ms, res.LoadedMaxMs = quantiles(loaded)
 		res.EnableP50Ms, res.EnableP99Ms, _ = quantiles(en)
+		res.OverTarget, res.LoadedOverTarget = over(dis, goalWANFleetAckP99Ms), over(loaded, goalWANFleetAckP99Ms)
+		res.Slowest = slowest(dis, 5)
 	}()
 	// pair disables the worker (its time goes to *took), runs after (when the disable
 	// returned), and enables it; it returns when the disable returned and when the enable was
@@ -157,6 +166,27 @@ const wanLoadDwell = 250 * time.Millisecond
 // wanLoadEvery paces each gateway's chats of the load: 20 per second per gateway at most, about
 // 5 in each window, and little enough CPU on a small machine not to be what the writes measure.
 const wanLoadEvery = 50 * time.Millisecond
+
+// slowest returns the n longest of ds in milliseconds, longest first (ds is sorted).
+func slowest(ds []time.Duration, n int) []float64 {
+	slices.Sort(ds)
+	var out []float64
+	for i := len(ds) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, float64(ds[i].Microseconds())/1000)
+	}
+	return out
+}
+
+// over counts the durations longer than ms milliseconds.
+func over(ds []time.Duration, ms float64) int {
+	n := 0
+	for _, d := range ds {
+		if float64(d.Microseconds())/1000 > ms {
+			n++
+		}
+	}
+	return n
+}
 
 // window is from a disable's return until the next enable was sent: the worker is disabled in
 // every gateway's routing all along.
