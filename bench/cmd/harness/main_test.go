@@ -127,7 +127,7 @@ func TestRoutingQuick(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
 	var out, errs bytes.Buffer
 	code := run(context.Background(), []string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false",
-		"-cachesync=false", "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
+		"-cachesync=false", "-wan=false", "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
 	}
