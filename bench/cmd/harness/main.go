@@ -85,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&wo.SpillRequests, "wan-spill-requests", 0, "wan section: chats of each run with local workers disabled (default 1,000; quick 300)")
 	fs.IntVar(&wo.Writes, "wan-writes", 0, "wan section: fleet-acknowledged disables timed through each of two regions, twice: quiet and under load (default 50; quick 10)")
 	fs.IntVar(&wo.Trials, "wan-trials", 0, "wan section: health flips and prompts of the propagation runs (default 10; quick 3)")
-	wanFailover := fs.Bool("wan-failover", true, "wan section: measure the failover of a killed region's owner (about 50 s)")
+	wanFailover := fs.Bool("wan-failover", true, "wan section: measure the failover of a killed region's owner (about 50 s; off in a quick run unless given)")
 	fs.StringVar(&ro.FakeworkerBin, "fakeworker", "bin/fakeworker", "fake engine binary of the routing section")
 	routingPolicies := fs.String("routing-policies", "round_robin,prefix_hash", "routing section: comma-separated policies, each optionally followed by its own meshgw flags, e.g. 'prefix_hash,cache_aware --cache-scope local'")
 	routingGateways := fs.String("routing-gateways", "", "routing section: comma-separated gateway counts (default 1,3,5; quick 1,3)")
@@ -228,7 +228,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	}
 	if *wanOn {
 		wo.FakeworkerBin = ro.FakeworkerBin
-		wo.NoFailover = !*wanFailover
+		wo.NoFailover = !*wanFailover || (*quick && !given(fs, "wan-failover"))
 		o.WAN = &wo
 	}
 	if *control {

@@ -188,6 +188,12 @@ func TestParseFlagsWAN(t *testing.T) {
 		!w.NoFailover || w.FakeworkerBin != "/x/fw" {
 		t.Errorf("quick wan options %+v", o.WAN)
 	}
+	if o, _, _ := parseFlags([]string{"-quick"}, io.Discard); o.WAN == nil || !o.WAN.NoFailover {
+		t.Errorf("quick wan options %+v: want the failover run left out", o.WAN)
+	}
+	if o, _, _ := parseFlags([]string{"-quick", "-wan-failover"}, io.Discard); o.WAN == nil || o.WAN.NoFailover {
+		t.Errorf("quick wan options with -wan-failover %+v: want the failover run", o.WAN)
+	}
 	if o, _, _ := parseFlags([]string{"-wan=false"}, io.Discard); o.WAN != nil {
 		t.Error("-wan=false kept the section")
 	}
