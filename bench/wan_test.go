@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -171,13 +172,39 @@ func TestJudgeLoad(t *testing.T) {
 	}
 }
 
-func TestSlowest(t *testing.T) {
-	ds := []time.Duration{3 * time.Millisecond, 1500 * time.Microsecond, 9 * time.Millisecond, 2 * time.Millisecond}
-	if got := slowest(ds, 3); !slices.Equal(got, []float64{9, 3, 2}) {
-		t.Errorf("slowest = %v; want [9 3 2]", got)
+func TestSlowestOf(t *testing.T) {
+	qs := []quietWrite{{3 * time.Millisecond, 1}, {1500 * time.Microsecond, 2}, {9 * time.Millisecond, 3}, {2 * time.Millisecond, 4}}
+	got := slowestOf(qs, 3)
+	if len(got) != 3 || got[0].commitLEMs != 3 || got[1].commitLEMs != 1 || got[2].commitLEMs != 4 || qs[0].commitLEMs != 1 {
+		t.Errorf("slowestOf = %v; want the 9, 3 and 2 ms writes with their commits, the input untouched", got)
 	}
-	if got := slowest(ds[:1], 3); len(got) != 1 {
-		t.Errorf("slowest of one = %v", got)
+	if got := slowestOf(qs[:1], 3); len(got) != 1 {
+		t.Errorf("slowestOf one = %v", got)
+	}
+}
+
+func TestCommitLE(t *testing.T) {
+	page := func(counts ...int) string {
+		var b strings.Builder
+		b.WriteString("# TYPE meshgw_raft_apply_duration_seconds histogram\n")
+		for i, le := range []string{"0.064", "0.128", "0.256", "+Inf"} {
+			fmt.Fprintf(&b, "meshgw_raft_apply_duration_seconds_bucket{command=\"worker_put\",le=%q} %d\n", le, counts[i])
+			fmt.Fprintf(&b, "meshgw_raft_apply_duration_seconds_bucket{command=\"other\",le=%q} 1\n", le)
+		}
+		return b.String()
+	}
+	before := parseApplyBuckets(page(2, 5, 6, 6))
+	if before[0.128] != 6 || before[0.256] != 7 || len(before) != 3 {
+		t.Fatalf("parsed %v; want the finite bounds summed over commands", before)
+	}
+	if got := commitLE(before, parseApplyBuckets(page(2, 6, 7, 7))); got != 128 {
+		t.Errorf("a commit between 64 and 128 ms: %v; want 128", got)
+	}
+	if got := commitLE(before, parseApplyBuckets(page(2, 5, 7, 7))); got != 256 {
+		t.Errorf("a commit between 128 and 256 ms: %v; want 256", got)
+	}
+	if got := commitLE(before, before); got != -1 {
+		t.Errorf("no commit: %v; want -1", got)
 	}
 }
 

@@ -359,22 +359,31 @@ func sendFault(ctx context.Context, c *http.Client, engineURL, body string) erro
 	return send(ctx, c, http.MethodPost, engineURL+"/_fault", body, nil)
 }
 
-// metricSum adds up the samples of the metric name on g's /metrics (0 when absent).
-func metricSum(ctx context.Context, g *wanGW, name string) (float64, bool) {
+// metricsPage is g's /metrics page, read from its region.
+func metricsPage(ctx context.Context, g *wanGW) (string, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.metrics, nil)
 	if err != nil {
-		return 0, false
+		return "", false
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return 0, false
+		return "", false
 	}
 	defer resp.Body.Close()
 	var buf strings.Builder
 	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, 16<<20)); err != nil || resp.StatusCode != http.StatusOK {
+		return "", false
+	}
+	return buf.String(), true
+}
+
+// metricSum adds up the samples of the metric name on g's /metrics (0 when absent).
+func metricSum(ctx context.Context, g *wanGW, name string) (float64, bool) {
+	page, ok := metricsPage(ctx, g)
+	if !ok {
 		return 0, false
 	}
-	return sumMetric(buf.String(), name), true
+	return sumMetric(page, name), true
 }
 
 // sumMetric adds up the values of every sample of name (any labels) in a Prometheus text page.

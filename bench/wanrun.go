@@ -131,7 +131,7 @@ func runWAN(ctx context.Context, ps *procs, o *Options, w *WANOptions) any {
 	}
 	for _, g := range []*wanGW{lg, followers[1]} {
 		part("fleet-acknowledged writes through "+g.id, func() error {
-			r, err := wanWrites(ctx, f, w, g, g == lg, pg.r, res.Pinned)
+			r, err := wanWrites(ctx, f, w, g, lg, pg.r, res.Pinned)
 			res.FleetAck = append(res.FleetAck, r)
 			return err
 		})
@@ -264,12 +264,12 @@ func printWAN(w io.Writer, name string, r WANResult) {
 		if a.Leader {
 			via = "the leader"
 		}
-		fmt.Fprintf(w, "%s: fleet-acknowledged disables through %s (%s): %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d over %.0f ms (slowest %v) "+
+		fmt.Fprintf(w, "%s: fleet-acknowledged disables through %s (%s): %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d over %.0f ms (slowest %v, their commits on the leader within %v ms) "+
 			"(enables p50 %.1f ms, "+
 			"p99 %.1f ms); %d not acknowledged by all; %d chats through every gateway after the disables returned, %d reached the "+
 			"worker (answers %v); under load, %d disables p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d over), %d of %d chats sent while "+
 			"disabled, %d reached the worker (answers %v)\n", name, a.Through, via, a.Writes, a.P50Ms, a.P99Ms, a.MaxMs,
-			a.OverTarget, goalWANFleetAckP99Ms, a.Slowest, a.EnableP50Ms, a.EnableP99Ms, a.NotAllAcked, a.Probes, a.ReachedAfter, a.ProbeStatus, a.LoadedWrites, a.LoadedP50Ms,
+			a.OverTarget, goalWANFleetAckP99Ms, a.Slowest, a.SlowestCommitMs, a.EnableP50Ms, a.EnableP99Ms, a.NotAllAcked, a.Probes, a.ReachedAfter, a.ProbeStatus, a.LoadedWrites, a.LoadedP50Ms,
 			a.LoadedP99Ms, a.LoadedMaxMs, a.LoadedOverTarget, a.LoadAfter, a.LoadChats, a.LoadReachedAfter, a.LoadStatus)
 	}
 	for _, p := range []struct {

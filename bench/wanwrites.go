@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,7 +30,11 @@ type WANWrites struct {
 	LoadedMaxMs  float64 `json:"loaded_max_ms"`
 	// Slowest are the quiet half's 5 longest disables, in ms, longest first: whether the tail
 	// comes in steps of the links' one-way delay (an extra hop) or spread (scheduling).
-	Slowest []float64 `json:"slowest_ms"`
+	// SlowestCommitMs is, for each, the upper bound of the leader's
+	// meshgw_raft_apply_duration_seconds bucket its commit fell in (append, commit and apply on
+	// the leader; -1: not seen): whether the time went to raft or to the acknowledgement after.
+	Slowest         []float64 `json:"slowest_ms"`
+	SlowestCommitMs []float64 `json:"slowest_commit_le_ms"`
 	// OverTarget and LoadedOverTarget count the disables over goalWANFleetAckP99Ms.
 	OverTarget       int `json:"over_target"`
 	LoadedOverTarget int `json:"loaded_over_target"`
@@ -63,16 +69,20 @@ func (f *wanFleet) engineRequests(ctx context.Context, r int, u string) (int64, 
 // In the loaded half, chats for the pinned model go through every gateway all along, the worker
 // stays disabled wanLoadDwell after each disable returned, and no chat sent meanwhile may be
 // answered by the worker.
-func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader bool, pr int, pinned string) (*WANWrites, error) {
-	res := &WANWrites{Through: g.id, Leader: leader, ProbeStatus: map[int]int{}, LoadStatus: map[int]int{}}
+func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g, lg *wanGW, pr int, pinned string) (*WANWrites, error) {
+	res := &WANWrites{Through: g.id, Leader: g == lg, ProbeStatus: map[int]int{}, LoadStatus: map[int]int{}}
 	var dis, loaded, en []time.Duration
+	var quiet []quietWrite
 	defer func() {
 		res.Writes, res.LoadedWrites = len(dis), len(loaded)
 		res.P50Ms, res.P99Ms, res.MaxMs = quantiles(dis)
 		res.LoadedP50Ms, res.LoadedP99Ms, res.LoadedMaxMs = quantiles(loaded)
 		res.EnableP50Ms, res.EnableP99Ms, _ = quantiles(en)
 		res.OverTarget, res.LoadedOverTarget = over(dis, goalWANFleetAckP99Ms), over(loaded, goalWANFleetAckP99Ms)
-		res.Slowest = slowest(dis, 5)
+		for _, q := range slowestOf(quiet, 5) {
+			res.Slowest = append(res.Slowest, float64(q.took.Microseconds())/1000)
+			res.SlowestCommitMs = append(res.SlowestCommitMs, q.commitLEMs)
+		}
 	}()
 	// pair disables the worker (its time goes to *took), runs after (when the disable
 	// returned), and enables it; it returns when the disable returned and when the enable was
@@ -104,7 +114,9 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 		}
 		return win, nil
 	}
+	var lastBuckets map[float64]float64
 	probe := func() error {
+		lastBuckets, _ = applyBuckets(ctx, lg)
 		before, err := f.engineRequests(ctx, pr, pinned)
 		if err != nil {
 			return err
@@ -126,9 +138,14 @@ func wanWrites(ctx context.Context, f *wanFleet, w *WANOptions, g *wanGW, leader
 		return nil
 	}
 	for range w.Writes {
+		before, _ := applyBuckets(ctx, lg)
 		if _, err := pair(&dis, probe); err != nil {
 			return res, err
 		}
+		// The disable's commit is in the leader's histogram by the time it returned; the enable
+		// after it is the next command, so the read comes before the enable is sent: probe
+		// reads it.
+		quiet = append(quiet, quietWrite{took: dis[len(dis)-1], commitLEMs: commitLE(before, lastBuckets)})
 	}
 	load := startLoad(ctx, f.gws, 40*w.Writes)
 	var wins []window
@@ -167,14 +184,69 @@ const wanLoadDwell = 250 * time.Millisecond
 // 5 in each window, and little enough CPU on a small machine not to be what the writes measure.
 const wanLoadEvery = 50 * time.Millisecond
 
-// slowest returns the n longest of ds in milliseconds, longest first (ds is sorted).
-func slowest(ds []time.Duration, n int) []float64 {
-	slices.Sort(ds)
-	var out []float64
-	for i := len(ds) - 1; i >= 0 && len(out) < n; i-- {
-		out = append(out, float64(ds[i].Microseconds())/1000)
+// quietWrite is one disable of the quiet half: how long it took, and the upper bound of the
+// leader's apply-duration bucket its commit fell in (ms; -1: not seen).
+type quietWrite struct {
+	took       time.Duration
+	commitLEMs float64
+}
+
+// slowestOf returns the n longest of qs, longest first.
+func slowestOf(qs []quietWrite, n int) []quietWrite {
+	s := slices.Clone(qs)
+	slices.SortFunc(s, func(a, b quietWrite) int { return cmp.Compare(b.took, a.took) })
+	return s[:min(n, len(s))]
+}
+
+// applyBuckets reads g's meshgw_raft_apply_duration_seconds buckets, summed over commands:
+// the cumulative count at each upper bound (seconds).
+func applyBuckets(ctx context.Context, g *wanGW) (map[float64]float64, bool) {
+	page, ok := metricsPage(ctx, g)
+	if !ok {
+		return nil, false
+	}
+	return parseApplyBuckets(page), true
+}
+
+// parseApplyBuckets reads the meshgw_raft_apply_duration_seconds buckets of a Prometheus text
+// page, summed over commands: the cumulative count at each finite upper bound (seconds).
+func parseApplyBuckets(page string) map[float64]float64 {
+	out := map[float64]float64{}
+	for _, line := range strings.Split(page, "\n") {
+		rest, ok := strings.CutPrefix(line, "meshgw_raft_apply_duration_seconds_bucket{")
+		if !ok {
+			continue
+		}
+		_, le, ok := strings.Cut(rest, `le="`)
+		if !ok {
+			continue
+		}
+		le, val, _ := strings.Cut(le, `"`)
+		var bound, n float64
+		f := strings.Fields(val[strings.IndexByte(val, '}')+1:])
+		if le == "+Inf" || len(f) == 0 {
+			continue
+		}
+		if _, err := fmt.Sscan(le, &bound); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(f[0], &n); err == nil {
+			out[bound] += n
+		}
 	}
 	return out
+}
+
+// commitLE is the smallest upper bound (in ms) whose cumulative count grew from before to
+// after: the bucket of the one command applied between them; -1 when none grew.
+func commitLE(before, after map[float64]float64) float64 {
+	best := -1.0
+	for le, n := range after {
+		if n > before[le] && (best < 0 || le*1000 < best) {
+			best = le * 1000
+		}
+	}
+	return best
 }
 
 // over counts the durations longer than ms milliseconds.
