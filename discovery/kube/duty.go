@@ -19,6 +19,11 @@ const DefaultInterval = 5 * time.Second
 // notReadyRetry is how soon a pass asks again for a sink that was not ready (ErrNotReady).
 const notReadyRetry = 200 * time.Millisecond
 
+// syncRetry is how soon a pass looks again while the watcher's first list is not synced: the
+// informer's events (which wake a pass) may all come before HasSynced turns true, and no
+// event need follow it.
+const syncRetry = 100 * time.Millisecond
+
 // Sink writes discovery's actions for one term of leadership, through the admin API's write
 // path: Register is POST /workers of spec, Remove is DELETE /workers/{id} (a ready worker drains
 // for its drain_settle_secs, then its owner removes the record; any other is removed at once).
@@ -136,8 +141,11 @@ func (t *term) watch() (<-chan struct{}, func()) {
 // pass reconciles once: nothing before the first list completed (an empty view must not remove
 // every worker), then Plan's actions, in order, until one fails.
 func (t *term) pass(ctx context.Context, _ leader.Wake) time.Time {
-	if t.w == nil || !t.w.Synced() {
+	if t.w == nil {
 		return time.Time{}
+	}
+	if !t.w.Synced() {
+		return t.d.cfg.Now().Add(syncRetry)
 	}
 	if !t.synced {
 		t.synced = true

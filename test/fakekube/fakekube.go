@@ -68,9 +68,13 @@ func New() *Server {
 // URL is the server's base URL.
 func (s *Server) URL() string { return s.srv.URL }
 
-// Close ends every watch and stops the server.
+// Close ends every watch and stops the server. It takes no new connection first and then
+// closes those open: a client still running (an informer that reconnects at once) would
+// otherwise open a new watch after CloseWatches, and httptest's Close would wait for it forever.
 func (s *Server) Close() {
+	_ = s.srv.Listener.Close()
 	s.CloseWatches()
+	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
 
