@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"regexp"
@@ -88,7 +89,15 @@ func (o *observer) poll(t *testing.T, g *clusterGW) {
 			Routable bool   `json:"routable"`
 		} `json:"workers"`
 	}
-	if !getJSON(t, g, "/workers", &list) {
+	// Not getJSON: its t.Fatal would end this goroutine (and the observation) when a poll of
+	// the gateway being killed is already under way.
+	a := newAdmin(g.Gateway, "")
+	resp, err := a.client.Get(a.base + "/workers")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&list) != nil {
 		return
 	}
 	now := time.Now()
