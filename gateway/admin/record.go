@@ -199,11 +199,7 @@ func (h *Handler) record(rec *fsm.Record, w *pool.Worker) Record {
 // imported fills r from the last bulletin of the worker's owner, or marks its health unknown
 // before the first one.
 func (h *Handler) imported(r *Record, id worker.ID) {
-	var st fleet.ImportedStatus
-	ok := false
-	if h.cfg.Imports != nil {
-		st, ok = h.cfg.Imports.Imported(id)
-	}
+	st, ok := h.importedStatus(id)
 	if !ok {
 		r.HealthState = HealthUnknown
 		return
@@ -223,6 +219,15 @@ func (h *Handler) imported(r *Record, id worker.ID) {
 		}
 		r.Breaker = &snap
 	}
+}
+
+// importedStatus is the last bulletin of the worker's owner as this gateway's importer holds
+// it; false before the first one, or on a gateway without imports.
+func (h *Handler) importedStatus(id worker.ID) (fleet.ImportedStatus, bool) {
+	if h.cfg.Imports == nil {
+		return fleet.ImportedStatus{}, false
+	}
+	return h.cfg.Imports.Imported(id)
 }
 
 // omniWorkerID is Record.WorkerID of rec.

@@ -7,7 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
-	"github.com/meshgw/meshgw/gateway/fleet"
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
@@ -106,11 +105,7 @@ func (h *Handler) WorkerRows() []WorkerRow {
 
 // importedRow is imported for a WorkerRow.
 func (h *Handler) importedRow(r *WorkerRow, id worker.ID) {
-	var st fleet.ImportedStatus
-	ok := false
-	if h.cfg.Imports != nil {
-		st, ok = h.cfg.Imports.Imported(id)
-	}
+	st, ok := h.importedStatus(id)
 	if !ok {
 		r.Health = HealthUnknown
 		return

@@ -22,35 +22,7 @@ func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos run")
 	}
-	b := harness.Build(t)
-	dir := filepath.Dir(b.Meshgw)
-	bin := filepath.Join(dir, "meshgw-chaos")
-	if _, err := os.Stat(bin); err != nil {
-		if err := proc.Build(harness.ModuleRoot(), dir, "./cmd/meshgw-chaos"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	report := filepath.Join(t.TempDir(), "report.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--seed", "7", "--duration", "45s", "--nodes", "3", "--engines", "3",
-		"--report", report, "--bin", dir)
-	// On a timeout, SIGINT first: the run heals, kills its processes and removes its namespaces.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("meshgw-chaos output:\n%s", out)
-	if err != nil {
-		t.Fatalf("meshgw-chaos: %v", err)
-	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep chaos.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, raw)
-	}
+	rep := runChaos(t, 3*time.Minute, "--seed", "7", "--duration", "45s", "--nodes", "3", "--engines", "3")
 	faults := 0
 	for _, n := range rep.Faults {
 		faults += n
@@ -78,35 +50,8 @@ func TestChaosWANShort(t *testing.T) {
 	if ok, why := wan.Usable(); !ok {
 		t.Skip("no simulated WAN here: " + why)
 	}
-	b := harness.Build(t)
-	dir := filepath.Dir(b.Meshgw)
-	bin := filepath.Join(dir, "meshgw-chaos")
-	if _, err := os.Stat(bin); err != nil {
-		if err := proc.Build(harness.ModuleRoot(), dir, "./cmd/meshgw-chaos"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	report := filepath.Join(t.TempDir(), "report.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--seed", "7", "--duration", "20s", "--nodes", "3", "--engines", "3",
-		"--regions", "3", "--wan-delay", "25ms", "--cut-hold", "5s", "--faults", "partition-one,engine-flap",
-		"--report", report, "--bin", dir)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("meshgw-chaos output:\n%s", out)
-	if err != nil {
-		t.Fatalf("meshgw-chaos: %v", err)
-	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep chaos.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, raw)
-	}
+	rep := runChaos(t, 2*time.Minute, "--seed", "7", "--duration", "20s", "--nodes", "3", "--engines", "3",
+		"--regions", "3", "--wan-delay", "25ms", "--cut-hold", "5s", "--faults", "partition-one,engine-flap")
 	if len(rep.Regions) != 3 || rep.Faults["partition-one"] == 0 || len(rep.RegionCuts) == 0 {
 		t.Fatalf("regions %v, %d region cuts, %d measured", rep.Regions, rep.Faults["partition-one"], len(rep.RegionCuts))
 	}
@@ -134,4 +79,39 @@ func TestChaosWANShort(t *testing.T) {
 			t.Errorf("%s: %s", name, r.Detail)
 		}
 	}
+}
+
+// runChaos runs the meshgw-chaos command (built next to meshgw when missing) with args, bounded
+// by within, and returns its report; a run that fails or writes no report fails t.
+func runChaos(t *testing.T, within time.Duration, args ...string) chaos.Report {
+	t.Helper()
+	b := harness.Build(t)
+	dir := filepath.Dir(b.Meshgw)
+	bin := filepath.Join(dir, "meshgw-chaos")
+	if _, err := os.Stat(bin); err != nil {
+		if err := proc.Build(harness.ModuleRoot(), dir, "./cmd/meshgw-chaos"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, "--report", report, "--bin", dir)...)
+	// On a timeout, SIGINT first: the run heals, kills its processes and removes its namespaces.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("meshgw-chaos output:\n%s", out)
+	if err != nil {
+		t.Fatalf("meshgw-chaos: %v", err)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep chaos.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	return rep
 }
