@@ -205,14 +205,7 @@ func TestDiscoveryFleet(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	start := time.Now()
-	api := fakekube.New()
-	defer api.Close()
-	kubeconfig, err := api.WriteKubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", kubeconfig) // the gateways inherit it
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	api := startFakeKube(t)
 
 	// 20 engines in this process on 127.0.0.1, one per pod; a pod's annotation names its port.
 	const pods = 20

@@ -20,14 +20,7 @@ func TestRouterSelector(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	start := time.Now()
-	api := fakekube.New()
-	defer api.Close()
-	kubeconfig, err := api.WriteKubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", kubeconfig)
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	api := startFakeKube(t)
 	meshPort := harness.FreePort(t)
 	b := harness.Build(t)
 	var gws []*clusterGW
@@ -70,4 +63,19 @@ func TestRouterSelector(t *testing.T) {
 	live(gws[3])
 	waitFormed(t, gws...)
 	t.Logf("a fourth gateway joined the fleet by --router-selector in %v", time.Since(scaled).Round(time.Millisecond))
+}
+
+// startFakeKube starts the scripted API server for the test and points the gateways it starts
+// at it: they inherit $KUBECONFIG, and no in-cluster configuration applies.
+func startFakeKube(t *testing.T) *fakekube.Server {
+	t.Helper()
+	api := fakekube.New()
+	t.Cleanup(api.Close)
+	kubeconfig, err := api.WriteKubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	return api
 }
