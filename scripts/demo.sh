@@ -137,6 +137,9 @@ Operate it with meshctl (or curl the admin API, docs/admin-api.md):
   $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 1)) workers disable ${urls[2]}   # written through the leader
 The disable survives a restart: stop this demo with Ctrl-C and run make demo again.
 
+Watch it live in a browser: the operator console of any gateway (docs/console.md):
+  $G/ui      # peers, workers by owner, region or model, recent transitions; read-only
+
 Press Ctrl-C to stop.
 MSG
 wait
