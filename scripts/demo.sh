@@ -137,8 +137,8 @@ Operate it with meshctl (or curl the admin API, docs/admin-api.md):
   $BIN/meshctl --gateway http://127.0.0.1:$((PORT + 1)) workers disable ${urls[2]}   # written through the leader
 The disable survives a restart: stop this demo with Ctrl-C and run make demo again.
 
-Watch it live in a browser: the operator console of any gateway (docs/console.md):
-  $G/ui      # peers, workers by owner, region or model, recent transitions; read-only
+Watch it live: open $G/ui in a browser, the operator console of any gateway (docs/console.md):
+  curl -s $G/ui/api/snapshot | head -c 300; echo   # what the page shows: peers, workers, transitions
 
 Press Ctrl-C to stop.
 MSG

@@ -126,6 +126,8 @@ func TestDemoTryLinesWorkAsPrinted(t *testing.T) {
 			want = `"by_gateway"`
 		case strings.Contains(cmd, "workers get"):
 			want = "Transitions:"
+		case strings.Contains(cmd, "/ui/api/snapshot"):
+			want = `"peers":[{"id":"demo-1"`
 		case strings.Contains(cmd, "peers"):
 			want = "3 peers: 3 alive, leader demo-1"
 		}
