@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +77,24 @@ func (h *heartbeats) unreachable(id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.reachedLocked(raft.ServerID(id))
+}
+
+// quorumContact returns the latest time by which enough of others (the voters but this
+// leader) had answered an AppendEntries of this leadership to make a quorum with this node:
+// now when it needs none (a single voter), zero when too few ever answered.
+func (h *heartbeats) quorumContact(others []raft.ServerID, now time.Time) time.Time {
+	need := (len(others) + 1) / 2 // a quorum of the voters (len(others)+1), less this node
+	if need == 0 {
+		return now
+	}
+	h.mu.Lock()
+	at := make([]time.Time, 0, len(others))
+	for _, id := range others {
+		at = append(at, h.reached[id])
+	}
+	h.mu.Unlock()
+	slices.SortFunc(at, func(a, b time.Time) int { return b.Compare(a) })
+	return at[need-1]
 }
 
 // pending reports whether peer id has neither answered nor failed a heartbeat since this

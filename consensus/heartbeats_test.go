@@ -67,3 +67,36 @@ func TestHeartbeatsFollowContact(t *testing.T) {
 		t.Fatalf("n4 after a failure: unreachable %v, pending %v; want true, false", h.unreachable("n4"), h.pending("n4"))
 	}
 }
+
+// TestQuorumContact: a leader's contact with a quorum is the newest time by which enough
+// voters had answered to make a quorum with it; a single voter is always in contact, and a
+// leader that too few voters ever answered has none.
+func TestQuorumContact(t *testing.T) {
+	now := time.Unix(1000, 0)
+	at := func(s int) time.Time { return now.Add(time.Duration(s) * time.Second) }
+	for _, tt := range []struct {
+		name     string
+		others   []raft.ServerID
+		answered map[raft.ServerID]time.Time
+		want     time.Time
+	}{
+		{"a single voter", nil, nil, now},
+		{"3 voters, both answered", []raft.ServerID{"b", "c"}, map[raft.ServerID]time.Time{"b": at(-5), "c": at(-1)}, at(-1)},
+		{"3 voters, one answered", []raft.ServerID{"b", "c"}, map[raft.ServerID]time.Time{"b": at(-5)}, at(-5)},
+		{"3 voters, none answered", []raft.ServerID{"b", "c"}, nil, time.Time{}},
+		{"5 voters: the second newest", []raft.ServerID{"b", "c", "d", "e"},
+			map[raft.ServerID]time.Time{"b": at(-9), "c": at(-1), "d": at(-3), "e": at(-7)}, at(-3)},
+		{"5 voters, one answered", []raft.ServerID{"b", "c", "d", "e"}, map[raft.ServerID]time.Time{"c": at(-1)}, time.Time{}},
+		{"an answer from a non-voter does not count", []raft.ServerID{"b", "c"}, map[raft.ServerID]time.Time{"b": at(-4), "x": at(-1)}, at(-4)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHeartbeats()
+			for id, when := range tt.answered {
+				h.answered(id, when)
+			}
+			if got := h.quorumContact(tt.others, now); !got.Equal(tt.want) {
+				t.Errorf("quorumContact = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -35,6 +35,7 @@ func (n *Node) watchLeadership() {
 				run.stop()
 				run = nil
 			case run == nil:
+				n.silence.mark(time.Now()) // QuorumContact counts a leader's from when it began to lead
 				n.log.Info("gained raft leadership", "term", n.raft.CurrentTerm())
 				run = n.startLeading()
 			}

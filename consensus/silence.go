@@ -14,17 +14,32 @@ import (
 // end after seconds as an unknown outcome or no_leader. LeaderSilence lets it say at once
 // that it is cut off instead.
 
-// NoQuorumError says this node, a follower or a candidate, has heard from no raft leader for
-// longer than a leader's heartbeats allow: it is cut off from the quorum, so a write sent
-// now would wait for nothing. Nothing was written. errors.Is(err, ErrNoLeader) is true.
+// NoQuorumError says this node is cut off from the quorum, so a write sent now would wait for
+// nothing: a follower or candidate that has heard from no raft leader for longer than a
+// leader's heartbeats allow, or (found by the forwarder's probes, consensus/forward/quorum.go)
+// a node, leader or follower, that reaches too few voters and has heard from no quorum since
+// it last could. Nothing was written. errors.Is(err, ErrNoLeader) is true.
 type NoQuorumError struct {
-	// Silence is how long this node has heard from no leader.
+	// Silence is how long this node has heard from no leader (a leader: from no quorum).
 	Silence time.Duration
+	// Leading says this node still leads raft: its lease has not run out yet.
+	Leading bool
+	// Reached and Voters, when Voters is not 0, are how many voters (this node among them) the
+	// last probe reached, and how many there are.
+	Reached, Voters int
 }
 
 func (e *NoQuorumError) Error() string {
-	return fmt.Sprintf("this gateway has heard from no raft leader for %s: it cannot reach a quorum of gateways (cut off from them?)",
-		e.Silence.Round(100*time.Millisecond))
+	heard := "heard from no raft leader"
+	if e.Leading {
+		heard = "led raft without an answer from a quorum of gateways"
+	}
+	msg := fmt.Sprintf("this gateway has %s for %s: it cannot reach a quorum of gateways (cut off from them?)",
+		heard, e.Silence.Round(100*time.Millisecond))
+	if e.Voters > 0 {
+		msg += fmt.Sprintf("; it reaches %d of %d voters, itself included", e.Reached, e.Voters)
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrNoLeader) true.
@@ -70,6 +85,31 @@ func (n *Node) LeaderSilence() (silence time.Duration, cutOff bool) {
 	}
 	silence = time.Since(from)
 	return silence, silence > n.silence.limit
+}
+
+// QuorumContact returns when this node last knew itself in contact with a quorum of voters: a
+// follower's last contact with its leader (or when it started, or began or stopped leading, if
+// later); a leader's latest time by which enough voters had answered its AppendEntries to
+// make a quorum with it (or when it began to lead, if later). The forwarder holds it against
+// its probes of the voters: a probe that fails after the last contact means cut off.
+func (n *Node) QuorumContact() time.Time {
+	from := time.Unix(0, n.silence.since.Load())
+	if n.raft.State() != raft.Leader {
+		if c := n.raft.LastContact(); c.After(from) {
+			return c
+		}
+		return from
+	}
+	var voters []raft.ServerID
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if s.Suffrage == raft.Voter && s.ID != raft.ServerID(n.cfg.NodeID) {
+			voters = append(voters, s.ID)
+		}
+	}
+	if c := n.hb.quorumContact(voters, time.Now()); c.After(from) {
+		return c
+	}
+	return from
 }
 
 // CutOff returns a *NoQuorumError when LeaderSilence says this node is cut off, else nil.

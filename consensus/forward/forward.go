@@ -106,9 +106,11 @@ type Forwarder struct {
 	dial []grpc.DialOption
 	done chan struct{}
 
-	// probe tells a partition from a paused leader (quorum.go); probeTimeout bounds it.
+	// probe tells a partition from a paused leader (quorum.go): watchQuorum runs it every
+	// probeEvery, bounded by probeTimeout, and closes watched when it returns.
 	probe        quorumProbe
 	probeTimeout time.Duration
+	watched      chan struct{}
 
 	mu      sync.Mutex
 	conns   map[string]*leaderConn
@@ -169,8 +171,10 @@ func New(node Node, o Options) (*Forwarder, error) {
 		}),
 	}, o.DialOptions...)
 	log := cmp.Or(o.Logger, slog.Default()).With("component", "forward", "node", node.ID())
-	return &Forwarder{node: node, o: o, log: log, dial: dial, done: make(chan struct{}), conns: make(map[string]*leaderConn),
-		probeTimeout: scale * probeTimeout}, nil
+	f := &Forwarder{node: node, o: o, log: log, dial: dial, done: make(chan struct{}), conns: make(map[string]*leaderConn),
+		probeTimeout: scale * probeTimeout, watched: make(chan struct{})}
+	go f.watchQuorum()
+	return f, nil
 }
 
 // Apply has the contract of consensus.Node.Apply, from any node: it proposes cmd and waits
@@ -278,9 +282,24 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 }
 
 // local applies on this node. An entry that reached this node's log while it led and whose
-// outcome is unknown (leadership lost) may be re-sent.
+// outcome is unknown (leadership lost) may be re-sent. A leader that finds itself cut off
+// from the quorum while it holds the entry stops waiting for the commit (which would come only
+// if the partition healed before its lease ran out): the write answers outcome unknown then,
+// and is not re-sent.
 func (f *Forwarder) local(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
-	res, err := f.node.ApplyEntry(ctx, typ, data, f.node.ID())
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatch := f.watchCutOff(lctx, cancel)
+	res, err := f.node.ApplyEntry(lctx, typ, data, f.node.ID())
+	stopWatch()
+	var cut *cutOffWhileSent
+	if err != nil && ctx.Err() == nil && errors.As(context.Cause(lctx), &cut) {
+		if errors.Is(err, consensus.ErrOutcomeUnknown) {
+			return res, fmt.Errorf("%w: this gateway led raft and was cut off from the quorum before the write committed (%v); it may apply if the partition heals first",
+				consensus.ErrOutcomeUnknown, cut.err)
+		}
+		return res, cut.err // refused before it was appended: nothing written
+	}
 	if errors.Is(err, consensus.ErrOutcomeUnknown) && !errors.Is(err, consensus.ErrShutdown) && ctx.Err() == nil {
 		return res, &unanswered{leader: f.node.ID(), err: err}
 	}
@@ -324,27 +343,8 @@ func (f *Forwarder) waitLeader(ctx context.Context, until *time.Time, cause erro
 
 // cutOffNode is what a Node may tell of its contact with the leader: *consensus.Node's CutOff
 // returns a *consensus.NoQuorumError once it has heard from no leader for longer than a
-// leader's heartbeats allow. A Node without it is never cut off.
+// leader's heartbeats allow.
 type cutOffNode interface{ CutOff() error }
-
-// cutOff is the node's *consensus.NoQuorumError when it has heard from no leader for long and
-// cannot reach a quorum of voters either (quorum.go), else nil: a write then fails at once
-// (nothing was written) rather than wait for a leader none can reach. A node that reaches a
-// quorum, or cannot tell, waits for the leader they will elect.
-func (f *Forwarder) cutOff() error {
-	c, ok := f.node.(cutOffNode)
-	if !ok {
-		return nil
-	}
-	err := c.CutOff()
-	if err == nil {
-		return nil
-	}
-	if reach, known := f.reachQuorum(); reach || !known {
-		return nil
-	}
-	return err
-}
 
 // leaderKnown reports whether this node leads or names another node as the leader.
 func (f *Forwarder) leaderKnown() bool {
@@ -418,13 +418,9 @@ type cutOffWhileSent struct{ err error }
 func (c *cutOffWhileSent) Error() string { return c.err.Error() }
 
 // watchCutOff checks every LeaderPoll whether this node is cut off from the quorum (cutOff:
-// an atomic read while the leader is heard, a probe of the voters only once it is silent), and
-// cancels the call with a *cutOffWhileSent when it is. The returned stop ends the watch and
-// waits for it.
+// the last probe of the voters, quorum.go), and cancels the call with a *cutOffWhileSent when
+// it is. The returned stop ends the watch and waits for it.
 func (f *Forwarder) watchCutOff(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	if _, ok := f.node.(cutOffNode); !ok {
-		return func() {}
-	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -577,8 +573,8 @@ func (f *Forwarder) isClosed() bool {
 // nothing.
 func (f *Forwarder) Shutdown() error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.closed {
+		f.mu.Unlock()
 		return nil
 	}
 	f.closed = true
@@ -588,5 +584,7 @@ func (f *Forwarder) Shutdown() error {
 		errs = append(errs, lc.cc.Close())
 		delete(f.conns, a)
 	}
+	f.mu.Unlock()
+	<-f.watched
 	return errors.Join(errs...)
 }

@@ -38,10 +38,10 @@ type fwdCluster struct {
 	override func(id string) (string, bool, bool) // (addr, ok, handled)
 }
 
-func startForwardCluster(t *testing.T, size int, o Options) *fwdCluster {
+func startForwardCluster(t *testing.T, size int, o Options, tune ...func(i int, c *consensus.Config)) *fwdCluster {
 	t.Helper()
 	c := &fwdCluster{
-		Cluster: consensustest.Start(t, size),
+		Cluster: consensustest.Start(t, size, tune...),
 		calls:   make([]atomic.Int64, size),
 		hooks:   make([]atomic.Pointer[grpc.UnaryServerInterceptor], size),
 	}

@@ -1,32 +1,47 @@
 package forward
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/meshgw/meshgw/consensus"
 )
 
-// Telling a partition from a paused leader.
+// Telling a partition from a paused leader, within a second of the partition.
 //
-// A follower that has heard from no leader for a while (consensus.Node.CutOff) may be cut off
-// from the quorum, or its leader may have died or paused while the other voters elect a new
-// one. A write should fail at once in the first case and wait for the new leader in the second.
-// The forwarder tells them apart by asking the network: it opens a TCP connection to the RPC
-// listener of every other voter (and closes it at once; the kernel answers for a paused
-// process too). When this node and the voters it reaches form a quorum, a leader will come and
-// the write waits as ever; when they do not, the node is cut off and the write fails at once.
-// A probe takes at most probeTimeout, and its verdict is kept for probeFor, so that a burst of
-// writes costs one probe.
+// A node cut off from the quorum (a partition of its region, say) should fail a write at once;
+// one whose leader died or paused while the other voters elect a new one should let the write
+// wait for that leader. The forwarder tells them apart by asking the network: every probeEvery
+// it opens a TCP connection to the RPC listener of every other voter (and closes it at once;
+// the kernel answers for a paused process too). When this node and the voters it reaches form
+// a quorum, a leader will come; when they do not, and this node has not heard from a quorum
+// since the probe began (its leader's heartbeats, or, leading, its followers' answers:
+// consensus.Node.QuorumContact), it is cut off and a write fails at once with a
+// *consensus.NoQuorumError.
+//
+// Raft's own view comes too late for that over a WAN: a follower calls itself cut off after
+// half the heartbeat timeout (1.5 s with --mesh-profile wan), and a leader keeps leading for its
+// lease (1.5-3 s). The probe finds the cut within probeEvery plus its timeout: about 0.6 s over
+// links of 50 ms one way.
+//
+// Its cost is one TCP connection to each other voter every probeEvery: with 5 voters, 20 a
+// second from each gateway. A connection that the gRPC server sees closed before its preface is
+// not logged (grpc-go leaves such probes alone, as load balancers make them).
 
 const (
+	// probeEvery is how often the forwarder probes the voters.
+	probeEvery = 200 * time.Millisecond
 	// probeTimeout bounds one probe's connections, times the raft multiplier: above a round
-	// trip on a LAN (and, times 3, on a WAN of up to 250 ms), below the second a cut-off
-	// write may take.
-	probeTimeout = 250 * time.Millisecond
-	// probeFor is how long a probe's verdict stands.
-	probeFor = time.Second
+	// trip on a LAN (and, times 3, on a WAN of up to 250 ms). It is the most a probe waits; a
+	// probe that knows the round trip to the voters waits probeRTTs of it, and at least
+	// minProbeTimeout (a busy machine's scheduling).
+	probeTimeout    = 250 * time.Millisecond
+	minProbeTimeout = 200 * time.Millisecond
+	probeRTTs       = 4
 )
 
 // configured is what a Node may tell of the raft configuration (*consensus.Node does).
@@ -34,46 +49,133 @@ type configured interface {
 	Configuration() (raft.Configuration, uint64, error)
 }
 
-// quorumProbe caches the last verdict of reachQuorum.
-type quorumProbe struct {
-	mu    sync.Mutex
-	at    time.Time
-	reach bool
-	known bool
+// contactNode is what a Node may tell of its last contact with a quorum
+// (consensus.Node.QuorumContact). Without it, a failed probe counts only once the node's CutOff
+// says it is silent.
+type contactNode interface{ QuorumContact() time.Time }
+
+// probeRound is one probe of the voters.
+type probeRound struct {
+	start           time.Time
+	reach, known    bool          // known is false when it could not tell (no configuration)
+	reached, voters int           // this node among them
+	slowest         time.Duration // the slowest connection that succeeded; 0: none did
 }
 
-// reachQuorum reports whether this node and the voters whose RPC listeners accept a TCP
-// connection within the probe's timeout make a quorum of the raft configuration; known is
-// false when it cannot tell (no configuration). A voter without a known RPC address counts as
-// unreachable: a cut-off gateway's mesh forgets the others after a while, and the node is no
-// less cut off for it.
-func (f *Forwarder) reachQuorum() (reach, known bool) {
+// quorumProbe holds the last round, and the round trip the next one's timeout follows.
+type quorumProbe struct {
+	mu   sync.Mutex
+	last probeRound
+	rtt  time.Duration // the slowest connection of the last round that reached a quorum; 0: unknown
+}
+
+// watchQuorum probes the voters every probeEvery until the forwarder shuts down.
+func (f *Forwarder) watchQuorum() {
+	defer close(f.watched)
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-tick.C:
+			f.probeNow()
+		}
+	}
+}
+
+// probeNow runs one round and keeps it.
+func (f *Forwarder) probeNow() probeRound {
+	f.probe.mu.Lock()
+	timeout := f.probeTimeout
+	if rtt := f.probe.rtt; rtt > 0 {
+		timeout = min(max(probeRTTs*rtt, minProbeTimeout), f.probeTimeout)
+	}
+	f.probe.mu.Unlock()
+	r := f.probeQuorum(timeout)
 	f.probe.mu.Lock()
 	defer f.probe.mu.Unlock()
-	if !f.probe.at.IsZero() && time.Since(f.probe.at) < probeFor {
-		return f.probe.reach, f.probe.known
+	if r.start.After(f.probe.last.start) {
+		f.probe.last = r
 	}
-	reach, known = f.probeQuorum()
-	f.probe.at, f.probe.reach, f.probe.known = time.Now(), reach, known
-	return reach, known
+	if r.reach && r.slowest > 0 {
+		f.probe.rtt = r.slowest
+	}
+	return r
 }
 
-func (f *Forwarder) probeQuorum() (reach, known bool) {
+// lastRound returns the last probe round when it is recent enough to stand for now: begun
+// within two periods and a timeout.
+func (f *Forwarder) lastRound() (probeRound, bool) {
+	f.probe.mu.Lock()
+	defer f.probe.mu.Unlock()
+	r := f.probe.last
+	return r, !r.start.IsZero() && time.Since(r.start) < 2*probeEvery+f.probeTimeout
+}
+
+// cutOff is a *consensus.NoQuorumError when this node is cut off from the quorum, else nil: the
+// last probe of the voters did not reach a quorum, and the node has not heard from one since
+// the probe began. A write then fails at once (nothing was written) rather than wait for a
+// leader none can reach. A node that reaches a quorum, or cannot tell, waits for the leader
+// they will elect.
+func (f *Forwarder) cutOff() error {
+	r, fresh := f.lastRound()
+	if !fresh {
+		// The watch is behind (a stalled machine): probe now, but only when raft's own
+		// silence says there is something to look for.
+		if c, ok := f.node.(cutOffNode); !ok || c.CutOff() == nil {
+			return nil
+		}
+		r = f.probeNow()
+	}
+	if !r.known || r.reach {
+		return nil
+	}
+	nq := &consensus.NoQuorumError{Reached: r.reached, Voters: r.voters}
+	if c, ok := f.node.(contactNode); ok {
+		contact := c.QuorumContact()
+		if !contact.Before(r.start) {
+			return nil // heard from a quorum since the probe began
+		}
+		nq.Silence = time.Since(contact)
+	} else {
+		c, ok := f.node.(cutOffNode)
+		if !ok {
+			return nil
+		}
+		var silent *consensus.NoQuorumError
+		if !errors.As(c.CutOff(), &silent) {
+			return nil
+		}
+		nq.Silence = silent.Silence
+	}
+	id, _ := f.node.Leader()
+	nq.Leading = id == f.node.ID()
+	return nq
+}
+
+// probeQuorum reports whether this node and the voters whose RPC listeners accept a TCP
+// connection within timeout make a quorum of the raft configuration; known is false when it
+// cannot tell (no configuration). A voter without a known RPC address counts as unreachable: a
+// cut-off gateway's mesh forgets the others after a while, and the node is no less cut off for
+// it.
+func (f *Forwarder) probeQuorum(timeout time.Duration) probeRound {
+	r := probeRound{start: time.Now()}
 	c, ok := f.node.(configured)
 	if !ok {
-		return false, false
+		return r
 	}
 	cfg, _, err := c.Configuration()
 	if err != nil {
-		return false, false
+		return r
 	}
 	var addrs []string
-	voters, self := 0, false
+	self := false
 	for _, s := range cfg.Servers {
 		if s.Suffrage != raft.Voter {
 			continue
 		}
-		voters++
+		r.voters++
 		if string(s.ID) == f.node.ID() {
 			self = true
 			continue
@@ -82,27 +184,33 @@ func (f *Forwarder) probeQuorum() (reach, known bool) {
 			addrs = append(addrs, addr)
 		}
 	}
-	if voters == 0 {
-		return false, false
+	if r.voters == 0 {
+		return r
 	}
-	reached := 0
 	if self {
-		reached = 1
+		r.reached = 1
 	}
-	results := make(chan bool, len(addrs))
+	type result struct {
+		ok   bool
+		took time.Duration
+	}
+	results := make(chan result, len(addrs))
 	for _, a := range addrs {
 		go func() {
-			conn, err := net.DialTimeout("tcp", a, f.probeTimeout)
+			t0 := time.Now()
+			conn, err := net.DialTimeout("tcp", a, timeout)
 			if err == nil {
 				_ = conn.Close()
 			}
-			results <- err == nil
+			results <- result{err == nil, time.Since(t0)}
 		}()
 	}
 	for range addrs {
-		if <-results {
-			reached++
+		if res := <-results; res.ok {
+			r.reached++
+			r.slowest = max(r.slowest, res.took)
 		}
 	}
-	return reached > voters/2, true
+	r.known, r.reach = true, r.reached > r.voters/2
+	return r
 }

@@ -286,9 +286,10 @@ func TestWANFleetOverDelayedLinks(t *testing.T) {
 	}
 }
 
-// A region cut off from the others: its gateway says it has no quorum, its writes fail at once
-// with 503 no_leader saying it cannot reach a quorum (not after seconds), the other regions
-// keep writing, and after the heal everything converges.
+// A region cut off from the others: its writes fail within a second of the cut with 503
+// no_leader saying it cannot reach a quorum (a write handed to the leader just before the
+// gateway could know answers outcome_unknown, also within the second), its gateway says it has
+// no quorum, the other regions keep writing, and after the heal everything converges.
 func TestWANRegionCutOff(t *testing.T) {
 	const delay = 25 * time.Millisecond
 	f := startWANFleet(t, []string{"eu", "us", "ap"}, delay, "--policy", "round_robin", "--readiness-requires-quorum")
@@ -298,10 +299,15 @@ func TestWANRegionCutOff(t *testing.T) {
 		t.Fatalf("%s's /readiness before the cut: %d %.200s", cut.id, code, body)
 	}
 	other := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g != cut })]
+	target := other.engines[0]
+	path := "/workers/" + url.PathEscape(target)
 	r := f.net.Region(cut.region)
 	f.net.Cut(r)
 	cutAt := time.Now()
 	t.Logf("cut off region %s (%s); the leader is %s", cut.region, cut.id, leader)
+	firstNoQuorum := writesFailWithinASecond(t, cut, path, cutAt)
+	t.Logf("the first write to answer no quorum through %s did %s after the cut", cut.id, firstNoQuorum.Round(time.Millisecond))
+
 	// The gateway finds out from the silence of its leader (half raft's heartbeat timeout,
 	// 1.5 s with --mesh-profile wan): GET /status says quorum false.
 	harness.WaitFor(t, 10*time.Second, cut.id+"'s /status to say it has no quorum", func() bool {
@@ -340,8 +346,6 @@ func TestWANRegionCutOff(t *testing.T) {
 		}
 	}
 
-	target := other.engines[0]
-	path := "/workers/" + url.PathEscape(target)
 	var slow []time.Duration
 	for i := range 8 {
 		t0 := time.Now()
@@ -380,4 +384,47 @@ func TestWANRegionCutOff(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("a write through %s after the heal answered %d: %.300s", cut.id, code, body)
 	}
+
+	// The leader's own region cut off: raft keeps it leading for its lease (1.5-3 s over the
+	// WAN), yet its writes fail within the second all the same; the fleet forms again after
+	// the heal.
+	leader = f.waitFormed(t)
+	lg := f.gws[slices.IndexFunc(f.gws, func(g *wanGateway) bool { return g.id == leader })]
+	lr := f.net.Region(lg.region)
+	f.net.Cut(lr)
+	at := writesFailWithinASecond(t, lg, path, time.Now())
+	t.Logf("the first write to answer no quorum through the cut-off leader %s did %s after the cut", lg.id, at.Round(time.Millisecond))
+	f.net.Heal(lr)
+	f.waitFormed(t)
+}
+
+// writesFailWithinASecond writes through g, one write after another, from just after its
+// region was cut off at cutAt until one answers no quorum, and returns when that one did. Each
+// must answer within a second of being sent, with 503 no_leader saying the gateway cannot reach
+// a quorum, or, before the first such answer (sent before the gateway could know), 503
+// outcome_unknown; and the first no-quorum answer must come within a second of the cut.
+func writesFailWithinASecond(t *testing.T, g *wanGateway, path string, cutAt time.Time) time.Duration {
+	t.Helper()
+	for i := 0; time.Since(cutAt) < 5*time.Second; i++ {
+		t0 := time.Now()
+		code, body := g.admin.do(t, "PUT", path, `{"disabled":true,"reason":"from the cut region"}`)
+		took, at := time.Since(t0), time.Since(cutAt)
+		t.Logf("write %d through the cut-off %s, sent %s after the cut: %d in %s: %.200s", i, g.id,
+			t0.Sub(cutAt).Round(time.Millisecond), code, took.Round(time.Millisecond), body)
+		if took > time.Second {
+			t.Errorf("a write through the cut-off %s took %s; want each within 1 s", g.id, took.Round(time.Millisecond))
+		}
+		switch {
+		case code == 503 && errorCode(body) == "no_leader" && strings.Contains(body, "cannot reach a quorum"):
+			if at > time.Second {
+				t.Errorf("the first write through the cut-off %s to answer no quorum did %s after the cut; want within 1 s", g.id, at.Round(time.Millisecond))
+			}
+			return at
+		case code == 503 && errorCode(body) == "outcome_unknown":
+		default:
+			t.Fatalf("a write through the cut-off %s answered %d: %.300s; want 503 no_leader saying it cannot reach a quorum", g.id, code, body)
+		}
+	}
+	t.Fatalf("no write through the cut-off %s answered no quorum within 5 s of the cut", g.id)
+	return 0
 }
