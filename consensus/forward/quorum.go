@@ -113,6 +113,11 @@ func (f *Forwarder) lastRound() (probeRound, bool) {
 	return r, !r.start.IsZero() && time.Since(r.start) < 2*probeEvery+f.probeTimeout
 }
 
+// CutOff is a *consensus.NoQuorumError when this node is cut off from the quorum (cutOff),
+// else nil: what its probes of the voters found, for those who would otherwise wait on a leader
+// (the admin API's read barrier).
+func (f *Forwarder) CutOff() error { return f.cutOff() }
+
 // cutOff is a *consensus.NoQuorumError when this node is cut off from the quorum, else nil: the
 // last probe of the voters did not reach a quorum, and the node has not heard from one since
 // the probe began. A write then fails at once (nothing was written) rather than wait for a

@@ -26,20 +26,25 @@ type Fleet interface {
 	Barrier(ctx context.Context) error
 }
 
+// cutOffer is a Writer that can tell when this gateway is cut off from the quorum
+// (*gateway/fleet.Writer over the forwarder).
+type cutOffer interface{ CutOff() error }
+
 // barrier runs the read barrier when the gateway has a Fleet, and answers the error itself; it
 // reports whether the handler may go on.
 func (h *Handler) barrier(ctx *fasthttp.RequestCtx) bool {
 	if h.cfg.Fleet == nil {
 		return true
 	}
-	bctx, cancel := context.WithTimeout(context.Background(), barrierBound)
-	defer cancel()
-	err := h.cfg.Fleet.Barrier(bctx)
+	err := h.runBarrier()
 	if err == nil {
 		return true
 	}
 	h.log.Info("read barrier failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+	var nq *consensus.NoQuorumError
 	switch {
+	case errors.As(err, &nq):
+		writeAPIErr(ctx, mapWriteError(err, codeRevisionConflict))
 	case errors.Is(err, consensus.ErrNoLeader):
 		writeErr(ctx, fasthttp.StatusServiceUnavailable, codeNoLeader, "the raft leader could not be asked for the current state; nothing was written")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, consensus.ErrTimeout):
@@ -48,6 +53,50 @@ func (h *Handler) barrier(ctx *fasthttp.RequestCtx) bool {
 		writeAPIErr(ctx, mapWriteError(err, codeRevisionConflict))
 	}
 	return false
+}
+
+// cutOffPoll is how often a read barrier in progress asks whether the gateway was cut off.
+const cutOffPoll = 50 * time.Millisecond
+
+// runBarrier runs the read barrier within barrierBound. A gateway cut off from the quorum (a
+// region cut: the writer's probes find it within a second) cannot ask the leader, so the
+// barrier is not begun then, and one in progress ends as soon as the cut is found; either
+// returns the writer's *consensus.NoQuorumError.
+func (h *Handler) runBarrier() error {
+	c, ok := h.cfg.Writer.(cutOffer)
+	if !ok {
+		bctx, cancel := context.WithTimeout(context.Background(), barrierBound)
+		defer cancel()
+		return h.cfg.Fleet.Barrier(bctx)
+	}
+	if err := c.CutOff(); err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(context.Background(), barrierBound)
+	defer cancel()
+	wctx, stop := context.WithCancelCause(bctx)
+	defer stop(nil)
+	go func() {
+		t := time.NewTicker(cutOffPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				if err := c.CutOff(); err != nil {
+					stop(err)
+					return
+				}
+			}
+		}
+	}()
+	err := h.cfg.Fleet.Barrier(wctx)
+	var nq *consensus.NoQuorumError
+	if err != nil && errors.As(context.Cause(wctx), &nq) {
+		return nq
+	}
+	return err
 }
 
 // wantsConsistent reads ?consistent= of a GET: true adds a read barrier through the leader.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -142,5 +143,95 @@ func TestConsistencyBarrierWithoutLeader(t *testing.T) {
 	}
 	if r, _ := e.node.Worker(idOf(t, rec.URL)); r.Disabled {
 		t.Fatal("the write was applied")
+	}
+}
+
+// cutOffWriter is a writer that finds itself cut off from the quorum (forward.Forwarder.CutOff).
+type cutOffWriter struct {
+	Writer
+	err error
+}
+
+func (w cutOffWriter) CutOff() error { return w.err }
+
+// A gateway cut off from the quorum (a region cut, found by the forwarder's probes) answers a
+// write it would first judge through a read barrier (its copy lacks the worker), and a GET with
+// ?consistent=true, with 503 no_leader saying it cannot reach a quorum, at once: the barrier would
+// ask a leader it cannot reach and wait its 5 s.
+func TestConsistencyBarrierWhenCutOff(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.register(t, fmt.Sprintf(`{"url":%q}`, workerURL(8204)))
+	f := &fakeFleet{}
+	nq := &consensus.NoQuorumError{Silence: 400 * time.Millisecond, Reached: 1, Voters: 3}
+	h := e.handler(func(c *Config) {
+		c.Records, c.Fleet = &lagRecords{Records: e.node}, f
+		c.Writer = cutOffWriter{Writer: c.Writer, err: nq}
+	})
+	for _, r := range []req{
+		{method: "PUT", uri: "/workers/" + url.PathEscape(rec.URL), body: `{"disabled":true}`},
+		{method: "GET", uri: "/workers/" + url.PathEscape(rec.URL) + "?consistent=true"},
+	} {
+		a := do(h, r)
+		if a.status != 503 || a.errCode() != codeNoLeader || !strings.Contains(string(a.body), "cannot reach a quorum") {
+			t.Errorf("%s %s on a cut-off gateway: %d %s; want 503 no_leader saying it cannot reach a quorum", r.method, r.uri, a.status, a.body)
+		}
+	}
+	if n := f.barriers.Load(); n != 0 {
+		t.Errorf("%d read barriers asked of a leader the gateway cannot reach; want none", n)
+	}
+	if r, _ := e.node.Worker(idOf(t, rec.URL)); r.Disabled {
+		t.Fatal("the write was applied")
+	}
+}
+
+// waitingFleet's barrier waits for its context: a leader that does not answer.
+type waitingFleet struct {
+	fakeFleet
+	started chan struct{}
+}
+
+func (f *waitingFleet) Barrier(ctx context.Context) error {
+	f.barriers.Add(1)
+	close(f.started)
+	<-ctx.Done()
+	return fmt.Errorf("%w: %w", consensus.ErrNoLeader, ctx.Err())
+}
+
+// flippingWriter is cut off once cut is set.
+type flippingWriter struct {
+	Writer
+	cut *atomic.Bool
+}
+
+func (w flippingWriter) CutOff() error {
+	if w.cut.Load() {
+		return &consensus.NoQuorumError{Silence: 300 * time.Millisecond, Reached: 1, Voters: 3}
+	}
+	return nil
+}
+
+// A read barrier in progress when the gateway finds itself cut off ends then with 503
+// no_leader saying it cannot reach a quorum, not after its 5 s bound.
+func TestConsistencyBarrierCutOffWhileWaiting(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.register(t, fmt.Sprintf(`{"url":%q}`, workerURL(8205)))
+	f := &waitingFleet{started: make(chan struct{})}
+	var cut atomic.Bool
+	h := e.handler(func(c *Config) {
+		c.Records, c.Fleet = &lagRecords{Records: e.node}, f
+		c.Writer = flippingWriter{Writer: c.Writer, cut: &cut}
+	})
+	go func() {
+		<-f.started
+		cut.Store(true)
+	}()
+	start := time.Now()
+	a := do(h, req{method: "PUT", uri: "/workers/" + url.PathEscape(rec.URL), body: `{"disabled":true}`})
+	took := time.Since(start)
+	if a.status != 503 || a.errCode() != codeNoLeader || !strings.Contains(string(a.body), "cannot reach a quorum") {
+		t.Fatalf("a write whose read barrier waited when the gateway was cut off: %d %s; want 503 no_leader saying it cannot reach a quorum", a.status, a.body)
+	}
+	if took > barrierBound/2 {
+		t.Errorf("it answered after %v; want once the cut is found, not after the barrier's bound (%v)", took, barrierBound)
 	}
 }

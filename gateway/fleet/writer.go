@@ -42,6 +42,16 @@ type Writer struct {
 	rm removals
 }
 
+// CutOff says, when Node can tell (forward.Forwarder.CutOff), that this gateway is cut off from
+// the quorum: a write through it would fail, and a read barrier would wait for a leader it
+// cannot reach. Nil otherwise.
+func (w *Writer) CutOff() error {
+	if c, ok := w.Node.(interface{ CutOff() error }); ok {
+		return c.CutOff()
+	}
+	return nil
+}
+
 // removals are the fenced removals in flight (OnRemove), retried until they are settled; Close
 // ends them.
 type removals struct {
