@@ -363,9 +363,10 @@ func (f *Forwarder) send(ctx context.Context, to *consensus.NotLeaderError, data
 		return fsm.Result{}, err
 	}
 	defer f.release(addr, lc)
-	if err := f.ready(ctx, lc.cc); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return fsm.Result{}, cerr // not sent
+	if err := f.readyUnlessCut(ctx, lc.cc); err != nil {
+		var nq *consensus.NoQuorumError
+		if cerr := ctx.Err(); cerr != nil || errors.As(err, &nq) {
+			return fsm.Result{}, cmp.Or(cerr, err) // not sent
 		}
 		return fsm.Result{}, &consensus.LeaderUnreachableError{Leader: to.Leader, Address: addr, Err: err}
 	}
@@ -503,6 +504,21 @@ func (f *Forwarder) read(ctx context.Context, leader, addr string, a *consensusv
 
 // ready connects cc if it is not connected, bounded by DialTimeout. A connection in transient
 // failure fails at once: the caller waits a poll and tries again.
+// readyUnlessCut is ready, given up (with the *consensus.NoQuorumError) once this node finds
+// itself cut off from the quorum: over a cut link the connection would wait out DialTimeout.
+func (f *Forwarder) readyUnlessCut(ctx context.Context, cc *grpc.ClientConn) error {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatch := f.watchCutOff(rctx, cancel)
+	err := f.ready(rctx, cc)
+	stopWatch()
+	var cut *cutOffWhileSent
+	if err != nil && ctx.Err() == nil && errors.As(context.Cause(rctx), &cut) {
+		return cut.err
+	}
+	return err
+}
+
 func (f *Forwarder) ready(ctx context.Context, cc *grpc.ClientConn) error {
 	ctx, cancel := context.WithTimeout(ctx, f.o.DialTimeout)
 	defer cancel()

@@ -37,8 +37,9 @@ const (
 	probeEvery = 200 * time.Millisecond
 	// probeTimeout bounds one probe's connections, times the raft multiplier: above a round
 	// trip on a LAN (and, times 3, on a WAN of up to 250 ms). It is the most a probe waits; a
-	// probe that knows the round trip to the voters waits probeRTTs of it, and at least
-	// minProbeTimeout (a busy machine's scheduling).
+	// probe that knows the round trip to the voters (the connection that completed the quorum,
+	// averaged over rounds) waits probeRTTs of it, and at least minProbeTimeout (a busy
+	// machine's scheduling).
 	probeTimeout    = 250 * time.Millisecond
 	minProbeTimeout = 200 * time.Millisecond
 	probeRTTs       = 4
@@ -57,16 +58,18 @@ type contactNode interface{ QuorumContact() time.Time }
 // probeRound is one probe of the voters.
 type probeRound struct {
 	start           time.Time
-	reach, known    bool          // known is false when it could not tell (no configuration)
-	reached, voters int           // this node among them
-	slowest         time.Duration // the slowest connection that succeeded; 0: none did
+	reach, known    bool // known is false when it could not tell (no configuration)
+	reached, voters int  // this node among them
+	// quorumRTT is how long the connection took that completed the quorum (the others' are
+	// not needed); 0 when none did.
+	quorumRTT time.Duration
 }
 
 // quorumProbe holds the last round, and the round trip the next one's timeout follows.
 type quorumProbe struct {
 	mu   sync.Mutex
 	last probeRound
-	rtt  time.Duration // the slowest connection of the last round that reached a quorum; 0: unknown
+	rtt  time.Duration // quorumRTT averaged over the rounds that reached a quorum; 0: unknown
 }
 
 // watchQuorum probes the voters every probeEvery until the forwarder shuts down.
@@ -98,19 +101,25 @@ func (f *Forwarder) probeNow() probeRound {
 	if r.start.After(f.probe.last.start) {
 		f.probe.last = r
 	}
-	if r.reach && r.slowest > 0 {
-		f.probe.rtt = r.slowest
+	if r.reach && r.quorumRTT > 0 {
+		// A moving average (a quarter of the new round): one slow round on a busy machine
+		// does not stretch the next timeouts much.
+		if f.probe.rtt == 0 {
+			f.probe.rtt = r.quorumRTT
+		} else {
+			f.probe.rtt += (r.quorumRTT - f.probe.rtt) / 4
+		}
 	}
 	return r
 }
 
-// lastRound returns the last probe round when it is recent enough to stand for now: begun
-// within two periods and a timeout.
+// lastRound returns the last probe round when it is recent enough to stand for now: while the
+// next round waits for its connections (up to probeTimeout each), and one more.
 func (f *Forwarder) lastRound() (probeRound, bool) {
 	f.probe.mu.Lock()
 	defer f.probe.mu.Unlock()
 	r := f.probe.last
-	return r, !r.start.IsZero() && time.Since(r.start) < 2*probeEvery+f.probeTimeout
+	return r, !r.start.IsZero() && time.Since(r.start) < 2*(probeEvery+f.probeTimeout)
 }
 
 // CutOff is a *consensus.NoQuorumError when this node is cut off from the quorum (cutOff),
@@ -199,6 +208,7 @@ func (f *Forwarder) probeQuorum(timeout time.Duration) probeRound {
 		ok   bool
 		took time.Duration
 	}
+	need := r.voters/2 + 1 - r.reached // answers that complete the quorum
 	results := make(chan result, len(addrs))
 	for _, a := range addrs {
 		go func() {
@@ -213,7 +223,9 @@ func (f *Forwarder) probeQuorum(timeout time.Duration) probeRound {
 	for range addrs {
 		if res := <-results; res.ok {
 			r.reached++
-			r.slowest = max(r.slowest, res.took)
+			if need--; need == 0 {
+				r.quorumRTT = res.took
+			}
 		}
 	}
 	r.known, r.reach = true, r.reached > r.voters/2
