@@ -59,7 +59,7 @@ func SingleOwner(h history.History) Result {
 		note += fmt.Sprintf("; %d probes fell in an interval in which ownership moved more often than the samples show: %s", moved.n, moved.String())
 	}
 	if late.n > 0 {
-		note += fmt.Sprintf("; %d single probes arrived late, sent while their gateway owned the worker (a sample named it the owner within a probe's timeout before, or during a cut that ended no longer ago than it lasted: TCP retransmits what a cut held with a doubling backoff): %s", late.n, late.String())
+		note += fmt.Sprintf("; %d single probes arrived late, sent while their gateway owned the worker (a sample named it the owner within a probe's timeout before, or during a cut of its region or of the worker's that ended no longer ago than it lasted: TCP retransmits what a cut held with a doubling backoff): %s", late.n, late.String())
 	}
 	if bad.n > 0 {
 		return Fail("%d violations: %s%s", bad.n, bad.String(), note)
@@ -94,6 +94,10 @@ func strayProbes(h history.History, bad, stale, moved, late *examples) int {
 				}
 				judged++
 				from, to := ps[i-1].At.Round(time.Millisecond), ps[i].At.Round(time.Millisecond)
+				why := ""
+				if !owned && n-ps[i-1].Probes[g] == 1 {
+					why = lateProbe(h, g, w, ps[i-1].At)
+				}
 				switch {
 				case !owned && (epochMoved(h, g, w, ps[i-1].At, ps[i].At) || movedTo(h, g, w, ps[i-1].At, ps[i].At+probeSlack)):
 					// The epoch changed in between: an owner the samples never saw (a transfer
@@ -101,8 +105,8 @@ func strayProbes(h history.History, bad, stale, moved, late *examples) int {
 					// gateway already named g the owner at a newer epoch than g's last sample
 					// (g applied the move and probed at once, and took no sample in time).
 					moved.add("%s probed %s between %v and %v while its ownership moved", g, w, from, to)
-				case !owned && n-ps[i-1].Probes[g] == 1 && lateProbe(h, g, w, ps[i-1].At):
-					late.add("%s probed %s between %v and %v", g, w, from, to)
+				case why != "":
+					late.add("%s probed %s between %v and %v (%s)", g, w, from, to, why)
 				case !owned:
 					bad.add("%s probed %s between %v and %v without owning it", g, w, from, to)
 				case ownerAt(h, w, ps[i-1].At) != g && ownerAt(h, w, ps[i-1].At) != "":
@@ -205,39 +209,66 @@ func movedTo(h history.History, g, w string, from, to time.Duration) bool {
 // while g owned w (in any gateway's samples, g's own stale view included) and arrived late:
 //   - a sample taken within probeTimeout before from names g the owner (g's own samples may
 //     never show it: it was paused or cut off while it held w); or
-//   - g was cut off (a partition or a region cut: its process ran) from a to b, before from, a
-//     sample within a probe's timeout of the cut names g the owner, and from comes no later
-//     after b than the cut lasted (plus a probe's timeout): TCP retransmits the data a cut held
-//     with a doubling backoff, so the first retransmission after the heal may come as late as
-//     the cut was long.
-func lateProbe(h history.History, g, w string, from time.Duration) bool {
-	if namedOwner(h, g, w, from-probeTimeout, from) {
-		return true
+//   - g was cut off (a partition or a region cut: its process ran), or the region of w's engine
+//     was cut off (over a simulated WAN: the packets between them crossed the cut either way),
+//     from a to b, before from, a sample within a probe's timeout of the cut names g the owner,
+//     and from comes no later after b than the cut lasted (plus a probe's timeout): TCP
+//     retransmits the data a cut held with a doubling backoff, so the first retransmission after
+//     the heal may come as late as the cut was long. The kernel keeps retransmitting after the
+//     prober gave up at its timeout and closed the connection: a closed socket still delivers
+//     what it had sent.
+//
+// It says which ("" when neither), for the detail.
+func lateProbe(h history.History, g, w string, from time.Duration) string {
+	if at, ok := namedOwner(h, g, w, from-probeTimeout, from); ok {
+		return fmt.Sprintf("named the owner at %v", at.Round(time.Millisecond))
 	}
 	for _, d := range h.Down {
-		if d.Node != g || !d.Serving || d.To == history.Never || d.To > from || from > d.To+(d.To-d.From)+probeTimeout {
+		if d.Node != g || !d.Serving {
 			continue
 		}
-		if namedOwner(h, g, w, d.From-probeTimeout, d.To+probeTimeout) {
-			return true
+		if at, ok := heldByCut(h, g, w, d.From, d.To, from); ok {
+			return fmt.Sprintf("cut off from %v to %v, named the owner at %v", d.From.Round(time.Millisecond), d.To.Round(time.Millisecond), at.Round(time.Millisecond))
 		}
 	}
-	return false
+	for _, c := range h.Cuts {
+		if !slices.Contains(c.Workers, w) {
+			continue
+		}
+		if at, ok := heldByCut(h, g, w, c.From, c.To, from); ok {
+			return fmt.Sprintf("the worker's region %s cut off from %v to %v, named the owner at %v", c.Region, c.From.Round(time.Millisecond), c.To.Round(time.Millisecond), at.Round(time.Millisecond))
+		}
+	}
+	return ""
 }
 
-// namedOwner reports whether a sample of any gateway taken in [from, to] names g the owner of w.
-func namedOwner(h history.History, g, w string, from, to time.Duration) bool {
+// heldByCut reports whether a probe of w by g counted after from may be one a cut from a to b
+// held: the cut is over by from, from comes no later after b than the cut lasted (plus a
+// probe's timeout), and a sample within a probe's timeout of the cut names g the owner: it
+// returns the first such sample's time.
+func heldByCut(h history.History, g, w string, a, b, from time.Duration) (time.Duration, bool) {
+	if b == history.Never || b > from || from > b+(b-a)+probeTimeout {
+		return 0, false
+	}
+	return namedOwner(h, g, w, a-probeTimeout, b+probeTimeout)
+}
+
+// namedOwner reports whether a sample of any gateway taken in [from, to] names g the owner of w,
+// and when the first did.
+func namedOwner(h history.History, g, w string, from, to time.Duration) (time.Duration, bool) {
+	first, found := time.Duration(0), false
 	for _, s := range h.Owners {
-		if s.At < from || s.At > to {
+		if s.At < from || s.At > to || found && s.At >= first {
 			continue
 		}
 		for _, r := range s.Rows {
 			if r.Worker == w && r.Owner == g {
-				return true
+				first, found = s.At, true
+				break
 			}
 		}
 	}
-	return false
+	return first, found
 }
 
 func epochOf(s history.OwnerSample, w string) uint64 {
