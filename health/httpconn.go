@@ -44,6 +44,22 @@ type engineConn struct {
 	since    time.Time // when it went idle
 }
 
+// abort closes a connection whose exchange failed (a timeout, a cancelled probe, a broken
+// answer) with a reset: the kernel drops what the engine has not acknowledged. A plain close
+// would leave the kernel retransmitting the probe for minutes over a link that holds it, and
+// it could reach the engine long after it was given up, once another gateway owns the worker
+// (docs/chaos.md, finding 18).
+func (c *engineConn) abort() {
+	conn := c.Conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
 // sharedEnginePool is the pool of every HTTPProber that does not name its own.
 var sharedEnginePool = sync.OnceValue(func() *enginePool { return newEnginePool(nil) })
 
@@ -91,10 +107,13 @@ func (p *enginePool) probe(ctx context.Context, t Target, path string) (int, err
 			}
 		}
 		code, keep, err := x.roundTrip(ctx, c)
-		if err == nil && keep {
+		switch {
+		case err == nil && keep:
 			p.put(u.key, c)
-		} else {
+		case err == nil:
 			c.Close()
+		default:
+			c.abort()
 		}
 		var none *noAnswerError
 		switch {

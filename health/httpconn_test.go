@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,5 +407,42 @@ func TestHTTPProberClient(t *testing.T) {
 	if r.Header.Get("Authorization") != "Bearer sk-client-key" || r.Header.Get("X-Mesh-Gateway") != "gw-1" ||
 		!strings.HasPrefix(r.UserAgent(), "Go-http-client") {
 		t.Errorf("request headers = %v, want net/http's with the key and node id", r.Header)
+	}
+}
+
+// TestHTTPProberAbortsAnAbandonedProbe: a probe given up (its timeout, or its owner stopped it)
+// closes its connection with a reset, not a FIN. After a FIN the kernel keeps retransmitting
+// what the engine had not acknowledged, for minutes over a link that held it (docs/chaos.md,
+// finding 18: a probe reached its engine 42 s after it was given up, once its owner had moved);
+// a reset drops it, so no probe reaches an engine after it was abandoned. The engine sees the
+// reset as ECONNRESET where a close would read as the end of the stream.
+func TestHTTPProberAbortsAnAbandonedProbe(t *testing.T) {
+	got := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	e := startRawEngine(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := readRequest(br); err != nil {
+			return
+		}
+		got <- struct{}{}
+		_, err := io.Copy(io.Discard, br)
+		ended <- err
+	})
+	p := privateProber(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Probe(ctx, httpTarget(e.URL)) }()
+	<-got
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a probe of an engine that never answers succeeded")
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("the engine's read of the abandoned probe's connection ended with %v; want a reset (ECONNRESET), not the end of the stream", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned probe's connection was not closed within 10 s")
 	}
 }
