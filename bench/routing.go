@@ -109,6 +109,13 @@ type RoutingRow struct {
 	// the answers' figure; EngineQueued counts requests that waited for a slot.
 	EngineCachedShare float64 `json:"engine_cached_share"`
 	EngineQueued      int64   `json:"engine_queued"`
+	// Where a turn's time goes in the engines, means over every request: EngineWaitMs waiting
+	// for a slot, EnginePrefillMs the prefill the model asks for its uncached tokens (so TTFT
+	// is about their sum), EngineSlotMs holding the slot (prefill, decode and sending; the
+	// machine makes it longer than the model's figures).
+	EngineWaitMs    float64 `json:"engine_wait_ms"`
+	EnginePrefillMs float64 `json:"engine_prefill_ms"`
+	EngineSlotMs    float64 `json:"engine_slot_ms"`
 	// OthersCores is the CPU other processes used meanwhile.
 	OthersCores float64 `json:"others_cpu_cores"`
 	Error       string  `json:"error,omitempty"`
@@ -192,7 +199,7 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 	row.Result = routeload.Run(ctx, script, routeload.Options{Gateways: bases, InFlight: r.InFlight,
 		FollowUpMatch: r.FollowUpMatch, Deadline: r.RowTimeout, Seed: r.Workload.Seed})
 	row.OthersCores = others.stop()
-	return engineCounters(ctx, client, engines, row)
+	return engineCounters(ctx, client, engines, r.PrefillUs, row)
 }
 
 // startRoutingEngine starts one fake engine on port with the row's compute model and returns
@@ -299,15 +306,19 @@ func freePorts(n int) ([]int, error) {
 
 // engineStats is the part of a fake engine's GET /_stats the section reads.
 type engineStats struct {
-	Requests     int64 `json:"requests"`
-	PromptTokens int64 `json:"prompt_tokens"`
-	CachedTokens int64 `json:"cached_tokens"`
-	Queued       int64 `json:"queued"`
+	Requests     int64   `json:"requests"`
+	PromptTokens int64   `json:"prompt_tokens"`
+	CachedTokens int64   `json:"cached_tokens"`
+	Queued       int64   `json:"queued"`
+	QueueWaitMs  float64 `json:"queue_wait_ms"`
+	SlotMs       float64 `json:"slot_ms"`
 }
 
-// engineCounters reads every engine's counters into row.
-func engineCounters(ctx context.Context, c *http.Client, engines []string, row *RoutingRow) error {
-	var prompt, cached int64
+// engineCounters reads every engine's counters into row; prefillUs is the engines' prefill
+// time per uncached token.
+func engineCounters(ctx context.Context, c *http.Client, engines []string, prefillUs float64, row *RoutingRow) error {
+	var prompt, cached, requests int64
+	var wait, slot float64
 	for _, e := range engines {
 		var st engineStats
 		if err := getJSON(ctx, c, e+"/_stats", &st); err != nil {
@@ -317,9 +328,17 @@ func engineCounters(ctx context.Context, c *http.Client, engines []string, row *
 		prompt += st.PromptTokens
 		cached += st.CachedTokens
 		row.EngineQueued += st.Queued
+		requests += st.Requests
+		wait += st.QueueWaitMs
+		slot += st.SlotMs
 	}
 	if prompt > 0 {
 		row.EngineCachedShare = float64(cached) / float64(prompt)
+	}
+	if requests > 0 {
+		n := float64(requests)
+		row.EngineWaitMs, row.EngineSlotMs = wait/n, slot/n
+		row.EnginePrefillMs = float64(prompt-cached) * prefillUs / 1000 / n
 	}
 	row.RequestsCoV = cov(row.EngineRequests)
 	return nil
@@ -359,15 +378,15 @@ func (res RoutingResult) PrintTable(w io.Writer) {
 		fmt.Fprintf(w, "routing: every gateway also ran with %s\n", strings.Join(res.GatewayFlags, " "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "policy\tgateways\tcached\tfollow-ups cached\tTTFT p50 ms\tTTFT p99 ms\treq/s\tCoV\tqueued\tfailed\tothers' cores\t\n")
+	fmt.Fprintf(tw, "policy\tgateways\tcached\tfollow-ups cached\tTTFT p50 ms\tTTFT p99 ms\treq/s\tCoV\tqueued\twait ms\tprefill ms\tslot ms\tfailed\tothers' cores\t\n")
 	for _, r := range res.Rows {
 		if r.Error != "" && r.Requests == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t—\t—\t—\t—\t—\t—\t—\t—\t—\t\n", r.Policy, r.Gateways)
+			fmt.Fprintf(tw, "%s\t%d\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t\n", r.Policy, r.Gateways)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f (%d/%d)\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%d\t%.2f\t\n", r.Policy, r.Gateways,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f (%d/%d)\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%d\t%.2f\t\n", r.Policy, r.Gateways,
 			r.CachedShare, r.FollowUpShare, r.FollowUpsCached, r.FollowUps, r.TTFTP50Ms, r.TTFTP99Ms, r.RequestsPerSec,
-			r.RequestsCoV, r.EngineQueued, r.Failed+r.Unsent, r.OthersCores)
+			r.RequestsCoV, r.EngineQueued, r.EngineWaitMs, r.EnginePrefillMs, r.EngineSlotMs, r.Failed+r.Unsent, r.OthersCores)
 	}
 	tw.Flush()
 	for _, r := range res.Rows {

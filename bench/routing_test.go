@@ -36,7 +36,8 @@ func TestSlug(t *testing.T) {
 func TestRoutingTable(t *testing.T) {
 	res := RoutingResult{What: "w", GatewayFlags: []string{"--x"}, Rows: []RoutingRow{
 		{Policy: "round_robin", Gateways: 3, Result: routeload.Result{Requests: 10, CachedShare: 0.5, FollowUpShare: 0.25,
-			FollowUps: 8, FollowUpsCached: 2, TTFTP50Ms: 12.4, TTFTP99Ms: 99.6, RequestsPerSec: 41}, RequestsCoV: 0.123},
+			FollowUps: 8, FollowUpsCached: 2, TTFTP50Ms: 12.4, TTFTP99Ms: 99.6, RequestsPerSec: 41}, RequestsCoV: 0.123,
+			EngineQueued: 7, EngineWaitMs: 30.4, EnginePrefillMs: 20.6, EngineSlotMs: 61},
 		{Policy: "cache_aware", Gateways: 5, Error: "meshgw exited: exit status 2"},
 	}}
 	var b bytes.Buffer
@@ -44,8 +45,8 @@ func TestRoutingTable(t *testing.T) {
 	for _, want := range []string{
 		"routing: w routing:",
 		"every gateway also ran with --x",
-		"round_robin 3 0.50 0.25 (2/8) 12 100 41 0.12 0 0 0.00",
-		"cache_aware 5 — — — — — — — — —",
+		"round_robin 3 0.50 0.25 (2/8) 12 100 41 0.12 7 30 21 61 0 0.00",
+		"cache_aware 5 — — — — — — — — — — — —",
 		"cache_aware at 5 gateways: meshgw exited: exit status 2",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {

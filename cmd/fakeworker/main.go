@@ -67,7 +67,8 @@ prompt is cached, not the answer. Every answer reports usage.prompt_tokens and
 usage.prompt_tokens_details.cached_tokens (0 without a cache; /generate: meta_info.cached_tokens
 in every event); a stream with "stream_options":{"include_usage":true} ends with a usage chunk
 (no choices) before [DONE]. With the model on, GET /_stats adds prompt_tokens, cached_tokens,
-queued, queue_wait_ms, running, waiting, cache_blocks and cache_evictions.
+queued, queue_wait_ms, slot_ms (the time requests held a slot, summed), running, waiting,
+cache_blocks and cache_evictions.
 
 Flags:
 `

@@ -33,9 +33,10 @@ func (c Compute) modeled() bool {
 	return c.CacheBlocks > 0 || c.PrefillPerToken > 0 || c.DecodePerToken > 0 || c.Slots > 0
 }
 
-// tokenUsage is the prompt side of an answer's usage.
+// tokenUsage is the prompt side of an answer's usage, and when its request took a slot.
 type tokenUsage struct {
 	prompt, cached int
+	slotAt         time.Time
 }
 
 // admit schedules a parsed request as an engine does: it waits for a slot, looks the prompt
@@ -51,21 +52,22 @@ func (e *Engine) admit(ctx context.Context, text string) (tokenUsage, error) {
 		return tokenUsage{}, err
 	}
 	e.running.Add(1)
-	u := tokenUsage{prompt: promptTokens(text)}
+	u := tokenUsage{prompt: promptTokens(text), slotAt: time.Now()}
 	if e.cache != nil {
 		// As in vLLM and SGLang, the last prompt token is always computed.
 		u.cached = min(u.prompt-1, tokensOf(e.cache.admit(text)))
 	}
 	e.stats.countTokens(u)
 	if err := e.sleepFor(ctx, nil, time.Duration(u.prompt-u.cached)*e.cfg.Compute.PrefillPerToken); err != nil {
-		e.finish()
+		e.finish(u)
 		return u, err
 	}
 	return u, nil
 }
 
-// finish frees the slot of an admitted request.
-func (e *Engine) finish() {
+// finish frees the slot of an admitted request, counting how long it held it.
+func (e *Engine) finish(u tokenUsage) {
+	e.stats.countSlot(time.Since(u.slotAt))
 	e.running.Add(-1)
 	e.slots.release()
 }

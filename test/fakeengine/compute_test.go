@@ -242,7 +242,9 @@ func TestComputeTimesAndCachedTokens(t *testing.T) {
 				t.Errorf("%s: a content chunk carries usage: %s", c.name, c.sink.sent[4].p)
 			}
 		}
-		want := &ComputeStats{PromptTokens: 256, CachedTokens: 127, Queued: 1, QueueWaitMS: 168, CacheBlocks: 8}
+		// The first held its slot 168 ms, the second from 168 to 209 ms.
+		want := &ComputeStats{PromptTokens: 256, CachedTokens: 127, Queued: 1, QueueWaitMS: 168, SlotMS: 168 + 41,
+			CacheBlocks: 8}
 		if diff := cmp.Diff(want, e.Stats().ComputeStats); diff != "" {
 			t.Errorf("stats (-want +got):\n%s", diff)
 		}

@@ -50,7 +50,7 @@ func (e *Engine) serve(ctx context.Context, req modelRequest, out sink) error {
 	if err != nil {
 		return err
 	}
-	defer e.finish()
+	defer e.finish(u)
 	r := e.plan(p, f.StreamChunks, u)
 	if r.events == nil {
 		if err := e.sleepFor(ctx, nil, e.decodeTime(r.tokens)); err != nil {

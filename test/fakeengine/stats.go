@@ -32,6 +32,9 @@ type ComputeStats struct {
 	// Queued counts the requests that waited for a slot, and QueueWaitMS their waits summed.
 	Queued      int64   `json:"queued"`
 	QueueWaitMS float64 `json:"queue_wait_ms"`
+	// SlotMS sums the time the requests held a slot: prefill, decode and sending the answer.
+	// Beside the time the model asks for, it shows how much longer the machine made them.
+	SlotMS float64 `json:"slot_ms"`
 	// Running is the requests admitted and not yet answered; Waiting those waiting for a slot.
 	Running int64 `json:"running"`
 	Waiting int   `json:"waiting"`
@@ -55,6 +58,7 @@ type counters struct {
 	cached    atomic.Int64
 	queued    atomic.Int64
 	queueWait atomic.Int64 // nanoseconds
+	slot      atomic.Int64 // nanoseconds
 
 	mu        sync.Mutex
 	byGateway map[string]*GatewayStats
@@ -78,6 +82,8 @@ func (c *counters) countQueued(wait time.Duration) {
 	c.queued.Add(1)
 	c.queueWait.Add(int64(wait))
 }
+
+func (c *counters) countSlot(held time.Duration) { c.slot.Add(int64(held)) }
 
 func (c *counters) countProbe(gateway string) {
 	c.probes.Add(1)
@@ -112,6 +118,7 @@ func (c *counters) snapshot() Stats {
 			CachedTokens: c.cached.Load(),
 			Queued:       c.queued.Load(),
 			QueueWaitMS:  float64(c.queueWait.Load()) / float64(time.Millisecond),
+			SlotMS:       float64(c.slot.Load()) / float64(time.Millisecond),
 		},
 	}
 	for k, v := range c.byGateway {
