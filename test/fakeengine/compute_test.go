@@ -154,6 +154,18 @@ func (s *recSink) send(p []byte) error {
 }
 func (s *recSink) cut() error { return errCut }
 
+// slowSink is a recSink whose every send takes perSend.
+type slowSink struct {
+	*recSink
+	perSend time.Duration
+}
+
+func (s slowSink) send(p []byte) error {
+	err := s.recSink.send(p)
+	time.Sleep(s.perSend)
+	return err
+}
+
 // usageOf decodes the usage of an OpenAI answer or chunk, and SGLang's meta_info.
 type usageOf struct {
 	Choices []json.RawMessage `json:"choices"`
@@ -247,6 +259,34 @@ func TestComputeTimesAndCachedTokens(t *testing.T) {
 			CacheBlocks: 8}
 		if diff := cmp.Diff(want, e.Stats().ComputeStats); diff != "" {
 			t.Errorf("stats (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// A stream's tokens keep the decode's pace when sending them takes time, as an engine's
+// decode runs beside its sending: a slow send delays the events after it, not the schedule.
+func TestDecodePaceDoesNotDrift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{Compute: Compute{Slots: 1, PrefillPerToken: time.Millisecond, DecodePerToken: 10 * time.Millisecond}})
+		defer e.Close()
+		_ = e.SetFaults(Faults{HealthStatus: 200, ErrorRate: 1, StreamChunks: 5, WeightUpdateStatus: 200})
+		body := chatOf(strings.Repeat("s", 255), strings.Repeat("u", 256), `"stream":true,"stream_options":{"include_usage":true},`)
+		out := slowSink{recSink: newRecSink(), perSend: 4 * time.Millisecond}
+		if err := e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(body)}, out); err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Duration
+		for _, s := range out.sent {
+			got = append(got, s.at/time.Millisecond)
+		}
+		// 128 ms of prefill, then a token every 10 ms; the usage chunk and [DONE] follow the
+		// last token as soon as its send (4 ms) ends.
+		want := []time.Duration{128, 138, 148, 158, 168, 172, 176}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("send times in ms (-want +got):\n%s", diff)
+		}
+		if s := e.Stats(); s.SlotMS != 180 {
+			t.Errorf("slot held %v ms, want 180 (to the end of the last send)", s.SlotMS)
 		}
 	})
 }

@@ -76,8 +76,8 @@ func deliverBody(r reply, cut bool, out sink) error {
 }
 
 // deliverStream sends the events chunk_delay_ms apart (content chunks after the first also a
-// decode time apart), then [DONE]; with cut_stream_after = N it breaks right after the Nth
-// chunk, before [DONE] at the latest.
+// decode time apart), on a schedule set when the first is sent, then [DONE]; with
+// cut_stream_after = N it breaks right after the Nth chunk, before [DONE] at the latest.
 func (e *Engine) deliverStream(ctx context.Context, r reply, f Faults, out sink) error {
 	if err := out.start(r.status, r.contentType, -1); err != nil {
 		return err
@@ -88,16 +88,19 @@ func (e *Engine) deliverStream(ctx context.Context, r reply, f Faults, out sink)
 			t.Stop()
 		}
 	}()
+	// Each event is due a fixed time after the one before, counted from when that one was
+	// due, not from when its send ended: as an engine decodes beside its sending, a slow send
+	// (a busy machine) delays the events behind it but does not slow the decode down.
 	decode := e.cfg.Compute.DecodePerToken
+	due := time.Now()
 	for i := 0; i <= len(r.events); i++ {
-		wait := time.Duration(0)
 		if i > 0 {
-			wait = time.Duration(f.ChunkDelayMS) * time.Millisecond
+			due = due.Add(time.Duration(f.ChunkDelayMS) * time.Millisecond)
 		}
 		if i > 0 && i < r.tokens {
-			wait += decode
+			due = due.Add(decode)
 		}
-		if err := e.sleepFor(ctx, &t, wait); err != nil {
+		if err := e.sleepFor(ctx, &t, time.Until(due)); err != nil {
 			return err
 		}
 		ev := doneEvent
