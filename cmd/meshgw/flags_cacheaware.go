@@ -12,6 +12,7 @@ import (
 type cacheAwareFlags struct {
 	rule         string
 	loadCost     float64
+	loadSlack    int
 	threshold    float64
 	absThreshold int
 	relThreshold float64
@@ -25,6 +26,7 @@ type cacheAwareFlags struct {
 func (f *cacheAwareFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.rule, "cache-rule", policy.DefaultCacheRule, "cache_aware: how it chooses: cost (the worker with the least routing text it has not been sent plus --cache-load-cost per request in flight) or smg (SMG's rules: --balance-abs-threshold and --balance-rel-threshold, then --cache-threshold, then the least indexed text)")
 	fs.Float64Var(&f.loadCost, "cache-load-cost", policy.DefaultLoadCost, "cache_aware with --cache-rule cost: bytes of uncached routing text that one request in flight at a worker weighs as much as (0: load only breaks ties)")
+	fs.IntVar(&f.loadSlack, "cache-load-slack", policy.DefaultLoadSlack, "cache_aware with --cache-rule cost: requests in flight above the least loaded worker's that cost nothing, so that small load differences do not move a request off the worker holding its text")
 	f.thresholdNames = aliases(fs, float64Value(&f.threshold, policy.DefaultCacheThreshold),
 		[2]string{"cache-threshold", "cache_aware: a request goes to the worker whose known prefix matches its routing text longest when the match covers more than this share of the text (0-1); else to the worker with the least indexed text"},
 		[2]string{"cache-match-threshold", "alias of --cache-threshold"})
@@ -48,6 +50,7 @@ func (f *cacheAwareFlags) validate() error {
 		f.thresholdNames.check(),
 		f.evictionNames.check(),
 		checkMin("balance-abs-threshold", f.absThreshold, 0),
+		checkMin("cache-load-slack", f.loadSlack, 0),
 		checkSecs("eviction-interval", f.evictionSecs, 0),
 		checkOneOf("cache-scope", f.scope, []string{cacheScopeFleet, cacheScopeLocal}),
 		checkOneOf("cache-rule", f.rule, policy.CacheRules()),
@@ -77,6 +80,7 @@ func (f *cacheAwareFlags) config() policy.CacheAwareConfig {
 	c := policy.CacheAwareConfig{
 		Rule:                f.rule,
 		LoadCost:            f.loadCost,
+		LoadSlack:           int64(f.loadSlack),
 		CacheThreshold:      f.threshold,
 		BalanceAbsThreshold: int64(f.absThreshold),
 		BalanceRelThreshold: f.relThreshold,
@@ -85,6 +89,9 @@ func (f *cacheAwareFlags) config() policy.CacheAwareConfig {
 	}
 	if c.LoadCost == 0 {
 		c.LoadCost = -1
+	}
+	if c.LoadSlack == 0 {
+		c.LoadSlack = -1
 	}
 	if c.CacheThreshold == 0 {
 		c.CacheThreshold = -1

@@ -11,7 +11,7 @@ import (
 // TestCacheAwareFlags: SMG's cache_aware flags, their defaults, aliases and bounds, and what
 // reaches the policy.
 func TestCacheAwareFlags(t *testing.T) {
-	smg := policy.CacheAwareConfig{Rule: "cost", LoadCost: 256, CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5,
+	smg := policy.CacheAwareConfig{Rule: "cost", LoadCost: 256, LoadSlack: 2, CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5,
 		MaxTreeSize: 67108864, EvictionInterval: 120 * time.Second}
 	with := func(f func(c *policy.CacheAwareConfig)) policy.CacheAwareConfig {
 		c := smg
@@ -29,11 +29,14 @@ func TestCacheAwareFlags(t *testing.T) {
 		{"SMG's rule", []string{"--cache-rule", "smg"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.Rule = "smg" })},
 		{"a load cost", []string{"--cache-load-cost", "512.5"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.LoadCost = 512.5 })},
 		{"load cost 0 means 0", []string{"--cache-load-cost", "0"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.LoadCost = -1 })},
+		{"a load slack", []string{"--cache-load-slack", "5"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.LoadSlack = 5 })},
+		{"load slack 0 means 0", []string{"--cache-load-slack", "0"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.LoadSlack = -1 })},
+		{"negative load slack", []string{"--cache-load-slack", "-1"}, nil, "--cache-load-slack -1 is below the minimum 0", smg},
 		{"unknown rule", []string{"--cache-rule", "dynamo"}, nil, `--cache-rule "dynamo" is not one of cost, smg`, smg},
 		{"negative load cost", []string{"--cache-load-cost", "-1"}, nil, "--cache-load-cost -1 is below the minimum 0", smg},
 		{"SMG's command line", []string{"--policy", "cache_aware", "--cache-rule", "smg", "--cache-threshold", "0.5", "--balance-abs-threshold", "32",
 			"--balance-rel-threshold", "1.2", "--eviction-interval", "60", "--max-tree-size", "1000000"}, nil, "",
-			policy.CacheAwareConfig{Rule: "smg", LoadCost: 256, CacheThreshold: 0.5, BalanceAbsThreshold: 32, BalanceRelThreshold: 1.2, MaxTreeSize: 1000000, EvictionInterval: time.Minute}},
+			policy.CacheAwareConfig{Rule: "smg", LoadCost: 256, LoadSlack: 2, CacheThreshold: 0.5, BalanceAbsThreshold: 32, BalanceRelThreshold: 1.2, MaxTreeSize: 1000000, EvictionInterval: time.Minute}},
 		{"alias --cache-match-threshold", []string{"--cache-match-threshold", "0.6"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.CacheThreshold = 0.6 })},
 		{"alias --eviction-interval-secs", []string{"--eviction-interval-secs", "30"}, nil, "", with(func(c *policy.CacheAwareConfig) { c.EvictionInterval = 30 * time.Second })},
 		{"alias from its variable", nil, map[string]string{"MESHGW_EVICTION_INTERVAL_SECS": "45"}, "", with(func(c *policy.CacheAwareConfig) { c.EvictionInterval = 45 * time.Second })},

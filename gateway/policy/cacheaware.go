@@ -29,6 +29,7 @@ func CacheRules() []string { return []string{RuleCost, RuleSMG} }
 const (
 	DefaultCacheRule           = RuleCost
 	DefaultLoadCost            = 256
+	DefaultLoadSlack           = 2
 	DefaultCacheThreshold      = 0.3
 	DefaultBalanceAbsThreshold = 64
 	DefaultBalanceRelThreshold = 1.5
@@ -45,6 +46,11 @@ type CacheAwareConfig struct {
 	// request in flight at a worker weighs as much as. Default 256; negative: 0 (load only
 	// breaks ties).
 	LoadCost float64
+	// LoadSlack (--cache-load-slack), for RuleCost: how many requests in flight above the least
+	// loaded candidate's cost nothing, so that load differences as small as the noise of
+	// requests starting and ending (and of the fleet-wide load's age) do not move a request
+	// off the worker holding its text. Default 2; negative: 0.
+	LoadSlack int64
 	// CacheThreshold (--cache-threshold): a request goes to the worker whose known prefix
 	// matches its routing text best when the match covers more than this share of the text.
 	// Default 0.3; negative: 0.
@@ -77,6 +83,11 @@ func (c *CacheAwareConfig) setDefaults() {
 		c.Rule = DefaultCacheRule
 	}
 	orZero(&c.LoadCost, DefaultLoadCost)
+	if c.LoadSlack == 0 {
+		c.LoadSlack = DefaultLoadSlack
+	} else if c.LoadSlack < 0 {
+		c.LoadSlack = 0
+	}
 	orZero(&c.CacheThreshold, DefaultCacheThreshold)
 	orZero(&c.BalanceRelThreshold, DefaultBalanceRelThreshold)
 	if c.BalanceAbsThreshold == 0 {
@@ -193,7 +204,7 @@ func (p *cacheAware) Pick(c []*pool.Worker, r *Request) *pool.Worker {
 	if p.cfg.Rule == RuleSMG {
 		i = choose(&p.cfg, s.blocks.Len, s.matches, s.loads)
 	} else {
-		i = chooseCost(p.cfg.LoadCost, &s.blocks, s.ids, s.matches, s.loads)
+		i = chooseCost(p.cfg.LoadCost, p.cfg.LoadSlack, &s.blocks, s.ids, s.matches, s.loads)
 	}
 	now := p.now()
 	if p.routes == nil {
@@ -243,19 +254,24 @@ func choose(cfg *CacheAwareConfig, textLen int, matches []prefixindex.Match, loa
 
 // chooseCost returns the index of the candidate of least cost, a candidate's cost being the
 // bytes of routing text it lacks (the text's length less its match) plus loadCost per request
-// in flight. Ties go to the longer match, then the lower load, then the entry holding less text
+// in flight beyond slack requests more than the least loaded candidate's. Ties go to the longer match, then the lower load, then the entry holding less text
 // (the most room in its cache, as SMG sends a miss: new sessions spread over the caches), then
 // the highest rendezvous score of the text's first block and the worker: so gateways that see
 // the same new text at once, before any knows where another sent it, agree on one worker, and
 // different texts spread over the idle ones.
-func chooseCost(loadCost float64, b *prefixindex.Blocks, ids []prefixindex.Worker, matches []prefixindex.Match, loads []int64) int {
+func chooseCost(loadCost float64, slack int64, b *prefixindex.Blocks, ids []prefixindex.Worker, matches []prefixindex.Match, loads []int64) int {
 	var key uint64
 	if len(b.Hashes) > 0 {
 		key = b.Hashes[0]
 	}
-	best, bestCost := 0, float64(b.Len-matches[0].Len)+loadCost*float64(loads[0])
+	free := loads[0] // the least load, plus the slack
+	for _, l := range loads[1:] {
+		free = min(free, l)
+	}
+	free += slack
+	best, bestCost := 0, float64(b.Len-matches[0].Len)+loadCost*float64(max(0, loads[0]-free))
 	for i := 1; i < len(matches); i++ {
-		cost := float64(b.Len-matches[i].Len) + loadCost*float64(loads[i])
+		cost := float64(b.Len-matches[i].Len) + loadCost*float64(max(0, loads[i]-free))
 		switch {
 		case cost < bestCost:
 		case cost > bestCost:

@@ -62,10 +62,10 @@ func TestCacheAwareConfigDefaults(t *testing.T) {
 		want CacheAwareConfig
 	}{
 		{"zero takes the cost rule and SMG's thresholds", CacheAwareConfig{},
-			CacheAwareConfig{Rule: RuleCost, LoadCost: 256, CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5}},
-		{"negative asks for zero", CacheAwareConfig{LoadCost: -1, CacheThreshold: -1, BalanceAbsThreshold: -1, BalanceRelThreshold: -1}, CacheAwareConfig{Rule: RuleCost}},
-		{"given values stay", CacheAwareConfig{Rule: RuleSMG, LoadCost: 300, CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1},
-			CacheAwareConfig{Rule: RuleSMG, LoadCost: 300, CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}},
+			CacheAwareConfig{Rule: RuleCost, LoadCost: 256, LoadSlack: 2, CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5}},
+		{"negative asks for zero", CacheAwareConfig{LoadCost: -1, LoadSlack: -1, CacheThreshold: -1, BalanceAbsThreshold: -1, BalanceRelThreshold: -1}, CacheAwareConfig{Rule: RuleCost}},
+		{"given values stay", CacheAwareConfig{Rule: RuleSMG, LoadCost: 300, LoadSlack: 5, CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1},
+			CacheAwareConfig{Rule: RuleSMG, LoadCost: 300, LoadSlack: 5, CacheThreshold: 0.5, BalanceAbsThreshold: 8, BalanceRelThreshold: 1.1}},
 	}
 	for _, tt := range tests {
 		got := tt.in
@@ -374,51 +374,57 @@ func TestCacheAwareChooseCost(t *testing.T) {
 		return 1
 	})
 	first := slices.Index(ids, byScore[0])
-	tests := []struct {
+	type test = struct {
 		name     string
 		loadCost float64
 		matches  []m
 		loads    []int64
 		want     int
-	}{
-		{"idle: the longest match", 100, []m{{Len: 200}, {Len: 900}, {Len: 500}}, []int64{0, 0, 0}, 1},
-		{"the match outweighs a little load", 100, []m{{Len: 900}, {}, {}}, []int64{8, 0, 0}, 0},
-		{"load outweighs the match", 100, []m{{Len: 900}, {}, {}}, []int64{10, 0, 1}, 1},
-		{"the least cost among partial matches", 100, []m{{Len: 900}, {Len: 600}, {Len: 300}}, []int64{6, 2, 0}, 1},
-		{"equal cost: the longer match", 100, []m{{}, {Len: 900}, {Len: 100}}, []int64{0, 9, 1}, 1},
-		{"equal cost and match: the lower load", 100, []m{{Len: 500}, {Len: 500}, {Len: 500}}, []int64{3, 1, 2}, 1},
-		{"load cost 0: load only breaks ties", 0, []m{{Len: 900}, {Len: 899}}, []int64{1000, 0}, 0},
-		{"load cost 0, equal matches: the lower load", 0, []m{{Len: 500}, {Len: 500}}, []int64{7, 6}, 1},
-		{"full tie: the text's rendezvous winner, not the first", 100, []m{{}, {}, {}}, []int64{0, 0, 0}, first},
-		{"full tie at a load and a match", 100, []m{{Len: 64}, {Len: 64}, {Len: 64}}, []int64{4, 4, 4}, first},
+		slack    int64
+	}
+	tests := []test{
+		{"idle: the longest match", 100, []m{{Len: 200}, {Len: 900}, {Len: 500}}, []int64{0, 0, 0}, 1, 0},
+		{"the match outweighs a little load", 100, []m{{Len: 900}, {}, {}}, []int64{8, 0, 0}, 0, 0},
+		{"load outweighs the match", 100, []m{{Len: 900}, {}, {}}, []int64{10, 0, 1}, 1, 0},
+		{"the least cost among partial matches", 100, []m{{Len: 900}, {Len: 600}, {Len: 300}}, []int64{6, 2, 0}, 1, 0},
+		{"equal cost: the longer match", 100, []m{{}, {Len: 900}, {Len: 100}}, []int64{0, 9, 1}, 1, 0},
+		{"equal cost and match: the lower load", 100, []m{{Len: 500}, {Len: 500}, {Len: 500}}, []int64{3, 1, 2}, 1, 0},
+		{"load cost 0: load only breaks ties", 0, []m{{Len: 900}, {Len: 899}}, []int64{1000, 0}, 0, 0},
+		{"load cost 0, equal matches: the lower load", 0, []m{{Len: 500}, {Len: 500}}, []int64{7, 6}, 1, 0},
+		{"full tie: the text's rendezvous winner, not the first", 100, []m{{}, {}, {}}, []int64{0, 0, 0}, first, 0},
+		{"full tie at a load and a match", 100, []m{{Len: 64}, {Len: 64}, {Len: 64}}, []int64{4, 4, 4}, first, 0},
 	}
 	// Equal cost, match and load: the entry holding the least text, though the hash favours
 	// another.
 	held := make([]m, 3)
 	held[first].Held, held[(first+1)%3].Held, held[(first+2)%3].Held = 300, 100, 200
-	tests = append(tests, struct {
-		name     string
-		loadCost float64
-		matches  []m
-		loads    []int64
-		want     int
-	}{"equal cost, match and load: the least text held", 100, held, []int64{1, 1, 1}, (first + 1) % 3})
+	tests = append(tests, test{"equal cost, match and load: the least text held", 100, held, []int64{1, 1, 1}, (first + 1) % 3, 0})
+	// The slack: load up to slack requests above the least loaded candidate's costs nothing.
+	tests = append(tests,
+		test{"within the slack, the match stays", 100, []m{{Len: 900}, {Len: 750}, {}}, []int64{5, 3, 3}, 0, 2},
+		test{"the same without the slack moves", 100, []m{{Len: 900}, {Len: 750}, {}}, []int64{5, 3, 3}, 1, 0},
+		test{"without the slack, the load moves it", 100, []m{{Len: 900}, {Len: 700}, {}}, []int64{6, 3, 3}, 1, 0},
+		test{"past the slack, load counts from the slack's end", 100, []m{{Len: 900}, {Len: 700}, {}}, []int64{6, 3, 3}, 0, 2},
+		test{"past the slack and the match's worth, it moves", 100, []m{{Len: 900}, {Len: 700}, {}}, []int64{8, 3, 3}, 1, 2},
+		test{"equal matches within the slack: still the lower load", 100, []m{{Len: 500}, {Len: 500}, {Len: 500}}, []int64{5, 4, 6}, 1, 2},
+		test{"equal matches, loads past the slack: the least cost", 100, []m{{Len: 500}, {Len: 500}, {Len: 500}}, []int64{9, 4, 6}, 1, 2},
+	)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := chooseCost(tt.loadCost, &text, ids, tt.matches, tt.loads); got != tt.want {
+			if got := chooseCost(tt.loadCost, tt.slack, &text, ids, tt.matches, tt.loads); got != tt.want {
 				t.Errorf("chooseCost = %d, want %d", got, tt.want)
 			}
 		})
 	}
 	t.Run("one candidate", func(t *testing.T) {
-		if got := chooseCost(100, &text, ids[:1], []m{{}}, []int64{99}); got != 0 {
+		if got := chooseCost(100, 2, &text, ids[:1], []m{{}}, []int64{99}); got != 0 {
 			t.Errorf("chooseCost = %d, want 0", got)
 		}
 	})
 	t.Run("empty text", func(t *testing.T) {
 		var empty prefixindex.Blocks
 		empty.SetText(nil)
-		if got := chooseCost(100, &empty, ids, []m{{}, {}, {}}, []int64{2, 1, 3}); got != 1 {
+		if got := chooseCost(100, 2, &empty, ids, []m{{}, {}, {}}, []int64{2, 1, 3}); got != 1 {
 			t.Errorf("chooseCost = %d, want the least loaded, 1", got)
 		}
 	})
@@ -447,23 +453,31 @@ func TestCacheAwareCostTiesAgreeAndSpread(t *testing.T) {
 }
 
 // TestCacheAwareCostSpillsAPopularPrefix: the sessions of one system prompt stay on its worker
-// while its load costs less than the text the others lack, then spill to the least loaded.
+// while its load, beyond the slack, costs less than the text the others lack, then spill to
+// the least loaded.
 func TestCacheAwareCostSpillsAPopularPrefix(t *testing.T) {
-	c := workers(t, 4)
-	l := loads{}
-	p := mustNew(t, CacheAware, Options{Load: l, CacheAware: CacheAwareConfig{LoadCost: 512}})
-	sys := strings.Repeat("Follow the rules. ", 200) // 3,600 bytes: about 7 requests' worth
-	home := p.Pick(c, &Request{Prompt: chat(sys, "session 0")})
-	l[home]++
-	for i := 1; ; i++ {
-		w := p.Pick(c, &Request{Prompt: chat(sys, fmt.Sprintf("session %d", i))})
-		if w != home {
-			if n := l[home]; n < 6 || n > 8 {
-				t.Fatalf("spilled with %d in flight at home, want about 7", n)
+	for _, tt := range []struct {
+		slack        int64
+		atLeast, max int64
+	}{{-1, 6, 8}, {0, 8, 10}, {5, 11, 13}} { // 0: the default slack, 2
+		t.Run(fmt.Sprint("slack ", tt.slack), func(t *testing.T) {
+			c := workers(t, 4)
+			l := loads{}
+			p := mustNew(t, CacheAware, Options{Load: l, CacheAware: CacheAwareConfig{LoadCost: 512, LoadSlack: tt.slack}})
+			sys := strings.Repeat("Follow the rules. ", 200) // 3,600 bytes: about 7 requests' worth
+			home := p.Pick(c, &Request{Prompt: chat(sys, "session 0")})
+			l[home]++
+			for i := 1; ; i++ {
+				w := p.Pick(c, &Request{Prompt: chat(sys, fmt.Sprintf("session %d", i))})
+				if w != home {
+					if n := l[home]; n < tt.atLeast || n > tt.max {
+						t.Fatalf("spilled with %d in flight at home, want %d-%d", n, tt.atLeast, tt.max)
+					}
+					return
+				}
+				l[home]++
 			}
-			return
-		}
-		l[home]++
+		})
 	}
 }
 
