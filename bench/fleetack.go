@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -154,14 +156,34 @@ func startMeshGateway(ps *procs, o *Options, name, stateDir, join string) (*cont
 		base: "http://127.0.0.1:" + strconv.Itoa(ports[0])}, "127.0.0.1:" + strconv.Itoa(ports[2]), nil
 }
 
+// lastLogLines returns the last n lines of the log at path, quoted after " last: ", or "" when
+// it cannot be read: the work directory is removed at the end of a run, so an error carries
+// them.
+func lastLogLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	return fmt.Sprintf(" last: %q", strings.Join(lines, " | "))
+}
+
 // waitFormedBench waits until every gateway lists every other alive and the raft
-// configuration holds them all under one leader.
+// configuration holds them all under one leader. When it does not within the bound, the error
+// says what each gateway saw (or that it exited), with its log's path.
 func waitFormedBench(ctx context.Context, client *http.Client, gws []*controlGateway, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
+	seen := make([]string, len(gws)) // what each gateway answered last
 	formed := func() bool {
-		leader := ""
-		for _, g := range gws {
+		leader, all := "", true
+		for i, g := range gws {
+			if g.p.Exited() {
+				seen[i] = fmt.Sprintf("%s exited: %v (see %s)", g.base, g.p.Err(), g.log)
+				all = false
+				continue
+			}
 			var peers struct {
 				Peers []struct{ Status string } `json:"peers"`
 			}
@@ -169,8 +191,10 @@ func waitFormedBench(ctx context.Context, client *http.Client, gws []*controlGat
 				Leader  string     `json:"leader"`
 				Servers []struct{} `json:"servers"`
 			}
-			if getJSON(ctx, client, g.base+"/mesh/peers", &peers) != nil || getJSON(ctx, client, g.base+"/mesh/raft", &raft) != nil {
-				return false
+			if err := cmp.Or(getJSON(ctx, client, g.base+"/mesh/peers", &peers), getJSON(ctx, client, g.base+"/mesh/raft", &raft)); err != nil {
+				seen[i] = fmt.Sprintf("%s: %v (see %s)", g.base, err, g.log)
+				all = false
+				continue
 			}
 			alive := 0
 			for _, p := range peers.Peers {
@@ -178,17 +202,22 @@ func waitFormedBench(ctx context.Context, client *http.Client, gws []*controlGat
 					alive++
 				}
 			}
+			seen[i] = fmt.Sprintf("%s: %d alive, %d in raft, leader %q (see %s)", g.base, alive, len(raft.Servers), raft.Leader, g.log)
 			if alive != len(gws) || len(raft.Servers) != len(gws) || raft.Leader == "" || (leader != "" && raft.Leader != leader) {
-				return false
+				all = false
+				continue
 			}
 			leader = raft.Leader
 		}
-		return true
+		return all
 	}
 	for !formed() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d gateways did not form one cluster within %s", len(gws), within)
+			for i, g := range gws {
+				seen[i] += lastLogLines(g.log, 2)
+			}
+			return fmt.Errorf("%d gateways did not form one cluster within %s: %s", len(gws), within, strings.Join(seen, "; "))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
