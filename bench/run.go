@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/engine"
+	"github.com/meshgw/meshgw/test/loopport"
 	"github.com/meshgw/meshgw/test/proc"
 )
 
@@ -308,15 +308,12 @@ func firstOutput(ctx context.Context, bin string, args ...string) string {
 	return buf.String()
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a loopback port that was free a moment ago, for TCP and UDP, drawn below the
+// kernel's ephemeral range (loopport.Free): a port given by the kernel to a listener on port 0,
+// or to an outgoing connection (gateways probe each other several times a second), comes from
+// that range and could take it before the process it is meant for binds it. A routing row
+// lost a gateway so: "bind: address already in use" on its --rpc-port.
+func freePort() (int, error) { return loopport.Free(1) }
 
 // waitReady posts the chat body to t until it answers 200 with the completion marker, the
 // process exits, or the deadline passes.

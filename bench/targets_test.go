@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +99,33 @@ Showing top 2 nodes out of 137
 		"     0.20s  3.06% 64.62%      0.20s  3.06%  runtime.memmove"}
 	if d := cmp.Diff(want, parsePprofTop(out)); d != "" {
 		t.Errorf("parsePprofTop (-want +got):\n%s", d)
+	}
+}
+
+// TestFreePortIsBelowTheEphemeralRange: the harness's ports come from below the kernel's
+// ephemeral range, where no outgoing connection or listener on port 0 can take one before the
+// process it is meant for binds it (a routing row lost a gateway to "address already in use").
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no ephemeral port range to read:", err)
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for range 50 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p >= low && p <= high {
+			t.Fatalf("freePort gave %d, inside the ephemeral range %d-%d", p, low, high)
+		}
+		if seen[p] {
+			t.Fatalf("freePort gave %d twice", p)
+		}
+		seen[p] = true
 	}
 }
