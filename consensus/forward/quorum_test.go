@@ -2,10 +2,7 @@ package forward
 
 import (
 	"errors"
-	"net"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/consensustest"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // Raft's timings in these tests: consensustest's, times wanMultiplier, as --mesh-profile wan runs
@@ -102,42 +100,6 @@ func TestCutOffLeaderFailsWhileItStillLeads(t *testing.T) {
 	t.Logf("answered after %v and %v (%v)", first.Round(time.Millisecond), second.Round(time.Millisecond), nq)
 }
 
-// blackhole is a loopback address whose listener never accepts and whose accept queue is full:
-// the kernel drops every new SYN, as a cut link does, so a connection to it hangs until its
-// timeout.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	// Fill the accept queue (one connection with a backlog of 0), then check that the next
-	// connection hangs.
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err != nil {
-			break
-		}
-		t.Cleanup(func() { c.Close() })
-		if i == 8 {
-			t.Skip("this kernel does not drop connections to a listener with a full accept queue")
-		}
-	}
-	return addr
-}
-
 // TestCutOffWhileConnectingToTheLeader: a write sent just as its gateway is cut off, with no
 // connection to the leader yet, used to wait for that connection (the dial timeout, 3 s over a
 // WAN) before it found the cut. It now fails once the probe finds it, with a NoQuorumError:
@@ -147,7 +109,7 @@ func TestCutOffWhileConnectingToTheLeader(t *testing.T) {
 	lead := c.ready(t)
 	from := consensustest.Others(3, lead)[0]
 	c.Isolate(from)
-	hole := blackhole(t)
+	hole := testkit.UnansweredAddr(t)
 	self := c.Nodes[from].ID()
 	c.setOverride(func(id string) (string, bool, bool) { return hole, true, id != self })
 	start := time.Now()

@@ -1,6 +1,7 @@
 // Package testkit is what meshgw's tests share: waiting for a condition with a deadline,
 // letting fake time pass inside a testing/synctest bubble, a quiet logger, raft timeouts
-// short enough for a test, and a membership whose peers a test sets.
+// short enough for a test, a membership whose peers a test sets, and a loopback address whose
+// connections hang as over a cut link (UnansweredAddr).
 //
 // A test waits on a condition, never for time: For polls the condition on a short ticker until
 // it holds or the deadline passes, so the ticker bounds only how late a condition is noticed,
