@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -118,4 +119,38 @@ func (n *Node) CutOff() error {
 		return &NoQuorumError{Silence: s}
 	}
 	return nil
+}
+
+// UntilCutOff returns a context derived from ctx that ends, with cutOff's error as its cause,
+// once cutOff returns one: it is asked at once, then every poll while the context lasts. A
+// wait on a leader that a gateway cut off from the quorum cannot reach (a forwarded write, a
+// read barrier) ends with it when the gateway finds the cut. stop ends the watch and waits for
+// it; call it once the wait is over.
+func UntilCutOff(ctx context.Context, poll time.Duration, cutOff func() error) (wctx context.Context, stop func()) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	if err := cutOff(); err != nil {
+		cancel(err)
+		return wctx, func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+				if err := cutOff(); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	return wctx, func() {
+		cancel(nil)
+		<-done
+	}
 }

@@ -1,8 +1,11 @@
 package consensus
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/meshgw/meshgw/test/testkit"
 )
@@ -30,4 +33,45 @@ func TestLeaderSilence(t *testing.T) {
 	if !errors.As(err, &nq) || !errors.Is(err, ErrNoLeader) || nq.Silence < minSilenceLimit {
 		t.Errorf("CutOff: %v (%#v); want a NoQuorumError of at least %s that is ErrNoLeader", err, nq, minSilenceLimit)
 	}
+}
+
+// TestUntilCutOff: the context ends, with the verdict as its cause, at the first poll that
+// finds the node cut off (at once when it already is); stop ends a watch that found nothing,
+// without a cause.
+func TestUntilCutOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cut := &NoQuorumError{Silence: time.Second}
+		start := time.Now()
+		after := start.Add(120 * time.Millisecond)
+		verdict := func() error {
+			if time.Now().Before(after) {
+				return nil
+			}
+			return cut
+		}
+		wctx, stop := UntilCutOff(context.Background(), 50*time.Millisecond, verdict)
+		<-wctx.Done()
+		stop()
+		if got := time.Since(start); got != 150*time.Millisecond {
+			t.Errorf("the watch ended after %v; want at the first poll past the cut, 150ms", got)
+		}
+		var nq *NoQuorumError
+		if !errors.As(context.Cause(wctx), &nq) || nq != cut {
+			t.Errorf("cause %v; want the verdict", context.Cause(wctx))
+		}
+
+		wctx, stop = UntilCutOff(context.Background(), 50*time.Millisecond, verdict)
+		if !errors.As(context.Cause(wctx), &nq) {
+			t.Errorf("a node already cut off: cause %v; want the verdict at once", context.Cause(wctx))
+		}
+		stop()
+
+		after = time.Now().Add(time.Hour)
+		wctx, stop = UntilCutOff(context.Background(), 50*time.Millisecond, verdict)
+		testkit.Advance(time.Second)
+		stop()
+		if errors.As(context.Cause(wctx), &nq) {
+			t.Errorf("a watch that found nothing ended with %v", context.Cause(wctx))
+		}
+	})
 }

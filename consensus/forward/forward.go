@@ -287,18 +287,15 @@ func (f *Forwarder) forward(ctx context.Context, typ fsm.CommandType, data []byt
 // if the partition healed before its lease ran out): the write answers outcome unknown then,
 // and is not re-sent.
 func (f *Forwarder) local(ctx context.Context, typ fsm.CommandType, data []byte) (fsm.Result, error) {
-	lctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopWatch := f.watchCutOff(lctx, cancel)
+	lctx, stopWatch := f.untilCutOff(ctx)
 	res, err := f.node.ApplyEntry(lctx, typ, data, f.node.ID())
 	stopWatch()
-	var cut *cutOffWhileSent
-	if err != nil && ctx.Err() == nil && errors.As(context.Cause(lctx), &cut) {
+	if cut := cutOffCause(ctx, lctx); err != nil && cut != nil {
 		if errors.Is(err, consensus.ErrOutcomeUnknown) {
 			return res, fmt.Errorf("%w: this gateway led raft and was cut off from the quorum before the write committed (%v); it may apply if the partition heals first",
-				consensus.ErrOutcomeUnknown, cut.err)
+				consensus.ErrOutcomeUnknown, cut)
 		}
-		return res, cut.err // refused before it was appended: nothing written
+		return res, cut // refused before it was appended: nothing written
 	}
 	if errors.Is(err, consensus.ErrOutcomeUnknown) && !errors.Is(err, consensus.ErrShutdown) && ctx.Err() == nil {
 		return res, &unanswered{leader: f.node.ID(), err: err}
@@ -390,19 +387,17 @@ func (f *Forwarder) send(ctx context.Context, to *consensus.NotLeaderError, data
 // waiting: the answer cannot come before the partition heals, and the write answers outcome
 // unknown then rather than when ctx ends (a region cut off on a WAN). It is not re-sent.
 func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr string, data []byte) (*consensusv1.ApplyResponse, error) {
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopWatch := f.watchCutOff(cctx, cancel)
+	cctx, stopWatch := f.untilCutOff(ctx)
 	a, now, err := consensus.UntilLeaderMoves(cctx, f.node, f.log, leader, f.o.AttemptTimeout, f.o.LeaderPoll,
 		func(ctx context.Context) (*consensusv1.ApplyResponse, error) {
 			return lc.client.Apply(ctx, &consensusv1.ApplyRequest{Entry: data, From: f.node.ID()})
 		})
 	stopWatch()
-	var cut *cutOffWhileSent
+	cut := cutOffCause(ctx, cctx)
 	switch {
-	case err != nil && ctx.Err() == nil && errors.As(context.Cause(cctx), &cut):
+	case err != nil && cut != nil:
 		return nil, fmt.Errorf("%w: forwarded to %s at %s, and this gateway was cut off from the quorum before the answer came (%v); it may apply once the partition heals",
-			consensus.ErrOutcomeUnknown, leader, addr, cut.err)
+			consensus.ErrOutcomeUnknown, leader, addr, cut)
 	case now != "":
 		return nil, &unanswered{leader: leader, err: fmt.Errorf("%w: forwarded to %s at %s, which gave no answer within %v; %s leads now",
 			consensus.ErrOutcomeUnknown, leader, addr, f.o.AttemptTimeout, now)}
@@ -412,41 +407,20 @@ func (f *Forwarder) call(ctx context.Context, lc *leaderConn, leader, addr strin
 	return a, nil
 }
 
-// cutOffWhileSent is the cause with which call gives up a forwarded write when this node finds
-// itself cut off from the quorum.
-type cutOffWhileSent struct{ err error }
+// untilCutOff is consensus.UntilCutOff with this node's verdict (cutOff: the last probe of the
+// voters, quorum.go), asked every LeaderPoll.
+func (f *Forwarder) untilCutOff(ctx context.Context) (context.Context, func()) {
+	return consensus.UntilCutOff(ctx, f.o.LeaderPoll, f.cutOff)
+}
 
-func (c *cutOffWhileSent) Error() string { return c.err.Error() }
-
-// watchCutOff checks every LeaderPoll whether this node is cut off from the quorum (cutOff:
-// the last probe of the voters, quorum.go), and cancels the call with a *cutOffWhileSent when
-// it is. The returned stop ends the watch and waits for it.
-func (f *Forwarder) watchCutOff(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(f.o.LeaderPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-f.done:
-				return
-			case <-tick.C:
-				if err := f.cutOff(); err != nil {
-					cancel(&cutOffWhileSent{err: err})
-					return
-				}
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
+// cutOffCause is the *consensus.NoQuorumError with which wctx (untilCutOff of ctx) ended, nil
+// when it did not end, or ended with ctx.
+func cutOffCause(ctx, wctx context.Context) *consensus.NoQuorumError {
+	var nq *consensus.NoQuorumError
+	if ctx.Err() == nil && errors.As(context.Cause(wctx), &nq) {
+		return nq
 	}
+	return nil
 }
 
 // rpcError is an RPC that ended without the leader's answer. Unless ctx ended, the write may be
@@ -502,23 +476,20 @@ func (f *Forwarder) read(ctx context.Context, leader, addr string, a *consensusv
 	return fsm.Result{}, fmt.Errorf("%w: %s", consensus.ErrOutcomeUnknown, said(fmt.Sprintf("an answer this version does not know (%d)", a.Status)))
 }
 
-// ready connects cc if it is not connected, bounded by DialTimeout. A connection in transient
-// failure fails at once: the caller waits a poll and tries again.
 // readyUnlessCut is ready, given up (with the *consensus.NoQuorumError) once this node finds
 // itself cut off from the quorum: over a cut link the connection would wait out DialTimeout.
 func (f *Forwarder) readyUnlessCut(ctx context.Context, cc *grpc.ClientConn) error {
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopWatch := f.watchCutOff(rctx, cancel)
+	rctx, stopWatch := f.untilCutOff(ctx)
 	err := f.ready(rctx, cc)
 	stopWatch()
-	var cut *cutOffWhileSent
-	if err != nil && ctx.Err() == nil && errors.As(context.Cause(rctx), &cut) {
-		return cut.err
+	if cut := cutOffCause(ctx, rctx); err != nil && cut != nil {
+		return cut
 	}
 	return err
 }
 
+// ready connects cc if it is not connected, bounded by DialTimeout. A connection in transient
+// failure fails at once: the caller waits a poll and tries again.
 func (f *Forwarder) ready(ctx context.Context, cc *grpc.ClientConn) error {
 	ctx, cancel := context.WithTimeout(ctx, f.o.DialTimeout)
 	defer cancel()

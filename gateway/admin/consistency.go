@@ -63,36 +63,19 @@ const cutOffPoll = 50 * time.Millisecond
 // barrier is not begun then, and one in progress ends as soon as the cut is found; either
 // returns the writer's *consensus.NoQuorumError.
 func (h *Handler) runBarrier() error {
-	c, ok := h.cfg.Writer.(cutOffer)
-	if !ok {
-		bctx, cancel := context.WithTimeout(context.Background(), barrierBound)
-		defer cancel()
-		return h.cfg.Fleet.Barrier(bctx)
-	}
-	if err := c.CutOff(); err != nil {
-		return err
-	}
 	bctx, cancel := context.WithTimeout(context.Background(), barrierBound)
 	defer cancel()
-	wctx, stop := context.WithCancelCause(bctx)
-	defer stop(nil)
-	go func() {
-		t := time.NewTicker(cutOffPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case <-t.C:
-				if err := c.CutOff(); err != nil {
-					stop(err)
-					return
-				}
-			}
-		}
-	}()
-	err := h.cfg.Fleet.Barrier(wctx)
+	c, ok := h.cfg.Writer.(cutOffer)
+	if !ok {
+		return h.cfg.Fleet.Barrier(bctx)
+	}
+	wctx, stopWatch := consensus.UntilCutOff(bctx, cutOffPoll, c.CutOff)
+	defer stopWatch()
 	var nq *consensus.NoQuorumError
+	if errors.As(context.Cause(wctx), &nq) {
+		return nq // cut off already: the barrier is not begun
+	}
+	err := h.cfg.Fleet.Barrier(wctx)
 	if err != nil && errors.As(context.Cause(wctx), &nq) {
 		return nq
 	}
