@@ -123,24 +123,10 @@ func TestRoutingQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateways and engines for about 30 s")
 	}
-	bins := harness.Build(t)
-	report := filepath.Join(t.TempDir(), "report.json")
-	var out, errs bytes.Buffer
-	code := run(context.Background(), []string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false",
-		"-cachesync=false", "-wan=false", "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Routing bench.RoutingResult `json:"routing"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report: %v", err)
-	}
+	out := runQuick(t, &rep, "-cachesync=false", "-wan=false")
 	rr := rep.Routing
 	if rr.Status != "measured" || rr.Engines != 8 || len(rr.Rows) != 4 {
 		t.Fatalf("routing section: status %q, %d engines, %d rows; want measured, 8, 4", rr.Status, rr.Engines, len(rr.Rows))
@@ -163,8 +149,8 @@ func TestRoutingQuick(t *testing.T) {
 			t.Errorf("%s at %d: TTFT p50 %v, p99 %v, %v req/s", r.Policy, r.Gateways, r.TTFTP50Ms, r.TTFTP99Ms, r.RequestsPerSec)
 		}
 		row := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(r.Policy) + `\s+` + strconv.Itoa(r.Gateways) + `\s+\d\.\d\d\s+\d\.\d\d \(\d+/\d+\)`)
-		if !row.MatchString(out.String()) {
-			t.Errorf("the table has no row for %s at %d gateways:\n%s", r.Policy, r.Gateways, out.String())
+		if !row.MatchString(out) {
+			t.Errorf("the table has no row for %s at %d gateways:\n%s", r.Policy, r.Gateways, out)
 		}
 	}
 }
@@ -217,27 +203,13 @@ func TestWANQuick(t *testing.T) {
 	if ok, why := wan.Usable(); !ok {
 		t.Skip("no simulated WAN here: " + why)
 	}
-	bins := harness.Build(t)
-	report := filepath.Join(t.TempDir(), "report.json")
-	var out, errs bytes.Buffer
-	code := run(context.Background(), []string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false",
-		"-routing=false", "-cachesync=false", "-wan-failover=false", "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report}, &out, &errs)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		WAN bench.WANResult `json:"wan"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report: %v", err)
-	}
+	out := runQuick(t, &rep, "-routing=false", "-cachesync=false", "-wan-failover=false")
 	w := rep.WAN
 	if w.Status != "measured" || len(w.Errors) > 0 || w.Local == nil || len(w.Spill) != 3 || len(w.FleetAck) != 2 || w.Bulletin == nil || w.CacheIndex == nil {
-		t.Fatalf("wan section: %+v\nstdout:\n%s", w, out.String())
+		t.Fatalf("wan section: %+v\nstdout:\n%s", w, out)
 	}
 	if l := w.Link; l == nil || l.P50Ms < 2*w.DelayMs {
 		t.Errorf("link round trip %+v; want at least twice the one-way delay of %v ms", l, w.DelayMs)
@@ -262,8 +234,31 @@ func TestWANQuick(t *testing.T) {
 		t.Errorf("propagation: bulletins %+v, cache index %+v; want 12 and 6 samples, none lost", w.Bulletin, w.CacheIndex)
 	}
 	for _, line := range []string{"wan: local workers healthy: 1000 chats", "WAN: chats crossing regions, local workers healthy", "wan: bulletin propagation from"} {
-		if !strings.Contains(out.String(), line) {
-			t.Errorf("the table has no %q:\n%s", line, out.String())
+		if !strings.Contains(out, line) {
+			t.Errorf("the table has no %q:\n%s", line, out)
 		}
 	}
+}
+
+// runQuick runs the harness in its quick mode with the proxy, stream, health, mesh and control
+// sections off, the binaries built for the test, and args; it decodes the JSON report into rep
+// and returns what the harness printed.
+func runQuick(t *testing.T, rep any, args ...string) string {
+	t.Helper()
+	bins := harness.Build(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	var out, errs bytes.Buffer
+	args = append([]string{"-quick", "-no-proxy", "-no-stream", "-health=false", "-mesh=false", "-control=false"}, args...)
+	args = append(args, "-meshgw", bins.Meshgw, "-fakeworker", bins.Fakeworker, "-report", report)
+	if code := run(context.Background(), args, &out, &errs); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, rep); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	return out.String()
 }
