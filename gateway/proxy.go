@@ -472,15 +472,16 @@ func (c *call) touch(w *pool.Worker, status int, connErr bool) {
 // runs once: at the end of the handler, or when a relayed stream ends.
 func (c *call) finish() {
 	g := c.g
+	now := time.Now()
 	if g.cfg.RequestLog {
-		c.logRequest()
+		c.logRequest(now)
 	}
 	for i := 0; i < c.nTouch; i++ {
 		t := &c.touched[i]
 		g.cfg.OnOutcome(t.w, t.status, t.connErr)
 		t.w = nil
 	}
-	g.metrics.observe(int(c.route), c.status, time.Since(c.start).Seconds())
+	g.metrics.observe(int(c.route), c.status, now.Sub(c.start).Seconds())
 	if g.locCount != nil && c.lastW != nil {
 		g.locCount.inc(c.lastW.Region())
 	}

@@ -35,17 +35,18 @@ const (
 	outcomeDraining           = "draining"             // the gateway left the mesh after its drain (LeaveMesh)
 )
 
-// logRequest writes the request's record. It runs in finish, before the call is recycled.
-func (c *call) logRequest() {
+// logRequest writes the request's record, made at now. It runs in finish, before the call is
+// recycled, which reads the clock once for the record and the metrics.
+func (c *call) logRequest(now time.Time) {
 	g := c.g
-	d := time.Since(c.start)
+	d := now.Sub(c.start)
 	caps := capsString(c.meta.Caps)
 	if c.lastW == nil {
 		outcome := c.rejected
 		if outcome == "" {
 			outcome = rejectOutcome(c.status)
 		}
-		e := g.startRecord(msgRouteRejected)
+		e := g.startRecordAt(msgRouteRejected, now)
 		e.bytes("request_id", c.reqID)
 		e.str("path", c.route.Path())
 		e.flag("stream", c.meta.Stream)
@@ -56,7 +57,7 @@ func (c *call) logRequest() {
 		g.writeRecord(e)
 		return
 	}
-	e := g.startRecord(msgRouteCompleted)
+	e := g.startRecordAt(msgRouteCompleted, now)
 	e.bytes("request_id", c.reqID)
 	e.str("worker", c.lastW.URL)
 	e.str("path", c.route.Path())
@@ -72,11 +73,14 @@ func (c *call) logRequest() {
 
 // startRecord begins a record of the request log, made now: formatted by hand for
 // Config.RequestLogWriter, else as attributes for Config.RequestLogger.
-func (g *Gateway) startRecord(msg string) *recordEncoder {
+func (g *Gateway) startRecord(msg string) *recordEncoder { return g.startRecordAt(msg, time.Now()) }
+
+// startRecordAt is startRecord of a record made at t.
+func (g *Gateway) startRecordAt(msg string, t time.Time) *recordEncoder {
 	e := encoderPool.Get().(*recordEncoder)
 	e.b, e.attrs = e.b[:0], e.attrs[:0]
 	e.json, e.toSlog = g.cfg.RequestLogJSON, g.cfg.RequestLogWriter == nil
-	e.begin(time.Now(), msg)
+	e.begin(t, msg)
 	return e
 }
 

@@ -82,7 +82,7 @@ func benchRequestLog(b *testing.B, cfg Config) {
 	b.ReportAllocs()
 	cpu0 := cpuTime(b)
 	for b.Loop() {
-		c.logRequest()
+		c.logRequest(time.Now())
 	}
 	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }

@@ -175,6 +175,16 @@ func appendTextString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// textPlain holds the ASCII bytes TextHandler writes unquoted: printable ones but space, '='
+// and the quote (the backslash is plain), as slog's needsQuoting decides. A table read per byte
+// rather than four comparisons: every record checks about a hundred bytes.
+var textPlain = func() (t [utf8.RuneSelf]bool) {
+	for c := range byte(utf8.RuneSelf) {
+		t[c] = c == '\\' || (c != ' ' && c != '=' && jsonSafe(c))
+	}
+	return t
+}()
+
 func textNeedsQuoting(s string) bool {
 	if len(s) == 0 {
 		return true
@@ -182,7 +192,7 @@ func textNeedsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c != '\\' && (c == ' ' || c == '=' || !jsonSafe(c)) {
+			if !textPlain[c] {
 				return true
 			}
 			i++
