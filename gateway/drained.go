@@ -1,10 +1,6 @@
 package gateway
 
-import (
-	"time"
-
-	"github.com/valyala/fasthttp"
-)
+import "github.com/valyala/fasthttp"
 
 // codeDraining is the error code of the 503 a gateway that left the mesh answers.
 const codeDraining = "draining"
@@ -40,6 +36,6 @@ func (g *Gateway) writeLeft(ctx *fasthttp.RequestCtx, route int) {
 	var buf [64]byte
 	id := g.stampID(ctx, buf[:0])
 	if g.cfg.RequestLog {
-		g.logShed(routeLabel(route), id, fasthttp.StatusServiceUnavailable, ms(time.Since(ctx.Time())), outcomeDraining)
+		g.logShed(routeLabel(route), id, fasthttp.StatusServiceUnavailable, ctx.Time(), outcomeDraining)
 	}
 }

@@ -46,7 +46,7 @@ func (c *call) logRequest(now time.Time) {
 		if outcome == "" {
 			outcome = rejectOutcome(c.status)
 		}
-		e := g.startRecordAt(msgRouteRejected, now)
+		e := g.startRecord(msgRouteRejected, now)
 		e.bytes("request_id", c.reqID)
 		e.str("path", c.route.Path())
 		e.flag("stream", c.meta.Stream)
@@ -57,7 +57,7 @@ func (c *call) logRequest(now time.Time) {
 		g.writeRecord(e)
 		return
 	}
-	e := g.startRecordAt(msgRouteCompleted, now)
+	e := g.startRecord(msgRouteCompleted, now)
 	e.bytes("request_id", c.reqID)
 	e.str("worker", c.lastW.URL)
 	e.str("path", c.route.Path())
@@ -71,12 +71,9 @@ func (c *call) logRequest(now time.Time) {
 	g.writeRecord(e)
 }
 
-// startRecord begins a record of the request log, made now: formatted by hand for
+// startRecord begins a record of the request log, made at t: formatted by hand for
 // Config.RequestLogWriter, else as attributes for Config.RequestLogger.
-func (g *Gateway) startRecord(msg string) *recordEncoder { return g.startRecordAt(msg, time.Now()) }
-
-// startRecordAt is startRecord of a record made at t.
-func (g *Gateway) startRecordAt(msg string, t time.Time) *recordEncoder {
+func (g *Gateway) startRecord(msg string, t time.Time) *recordEncoder {
 	e := encoderPool.Get().(*recordEncoder)
 	e.b, e.attrs = e.b[:0], e.attrs[:0]
 	e.json, e.toSlog = g.cfg.RequestLogJSON, g.cfg.RequestLogWriter == nil
@@ -157,13 +154,15 @@ func rejectOutcome(status int) string {
 	return outcomeInvalidRequest
 }
 
-// logShed writes the route_rejected record of a request refused before a call began.
-func (g *Gateway) logShed(path string, id []byte, status int, durMS float64, outcome string) {
-	e := g.startRecord(msgRouteRejected)
+// logShed writes the route_rejected record of a request refused before a call began, which
+// started at start (the request's ctx.Time()).
+func (g *Gateway) logShed(path string, id []byte, status int, start time.Time, outcome string) {
+	now := time.Now()
+	e := g.startRecord(msgRouteRejected, now)
 	e.bytes("request_id", id)
 	e.str("path", path)
 	e.num("status", status)
-	e.float("duration_ms", durMS)
+	e.float("duration_ms", ms(now.Sub(start)))
 	e.str("outcome", outcome)
 	g.writeRecord(e)
 }
@@ -185,7 +184,7 @@ func (g *Gateway) shed(ctx *fasthttp.RequestCtx, route reqmeta.Route, status int
 	var buf [64]byte
 	id := g.stampID(ctx, buf[:0])
 	if g.cfg.RequestLog {
-		g.logShed(route.Path(), id, status, ms(time.Since(ctx.Time())), outcome)
+		g.logShed(route.Path(), id, status, ctx.Time(), outcome)
 	}
 }
 
