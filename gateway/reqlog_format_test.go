@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestRecordFormatMatchesSlog: a record formatted by hand is byte for byte what slog's
@@ -16,6 +17,11 @@ func TestRecordFormatMatchesSlog(t *testing.T) {
 		`q"uote`, `back\slash`, "tab\there", "nl\nhere", "cr\r", "\x00\x01\x1f\x7f", "héllo", "日本語",
 		"emoji 😀", "\u2028\u2029", "invalid \xff\xfe", "\u00a0nbsp", "\u200bzero width", "<html>&amp;",
 		"{\"json\":1}", "trailing\\"}
+	// Every ASCII byte between two plain ones, and alone: textNeedsQuoting decides by a table of
+	// them, which must agree with slog's needsQuoting byte for byte.
+	for c := range byte(utf8.RuneSelf) {
+		strs = append(strs, "a"+string(c)+"b", string(c))
+	}
 	floats := []float64{0, 0.001, 0.5, 1.234, 12.5, 999.999, 1234567.891, 1e20, 1e21, 1e-7, 3.0e-6}
 	ints := []int{0, 1, 200, -1, 1 << 40}
 	times := []time.Time{
