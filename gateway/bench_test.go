@@ -160,12 +160,10 @@ func startFastUpstream(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("ok ", 10) + `"}}],` +
-		`"usage":{"prompt_tokens":12,"completion_tokens":10,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8}}}`)
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if !bytes.Contains(ctx.PostBody(), []byte(`"stream":true`)) {
 			ctx.SetContentType("application/json")
-			ctx.SetBody(answer)
+			ctx.SetBody(benchAnswer)
 			return
 		}
 		ctx.SetContentType("text/event-stream")

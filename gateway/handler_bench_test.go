@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/meshgw/meshgw/gateway/logbatch"
+	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/worker"
+)
+
+// BenchmarkHandlerCost is what one plain chat request costs meshgw's own code, without the
+// kernel: the client, the gateway and a fast upstream run in this process and talk over
+// in-memory pipes (fasthttputil), one request at a time. The gateway runs as make bench's plain
+// rows run meshgw: round robin, the request log on and batched ("cache_aware": the default
+// policy, on this short prompt). "minimal" is the same path through
+// minproxy's handler (bench/cmd/minproxy): a fasthttp.Server and a HostClient, nothing else.
+// The difference of their cpu-ns/op (the process's CPU per request, client and upstream
+// included in both) is what meshgw adds to a bare fasthttp proxy, the gap make bench's plain
+// rows measure through the kernel and its noise.
+func BenchmarkHandlerCost(b *testing.B) {
+	for _, policy := range []string{"round_robin", "cache_aware"} {
+		b.Run("meshgw/"+policy, func(b *testing.B) {
+			benchHandler(b, func(b *testing.B, ln net.Listener, dial fasthttp.DialFunc) { serveBenchGateway(b, policy, ln, dial) })
+		})
+	}
+	b.Run("minimal", func(b *testing.B) { benchHandler(b, serveMinimalProxy) })
+}
+
+// serveBenchGateway serves a gateway with policy on ln whose one worker is dialed with dial.
+func serveBenchGateway(b *testing.B, policy string, ln net.Listener, dial fasthttp.DialFunc) {
+	out := logbatch.New(io.Discard, logbatch.Options{})
+	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Policy: policy,
+		RequestLog: true, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _, err := gw.Pool().Upsert(worker.Spec{URL: "http://upstream"}, pool.OriginLocal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := upstreamOf(w)
+	up.ready()
+	up.hc.Dial = dial
+	go func() { _ = gw.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		gw.cfg.ShutdownSettle = 0
+		_ = gw.Shutdown(ctx)
+		_ = out.Close()
+	})
+}
+
+// serveMinimalProxy serves minproxy's plain path on ln.
+func serveMinimalProxy(b *testing.B, ln net.Listener, dial fasthttp.DialFunc) {
+	hc := &fasthttp.HostClient{Addr: "upstream", Dial: dial, MaxConns: 2048, ReadBufferSize: 16 << 10,
+		WriteBufferSize: 16 << 10, NoDefaultUserAgentHeader: true, DisablePathNormalizing: true}
+	streamTrue := []byte(`"stream":true`)
+	srv := &fasthttp.Server{NoDefaultServerHeader: true, NoDefaultContentType: true,
+		ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10, Handler: func(ctx *fasthttp.RequestCtx) {
+			ctx.Request.SetHost(hc.Addr)
+			if bytes.Contains(ctx.PostBody(), streamTrue) {
+				ctx.Error("not benchmarked", fasthttp.StatusBadRequest)
+				return
+			}
+			if err := hc.Do(&ctx.Request, &ctx.Response); err != nil {
+				ctx.Error("upstream request failed", fasthttp.StatusBadGateway)
+			}
+		}}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Shutdown() })
+}
+
+// benchAnswer is a plain chat answer with the usage an engine reports.
+var benchAnswer = []byte(`{"id":"x","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"` +
+	"ok ok ok ok ok ok ok ok ok ok " + `"}}],` +
+	`"usage":{"prompt_tokens":12,"completion_tokens":10,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8}}}`)
+
+func benchHandler(b *testing.B, serve func(*testing.B, net.Listener, fasthttp.DialFunc)) {
+	upLn, proxyLn := fasthttputil.NewInmemoryListener(), fasthttputil.NewInmemoryListener()
+	upstream := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		ctx.SetContentType("application/json")
+		ctx.SetBody(benchAnswer)
+	}}
+	go func() { _ = upstream.Serve(upLn) }()
+	b.Cleanup(func() { _ = upstream.Shutdown() })
+	serve(b, proxyLn, func(string) (net.Conn, error) { return upLn.Dial() })
+
+	client := &fasthttp.HostClient{Addr: "gateway", Dial: func(string) (net.Conn, error) { return proxyLn.Dial() }}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	do := func() {
+		req.Reset()
+		req.SetRequestURI("http://gateway/v1/chat/completions")
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType("application/json")
+		req.SetBodyString(benchBody)
+		if err := client.Do(req, resp); err != nil || resp.StatusCode() != 200 || !bytes.Equal(resp.Body(), benchAnswer) {
+			b.Fatalf("status %d err %v body %q", resp.StatusCode(), err, resp.Body())
+		}
+	}
+	do() // connections made before the clock starts
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		do()
+	}
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
