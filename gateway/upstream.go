@@ -89,6 +89,7 @@ func (g *Gateway) newHostClient(host string, tls bool) *fasthttp.HostClient {
 		MaxIdleConnDuration:      upstreamIdleDuration,
 		ReadTimeout:              g.cfg.RequestTimeout,
 		WriteTimeout:             g.cfg.RequestTimeout,
+		Dial:                     lazyDeadlines(defaultDial(tls), deadlineSlack(g.cfg.RequestTimeout)),
 		ReadBufferSize:           upstreamBufferSize,
 		WriteBufferSize:          upstreamBufferSize,
 		NoDefaultUserAgentHeader: true,
