@@ -38,15 +38,13 @@ type lazyDeadlineConn struct {
 	read, write atomic.Int64
 }
 
-// lazyDeadlines wraps the connections dial makes.
-func lazyDeadlines(dial fasthttp.DialFunc, slack time.Duration) fasthttp.DialFunc {
-	return func(addr string) (net.Conn, error) {
-		c, err := dial(addr)
-		if err != nil || slack <= 0 {
-			return c, err
-		}
-		return &lazyDeadlineConn{Conn: c, slack: int64(slack)}, nil
+// lazyDeadline wraps c so that its deadlines are armed late, slack after the asked ones
+// (none when slack is 0).
+func lazyDeadline(c net.Conn, slack time.Duration) net.Conn {
+	if slack <= 0 {
+		return c
 	}
+	return &lazyDeadlineConn{Conn: c, slack: int64(slack)}
 }
 
 func (c *lazyDeadlineConn) SetReadDeadline(t time.Time) error {

@@ -12,16 +12,19 @@ type deadlineRecorder struct {
 	reads, writes []time.Time
 }
 
-func (r *deadlineRecorder) SetReadDeadline(t time.Time) error  { r.reads = append(r.reads, t); return nil }
-func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error { r.writes = append(r.writes, t); return nil }
+func (r *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	r.reads = append(r.reads, t)
+	return nil
+}
+func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	r.writes = append(r.writes, t)
+	return nil
+}
 
 func TestLazyDeadlineArmsLateAndSkipsWithinSlack(t *testing.T) {
 	rec := &deadlineRecorder{}
 	slack := 100 * time.Millisecond
-	c, err := lazyDeadlines(func(string) (net.Conn, error) { return rec, nil }, slack)("upstream:80")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := lazyDeadline(rec, slack)
 	now := time.Now()
 	t0 := now.Add(time.Minute)
 	_ = c.SetReadDeadline(t0)
@@ -93,7 +96,7 @@ func BenchmarkUpstreamDeadlines(b *testing.B) {
 	}
 	defer raw.Close()
 	const timeout = 30 * time.Minute
-	lazy, _ := lazyDeadlines(func(string) (net.Conn, error) { return raw, nil }, deadlineSlack(timeout))("")
+	lazy := lazyDeadline(raw, deadlineSlack(timeout))
 	for _, bc := range []struct {
 		name string
 		c    net.Conn

@@ -49,7 +49,7 @@ func serveBenchGateway(b *testing.B, policy string, ln net.Listener, dial fastht
 	}
 	up := upstreamOf(w)
 	up.ready()
-	up.hc.Dial = lazyDeadlines(dial, deadlineSlack(gw.cfg.RequestTimeout))
+	up.hc.Dial = upstreamDial(dial, deadlineSlack(gw.cfg.RequestTimeout))
 	go func() { _ = gw.Serve(ln) }()
 	b.Cleanup(func() {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"io"
+	"net"
 	"net/url"
 	"sync"
 	"time"
@@ -89,12 +90,24 @@ func (g *Gateway) newHostClient(host string, tls bool) *fasthttp.HostClient {
 		MaxIdleConnDuration:      upstreamIdleDuration,
 		ReadTimeout:              g.cfg.RequestTimeout,
 		WriteTimeout:             g.cfg.RequestTimeout,
-		Dial:                     lazyDeadlines(defaultDial(tls), deadlineSlack(g.cfg.RequestTimeout)),
+		Dial:                     upstreamDial(defaultDial(tls), deadlineSlack(g.cfg.RequestTimeout)),
 		ReadBufferSize:           upstreamBufferSize,
 		WriteBufferSize:          upstreamBufferSize,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
 		RetryIfErr:               retryStaleConn,
+	}
+}
+
+// upstreamDial wraps the connections dial makes so that their deadlines are armed lazily
+// (lazyDeadlineConn).
+func upstreamDial(dial fasthttp.DialFunc, slack time.Duration) fasthttp.DialFunc {
+	return func(addr string) (net.Conn, error) {
+		c, err := dial(addr)
+		if err != nil {
+			return nil, err
+		}
+		return lazyDeadline(c, slack), nil
 	}
 }
 
