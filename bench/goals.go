@@ -11,6 +11,7 @@ const (
 	goalCPUUsPerReq    = 30.0 // meshgw CPU µs per request, at most
 	goalAddedP50Ms     = 0.5  // meshgw p50 − direct p50, at most
 	goalStreamRatio    = 0.9  // meshgw streams/s ÷ HAProxy's, at least
+	goalMinproxyRatio  = 0.9  // the data plane's guard: meshgw ÷ minproxy, plain and streams, at least
 	goalAddedTTFBMs    = 1.0  // meshgw TTFB p50 − direct TTFB p50, at most
 	pacedMaxTTFBMs     = 50.0 // paced check: the first event comes before the first pause ends
 	pacedMinGapOfDelay = 0.5  // paced check: no gap shorter than half the delay (no bunching)
@@ -52,11 +53,16 @@ func computeGoals(r *Report) []Goal {
 		gs = append(gs, Goal{"meshgw req/s ÷ direct", fmt.Sprintf("%.2f", m.RPS/d.RPS), "", nil})
 	}
 	if mp := r.Proxy["minproxy"]; mp != nil && m != nil && mp.RPS > 0 {
-		v := fmt.Sprintf("%.2f", m.RPS/mp.RPS)
-		if mp.CPUUsPerReq != nil && m.CPUUsPerReq != nil {
-			v += fmt.Sprintf(" (CPU per request %.1f vs %.1f µs)", *m.CPUUsPerReq, *mp.CPUUsPerReq)
+		ratio := m.RPS / mp.RPS
+		v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m.RPS, mp.RPS)
+		if rounds := roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }); rounds != "" {
+			v += "; per round " + rounds
 		}
-		gs = append(gs, Goal{"meshgw req/s ÷ minproxy", v, "", nil})
+		if mp.CPUUsPerReq != nil && m.CPUUsPerReq != nil {
+			v += fmt.Sprintf("; CPU per request %.1f vs %.1f µs", *m.CPUUsPerReq, *mp.CPUUsPerReq)
+		}
+		gs = append(gs, Goal{"meshgw req/s ÷ minproxy", v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio),
+			met(ratio >= goalMinproxyRatio)})
 	}
 	if m != nil && m.CPUUsPerReq != nil {
 		v := fmt.Sprintf("%.1f µs", *m.CPUUsPerReq)
@@ -317,11 +323,16 @@ func streamGoals(s *StreamSection) []Goal {
 			fmt.Sprintf("≥ %.2f", goalStreamRatio), met(ratio >= goalStreamRatio)})
 	}
 	if mp := s.Minproxy; mp != nil && m != nil && mp.StreamsPerSec > 0 {
-		v := fmt.Sprintf("%.2f", m.StreamsPerSec/mp.StreamsPerSec)
-		if mp.CPUUsPerStream != nil && m.CPUUsPerStream != nil {
-			v += fmt.Sprintf(" (CPU per stream %.1f vs %.1f µs)", *m.CPUUsPerStream, *mp.CPUUsPerStream)
+		ratio := m.StreamsPerSec / mp.StreamsPerSec
+		v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m.StreamsPerSec, mp.StreamsPerSec)
+		if rounds := roundRatios(m.Rounds, mp.Rounds, func(r StreamRound) float64 { return r.StreamsPerSec }); rounds != "" {
+			v += "; per round " + rounds
 		}
-		gs = append(gs, Goal{"meshgw streams/s ÷ minproxy", v, "", nil})
+		if mp.CPUUsPerStream != nil && m.CPUUsPerStream != nil {
+			v += fmt.Sprintf("; CPU per stream %.1f vs %.1f µs", *m.CPUUsPerStream, *mp.CPUUsPerStream)
+		}
+		gs = append(gs, Goal{"meshgw streams/s ÷ minproxy", v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio),
+			met(ratio >= goalMinproxyRatio)})
 	}
 	if d != nil && m != nil {
 		added := m.TTFBP50Ms - d.TTFBP50Ms
@@ -349,4 +360,24 @@ func streamGoals(s *StreamSection) []Goal {
 			fmt.Sprintf("TTFB < %.0f ms, gaps ≥ %.0f ms", pacedMaxTTFBMs, pacedMinGapOfDelay*float64(s.PacedDelayMs)), met(ok)})
 	}
 	return gs
+}
+
+// roundRatios lists a ÷ b round by round ("0.83, 0.97, 0.65"): the rounds are interleaved, so
+// each pair ran under the same conditions, and their spread shows the machine's noise beside
+// the medians' ratio. "" when the rounds do not pair up.
+func roundRatios[R any](a, b []R, rate func(R) float64) string {
+	if len(a) == 0 || len(a) != len(b) {
+		return ""
+	}
+	var out []byte
+	for i := range a {
+		if rate(b[i]) <= 0 {
+			return ""
+		}
+		if i > 0 {
+			out = append(out, ", "...)
+		}
+		out = fmt.Appendf(out, "%.2f", rate(a[i])/rate(b[i]))
+	}
+	return string(out)
 }

@@ -34,6 +34,11 @@ func TestComputeGoals(t *testing.T) {
 			want: map[string]bool{"meshgw req/s ÷ HAProxy": false, "meshgw CPU per request": false,
 				"meshgw added latency p50, 64 connections": false, "meshgw: every response correct": false,
 				"meshgw streams/s ÷ HAProxy": false, "meshgw added TTFB p50": false, "meshgw: streams cut": false}},
+		{name: "the guard against minproxy, with its rounds",
+			rep: Report{Proxy: map[string]*ProxyTarget{"minproxy": {RPS: 1000, Rounds: []ProxyRound{{WrkResult: WrkResult{RPS: 1000}}, {WrkResult: WrkResult{RPS: 800}}}},
+				"meshgw": {RPS: 899, Rounds: []ProxyRound{{WrkResult: WrkResult{RPS: 899}}, {WrkResult: WrkResult{RPS: 760}}}}},
+				Stream: &StreamSection{Minproxy: stream(100, 1, 0), Meshgw: stream(90, 1, 0)}},
+			want: map[string]bool{"meshgw req/s ÷ minproxy": false, "meshgw streams/s ÷ minproxy": true}},
 		{name: "nothing compared without HAProxy",
 			rep:    Report{Proxy: map[string]*ProxyTarget{"direct": proxy(1000, 1, nil, 0), "meshgw": proxy(400, 1.5, f(25), 0)}},
 			want:   map[string]bool{"meshgw CPU per request": true},
@@ -154,5 +159,30 @@ func TestPrintBulletins(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMinproxyGuardShowsEachRound: the guard's line gives the ratio of each interleaved round
+// beside the medians' ratio, and leaves them out when the rounds do not pair up.
+func TestMinproxyGuardShowsEachRound(t *testing.T) {
+	round := func(rps float64) ProxyRound { return ProxyRound{WrkResult: WrkResult{RPS: rps}} }
+	rep := Report{Proxy: map[string]*ProxyTarget{
+		"minproxy": {RPS: 1000, Rounds: []ProxyRound{round(1000), round(800), round(1200)}},
+		"meshgw":   {RPS: 950, Rounds: []ProxyRound{round(950), round(520), round(1200)}}}}
+	value := func() string {
+		for _, g := range computeGoals(&rep) {
+			if g.Name == "meshgw req/s ÷ minproxy" {
+				return g.Value
+			}
+		}
+		t.Fatal("no guard line")
+		return ""
+	}
+	if got, want := value(), "0.95 (950 ÷ 1000; per round 0.95, 0.65, 1.00)"; got != want {
+		t.Errorf("guard line %q, want %q", got, want)
+	}
+	rep.Proxy["meshgw"].Rounds = rep.Proxy["meshgw"].Rounds[:2]
+	if got, want := value(), "0.95 (950 ÷ 1000)"; got != want {
+		t.Errorf("unpaired rounds: guard line %q, want %q", got, want)
 	}
 }
