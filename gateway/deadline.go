@@ -28,7 +28,8 @@ func deadlineSlack(d time.Duration) time.Duration { return min(d/64, maxDeadline
 // earlier than it by more than slack, and then arms it slack later than asked. So an attempt's
 // timeout fires between RequestTimeout and RequestTimeout + slack after it began, and a
 // connection in steady use moves its timers about once per slack instead of twice per request.
-// A zero deadline (none) and one in the past (an abort) are passed on as they are.
+// A zero deadline (none) is passed on at once, and one in the past (an abort) without slack,
+// unless the armed one already fires within slack of it.
 type lazyDeadlineConn struct {
 	net.Conn
 	slack int64
