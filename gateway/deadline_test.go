@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -107,5 +109,42 @@ func BenchmarkUpstreamDeadlines(b *testing.B) {
 				_ = bc.c.SetReadDeadline(time.Now().Add(timeout))
 			}
 		})
+	}
+}
+
+// TestReusedConnectionTimesOutWithinSlack: an upstream connection that served requests (so its
+// deadlines are armed and mostly left alone) still times out an attempt that gets no answer:
+// not before --request-timeout-secs, and within its slack after it, with the 504 a timeout
+// answers.
+func TestReusedConnectionTimesOutWithinSlack(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	e := newEnv(t, Config{Policy: "round_robin", RequestTimeout: timeout})
+	var served atomic.Int32
+	done := make(chan struct{})
+	e.upstream(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) <= 20 {
+			_, _ = w.Write([]byte(`{"object":"chat.completion"}`))
+			return
+		}
+		select { // the 21st request: no answer
+		case <-r.Context().Done():
+		case <-done:
+		}
+	})
+	t.Cleanup(func() { close(done) })
+	for i := range 20 {
+		if status, _, body := e.post("/v1/chat/completions", `{"model":"m"}`); status != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, status, body)
+		}
+	}
+	start := time.Now()
+	status, _, _ := e.post("/v1/chat/completions", `{"model":"m"}`)
+	took := time.Since(start)
+	if status != http.StatusGatewayTimeout {
+		t.Fatalf("the hung request answered %d, want 504", status)
+	}
+	// The lower bound is the point; the upper one leaves room for a loaded machine.
+	if took < timeout || took > timeout+deadlineSlack(timeout)+2*time.Second {
+		t.Errorf("the hung request took %v, want %v to %v plus scheduling", took, timeout, timeout+deadlineSlack(timeout))
 	}
 }
