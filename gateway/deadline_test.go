@@ -122,7 +122,7 @@ func TestReusedConnectionTimesOutWithinSlack(t *testing.T) {
 	var served atomic.Int32
 	done := make(chan struct{})
 	e.upstream(func(w http.ResponseWriter, r *http.Request) {
-		if served.Add(1) <= 20 {
+		if r.URL.Path != "/v1/chat/completions" || served.Add(1) <= 20 {
 			_, _ = w.Write([]byte(`{"object":"chat.completion"}`))
 			return
 		}
