@@ -75,7 +75,10 @@ func TestDiscoveryFromFakeEngine(t *testing.T) {
 			if got := l.pool.Get(id).ListedModels(); !slices.Equal(got, []string{model}) {
 				t.Errorf("listed models %q, want %q", got, model)
 			}
-			if len(l.logs.Lines("worker models discovered", model)) != 1 {
+			// The models are set in the pool before the line is logged: wait for the line.
+			announced := func() int { return len(l.logs.Lines("worker models discovered", model)) }
+			testkit.Within(t, 5*time.Second, "the discovery logged", func() bool { return announced() > 0 })
+			if announced() != 1 {
 				t.Errorf("want one line announcing the discovery:\n%s", l.logs.String())
 			}
 		})
