@@ -43,6 +43,12 @@ func startBenchGateway(b *testing.B, up string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	serveBench(b, gw, ln)
+	return ln.Addr().String()
+}
+
+// serveBench serves gw on ln until the benchmark ends, then shuts it down at once.
+func serveBench(b *testing.B, gw *Gateway, ln net.Listener) {
 	go func() { _ = gw.Serve(ln) }()
 	b.Cleanup(func() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -50,7 +56,6 @@ func startBenchGateway(b *testing.B, up string) string {
 		gw.cfg.ShutdownSettle = 0
 		_ = gw.Shutdown(ctx)
 	})
-	return ln.Addr().String()
 }
 
 func BenchmarkDirectChat(b *testing.B) { benchChat(b, startFastUpstream(b)) }

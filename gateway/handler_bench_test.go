@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"github.com/meshgw/meshgw/bench/minproxy"
 	"github.com/meshgw/meshgw/gateway/logbatch"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
@@ -22,7 +22,8 @@ import (
 // in-memory pipes (fasthttputil), one request at a time. The gateway runs as make bench's plain
 // rows run meshgw: round robin, the request log on and batched ("cache_aware": the default
 // policy, on this short prompt). "minimal" is the same path through
-// minproxy's handler (bench/cmd/minproxy): a fasthttp.Server and a HostClient, nothing else.
+// minproxy's handler (bench/minproxy, what make bench runs as minproxy): a fasthttp.Server and a
+// HostClient, nothing else.
 // The difference of their cpu-ns/op (the process's CPU per request, client and upstream
 // included in both) is what meshgw adds to a bare fasthttp proxy, the gap make bench's plain
 // rows measure through the kernel and its noise.
@@ -38,6 +39,7 @@ func BenchmarkHandlerCost(b *testing.B) {
 // serveBenchGateway serves a gateway with policy on ln whose one worker is dialed with dial.
 func serveBenchGateway(b *testing.B, policy string, ln net.Listener, dial fasthttp.DialFunc) {
 	out := logbatch.New(io.Discard, logbatch.Options{})
+	b.Cleanup(func() { _ = out.Close() }) // registered first, so run after the gateway's shutdown
 	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Policy: policy,
 		RequestLog: true, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched()})
 	if err != nil {
@@ -50,32 +52,14 @@ func serveBenchGateway(b *testing.B, policy string, ln net.Listener, dial fastht
 	up := upstreamOf(w)
 	up.ready()
 	up.hc.Dial = upstreamDial(dial, deadlineSlack(gw.cfg.RequestTimeout))
-	go func() { _ = gw.Serve(ln) }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		gw.cfg.ShutdownSettle = 0
-		_ = gw.Shutdown(ctx)
-		_ = out.Close()
-	})
+	serveBench(b, gw, ln)
 }
 
-// serveMinimalProxy serves minproxy's plain path on ln.
+// serveMinimalProxy serves minproxy's handler on ln, its one upstream dialed with dial.
 func serveMinimalProxy(b *testing.B, ln net.Listener, dial fasthttp.DialFunc) {
-	hc := &fasthttp.HostClient{Addr: "upstream", Dial: dial, MaxConns: 2048, ReadBufferSize: 16 << 10,
-		WriteBufferSize: 16 << 10, NoDefaultUserAgentHeader: true, DisablePathNormalizing: true}
-	streamTrue := []byte(`"stream":true`)
-	srv := &fasthttp.Server{NoDefaultServerHeader: true, NoDefaultContentType: true,
-		ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10, Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.Request.SetHost(hc.Addr)
-			if bytes.Contains(ctx.PostBody(), streamTrue) {
-				ctx.Error("not benchmarked", fasthttp.StatusBadRequest)
-				return
-			}
-			if err := hc.Do(&ctx.Request, &ctx.Response); err != nil {
-				ctx.Error("upstream request failed", fasthttp.StatusBadGateway)
-			}
-		}}
+	hc := minproxy.NewHostClient("upstream")
+	hc.Dial = dial
+	srv := minproxy.NewServer(minproxy.New([]*fasthttp.HostClient{hc}).Handle)
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Shutdown() })
 }
