@@ -4,15 +4,7 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
-
-// defaultDial is what HostClient dials with when its Dial is nil: fasthttp's default dialer,
-// after adding the scheme's port to an address without one.
-func defaultDial(tls bool) fasthttp.DialFunc {
-	return func(addr string) (net.Conn, error) { return fasthttp.Dial(fasthttp.AddMissingPort(addr, tls)) }
-}
 
 // maxDeadlineSlack bounds how late an upstream attempt's timeout may fire (lazyDeadlineConn).
 const maxDeadlineSlack = time.Second

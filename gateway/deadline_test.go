@@ -3,9 +3,12 @@ package gateway
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/worker"
 )
 
 // deadlineRecorder is a connection that records the deadlines set on it.
@@ -146,5 +149,35 @@ func TestReusedConnectionTimesOutWithinSlack(t *testing.T) {
 	// The lower bound is the point; the upper one leaves room for a loaded machine.
 	if took < timeout || took > timeout+deadlineSlack(timeout)+2*time.Second {
 		t.Errorf("the hung request took %v, want %v to %v plus scheduling", took, timeout, timeout+deadlineSlack(timeout))
+	}
+}
+
+// TestHTTPSWorkerOverLazyDeadlines: the upstream dial keeps TLS. An https worker answers
+// model requests through the gateway, TLS running over the connection wrapped for lazy
+// deadlines, and a later request reuses the connection.
+func TestHTTPSWorkerOverLazyDeadlines(t *testing.T) {
+	e := newEnv(t, Config{Policy: "round_robin"})
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"object":"chat.completion"}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	w := e.add(worker.Spec{URL: srv.URL})
+	up := upstreamOf(w)
+	up.ready()
+	up.hc.TLSConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig // trusts the test's certificate
+	for i := range 3 {
+		if status, hdr, body := e.post("/v1/chat/completions", `{"model":"m"}`); status != http.StatusOK || hdr.Get("X-Mesh-Worker") != string(w.ID) {
+			t.Fatalf("request %d: %d from %q: %s", i, status, hdr.Get("X-Mesh-Worker"), body)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d TLS connections for 3 requests in a row, want 1 kept alive", n)
 	}
 }

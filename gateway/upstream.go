@@ -99,6 +99,13 @@ func (g *Gateway) newHostClient(host string, tls bool) *fasthttp.HostClient {
 	}
 }
 
+// defaultDial is what HostClient dials with when its Dial is nil and a request has no timeout
+// of its own (meshgw's have none): fasthttp's default dialer, after adding the scheme's port to
+// an address without one.
+func defaultDial(tls bool) fasthttp.DialFunc {
+	return func(addr string) (net.Conn, error) { return fasthttp.Dial(fasthttp.AddMissingPort(addr, tls)) }
+}
+
 // upstreamDial wraps the connections dial makes so that their deadlines are armed lazily
 // (lazyDeadlineConn).
 func upstreamDial(dial fasthttp.DialFunc, slack time.Duration) fasthttp.DialFunc {
