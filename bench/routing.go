@@ -37,9 +37,13 @@ type RoutingOptions struct {
 	// The engines: Slots requests computed at once (4), a prefix cache of CacheBlocks blocks
 	// (1,024 of 64 bytes, 16 tokens), PrefillUs per uncached prompt token (200), DecodeUs per
 	// output token after the first (2,000), OutputTokens per answer (20).
-	Slots, CacheBlocks     int
-	PrefillUs, DecodeUs    float64
-	OutputTokens           int
+	Slots, CacheBlocks  int
+	PrefillUs, DecodeUs float64
+	OutputTokens        int
+	// CacheAnswers makes the engines also cache each finished answer after its prompt
+	// (fakeworker --cache-answers), as SGLang and vLLM keep generated tokens; by default they
+	// cache prompts only, as DESIGN.md section 16 specifies.
+	CacheAnswers           bool
 	Workload               routeload.Workload
 	InFlight               int     // sessions in flight (96)
 	FollowUpMatch          float64 // see routeload.Options (0.9)
@@ -89,6 +93,7 @@ type RoutingResult struct {
 	PrefillUsPerToken float64            `json:"prefill_us_per_token"`
 	DecodeUsPerToken  float64            `json:"decode_us_per_token"`
 	OutputTokens      int                `json:"output_tokens"`
+	CacheAnswers      bool               `json:"cache_answers"`
 	Workload          routeload.Workload `json:"workload"`
 	InFlight          int                `json:"in_flight"`
 	FollowUpMatch     float64            `json:"follow_up_match"`
@@ -126,15 +131,15 @@ type RoutingRow struct {
 func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) RoutingResult {
 	r.setDefaults()
 	res := RoutingResult{Status: "measured", Engines: r.Engines, Slots: r.Slots, CacheBlocks: r.CacheBlocks,
-		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens,
+		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens, CacheAnswers: r.CacheAnswers,
 		Workload: r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
 	res.What = fmt.Sprintf("%s; %d in flight, each turn to a gateway picked uniformly (no session key); "+
 		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
-		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens. "+
+		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens, %s. "+
 		"cached = the engines' cached ÷ prompt tokens; follow-ups cached = turns after the first whose cached tokens "+
 		"reach %g × the previous turn's prompt tokens; TTFT = client-side time to the first SSE event; "+
 		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), r.InFlight, r.Engines, r.Slots,
-		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, r.FollowUpMatch)
+		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, cachedWhat(r.CacheAnswers), r.FollowUpMatch)
 	script := r.Workload.Script()
 	// Every row runs its engines on the same ports: the worker ids, which hash-based policies
 	// hash, are then the same in every row, so that rows differ only by policy and gateways.
@@ -202,13 +207,21 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 	return engineCounters(ctx, client, engines, r.PrefillUs, row)
 }
 
+// cachedWhat says what the engines cache.
+func cachedWhat(answers bool) string {
+	if answers {
+		return "each finished answer cached after its prompt (as SGLang and vLLM keep generated tokens)"
+	}
+	return "prompts cached, answers not"
+}
+
 // startRoutingEngine starts one fake engine on port with the row's compute model and returns
 // its URL.
 func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name, node string, port int) (*proc.Proc, string, error) {
 	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--node-name", node, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
 		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
-		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64),
+		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64), "--cache-answers="+strconv.FormatBool(r.CacheAnswers),
 		"--faults", fmt.Sprintf(`{"stream_chunks":%d}`, r.OutputTokens))
 	if err != nil {
 		return nil, "", err

@@ -47,6 +47,7 @@ type options struct {
 	prefillUS   float64
 	decodeUS    float64
 	slots       int
+	answers     bool
 }
 
 const usageHead = `Usage: fakeworker [flags]
@@ -63,7 +64,9 @@ uncached tokens: its time to first token is the two waits. Each output token aft
 (each streamed chunk after the first; stream_chunks of them) takes the decode time. Tokens are
 bytes of text / 4, rounded up. The prompt is the routing text: a chat's message texts (text parts
 only) joined by one space, a completion's prompt, /generate's text, an embedding's input; only the
-prompt is cached, not the answer. Every answer reports usage.prompt_tokens and
+prompt is cached, not the answer, unless --cache-answers: then a finished answer is cached after
+its prompt, as SGLang's radix cache and vLLM's prefix cache keep generated tokens, and a chat's
+next turn, which repeats the answer, finds it cached. Every answer reports usage.prompt_tokens and
 usage.prompt_tokens_details.cached_tokens (0 without a cache; /generate: meta_info.cached_tokens
 in every event); a stream with "stream_options":{"include_usage":true} ends with a usage chunk
 (no choices) before [DONE]. With the model on, GET /_stats adds prompt_tokens, cached_tokens,
@@ -95,6 +98,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Float64Var(&o.prefillUS, "prefill-us-per-token", 0, "microseconds of prefill per uncached prompt token, before the first output token")
 	fs.Float64Var(&o.decodeUS, "decode-us-per-token", 0, "microseconds per output token after the first")
 	fs.IntVar(&o.slots, "slots", 0, "requests computed at once; the others wait in arrival order (0: no bound)")
+	fs.BoolVar(&o.answers, "cache-answers", false, "also cache each finished answer after its prompt, as SGLang and vLLM keep generated tokens")
 	level := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -157,7 +161,8 @@ const maxPerTokenUS = 1_000_000
 func (o *options) compute() fakeengine.Compute {
 	us := func(v float64) time.Duration { return time.Duration(v * float64(time.Microsecond)) }
 	return fakeengine.Compute{CacheBlocks: o.cacheBlocks, BlockChars: o.blockChars,
-		PrefillPerToken: us(o.prefillUS), DecodePerToken: us(o.decodeUS), Slots: o.slots}
+		PrefillPerToken: us(o.prefillUS), DecodePerToken: us(o.decodeUS), Slots: o.slots,
+		CacheAnswers: o.answers}
 }
 
 // run is the whole command; it returns the exit status.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -125,9 +126,22 @@ func TestHTTPModeStartLineAndControl(t *testing.T) {
 	}
 }
 
-// TestComputeFlags: the flags reach the engine; a repeated prompt is answered from its cache.
+// TestComputeFlags: the flags reach the engine; a repeated prompt is answered from its cache,
+// and with --cache-answers the cache keeps each answer after its prompt.
 func TestComputeFlags(t *testing.T) {
-	line, stop := startRun(t, "--cache-blocks", "16", "--slots", "2", "--prefill-us-per-token", "0.5", "--decode-us-per-token", "1")
+	// The prompt and its answer ("fake answer from fake-PORT to: " and 40 bytes of the prompt)
+	// are 3 full blocks; the prompt alone, 2.
+	for _, c := range []struct {
+		flags  []string
+		blocks int
+	}{{nil, 2}, {[]string{"--cache-answers"}, 3}} {
+		t.Run(fmt.Sprint(c.flags), func(t *testing.T) { testComputeFlags(t, c.flags, c.blocks) })
+	}
+}
+
+func testComputeFlags(t *testing.T, flags []string, wantBlocks int) {
+	args := append([]string{"--cache-blocks", "16", "--slots", "2", "--prefill-us-per-token", "0.5", "--decode-us-per-token", "1"}, flags...)
+	line, stop := startRun(t, args...)
 	defer stop()
 	m := startLine.FindStringSubmatch(line)
 	if m == nil {
@@ -170,8 +184,8 @@ func TestComputeFlags(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
-	if err != nil || st.PromptTokens != 66 || st.CachedTokens != 32 || st.CacheBlocks != 2 {
-		t.Errorf("GET /_stats: %+v, %v; want 66 prompt tokens, 32 cached, 2 blocks", st, err)
+	if err != nil || st.PromptTokens != 66 || st.CachedTokens != 32 || st.CacheBlocks != wantBlocks {
+		t.Errorf("GET /_stats: %+v, %v; want 66 prompt tokens, 32 cached, %d blocks", st, err, wantBlocks)
 	}
 }
 

@@ -26,6 +26,11 @@ type Compute struct {
 	// Slots is how many requests are computed at once; the others wait in arrival order
 	// (0: no bound).
 	Slots int
+	// CacheAnswers caches a finished request's answer after its prompt, as SGLang's radix
+	// cache (cache_finished_req) and vLLM's prefix cache (full blocks of generated tokens) do:
+	// the next turn of a chat, whose prompt repeats the answer, finds it cached. Without it
+	// only prompts are cached.
+	CacheAnswers bool
 }
 
 // modeled reports whether any knob of c is set (BlockChars alone changes nothing).
@@ -63,6 +68,14 @@ func (e *Engine) admit(ctx context.Context, text string) (tokenUsage, error) {
 		return u, err
 	}
 	return u, nil
+}
+
+// cacheAnswer caches seq, a finished request's prompt and answer as the next turn's prompt
+// will repeat them (answerSequence: empty when the engine does not cache answers).
+func (e *Engine) cacheAnswer(seq string) {
+	if seq != "" {
+		e.cache.admit(seq)
+	}
 }
 
 // finish frees the slot of an admitted request, counting how long it held it.

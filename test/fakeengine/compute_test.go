@@ -385,3 +385,41 @@ func TestFaultsStillApplyWithCompute(t *testing.T) {
 		}
 	})
 }
+
+// With CacheAnswers, a finished answer is cached after its prompt, as SGLang and vLLM keep
+// generated tokens: the next turn of the chat, which repeats the answer, finds the prompt and
+// the answer cached (whole blocks), whether the answer was streamed or not. Without it only
+// the previous prompt is.
+func TestCacheAnswersCachesTheNextTurnsPrompt(t *testing.T) {
+	system, user, next := strings.Repeat("s", 255), strings.Repeat("u", 256), strings.Repeat("n", 100)
+	msg := func(role, content string) string { return `{"role":"` + role + `","content":"` + content + `"}` }
+	for _, c := range []struct {
+		name    string
+		answers bool
+		stream  string
+	}{{"answers cached, streamed", true, `"stream":true,`}, {"answers cached, plain", true, ""}, {"prompts only", false, ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(Config{NodeName: "n1", Compute: Compute{CacheBlocks: 100, CacheAnswers: c.answers}})
+			defer e.Close()
+			first := `{"model":"fake-model",` + c.stream + `"messages":[` + msg("system", system) + `,` + msg("user", user) + `]}`
+			if err := e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(first)}, newRecSink()); err != nil {
+				t.Fatal(err)
+			}
+			answer := AnswerText("n1", user)
+			second := `{"model":"fake-model","messages":[` + msg("system", system) + `,` + msg("user", user) + `,` +
+				msg("assistant", answer) + `,` + msg("user", next) + `]}`
+			sink := newRecSink()
+			if err := e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(second)}, sink); err != nil {
+				t.Fatal(err)
+			}
+			// The first prompt is 512 bytes, 8 blocks; with its answer, 512 + 1 + len(answer).
+			want := 512 / 4
+			if c.answers {
+				want = (512 + 1 + len(answer)) / DefaultBlockChars * DefaultBlockChars / 4
+			}
+			if u := decodeUsage(t, sink.sent[0].p); u.Usage == nil || u.Usage.PromptTokensDetails.CachedTokens != want {
+				t.Errorf("second turn's usage %s, want %d cached tokens", sink.sent[0].p, want)
+			}
+		})
+	}
+}

@@ -47,6 +47,10 @@ type reply struct {
 	body        []byte   // a non-streamed answer
 	events      [][]byte // a streamed answer: one SSE payload per chunk, without the final [DONE]
 	tokens      int      // output tokens: the first tokens events of a stream carry one each
+	// sequence is the prompt followed by the answer as the next turn's routing text repeats
+	// them (a chat's messages are joined by one space), what an engine that caches answers
+	// keeps once the request finishes; empty for an embedding.
+	sequence string
 }
 
 var doneEvent = []byte("[DONE]")
@@ -95,17 +99,29 @@ func (e *Engine) plan(p parsed, chunks int, u tokenUsage) reply {
 	case RouteChat:
 		a.prompt = lastUserMessage(&p.rb)
 		r = a.chat(p.stream)
+		r.sequence = e.answerSequence(p.text, " ", &a)
 	case RouteCompletions:
 		a.prompt = firstString(p.rb.Prompt)
 		r = a.completion(p.stream)
+		r.sequence = e.answerSequence(p.text, "", &a)
 	case RouteGenerate:
 		a.prompt = firstString(p.rb.Text)
 		r = a.generate(p.stream)
+		r.sequence = e.answerSequence(p.text, "", &a)
 	case RouteEmbeddings:
 		return a.embeddings(p.rb.Input)
 	}
 	r.tokens = chunks
 	return r
+}
+
+// answerSequence is the prompt, sep and the answer, when the engine caches answers ("" when
+// it does not).
+func (e *Engine) answerSequence(prompt, sep string, a *answer) string {
+	if e.cache == nil || !e.cfg.Compute.CacheAnswers {
+		return ""
+	}
+	return prompt + sep + a.text()
 }
 
 // answer holds what every shape of one answer shares.

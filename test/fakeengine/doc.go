@@ -25,9 +25,11 @@
 //     waits for the prefill of its uncached tokens (its time to first token is the two waits);
 //     each further output token takes the decode time. Tokens are bytes of text / 4. The prompt
 //     is the routing text: a chat's message texts joined by one space, a completion's prompt,
-//     /generate's text, an embedding's input; only the prompt is cached, not the answer. Every
-//     answer reports usage.prompt_tokens and usage.prompt_tokens_details.cached_tokens (vLLM's
-//     shape; 0 without a cache), /generate SGLang's meta_info.cached_tokens in every event, and
+//     /generate's text, an embedding's input; only the prompt is cached, not the answer, unless
+//     CacheAnswers (then a finished answer is cached after its prompt, as SGLang and vLLM keep
+//     generated tokens, so a chat's next turn finds it). Every answer reports
+//     usage.prompt_tokens and usage.prompt_tokens_details.cached_tokens (vLLM's shape; 0 without
+//     a cache), /generate SGLang's meta_info.cached_tokens in every event, and
 //     a stream with stream_options.include_usage ends with a chunk of usage and no choices.
 //  7. /_stats counts probes (GET /health, gRPC Check and Watch, ZMQ HELLO) and model requests,
 //     split by X-Mesh-Gateway (gRPC metadata x-mesh-gateway or GenerateRequest.gateway; the

@@ -56,6 +56,9 @@ func (e *Engine) serve(ctx context.Context, req modelRequest, out sink) error {
 		if err := e.sleepFor(ctx, nil, e.decodeTime(r.tokens)); err != nil {
 			return err
 		}
+		if f.CutStreamAfter == 0 {
+			e.cacheAnswer(r.sequence) // before the client can read the answer and send the next turn
+		}
 		return deliverBody(r, f.CutStreamAfter > 0, out)
 	}
 	return e.deliverStream(ctx, r, f, out)
@@ -106,6 +109,8 @@ func (e *Engine) deliverStream(ctx context.Context, r reply, f Faults, out sink)
 		ev := doneEvent
 		if i < len(r.events) {
 			ev = r.events[i]
+		} else {
+			e.cacheAnswer(r.sequence) // finished: before [DONE], after which the next turn may come
 		}
 		if err := out.send(ev); err != nil {
 			return err
