@@ -34,9 +34,11 @@ const (
 // prompt: an engine that does not report its cache (vLLM without
 // --enable-prompt-tokens-details, where prompt_tokens_details is null) is not counted.
 //
-// It reads backwards from the end, where the report is, and stops at the first one it can read
-// or at the start of the last JSON event of a stream ("data: {"): the report of a stream is in
-// its last event, and a stream that reports nothing costs only its last event's bytes.
+// It reads backwards from the end, where the report is, and stops at the first usage or
+// meta_info key, whether or not its report can be read (an answer that does not report its
+// cache costs only the bytes after its usage key), or at the start of the last JSON event of a
+// stream ("data: {"): the report of a stream is in its last event, and a stream that reports
+// nothing costs only its last event's bytes.
 func Scan(b []byte) (Tokens, bool) {
 	if len(b) > Window {
 		b = b[len(b)-Window:]
@@ -59,8 +61,11 @@ func Scan(b []byte) (Tokens, bool) {
 			default:
 				continue
 			}
-			if t, ok := readReport(b, end, flat); ok {
-				return t, true
+			if t, ok, key := readReport(b, end, flat); key {
+				// The last usage or meta_info key is the answer's report (or its stream's
+				// last): one that cannot be read, null or without a cached count, ends the
+				// search, as an earlier one belongs to a nested object or an earlier event.
+				return t, ok
 			}
 		case ':':
 			if j := skipSpace(b, i+1); i >= 4 && string(b[i-4:i]) == "data" && j < len(b) && b[j] == '{' {
@@ -87,11 +92,12 @@ func keyPosition(b []byte, i int) bool {
 	return true
 }
 
-// readReport reads `: {...}` at i, the value after a usage or meta_info key.
-func readReport(b []byte, i int, flat bool) (Tokens, bool) {
+// readReport reads `: {...}` at i, the value after a usage or meta_info key: the report, whether
+// it was read, and whether a colon follows at all (whether the text before i was a key).
+func readReport(b []byte, i int, flat bool) (Tokens, bool, bool) {
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
-		return Tokens{}, false
+		return Tokens{}, false, false
 	}
 	i = skipSpace(b, i+1)
 	var prompt, cached uint64
@@ -121,9 +127,9 @@ func readReport(b []byte, i int, flat bool) (Tokens, bool) {
 		return skipValue(b, v)
 	})
 	if !ok || !hasPrompt || !hasCached || cached > prompt {
-		return Tokens{}, false
+		return Tokens{}, false, true
 	}
-	return Tokens{Prompt: prompt, Cached: cached}, true
+	return Tokens{Prompt: prompt, Cached: cached}, true, true
 }
 
 // members walks the object that opens at i, calling member with each key and the offset of its

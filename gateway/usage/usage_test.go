@@ -13,6 +13,11 @@ const (
 		`"completion_tokens":8,"total_tokens":128,"prompt_tokens_details":{"cached_tokens":96}},"prompt_logprobs":null}`
 	sglangBody = `{"text":"hi","meta_info":{"id":"x","finish_reason":{"type":"stop","matched":null},"prompt_tokens":50,` +
 		`"weight_version":"default","completion_tokens":3,"cached_tokens":32,"e2e_latency":0.01}}`
+	// noDetailsBody is an answer that does not report its cache (vLLM without
+	// --enable-prompt-tokens-details, many OpenAI-compatible servers, make bench's upstream).
+	noDetailsBody = `{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"fake-model",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello! This is a fixed benchmark answer."},` +
+		`"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":6,"total_tokens":18}}`
 	chunk     = `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":null}` + "\n\n"
 	usageLast = `data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,` +
 		`"total_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}}` + "\n\ndata: [DONE]\n\n"
@@ -61,6 +66,13 @@ func TestScan(t *testing.T) {
 		{"exponent", `{"usage":{"prompt_tokens":1e3,"prompt_tokens_details":{"cached_tokens":4}}}`, Tokens{}, false},
 		{"huge", `{"usage":{"prompt_tokens":99999999999999999999999999,"prompt_tokens_details":{"cached_tokens":4}}}`, Tokens{}, false},
 		{"just too large", `{"usage":{"prompt_tokens":1099511627776,"prompt_tokens_details":{"cached_tokens":4}}}`, Tokens{}, false},
+		// The answer's own report is the last usage key: one without a cached count ends the
+		// search, and a nested object's usage before it is not the answer's.
+		{"the last report has no cached count", `{"tool":{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":5}}},` +
+			`"usage":{"prompt_tokens":12,"completion_tokens":6,"total_tokens":18}}`, Tokens{}, false},
+		{"the last report is null", `{"x":{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":5}}},"usage":null}`, Tokens{}, false},
+		// A "usage" that is not a key (an array's string) does not end it.
+		{"usage as a string in an array", `{"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":1}},"tags":["a","usage"]}`, Tokens{3, 1}, true},
 		{"usage before the window", `{"usage":{"prompt_tokens":2,"prompt_tokens_details":{"cached_tokens":2}},"text":"` + big + `"}`, Tokens{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,6 +170,7 @@ func BenchmarkScan(b *testing.B) {
 		in   []byte
 	}{
 		{"openai-body", []byte(openAIBody)},
+		{"no-details-body", []byte(noDetailsBody)},
 		{"sglang-body", []byte(sglangBody)},
 		{"stream-tail", stream},
 		{"100KB-body", long},
