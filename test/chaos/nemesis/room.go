@@ -284,13 +284,15 @@ func (r *room) stoppedLocked() int {
 // healed lets c go of its hold on the quorum (rules 2 and 3: its gateways run again and its
 // cuts are gone) while it still holds its gateways (rule 1) until they are back in the mesh.
 // A wipe keeps its target down until a leader confirmed it caught up: it votes for nobody
-// before.
+// before. A drain keeps its target down until it is back: it left raft, and comes back as a
+// non-voter that a leader must add and promote, while the raft view the room last read may
+// still name it a voter.
 func (r *room) healed(c *claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c.healedAt = time.Now()
 	c.stopped = nil
-	if !c.wipe {
+	if !c.wipe && c.kind != Drain {
 		c.down = nil
 	}
 	c.links = nil

@@ -258,3 +258,28 @@ func TestRoomOneWayCut(t *testing.T) {
 		}
 	}
 }
+
+// TestHealedDrainKeepsItsVoterDown: a drained gateway that runs again has left raft; it comes
+// back as a non-voter that a leader must add and promote. Until its fault is released (the
+// gateway back), the room counts its voter seat down, even while the raft view it last read
+// (refreshed only every 300 ms, kept while no gateway names a leader) still lists it: seed
+// 20261201 drained n4 and n5 while n1 was wiped, the view still named n2 to n5 voters, and a
+// forced leader change on n2 was let in; n2 then demoted n4 and n5, leaving n2 and n3, and with
+// n2's packets dropped raft had no leader for 45 s.
+func TestHealedDrainKeepsItsVoterDown(t *testing.T) {
+	voters := []string{"n2", "n3", "n4", "n5"}
+	drain := func(g, via string) *claim {
+		return &claim{kind: Drain, only: []string{g}, proc: []string{via}, down: []string{g}}
+	}
+	r := newRoom(five, nil)
+	held := []*claim{{kind: Wipe, only: []string{"n1"}, down: []string{"n1"}, wipe: true}, drain("n4", "n2"), drain("n5", "n3")}
+	for _, c := range held {
+		r.claims[c] = true
+	}
+	r.healed(held[1])
+	r.healed(held[2])
+	others := []string{"n1", "n3", "n4", "n5"}
+	if fits(held, cutOff(LeaderTransfer, []string{"n2"}, others), five, voters) {
+		t.Errorf("a forced leader change on n2 was let in beside two drains that ran again and a wipe: only n3 is left to vote")
+	}
+}
