@@ -253,6 +253,12 @@ func TestParsePrefix(t *testing.T) {
 		{"cut in a media field", `{"images":["dat`, Hints{}, "", false, chat | img, ""},
 		{"cut in an empty media field", `{"image":nu`, Hints{}, "", false, chat, ""},
 		{"cut after a media field opens", `{"videos":[ `, Hints{}, "", false, chat, ""},
+		// The cut may split a literal: found by FuzzParseWithHints in a clean-clone run.
+		{"cut in stream's true", `{"00000":"0","stream":tru`, Hints{}, "", false, chat, ""},
+		{"cut in stream's false", `{"model":"m","stream":f`, Hints{}, "m", false, chat, ""},
+		{"cut in model's null", `{"model":nu`, Hints{}, "", false, chat, ""},
+		{"a word no literal begins with", `{"stream":tx`, Hints{}, "", false, 0, "boolean"},
+		{"a model no null begins", `{"model":tr`, Hints{}, "", false, 0, "string"},
 		{"hint contradicts the prefix", `{"model":"a","x":"`, Hints{Model: []byte("b")}, "", false, 0, HeaderModel},
 		{"invalid JSON before the cut", `{"model":"a",]`, Hints{}, "", false, 0, "not valid JSON"},
 	}

@@ -237,6 +237,9 @@ func (s *scanner) model() error {
 	if s.i >= len(s.b) {
 		return s.fail("")
 	}
+	if s.cutLiteral("null") {
+		return errEnd{}
+	}
 	return &Error{Msg: "field \"model\" must be a string"}
 }
 
@@ -248,8 +251,10 @@ func (s *scanner) stream() error {
 		s.m.Stream, s.m.StreamSet = false, true
 	case s.lit("null"):
 		s.m.Stream, s.m.StreamSet = false, false
-	case s.i >= len(s.b) || (s.trunc && len(s.b)-s.i < 5):
+	case s.i >= len(s.b):
 		return s.fail("")
+	case s.cutLiteral("true", "false", "null"):
+		return errEnd{}
 	default:
 		return &Error{Msg: "field \"stream\" must be a boolean"}
 	}
@@ -477,6 +482,21 @@ func (s *scanner) digits() bool {
 		s.i++
 	}
 	return s.i > start
+}
+
+// cutLiteral reports whether the scan is of a truncated prefix whose cut split one of words:
+// what is left of the input is a proper prefix of it.
+func (s *scanner) cutLiteral(words ...string) bool {
+	if !s.trunc {
+		return false
+	}
+	rest := s.b[s.i:]
+	for _, w := range words {
+		if len(rest) < len(w) && w[:len(rest)] == string(rest) {
+			return true
+		}
+	}
+	return false
 }
 
 // lit consumes the literal word when it is next.
