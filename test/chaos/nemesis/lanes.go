@@ -241,7 +241,7 @@ func (n *Nemesis) claimFor(p plan, node *cluster.Node, rot int, o offer) (target
 		c.proc, c.stopped, c.down = []string{node.ID}, []string{node.ID}, []string{node.ID}
 		if p.kind == Wipe {
 			// Restarted from nothing inside a partition, it could not join: it needs calm.
-			c.proc, c.only, c.wipe = nil, []string{node.ID}, true
+			c.proc, c.only = nil, []string{node.ID}
 		}
 	case Drain:
 		// Sent through the first other gateway that runs, in no fault and not cut from the

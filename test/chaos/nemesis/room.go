@@ -25,7 +25,6 @@ type claim struct {
 	// down are the gateways out of raft (rule 3): stopped, or drained (its voter seat moves and
 	// it leaves), or wiped (it votes for nobody until a leader confirmed it caught up).
 	down []string
-	wipe bool // rule 4
 	// links are the pairs of gateways that cannot talk (both ways, or one way: raft needs both)
 	// while the fault holds (rule 3).
 	links [][2]string
@@ -292,7 +291,7 @@ func (r *room) healed(c *claim) {
 	defer r.mu.Unlock()
 	c.healedAt = time.Now()
 	c.stopped = nil
-	if !c.wipe && c.kind != Drain {
+	if c.kind != Wipe && c.kind != Drain {
 		c.down = nil
 	}
 	c.links = nil
@@ -380,7 +379,7 @@ func fits(held []*claim, c *claim, nodes, voters []string) bool {
 			return false // rule 1
 		}
 		stopped += len(h.stopped)
-		if c.wipe && h.wipe {
+		if c.kind == Wipe && h.kind == Wipe {
 			return false // rule 4
 		}
 	}

@@ -22,7 +22,7 @@ func cutOff(kind string, group, rest []string) *claim {
 }
 
 func wipe(g string) *claim {
-	return &claim{kind: Wipe, only: []string{g}, stopped: []string{g}, down: []string{g}, wipe: true}
+	return &claim{kind: Wipe, only: []string{g}, stopped: []string{g}, down: []string{g}}
 }
 
 // TestRoomRules: which faults the room lets hold together, on 5 gateways with voters n1, n2
@@ -57,7 +57,7 @@ func TestRoomRules(t *testing.T) {
 		{"a forced leader change while another voter is down", []*claim{kill("n3")}, cutOff(LeaderTransfer, []string{"n1"}, others("n1")), false},
 		{"a wipe of a gateway in a partition: it needs its gateway to itself", []*claim{cutOff(PartitionOne, []string{"n4"}, others("n4"))}, wipe("n4"), false},
 		{"two wipes: rule 4", []*claim{wipe("n4")}, wipe("n5"), false},
-		{"a wipe still rejoining keeps its voter down", []*claim{{kind: Wipe, only: []string{"n1"}, down: []string{"n1"}, wipe: true}}, kill("n2"), false},
+		{"a wipe still rejoining keeps its voter down", []*claim{{kind: Wipe, only: []string{"n1"}, down: []string{"n1"}}}, kill("n2"), false},
 		{"the bridge of a partition-majority is left alone", []*claim{{kind: PartitionMajority, net: []string{"n1"}, only: []string{"n3"}}}, kill("n3"), false},
 		{"engine faults: one per engine", []*claim{{kind: EngineHang, engines: []string{"e1"}}}, &claim{kind: EngineFlap, engines: []string{"e1"}}, false},
 		{"engine faults on two engines", []*claim{{kind: EngineHang, engines: []string{"e1"}}}, &claim{kind: EngineFlap, engines: []string{"e2"}}, true},
@@ -272,7 +272,7 @@ func TestHealedDrainKeepsItsVoterDown(t *testing.T) {
 		return &claim{kind: Drain, only: []string{g}, proc: []string{via}, down: []string{g}}
 	}
 	r := newRoom(five, nil)
-	held := []*claim{{kind: Wipe, only: []string{"n1"}, down: []string{"n1"}, wipe: true}, drain("n4", "n2"), drain("n5", "n3")}
+	held := []*claim{{kind: Wipe, only: []string{"n1"}, down: []string{"n1"}}, drain("n4", "n2"), drain("n5", "n3")}
 	for _, c := range held {
 		r.claims[c] = true
 	}
