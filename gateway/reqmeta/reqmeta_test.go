@@ -259,6 +259,8 @@ func TestParsePrefix(t *testing.T) {
 		{"cut in model's null", `{"model":nu`, Hints{}, "", false, chat, ""},
 		{"a word no literal begins with", `{"stream":tx`, Hints{}, "", false, 0, "boolean"},
 		{"a model no null begins", `{"model":tr`, Hints{}, "", false, 0, "string"},
+		{"cut in any field's literal", `{"temperature":nul`, Hints{}, "", false, chat, ""},
+		{"a word no literal begins, in any field", `{"temperature":ab`, Hints{}, "", false, 0, "invalid value"},
 		{"hint contradicts the prefix", `{"model":"a","x":"`, Hints{Model: []byte("b")}, "", false, 0, HeaderModel},
 		{"invalid JSON before the cut", `{"model":"a",]`, Hints{}, "", false, 0, "not valid JSON"},
 	}

@@ -336,7 +336,7 @@ func (s *scanner) value(content bool) error {
 	case s.lit("true"), s.lit("false"), s.lit("null"):
 		return nil
 	}
-	if s.trunc && len(s.b)-s.i < 5 {
+	if s.cutLiteral("true", "false", "null") {
 		return errEnd{}
 	}
 	return s.fail("invalid value")
