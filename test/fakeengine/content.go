@@ -130,6 +130,7 @@ type answer struct {
 	id      string
 	created int64
 	prompt  string // what the answer echoes
+	txt     string // text(), once made
 	chunks  int    // output tokens
 	usage   tokenUsage
 	// includeUsage adds a last chunk with the usage and no choices to a stream, as OpenAI and
@@ -137,7 +138,14 @@ type answer struct {
 	includeUsage bool
 }
 
-func (a *answer) text() string { return AnswerText(a.e.nodeName(), a.prompt) }
+// text is the answer's text (AnswerText), made once: the answer's shape and the sequence an
+// engine that caches answers keeps both use it.
+func (a *answer) text() string {
+	if a.txt == "" {
+		a.txt = AnswerText(a.e.nodeName(), a.prompt)
+	}
+	return a.txt
+}
 
 // appendUsage appends the usage object in OpenAI's shape, as vLLM fills it: the prompt's
 // cached tokens in prompt_tokens_details.
