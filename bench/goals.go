@@ -53,16 +53,8 @@ func computeGoals(r *Report) []Goal {
 		gs = append(gs, Goal{"meshgw req/s ÷ direct", fmt.Sprintf("%.2f", m.RPS/d.RPS), "", nil})
 	}
 	if mp := r.Proxy["minproxy"]; mp != nil && m != nil && mp.RPS > 0 {
-		ratio := m.RPS / mp.RPS
-		v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m.RPS, mp.RPS)
-		if rounds := roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }); rounds != "" {
-			v += "; per round " + rounds
-		}
-		if mp.CPUUsPerReq != nil && m.CPUUsPerReq != nil {
-			v += fmt.Sprintf("; CPU per request %.1f vs %.1f µs", *m.CPUUsPerReq, *mp.CPUUsPerReq)
-		}
-		gs = append(gs, Goal{"meshgw req/s ÷ minproxy", v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio),
-			met(ratio >= goalMinproxyRatio)})
+		gs = append(gs, guardGoal("meshgw req/s ÷ minproxy", m.RPS, mp.RPS,
+			roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }), "request", m.CPUUsPerReq, mp.CPUUsPerReq))
 	}
 	if m != nil && m.CPUUsPerReq != nil {
 		v := fmt.Sprintf("%.1f µs", *m.CPUUsPerReq)
@@ -323,16 +315,8 @@ func streamGoals(s *StreamSection) []Goal {
 			fmt.Sprintf("≥ %.2f", goalStreamRatio), met(ratio >= goalStreamRatio)})
 	}
 	if mp := s.Minproxy; mp != nil && m != nil && mp.StreamsPerSec > 0 {
-		ratio := m.StreamsPerSec / mp.StreamsPerSec
-		v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m.StreamsPerSec, mp.StreamsPerSec)
-		if rounds := roundRatios(m.Rounds, mp.Rounds, func(r StreamRound) float64 { return r.StreamsPerSec }); rounds != "" {
-			v += "; per round " + rounds
-		}
-		if mp.CPUUsPerStream != nil && m.CPUUsPerStream != nil {
-			v += fmt.Sprintf("; CPU per stream %.1f vs %.1f µs", *m.CPUUsPerStream, *mp.CPUUsPerStream)
-		}
-		gs = append(gs, Goal{"meshgw streams/s ÷ minproxy", v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio),
-			met(ratio >= goalMinproxyRatio)})
+		gs = append(gs, guardGoal("meshgw streams/s ÷ minproxy", m.StreamsPerSec, mp.StreamsPerSec,
+			roundRatios(m.Rounds, mp.Rounds, func(r StreamRound) float64 { return r.StreamsPerSec }), "stream", m.CPUUsPerStream, mp.CPUUsPerStream))
 	}
 	if d != nil && m != nil {
 		added := m.TTFBP50Ms - d.TTFBP50Ms
@@ -360,6 +344,21 @@ func streamGoals(s *StreamSection) []Goal {
 			fmt.Sprintf("TTFB < %.0f ms, gaps ≥ %.0f ms", pacedMaxTTFBMs, pacedMinGapOfDelay*float64(s.PacedDelayMs)), met(ok)})
 	}
 	return gs
+}
+
+// guardGoal is the data plane's guard, meshgw's rate m ÷ minproxy's mp at least
+// goalMinproxyRatio, with each round's ratio and the CPU per unit (request or stream) of both
+// when measured.
+func guardGoal(name string, m, mp float64, rounds, unit string, cpuM, cpuMp *float64) Goal {
+	ratio := m / mp
+	v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m, mp)
+	if rounds != "" {
+		v += "; per round " + rounds
+	}
+	if cpuM != nil && cpuMp != nil {
+		v += fmt.Sprintf("; CPU per %s %.1f vs %.1f µs", unit, *cpuM, *cpuMp)
+	}
+	return Goal{name, v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio), met(ratio >= goalMinproxyRatio)}
 }
 
 // roundRatios lists a ÷ b round by round ("0.83, 0.97, 0.65"): the rounds are interleaved, so
