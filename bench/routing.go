@@ -218,15 +218,20 @@ func cachedWhat(answers bool) string {
 // startRoutingEngine starts one fake engine on port with the row's compute model and returns
 // its URL.
 func startRoutingEngine(ctx context.Context, ps *procs, r *RoutingOptions, name, node string, port int) (*proc.Proc, string, error) {
-	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--node-name", node, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
-		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
-		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64), "--cache-answers="+strconv.FormatBool(r.CacheAnswers),
-		"--faults", fmt.Sprintf(`{"stream_chunks":%d}`, r.OutputTokens))
+	p, urls, err := ps.startURL(ctx, name, 1, r.FakeworkerBin, routingEngineArgs(r, node, port)...)
 	if err != nil {
 		return nil, "", err
 	}
 	return p, urls[0], nil
+}
+
+// routingEngineArgs is the fakeworker command line of one engine of the row: its compute model.
+func routingEngineArgs(r *RoutingOptions, node string, port int) []string {
+	return []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--node-name", node, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
+		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
+		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64), "--cache-answers=" + strconv.FormatBool(r.CacheAnswers),
+		"--faults", fmt.Sprintf(`{"stream_chunks":%d}`, r.OutputTokens)}
 }
 
 // startRoutingGateway starts one gateway routing to engines with the entry's policy and flags,

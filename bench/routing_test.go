@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -51,6 +52,21 @@ func TestRoutingTable(t *testing.T) {
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestRoutingEngineArgs: the engines get the standard compute model, and cache answers only
+// when asked (-routing-cache-answers).
+func TestRoutingEngineArgs(t *testing.T) {
+	for _, answers := range []bool{false, true} {
+		r := &RoutingOptions{CacheAnswers: answers}
+		r.setDefaults()
+		got := strings.Join(routingEngineArgs(r, "e1", 9001), " ")
+		want := fmt.Sprintf("--port 9001 --node-name e1 --log-level warn --slots 4 --cache-blocks 1024 "+
+			"--prefill-us-per-token 200 --decode-us-per-token 2000 --cache-answers=%v --faults {\"stream_chunks\":20}", answers)
+		if !strings.HasSuffix(got, want) {
+			t.Errorf("args %q, want them to end %q", got, want)
 		}
 	}
 }

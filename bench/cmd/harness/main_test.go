@@ -85,7 +85,7 @@ func TestParseFlagsRouting(t *testing.T) {
 		{"defaults are left to bench", nil, []string{"round_robin", "prefix_hash"}, nil, 0, nil},
 		{"quick", []string{"-quick"}, []string{"round_robin", "prefix_hash"}, []int{1, 3}, 40, nil},
 		{"policies with their own flags", []string{"-routing-policies", "round_robin, cache_aware --cache-scope local,cache_aware",
-			"-routing-gateways", "1,5", "-routing-gateway-flags", "--a 1 --b"},
+			"-routing-gateways", "1,5", "-routing-gateway-flags", "--a 1 --b", "-routing-cache-answers"},
 			[]string{"round_robin", "cache_aware --cache-scope local", "cache_aware"}, []int{1, 5}, 0, []string{"--a", "1", "--b"}},
 	}
 	for _, tt := range tests {
@@ -100,6 +100,9 @@ func TestParseFlagsRouting(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantPolicies, r.Policies); diff != "" {
 				t.Errorf("policies (-want +got):\n%s", diff)
+			}
+			if r.CacheAnswers != slices.Contains(tt.args, "-routing-cache-answers") {
+				t.Errorf("CacheAnswers %v", r.CacheAnswers)
 			}
 			if !slices.Equal(tt.wantGateways, r.Gateways) || r.Workload.Sessions != tt.wantSessions || !slices.Equal(tt.wantFlags, r.GatewayFlags) {
 				t.Errorf("gateways %v, sessions %d, flags %q", r.Gateways, r.Workload.Sessions, r.GatewayFlags)
