@@ -21,7 +21,6 @@ import (
 // Defaults of Config.
 const (
 	DefaultFlushInterval    = 20 * time.Millisecond
-	DefaultLoadInterval     = 100 * time.Millisecond
 	DefaultLoadRefresh      = 500 * time.Millisecond
 	DefaultLoadExpiry       = time.Second
 	DefaultMaxPendingBlocks = 1 << 16
@@ -50,7 +49,8 @@ type Config struct {
 	// FlushInterval is how often reports are sent and publications made (default 20 ms).
 	FlushInterval time.Duration
 	// LoadInterval is how often this gateway's load is reported when it changed (default
-	// 100 ms); LoadRefresh how often it is reported again unchanged while not zero (500 ms).
+	// FlushInterval: a worker's load is as fresh as its entry); LoadRefresh how often it is
+	// reported again unchanged while not zero (500 ms).
 	LoadInterval, LoadRefresh time.Duration
 	// LoadExpiry is how long an owner counts a reporter's last load report (default 1 s).
 	LoadExpiry time.Duration
@@ -70,7 +70,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.FlushInterval, DefaultFlushInterval)
-	def(&c.LoadInterval, DefaultLoadInterval)
+	def(&c.LoadInterval, c.FlushInterval)
 	def(&c.LoadRefresh, DefaultLoadRefresh)
 	def(&c.LoadExpiry, DefaultLoadExpiry)
 	if c.MaxPendingBlocks <= 0 {

@@ -96,3 +96,21 @@ func TestLoadIsFleetWide(t *testing.T) {
 	wa.Release()
 	testkit.Within(t, 5*time.Second, "c sees 0", func() bool { return c.sync.Load(wc) == 0 })
 }
+
+// A worker's load must be as fresh as its entry: reported every 100 ms while the index went out
+// every 20, the loads cache_aware weighed at 5 gateways were stale enough to move follow-up
+// turns off the worker holding their history (docs/performance.md, "Fresher loads").
+func TestLoadsAreReportedAsOftenAsTheIndex(t *testing.T) {
+	for _, flush := range []time.Duration{0, 50 * time.Millisecond} {
+		c := Config{FlushInterval: flush}
+		c.setDefaults()
+		if c.LoadInterval != c.FlushInterval {
+			t.Errorf("flush interval %v: loads are reported every %v, the index every %v", flush, c.LoadInterval, c.FlushInterval)
+		}
+	}
+	c := Config{LoadInterval: time.Second}
+	c.setDefaults()
+	if c.LoadInterval != time.Second {
+		t.Errorf("a given load interval became %v", c.LoadInterval)
+	}
+}
