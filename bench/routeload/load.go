@@ -71,8 +71,11 @@ type Result struct {
 	FollowUpsCached int     `json:"follow_ups_cached"`
 	FollowUpShare   float64 `json:"follow_up_share"`
 	// TTFT is the time from sending a turn to its first SSE event, over every answered turn.
-	TTFTP50Ms float64 `json:"ttft_p50_ms"`
-	TTFTP99Ms float64 `json:"ttft_p99_ms"`
+	// Its mean is what compares with the engines' mean wait and prefill: the difference is the
+	// time a turn spends outside the engine (client, gateway, network) before its first event.
+	TTFTP50Ms  float64 `json:"ttft_p50_ms"`
+	TTFTP99Ms  float64 `json:"ttft_p99_ms"`
+	TTFTMeanMs float64 `json:"ttft_mean_ms"`
 	// RequestsPerSec is Requests over DurationS, the time from the first turn sent to the last
 	// answer.
 	RequestsPerSec float64 `json:"requests_per_s"`
@@ -200,6 +203,13 @@ func (t *tally) result(elapsed time.Duration) Result {
 	r.RequestsPerSec = ratio(float64(t.requests), elapsed.Seconds())
 	slices.Sort(t.ttft)
 	r.TTFTP50Ms, r.TTFTP99Ms = ms(percentile(t.ttft, 0.50)), ms(percentile(t.ttft, 0.99))
+	if len(t.ttft) > 0 {
+		var sum time.Duration
+		for _, d := range t.ttft {
+			sum += d
+		}
+		r.TTFTMeanMs = ms(sum / time.Duration(len(t.ttft)))
+	}
 	return r
 }
 

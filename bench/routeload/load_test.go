@@ -91,8 +91,8 @@ func TestRunMeasuresCacheHits(t *testing.T) {
 			if r.PromptTokens < 36*512 || (tt.blocks == 0) != (r.CachedTokens == 0) {
 				t.Errorf("%d prompt tokens, %d cached", r.PromptTokens, r.CachedTokens)
 			}
-			if r.TTFTP50Ms <= 0 || r.TTFTP99Ms < r.TTFTP50Ms || r.RequestsPerSec <= 0 {
-				t.Errorf("TTFT p50 %v, p99 %v, %v req/s", r.TTFTP50Ms, r.TTFTP99Ms, r.RequestsPerSec)
+			if r.TTFTP50Ms <= 0 || r.TTFTP99Ms < r.TTFTP50Ms || r.TTFTMeanMs <= 0 || r.TTFTMeanMs > r.TTFTP99Ms || r.RequestsPerSec <= 0 {
+				t.Errorf("TTFT p50 %v, p99 %v, mean %v, %v req/s", r.TTFTP50Ms, r.TTFTP99Ms, r.TTFTMeanMs, r.RequestsPerSec)
 			}
 		})
 	}
