@@ -12,14 +12,15 @@ import (
 	"github.com/meshgw/meshgw/test/testkit"
 )
 
-// TestRequestLogFlag: by default and with --request-log, a model request gets one record in the
-// daemon's log, written by the time it has stopped (the records are batched); with
-// --request-log=false, none.
+// TestRequestLogFlag: with --request-log, a model request gets one record in the daemon's log,
+// written by the time it has stopped (the records are batched); by default and with
+// --request-log=false, none (issue 26's rule: on by default only if the data plane holds 0.9 of
+// minproxy with it on, which it does not: docs/performance.md, "The request log").
 func TestRequestLogFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want int
-	}{{[]string{"--request-log"}, 1}, {nil, 1}, {[]string{"--request-log=false"}, 0}} {
+	}{{[]string{"--request-log"}, 1}, {nil, 0}, {[]string{"--request-log=false"}, 0}} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			d := startDaemon(t, append([]string{"--ephemeral"}, tc.args...)...)
 			resp, err := http.Post(d.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
@@ -40,15 +41,15 @@ func TestRequestLogFlag(t *testing.T) {
 	}
 }
 
-// TestRequestLogLevel: the request log writes at INFO, so --log-level warn or above silences
-// it (the gateway then builds no record: gateway's TestRequestLogOff).
+// TestRequestLogLevel: the request log, when on, writes at INFO, so --log-level warn or above
+// silences it (the gateway then builds no record: gateway's TestRequestLogOff).
 func TestRequestLogLevel(t *testing.T) {
 	for _, tc := range []struct {
 		level string
 		want  bool
 	}{{"info", true}, {"debug", true}, {"warn", false}, {"error", false}} {
 		t.Run(tc.level, func(t *testing.T) {
-			o, err := parse([]string{"--log-level", tc.level}, nil)
+			o, err := parse([]string{"--request-log", "--log-level", tc.level}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,17 +62,17 @@ func TestRequestLogLevel(t *testing.T) {
 	}
 }
 
-// TestRequestLogRouteCompletedByDefault: with no flag about it, a request a worker answers gets
-// one route_completed record in the daemon's log, written by the time the daemon has stopped.
+// TestRequestLogRouteCompleted: with --request-log, a request a worker answers gets one
+// route_completed record in the daemon's log, written by the time the daemon has stopped.
 // (The JSON format of the records: gateway's TestRecordFormatMatchesSlog and request log
 // tests.)
-func TestRequestLogRouteCompletedByDefault(t *testing.T) {
+func TestRequestLogRouteCompleted(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"x","choices":[]}`)
 	}))
 	defer up.Close()
-	d := startDaemon(t, "--ephemeral", "--worker-urls", up.URL)
+	d := startDaemon(t, "--ephemeral", "--request-log", "--worker-urls", up.URL)
 	testkit.For(t, "the worker is routable", func() bool {
 		resp, err := http.Get(d.url + "/readiness")
 		if err != nil {
