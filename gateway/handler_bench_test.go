@@ -20,28 +20,34 @@ import (
 // BenchmarkHandlerCost is what one plain chat request costs meshgw's own code, without the
 // kernel: the client, the gateway and a fast upstream run in this process and talk over
 // in-memory pipes (fasthttputil), one request at a time. The gateway runs as make bench's plain
-// rows run meshgw: round robin, the request log on and batched ("cache_aware": the default
-// policy, on this short prompt). "minimal" is the same path through
+// rows run meshgw: round robin, the request log at its default, off ("cache_aware": the default
+// policy, on this short prompt; "request-log": the log on, batched). "minimal" is the same path through
 // minproxy's handler (bench/minproxy, what make bench runs as minproxy): a fasthttp.Server and a
 // HostClient, nothing else.
 // The difference of their cpu-ns/op (the process's CPU per request, client and upstream
 // included in both) is what meshgw adds to a bare fasthttp proxy, the gap make bench's plain
 // rows measure through the kernel and its noise.
 func BenchmarkHandlerCost(b *testing.B) {
-	for _, policy := range []string{"round_robin", "cache_aware"} {
-		b.Run("meshgw/"+policy, func(b *testing.B) {
-			benchHandler(b, func(b *testing.B, ln net.Listener, dial fasthttp.DialFunc) { serveBenchGateway(b, policy, ln, dial) })
+	for _, row := range []struct {
+		name, policy string
+		log          bool
+	}{{"round_robin", "round_robin", false}, {"cache_aware", "cache_aware", false}, {"round_robin/request-log", "round_robin", true}} {
+		b.Run("meshgw/"+row.name, func(b *testing.B) {
+			benchHandler(b, func(b *testing.B, ln net.Listener, dial fasthttp.DialFunc) {
+				serveBenchGateway(b, row.policy, row.log, ln, dial)
+			})
 		})
 	}
 	b.Run("minimal", func(b *testing.B) { benchHandler(b, serveMinimalProxy) })
 }
 
-// serveBenchGateway serves a gateway with policy on ln whose one worker is dialed with dial.
-func serveBenchGateway(b *testing.B, policy string, ln net.Listener, dial fasthttp.DialFunc) {
+// serveBenchGateway serves a gateway with policy on ln whose one worker is dialed with dial;
+// log turns the request log on, batched as the daemon writes it.
+func serveBenchGateway(b *testing.B, policy string, log bool, ln net.Listener, dial fasthttp.DialFunc) {
 	out := logbatch.New(io.Discard, logbatch.Options{})
 	b.Cleanup(func() { _ = out.Close() }) // registered first, so run after the gateway's shutdown
 	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Policy: policy,
-		RequestLog: true, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched()})
+		RequestLog: log, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched()})
 	if err != nil {
 		b.Fatal(err)
 	}
