@@ -62,7 +62,7 @@ gateway() {
   "$BIN/meshgw" --host 127.0.0.1 --port $((PORT + g)) --prometheus-port $((METRICS + g)) \
     --node-id "demo-$((g + 1))" --state-dir "$STATE" --mesh-profile local \
     --mesh-port $((MESH + 10 * g)) --raft-port $((MESH + 10 * g + 1)) --rpc-port $((MESH + 10 * g + 2)) \
-    --health-check-interval-secs 2 --policy cache_aware "$@" >"$LOGS/meshgw-$((g + 1)).log" 2>&1 &
+    --health-check-interval-secs 2 --policy cache_aware --request-log "$@" >"$LOGS/meshgw-$((g + 1)).log" 2>&1 &
   pids+=($!)
 }
 # wait_ready G: until demo-(G+1) answers /readiness, or say why not.
@@ -113,6 +113,7 @@ cached (cached_tokens):
     | grep -ioE '^x-mesh-(gateway|worker): [^[:space:]]+|"cached_tokens":[0-9]+'
   curl -s $G/workers                                # admin routes answer on loopback without a key
   curl -s $G/readiness; curl -s $G/status
+  grep -h msg=route_completed $LOGS/meshgw-*.log | tail -n 3   # the request log (--request-log; off by default)
   curl -s http://127.0.0.1:$METRICS/metrics | grep ^meshgw_worker_health
 
 Break an engine and watch every gateway route around it (demo-1 owns the engines: it alone

@@ -104,6 +104,8 @@ func TestDemoTryLinesWorkAsPrinted(t *testing.T) {
 			want = "meshgw_worker_health{"
 		case strings.Contains(cmd, "/readiness"):
 			want = `"status":"ready"`
+		case strings.Contains(cmd, "route_completed"):
+			want = "msg=route_completed"
 		case strings.Contains(cmd, `"error_status":500`):
 			// The line promises an open breaker: its own traffic must have opened it.
 			harness.WaitFor(t, 10*time.Second, "a breaker open on demo-1 after: "+cmd, func() bool {
