@@ -21,9 +21,9 @@ import (
 // kernel: the client, the gateway and a fast upstream run in this process and talk over
 // in-memory pipes (fasthttputil), one request at a time. The gateway runs as make bench's plain
 // rows run meshgw: round robin, the request log at its default, off ("cache_aware": the default
-// policy, on this short prompt; "request-log": the log on, batched). "minimal" is the same path through
-// minproxy's handler (bench/minproxy, what make bench runs as minproxy): a fasthttp.Server and a
-// HostClient, nothing else.
+// policy, on this short prompt; "request-log": the log on, batched). "minimal" is the same path
+// through minproxy's handler (bench/minproxy, what make bench runs as minproxy): a
+// fasthttp.Server and a HostClient, nothing else.
 // The difference of their cpu-ns/op (the process's CPU per request, client and upstream
 // included in both) is what meshgw adds to a bare fasthttp proxy, the gap make bench's plain
 // rows measure through the kernel and its noise.

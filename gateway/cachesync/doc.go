@@ -11,8 +11,8 @@
 //  2. Report. One loop per peer sends its batch every Config.FlushInterval (20 ms) over one
 //     long-lived client stream (meshgw.mesh.v1.CacheSync/Report), and this gateway's requests in
 //     flight to each of the peer's workers every Config.LoadInterval (the flush interval) when
-//     they changed, else every LoadRefresh (500 ms) while not zero. What cannot be sent is dropped and
-//     counted; the stream is opened again after a backoff.
+//     they changed, else every LoadRefresh (500 ms) while not zero. What cannot be sent is
+//     dropped and counted; the stream is opened again after a backoff.
 //  3. Own. The owner applies the reports of the workers it owns to its index and queues them
 //     for publication; it drops the others. It keeps each reporter's last load report per
 //     worker for Config.LoadExpiry (1 s) and evicts for its workers: its index's OnEvict
