@@ -18,6 +18,12 @@ import (
 	"github.com/meshgw/meshgw/test/proc"
 )
 
+// DefaultRoutingPolicies are the routing section's rows at each gateway count, comma-separated:
+// the four policies issue 28 compares, with cache_aware per gateway (--cache-scope local, as
+// SMG) beside the fleet-wide default, so that its targets (routingGoals) are read from make
+// bench.
+const DefaultRoutingPolicies = "round_robin,prefix_hash,cache_aware --cache-scope local,cache_aware"
+
 // RoutingOptions configure the routing-quality section: multi-turn sessions sharing a few long
 // system prompts, sprayed over G gateways with no session key, against fake engines that model
 // a prefix cache, prefill and decode times, and slots. Zero fields take the defaults in their
@@ -30,7 +36,7 @@ type RoutingOptions struct {
 	Gateways []int
 	// Policies are the rows of each gateway count: a policy name, optionally followed by more
 	// meshgw flags for it, space-separated ("cache_aware --cache-scope local"). Default
-	// round_robin and prefix_hash.
+	// DefaultRoutingPolicies.
 	Policies []string
 	// GatewayFlags are added to every gateway's command line.
 	GatewayFlags []string
@@ -59,7 +65,7 @@ func (r *RoutingOptions) setDefaults() {
 		r.Gateways = []int{1, 3, 5}
 	}
 	if len(r.Policies) == 0 {
-		r.Policies = []string{"round_robin", "prefix_hash"}
+		r.Policies = strings.Split(DefaultRoutingPolicies, ",")
 	}
 	r.Slots = cmp0(r.Slots, 4)
 	r.CacheBlocks = cmp0(r.CacheBlocks, 1024)
