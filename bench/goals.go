@@ -91,6 +91,7 @@ func computeGoals(r *Report) []Goal {
 	}
 	gs = append(gs, streamGoals(r.Stream)...)
 	gs = append(gs, controlGoals(r)...)
+	gs = append(gs, routingGoals(r.Routing)...)
 	gs = append(gs, cacheSyncGoals(r.CacheSync)...)
 	return append(gs, wanGoals(r.WAN)...)
 }

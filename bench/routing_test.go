@@ -70,3 +70,58 @@ func TestRoutingEngineArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingGoals: issue 28's targets are read at the largest gateway count with both
+// policies, cache_aware against round_robin and against its own row at 1 gateway; a verdict
+// only at 5 gateways or more; a failed row gives no goal.
+func TestRoutingGoals(t *testing.T) {
+	rowOf := func(policy string, g, followUps int, p50, p99, rps, cov float64) RoutingRow {
+		return RoutingRow{Policy: policy, Gateways: g, RequestsCoV: cov, Result: routeload.Result{Requests: 1800,
+			FollowUps: 1500, FollowUpsCached: followUps, FollowUpShare: float64(followUps) / 1500,
+			TTFTP50Ms: p50, TTFTP99Ms: p99, RequestsPerSec: rps}}
+	}
+	full := RoutingResult{Rows: []RoutingRow{
+		rowOf("round_robin", 1, 300, 300, 600, 250, 0),
+		rowOf("cache_aware", 1, 1480, 150, 280, 450, 0.05),
+		rowOf("round_robin", 5, 300, 300, 650, 245, 0.01),
+		rowOf("cache_aware --cache-scope local", 5, 1000, 180, 700, 300, 0.09),
+		rowOf("cache_aware", 5, 1447, 162, 269, 435, 0.05),
+	}}
+	verdicts := func(gs []Goal) string {
+		var b strings.Builder
+		for _, g := range gs {
+			v := "-"
+			if g.Met != nil {
+				v = fmt.Sprint(*g.Met)
+			}
+			fmt.Fprintf(&b, "%s=%s; ", g.Name, v)
+		}
+		return b.String()
+	}
+	want := "cache_aware follow-ups cached, 5 gateways=true; cache_aware follow-ups cached ÷ 1 gateway's, 5 gateways=true; " +
+		"cache_aware TTFT p50 ÷ round_robin's, 5 gateways=false; cache_aware TTFT p99, 5 gateways=true; " +
+		"cache_aware req/s ÷ round_robin's, 5 gateways=true; cache_aware CoV of requests per engine, 5 gateways=true; "
+	if got := verdicts(routingGoals(full)); got != want {
+		t.Errorf("goals:\n%s\nwant\n%s", got, want)
+	}
+
+	quick := RoutingResult{Rows: []RoutingRow{rowOf("round_robin", 3, 30, 100, 200, 50, 0), rowOf("cache_aware", 3, 30, 40, 90, 90, 0.4)}}
+	for _, g := range routingGoals(quick) {
+		if g.Met != nil || !strings.HasSuffix(g.Name, "3 gateways") {
+			t.Errorf("a quick run's %q got a verdict or the wrong count", g.Name)
+		}
+	}
+
+	failed := full
+	failed.Rows = append([]RoutingRow(nil), full.Rows...)
+	failed.Rows[4].Error = "5 gateways did not form one cluster"
+	if got := verdicts(routingGoals(failed)); !strings.Contains(got, "1 gateway") || strings.Contains(got, "5 gateways") {
+		t.Errorf("with the 5-gateway cache_aware row failed, the goals were read at: %s", got)
+	}
+	if got := verdicts(computeGoals(&Report{Routing: full})); !strings.Contains(got, want) {
+		t.Errorf("make bench's goals leave out the routing section's: %s", got)
+	}
+	if gs := routingGoals(notMeasured("skipped")); gs != nil {
+		t.Errorf("an unmeasured section gave goals %v", gs)
+	}
+}
