@@ -490,12 +490,15 @@ func cmpStr(s, def string) string {
 	return s
 }
 
+// verdict is a goal row's last column. A figure that was not measured has no row at all, so a
+// row without a verdict was measured, but not at the goal's scale or on its workload (a quick
+// run's smaller fleet, an open loop): it is "no verdict", not "not measured".
 func verdict(g Goal) string {
 	switch {
 	case g.Goal == "" && g.Met == nil:
 		return "(for scale)"
 	case g.Met == nil:
-		return "not measured"
+		return "no verdict"
 	case *g.Met:
 		return "met"
 	}
