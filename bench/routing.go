@@ -49,9 +49,13 @@ type RoutingOptions struct {
 	// CacheAnswers makes the engines also cache each finished answer after its prompt
 	// (fakeworker --cache-answers), as SGLang and vLLM keep generated tokens; by default they
 	// cache prompts only, as DESIGN.md section 16 specifies.
-	CacheAnswers           bool
-	Workload               routeload.Workload
-	InFlight               int     // sessions in flight (96)
+	CacheAnswers bool
+	Workload     routeload.Workload
+	InFlight     int // sessions in flight (96)
+	// SessionRate, above 0, plays the sessions as an open loop instead: they start at this
+	// rate per second (routeload.Options.SessionRate), so every policy is offered the same
+	// load. 0 is the standard workload's closed loop of InFlight sessions.
+	SessionRate            float64
 	FollowUpMatch          float64 // see routeload.Options (0.9)
 	RowTimeout, FormWithin time.Duration
 }
@@ -102,6 +106,7 @@ type RoutingResult struct {
 	CacheAnswers      bool               `json:"cache_answers"`
 	Workload          routeload.Workload `json:"workload"`
 	InFlight          int                `json:"in_flight"`
+	SessionRate       float64            `json:"session_rate,omitempty"`
 	FollowUpMatch     float64            `json:"follow_up_match"`
 	GatewayFlags      []string           `json:"gateway_flags"`
 	Rows              []RoutingRow       `json:"rows"`
@@ -138,13 +143,13 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 	r.setDefaults()
 	res := RoutingResult{Status: "measured", Engines: r.Engines, Slots: r.Slots, CacheBlocks: r.CacheBlocks,
 		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens, CacheAnswers: r.CacheAnswers,
-		Workload: r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
-	res.What = fmt.Sprintf("%s; %d in flight, each turn to a gateway picked uniformly (no session key); "+
+		Workload: r.Workload, InFlight: r.InFlight, SessionRate: r.SessionRate, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
+	res.What = fmt.Sprintf("%s; %s, each turn to a gateway picked uniformly (no session key); "+
 		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
 		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens, %s. "+
 		"cached = the engines' cached ÷ prompt tokens; follow-ups cached = turns after the first whose cached tokens "+
 		"reach %g × the previous turn's prompt tokens; TTFT = client-side time to the first SSE event; "+
-		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), r.InFlight, r.Engines, r.Slots,
+		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), loopWhat(r.InFlight, r.SessionRate), r.Engines, r.Slots,
 		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, cachedWhat(r.CacheAnswers), r.FollowUpMatch)
 	script := r.Workload.Script()
 	// Every row runs its engines on the same ports: the worker ids, which hash-based policies
@@ -207,10 +212,18 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 		bases = append(bases, g.base)
 	}
 	others := ps.startOthers()
-	row.Result = routeload.Run(ctx, script, routeload.Options{Gateways: bases, InFlight: r.InFlight,
+	row.Result = routeload.Run(ctx, script, routeload.Options{Gateways: bases, InFlight: r.InFlight, SessionRate: r.SessionRate,
 		FollowUpMatch: r.FollowUpMatch, Deadline: r.RowTimeout, Seed: r.Workload.Seed})
 	row.OthersCores = others.stop()
 	return engineCounters(ctx, client, engines, r.PrefillUs, row)
+}
+
+// loopWhat says how the sessions are played: a closed loop of inFlight, or an open one at rate.
+func loopWhat(inFlight int, rate float64) string {
+	if rate > 0 {
+		return fmt.Sprintf("sessions starting at %g a second (an open loop: Poisson arrivals, the same offered load under every policy)", rate)
+	}
+	return fmt.Sprintf("%d in flight (a closed loop: each session sends its next turn when the last ends)", inFlight)
 }
 
 // cachedWhat says what the engines cache.

@@ -112,6 +112,17 @@ func TestRoutingGoals(t *testing.T) {
 		}
 	}
 
+	open := full
+	open.SessionRate = 30
+	for _, g := range routingGoals(open) {
+		if g.Met != nil || !strings.HasSuffix(g.Name, "5 gateways, open loop of 30 sessions/s") {
+			t.Errorf("an open loop's %q got a verdict or does not say it is one", g.Name)
+		}
+		if v := verdict(g); v != "no verdict" {
+			t.Errorf("an open loop's %q printed as %q, want no verdict: it was measured", g.Name, v)
+		}
+	}
+
 	failed := full
 	failed.Rows = append([]RoutingRow(nil), full.Rows...)
 	failed.Rows[4].Error = "5 gateways did not form one cluster"

@@ -18,7 +18,9 @@ const (
 // routingGoals are the goal rows of the routing section, read at the largest gateway count
 // with both a cache_aware and a round_robin row: a verdict only at goalRoutingGateways
 // gateways or more (a quick run's 3 gives the figures alone), and none for a figure whose row
-// failed.
+// failed. An open loop (-routing-session-rate) gives the figures alone too: the targets are
+// read on the standard workload's closed loop, and under an open one both policies serve the
+// same offered rate.
 func routingGoals(v any) []Goal {
 	r, ok := v.(RoutingResult)
 	if !ok {
@@ -43,7 +45,7 @@ func routingGoals(v any) []Goal {
 	}
 	ca, rr, one := row(routingGoalPolicy, g), row(routingGoalBaselinePolicy, g), row(routingGoalPolicy, 1)
 	verdict := func(ok bool) *bool {
-		if g < goalRoutingGateways {
+		if g < goalRoutingGateways || r.SessionRate > 0 {
 			return nil
 		}
 		return met(ok)
@@ -52,7 +54,11 @@ func routingGoals(v any) []Goal {
 	if g == 1 {
 		gateways = "gateway"
 	}
-	name := func(what string) string { return fmt.Sprintf("cache_aware %s, %d %s", what, g, gateways) }
+	loop := ""
+	if r.SessionRate > 0 {
+		loop = fmt.Sprintf(", open loop of %g sessions/s", r.SessionRate)
+	}
+	name := func(what string) string { return fmt.Sprintf("cache_aware %s, %d %s%s", what, g, gateways, loop) }
 	gs := []Goal{{name("follow-ups cached"), fmt.Sprintf("%.2f (%d of %d)", ca.FollowUpShare, ca.FollowUpsCached, ca.FollowUps),
 		fmt.Sprintf("≥ %.2f", goalFollowUpsShare), verdict(ca.FollowUpShare >= goalFollowUpsShare)}}
 	if one != nil && g > 1 && one.FollowUpsCached > 0 {

@@ -18,8 +18,16 @@ type Options struct {
 	// Model is the model the requests name ("fake-model").
 	Model string
 	// InFlight is how many sessions run at once (96); each sends its turns one after another,
-	// with no pause between them.
+	// with no pause between them: a closed loop, whose rate is what the fleet serves.
 	InFlight int
+	// SessionRate, above 0, makes the load an open loop instead: sessions start at this rate
+	// per second, at exponentially distributed intervals (Poisson arrivals), each playing its
+	// turns one after another however many others are running, so the offered rate is the
+	// same under every policy (InFlight is unused).
+	SessionRate float64
+	// Sleep waits d, or until ctx ends with its error: the open loop's pacing. nil waits on a
+	// timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// FollowUpMatch is the share of the previous turn's prompt tokens a follow-up turn's cached
 	// tokens must reach for it to count as served from cache (0.9).
 	FollowUpMatch float64
@@ -49,6 +57,20 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -105,8 +127,9 @@ func (t *tally) merge(o *tally) {
 	}
 }
 
-// Run plays every session of s, o.InFlight at a time, and returns what it measured. It stops
-// early when ctx ends or o.Deadline passes; the turns left count as unsent.
+// Run plays every session of s, o.InFlight at a time or, with o.SessionRate, starting at that
+// rate, and returns what it measured. It stops early when ctx ends or o.Deadline passes; the
+// turns left count as unsent.
 func Run(ctx context.Context, s Script, o Options) Result {
 	o.setDefaults()
 	if len(o.Gateways) == 0 {
@@ -114,42 +137,70 @@ func Run(ctx context.Context, s Script, o Options) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Deadline)
 	defer cancel()
-	tr := &http.Transport{MaxIdleConnsPerHost: o.InFlight, DisableCompression: true, IdleConnTimeout: 30 * time.Second}
+	idle := o.InFlight
+	if o.SessionRate > 0 {
+		idle = len(s.Sessions)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: idle, DisableCompression: true, IdleConnTimeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
 	c := &client{http: &http.Client{Transport: tr}, model: o.Model, timeout: o.RequestTimeout, now: o.Now}
-	next := make(chan int, len(s.Sessions))
-	for i := range s.Sessions {
-		next <- i
-	}
-	close(next)
 	var mu sync.Mutex
 	var all tally
 	var wg sync.WaitGroup
-	start := o.Now()
-	for w := range o.InFlight {
-		wg.Go(func() {
-			var t tally
-			defer func() {
-				if p := recover(); p != nil { // a harness bug: report it, with its stack
-					t.failed++
-					t.firstErr = fmt.Errorf("session runner panicked: %v\n%s", p, debug.Stack())
-				}
-				mu.Lock()
-				all.merge(&t)
-				mu.Unlock()
-			}()
-			rng := rand.New(rand.NewPCG(o.Seed, uint64(w)))
-			for i := range next {
-				if ctx.Err() != nil {
-					t.unsent += len(s.Sessions[i].Users)
-					continue
-				}
-				c.session(ctx, s.Systems[s.Sessions[i].System], s.Sessions[i], o, rng, &t)
+	// play runs the sessions it receives one after another, as runner w.
+	play := func(w int, sessions <-chan int) {
+		var t tally
+		defer func() {
+			if p := recover(); p != nil { // a harness bug: report it, with its stack
+				t.failed++
+				t.firstErr = fmt.Errorf("session runner panicked: %v\n%s", p, debug.Stack())
 			}
-		})
+			mu.Lock()
+			all.merge(&t)
+			mu.Unlock()
+		}()
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(w)))
+		for i := range sessions {
+			if ctx.Err() != nil {
+				t.unsent += len(s.Sessions[i].Users)
+				continue
+			}
+			c.session(ctx, s.Systems[s.Sessions[i].System], s.Sessions[i], o, rng, &t)
+		}
+	}
+	start := o.Now()
+	if o.SessionRate > 0 {
+		arrivals := rand.New(rand.NewPCG(o.Seed, 0xa771))
+		for i := range s.Sessions {
+			if i > 0 && o.Sleep(ctx, interarrival(arrivals, o.SessionRate)) != nil {
+				for _, left := range s.Sessions[i:] {
+					all.unsent += len(left.Users)
+				}
+				break
+			}
+			one := make(chan int, 1)
+			one <- i
+			close(one)
+			wg.Go(func() { play(i, one) })
+		}
+	} else {
+		next := make(chan int, len(s.Sessions))
+		for i := range s.Sessions {
+			next <- i
+		}
+		close(next)
+		for w := range o.InFlight {
+			wg.Go(func() { play(w, next) })
+		}
 	}
 	wg.Wait()
 	return all.result(o.Now().Sub(start))
+}
+
+// interarrival draws the time to the next session's start, exponential with mean 1/rate
+// seconds, so that sessions arrive as a Poisson process.
+func interarrival(rng *rand.Rand, rate float64) time.Duration {
+	return time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 }
 
 func turnsOf(s Script) int {

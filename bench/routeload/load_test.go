@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +96,51 @@ func TestRunMeasuresCacheHits(t *testing.T) {
 				t.Errorf("TTFT p50 %v, p99 %v, mean %v, %v req/s", r.TTFTP50Ms, r.TTFTP99Ms, r.TTFTMeanMs, r.RequestsPerSec)
 			}
 		})
+	}
+}
+
+// TestOpenLoopStartsSessionsAtTheRate: with a session rate, every session starts after an
+// exponential wait of mean 1/rate (InFlight does not limit them), and the sessions not started
+// when the load stops count as unsent.
+func TestOpenLoopStartsSessionsAtTheRate(t *testing.T) {
+	w := Workload{SystemPrompts: 2, Sessions: 40, Turns: 2, Seed: 3}
+	gws := startEngines(t, 2, 100_000)
+	var mu sync.Mutex
+	var waits []time.Duration
+	record := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, d)
+		return nil
+	}
+	r := Run(context.Background(), w.Script(), Options{Gateways: gws, InFlight: 1, SessionRate: 20, Sleep: record})
+	if r.Requests != 80 || r.Failed != 0 || r.Unsent != 0 {
+		t.Fatalf("result %+v, want 80 turns answered", r)
+	}
+	if len(waits) != 39 {
+		t.Fatalf("%d waits between 40 session starts, want 39", len(waits))
+	}
+	var sum time.Duration
+	for _, d := range waits {
+		sum += d
+	}
+	if mean := sum / time.Duration(len(waits)); mean < 25*time.Millisecond || mean > 100*time.Millisecond {
+		t.Errorf("mean wait between sessions %v, want about 50 ms (20 a second)", mean)
+	}
+
+	stopAt := 10
+	calls := 0
+	stop := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == stopAt {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}
+	r = Run(context.Background(), w.Script(), Options{Gateways: gws, SessionRate: 20, Sleep: stop})
+	if r.Requests != 2*stopAt || r.Unsent != 2*(40-stopAt) || r.Failed != 0 {
+		t.Errorf("stopped at the %dth start: result %+v, want %d answered and %d unsent", stopAt, r, 2*stopAt, 2*(40-stopAt))
 	}
 }
 

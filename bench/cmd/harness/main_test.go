@@ -117,6 +117,14 @@ func TestParseFlagsRouting(t *testing.T) {
 			t.Errorf("-routing-gateways %q accepted", bad)
 		}
 	}
+	if o, _, err := parseFlags([]string{"-routing-session-rate", "30"}, io.Discard); err != nil || o.Routing.SessionRate != 30 {
+		t.Errorf("-routing-session-rate 30: %v", err)
+	}
+	for _, bad := range []string{"-1", "NaN", "+Inf"} {
+		if _, _, err := parseFlags([]string{"-routing-session-rate", bad}, io.Discard); err == nil {
+			t.Errorf("-routing-session-rate %q accepted", bad)
+		}
+	}
 	if o, _, _ := parseFlags([]string{"-routing=false"}, io.Discard); o.Routing != nil {
 		t.Error("-routing=false kept the section")
 	}
