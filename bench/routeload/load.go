@@ -173,9 +173,13 @@ func Run(ctx context.Context, s Script, o Options) Result {
 		arrivals := rand.New(rand.NewPCG(o.Seed, 0xa771))
 		for i := range s.Sessions {
 			if i > 0 && o.Sleep(ctx, interarrival(arrivals, o.SessionRate)) != nil {
+				n := 0
 				for _, left := range s.Sessions[i:] {
-					all.unsent += len(left.Users)
+					n += len(left.Users)
 				}
+				mu.Lock() // the sessions started merge into all meanwhile
+				all.unsent += n
+				mu.Unlock()
 				break
 			}
 			one := make(chan int, 1)
