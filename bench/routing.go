@@ -52,10 +52,11 @@ type RoutingOptions struct {
 	CacheAnswers bool
 	Workload     routeload.Workload
 	InFlight     int // sessions in flight (96)
-	// SessionRate, above 0, plays the sessions as an open loop instead: they start at this
-	// rate per second (routeload.Options.SessionRate), so every policy is offered the same
-	// load. 0 is the standard workload's closed loop of InFlight sessions.
-	SessionRate            float64
+	// OpenLoopRate, above 0, adds an open loop after the closed loop's rows: round_robin and
+	// cache_aware at the largest gateway count, the same sessions starting at this rate per
+	// second (routeload.Options.SessionRate), so that both are offered the same load. 0 adds
+	// none (make bench's default is DefaultOpenLoopRate).
+	OpenLoopRate           float64
 	FollowUpMatch          float64 // see routeload.Options (0.9)
 	RowTimeout, FormWithin time.Duration
 }
@@ -106,11 +107,25 @@ type RoutingResult struct {
 	CacheAnswers      bool               `json:"cache_answers"`
 	Workload          routeload.Workload `json:"workload"`
 	InFlight          int                `json:"in_flight"`
-	SessionRate       float64            `json:"session_rate,omitempty"`
 	FollowUpMatch     float64            `json:"follow_up_match"`
 	GatewayFlags      []string           `json:"gateway_flags"`
 	Rows              []RoutingRow       `json:"rows"`
+	// OpenLoop is the open loop's rows, when measured.
+	OpenLoop *RoutingOpenLoop `json:"open_loop,omitempty"`
 }
+
+// RoutingOpenLoop is the routing section's open loop: the sessions starting at SessionRate
+// per second (Poisson arrivals) through Gateways gateways, whatever the fleet serves.
+type RoutingOpenLoop struct {
+	SessionRate float64      `json:"session_rate"`
+	Gateways    int          `json:"gateways"`
+	Rows        []RoutingRow `json:"rows"`
+}
+
+// DefaultOpenLoopRate is make bench's open loop, in sessions per second: 216 requests/s of the
+// standard workload's 6 turns, about 0.9 of what round_robin serves in the closed loop on the
+// development machine (about 240 requests/s at 5 gateways), so that its engines queue.
+const DefaultOpenLoopRate = 36
 
 // RoutingRow is one policy at one gateway count.
 type RoutingRow struct {
@@ -143,13 +158,13 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 	r.setDefaults()
 	res := RoutingResult{Status: "measured", Engines: r.Engines, Slots: r.Slots, CacheBlocks: r.CacheBlocks,
 		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens, CacheAnswers: r.CacheAnswers,
-		Workload: r.Workload, InFlight: r.InFlight, SessionRate: r.SessionRate, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
+		Workload: r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
 	res.What = fmt.Sprintf("%s; %s, each turn to a gateway picked uniformly (no session key); "+
 		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
 		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens, %s. "+
 		"cached = the engines' cached ÷ prompt tokens; follow-ups cached = turns after the first whose cached tokens "+
 		"reach %g × the previous turn's prompt tokens; TTFT = client-side time to the first SSE event; "+
-		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), loopWhat(r.InFlight, r.SessionRate), r.Engines, r.Slots,
+		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), fmt.Sprintf("%d in flight (a closed loop: each session sends its next turn when the last ends)", r.InFlight), r.Engines, r.Slots,
 		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, cachedWhat(r.CacheAnswers), r.FollowUpMatch)
 	script := r.Workload.Script()
 	// Every row runs its engines on the same ports: the worker ids, which hash-based policies
@@ -158,16 +173,31 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 	if err != nil {
 		return RoutingResult{Status: "measured", What: res.What, Rows: []RoutingRow{{Error: err.Error()}}}
 	}
+	measure := func(policy string, g int, rate float64) (RoutingRow, bool) {
+		o.Log.Info("routing: measuring", "policy", policy, "gateways", g, "engines", r.Engines, "session_rate", rate)
+		row := RoutingRow{Policy: policy, Gateways: g}
+		if err := routingRow(ctx, ps, o, r, script, ports, rate, &row); err != nil {
+			row.Error = err.Error()
+			o.Log.Warn("routing: row failed", "policy", policy, "gateways", g, "err", err)
+		}
+		return row, ctx.Err() == nil
+	}
 	for _, g := range r.Gateways {
 		for _, policy := range r.Policies {
-			o.Log.Info("routing: measuring", "policy", policy, "gateways", g, "engines", r.Engines)
-			row := RoutingRow{Policy: policy, Gateways: g}
-			if err := routingRow(ctx, ps, o, r, script, ports, &row); err != nil {
-				row.Error = err.Error()
-				o.Log.Warn("routing: row failed", "policy", policy, "gateways", g, "err", err)
-			}
+			row, more := measure(policy, g, 0)
 			res.Rows = append(res.Rows, row)
-			if ctx.Err() != nil {
+			if !more {
+				return res
+			}
+		}
+	}
+	if r.OpenLoopRate > 0 {
+		open := &RoutingOpenLoop{SessionRate: r.OpenLoopRate, Gateways: slices.Max(r.Gateways)}
+		res.OpenLoop = open
+		for _, policy := range []string{routingGoalBaselinePolicy, routingGoalPolicy} {
+			row, more := measure(policy, open.Gateways, r.OpenLoopRate)
+			open.Rows = append(open.Rows, row)
+			if !more {
 				return res
 			}
 		}
@@ -177,10 +207,13 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 
 // routingRow starts the engines and gateways of one row, plays the script through them, reads
 // the engines' counters, and stops them all.
-func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, script routeload.Script, ports []int, row *RoutingRow) error {
+func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, script routeload.Script, ports []int, rate float64, row *RoutingRow) error {
 	var started []*proc.Proc
 	defer func() { proc.StopAll(5*time.Second, started...) }()
 	tag := fmt.Sprintf("routing-g%d-%s", row.Gateways, slug(row.Policy))
+	if rate > 0 {
+		tag += "-open"
+	}
 	var engines []string
 	for i, port := range ports {
 		p, url, err := startRoutingEngine(ctx, ps, r, fmt.Sprintf("%s-e%d", tag, i+1), fmt.Sprintf("engine-%d", i+1), port)
@@ -212,18 +245,10 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 		bases = append(bases, g.base)
 	}
 	others := ps.startOthers()
-	row.Result = routeload.Run(ctx, script, routeload.Options{Gateways: bases, InFlight: r.InFlight, SessionRate: r.SessionRate,
+	row.Result = routeload.Run(ctx, script, routeload.Options{Gateways: bases, InFlight: r.InFlight, SessionRate: rate,
 		FollowUpMatch: r.FollowUpMatch, Deadline: r.RowTimeout, Seed: r.Workload.Seed})
 	row.OthersCores = others.stop()
 	return engineCounters(ctx, client, engines, r.PrefillUs, row)
-}
-
-// loopWhat says how the sessions are played: a closed loop of inFlight, or an open one at rate.
-func loopWhat(inFlight int, rate float64) string {
-	if rate > 0 {
-		return fmt.Sprintf("sessions starting at %g a second (an open loop: Poisson arrivals, the same offered load under every policy)", rate)
-	}
-	return fmt.Sprintf("%d in flight (a closed loop: each session sends its next turn when the last ends)", inFlight)
 }
 
 // cachedWhat says what the engines cache.
@@ -414,9 +439,20 @@ func (res RoutingResult) PrintTable(w io.Writer) {
 	if len(res.GatewayFlags) > 0 {
 		fmt.Fprintf(w, "routing: every gateway also ran with %s\n", strings.Join(res.GatewayFlags, " "))
 	}
+	printRoutingRows(w, res.Rows)
+	if ol := res.OpenLoop; ol != nil {
+		fmt.Fprintf(w, "routing: an open loop beside it: the same sessions starting at %g a second (Poisson arrivals), "+
+			"through %d gateways, so that both policies are offered the same load (no verdict: the goals are read on the closed loop)\n",
+			ol.SessionRate, ol.Gateways)
+		printRoutingRows(w, ol.Rows)
+	}
+}
+
+// printRoutingRows writes rows as a table, then the failures of any.
+func printRoutingRows(w io.Writer, rows []RoutingRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "policy\tgateways\tcached\tfollow-ups cached\tTTFT p50 ms\tTTFT p99 ms\treq/s\tCoV\tqueued\twait ms\tprefill ms\tslot ms\tfailed\tothers' cores\t\n")
-	for _, r := range res.Rows {
+	for _, r := range rows {
 		if r.Error != "" && r.Requests == 0 {
 			fmt.Fprintf(tw, "%s\t%d\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t\n", r.Policy, r.Gateways)
 			continue
@@ -426,7 +462,7 @@ func (res RoutingResult) PrintTable(w io.Writer) {
 			r.RequestsCoV, r.EngineQueued, r.EngineWaitMs, r.EnginePrefillMs, r.EngineSlotMs, r.Failed+r.Unsent, r.OthersCores)
 	}
 	tw.Flush()
-	for _, r := range res.Rows {
+	for _, r := range rows {
 		if r.Error != "" {
 			fmt.Fprintf(w, "routing: %s at %d gateways: %s\n", r.Policy, r.Gateways, r.Error)
 		} else if r.FirstError != "" {

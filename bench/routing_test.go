@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/meshgw/meshgw/bench/routeload"
 )
 
@@ -53,6 +55,29 @@ func TestRoutingTable(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+	if strings.Contains(b.String(), "open loop") {
+		t.Errorf("a table without an open loop mentions one:\n%s", b.String())
+	}
+
+	res.OpenLoop = &RoutingOpenLoop{SessionRate: 36, Gateways: 5, Rows: []RoutingRow{
+		{Policy: "round_robin", Gateways: 5, Result: routeload.Result{Requests: 10, FollowUps: 8, TTFTP50Ms: 76, TTFTP99Ms: 263, RequestsPerSec: 188}},
+		{Policy: "cache_aware", Gateways: 5, Error: "5 gateways did not form one cluster"}}}
+	b.Reset()
+	res.PrintTable(&b)
+	flat := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"round_robin 3 0.50 0.25 (2/8) 12 100 41", // the closed loop's rows first
+		"an open loop beside it: the same sessions starting at 36 a second (Poisson arrivals), through 5 gateways",
+		"round_robin 5 0.00 0.00 (0/8) 76 263 188",
+		"cache_aware at 5 gateways: 5 gateways did not form one cluster",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("table with an open loop lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Index(flat, "open loop beside it") < strings.Index(flat, "round_robin 3") {
+		t.Errorf("the open loop comes before the closed loop's rows:\n%s", b.String())
 	}
 }
 
@@ -113,14 +138,21 @@ func TestRoutingGoals(t *testing.T) {
 	}
 
 	open := full
-	open.SessionRate = 30
-	for _, g := range routingGoals(open) {
-		if g.Met != nil || !strings.HasSuffix(g.Name, "5 gateways, open loop of 30 sessions/s") {
-			t.Errorf("an open loop's %q got a verdict or does not say it is one", g.Name)
-		}
+	open.OpenLoop = &RoutingOpenLoop{SessionRate: 30, Gateways: 5, Rows: []RoutingRow{
+		rowOf("round_robin", 5, 300, 70, 270, 160, 0.01), rowOf("cache_aware", 5, 1500, 28, 120, 165, 0.5)}}
+	gs := routingGoals(open)
+	if got := verdicts(gs); !strings.HasPrefix(got, want) {
+		t.Errorf("with an open loop, the closed loop's goals changed:\n%s\nwant first\n%s", got, want)
+	}
+	var names []string
+	for _, g := range gs[len(routingGoals(full)):] {
+		names = append(names, strings.TrimSuffix(g.Name, ", 5 gateways, open loop of 30 sessions/s"))
 		if v := verdict(g); v != "no verdict" {
-			t.Errorf("an open loop's %q printed as %q, want no verdict: it was measured", g.Name, v)
+			t.Errorf("the open loop's %q printed as %q, want no verdict: it was measured, off the goals' workload", g.Name, v)
 		}
+	}
+	if diff := cmp.Diff([]string{"cache_aware follow-ups cached", "cache_aware TTFT p50 ÷ round_robin's", "cache_aware TTFT p99"}, names); diff != "" {
+		t.Errorf("the open loop's goal rows (-want +got):\n%s", diff)
 	}
 
 	failed := full

@@ -99,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&ro.Workload.Sessions, "routing-sessions", 0, "routing section: sessions (default 300; quick 40)")
 	fs.IntVar(&ro.Workload.Turns, "routing-turns", 0, "routing section: turns per session (default 6; quick 3)")
 	fs.IntVar(&ro.InFlight, "routing-in-flight", 0, "routing section: sessions in flight (default 96; quick 16)")
-	fs.Float64Var(&ro.SessionRate, "routing-session-rate", 0, "routing section: start sessions at this rate per second, an open loop offering every policy the same load, instead of -routing-in-flight's closed loop (0); its goal rows get no verdict, the routing goals being read on the closed loop")
+	fs.Float64Var(&ro.OpenLoopRate, "routing-open-loop-rate", 0, fmt.Sprintf("routing section: after the closed loop, round_robin and cache_aware at the largest gateway count as an open loop, the sessions starting at this rate per second; 0 = none (default %d; quick 0)", bench.DefaultOpenLoopRate))
 	fs.BoolVar(&ro.CacheAnswers, "routing-cache-answers", false, "routing section: engines also cache each finished answer after its prompt, as SGLang and vLLM do (fakeworker --cache-answers)")
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
@@ -218,9 +218,15 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		}
 	}
 	ro.GatewayFlags = strings.Fields(*routingFlags)
-	if ro.SessionRate < 0 || math.IsNaN(ro.SessionRate) || math.IsInf(ro.SessionRate, 0) {
-		fmt.Fprintf(stderr, "harness: -routing-session-rate %v: want a rate of sessions per second, or 0 for the closed loop\n", ro.SessionRate)
-		return o, "", errors.New("bad session rate")
+	switch {
+	case !given(fs, "routing-open-loop-rate"):
+		ro.OpenLoopRate = bench.DefaultOpenLoopRate
+		if *quick {
+			ro.OpenLoopRate = 0
+		}
+	case ro.OpenLoopRate < 0 || math.IsNaN(ro.OpenLoopRate) || math.IsInf(ro.OpenLoopRate, 0):
+		fmt.Fprintf(stderr, "harness: -routing-open-loop-rate %v: want a rate of sessions per second, or 0 for none\n", ro.OpenLoopRate)
+		return o, "", errors.New("bad open loop rate")
 	}
 	if *quick {
 		ro.Workload.Sessions = or(ro.Workload.Sessions, 40)

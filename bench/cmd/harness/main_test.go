@@ -107,6 +107,13 @@ func TestParseFlagsRouting(t *testing.T) {
 			if r.CacheAnswers != slices.Contains(tt.args, "-routing-cache-answers") {
 				t.Errorf("CacheAnswers %v", r.CacheAnswers)
 			}
+			wantOpen := float64(bench.DefaultOpenLoopRate) // make bench runs the open loop too; a quick run does not
+			if slices.Contains(tt.args, "-quick") {
+				wantOpen = 0
+			}
+			if r.OpenLoopRate != wantOpen {
+				t.Errorf("open loop rate %v, want %v", r.OpenLoopRate, wantOpen)
+			}
 			if !slices.Equal(tt.wantGateways, r.Gateways) || r.Workload.Sessions != tt.wantSessions || !slices.Equal(tt.wantFlags, r.GatewayFlags) {
 				t.Errorf("gateways %v, sessions %d, flags %q", r.Gateways, r.Workload.Sessions, r.GatewayFlags)
 			}
@@ -117,12 +124,15 @@ func TestParseFlagsRouting(t *testing.T) {
 			t.Errorf("-routing-gateways %q accepted", bad)
 		}
 	}
-	if o, _, err := parseFlags([]string{"-routing-session-rate", "30"}, io.Discard); err != nil || o.Routing.SessionRate != 30 {
-		t.Errorf("-routing-session-rate 30: %v", err)
+	for _, args := range [][]string{{"-routing-open-loop-rate", "30"}, {"-quick", "-routing-open-loop-rate", "30"}, {"-routing-open-loop-rate", "0"}} {
+		want, _ := strconv.ParseFloat(args[len(args)-1], 64)
+		if o, _, err := parseFlags(args, io.Discard); err != nil || o.Routing.OpenLoopRate != want {
+			t.Errorf("%q: %v", args, err)
+		}
 	}
 	for _, bad := range []string{"-1", "NaN", "+Inf"} {
-		if _, _, err := parseFlags([]string{"-routing-session-rate", bad}, io.Discard); err == nil {
-			t.Errorf("-routing-session-rate %q accepted", bad)
+		if _, _, err := parseFlags([]string{"-routing-open-loop-rate", bad}, io.Discard); err == nil {
+			t.Errorf("-routing-open-loop-rate %q accepted", bad)
 		}
 	}
 	if o, _, _ := parseFlags([]string{"-routing=false"}, io.Discard); o.Routing != nil {
