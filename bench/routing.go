@@ -159,12 +159,13 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 	res := RoutingResult{Status: "measured", Engines: r.Engines, Slots: r.Slots, CacheBlocks: r.CacheBlocks,
 		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens, CacheAnswers: r.CacheAnswers,
 		Workload: r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
-	res.What = fmt.Sprintf("%s; %s, each turn to a gateway picked uniformly (no session key); "+
+	res.What = fmt.Sprintf("%s; %d in flight (a closed loop: each session sends its next turn when the last ends), "+
+		"each turn to a gateway picked uniformly (no session key); "+
 		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
 		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens, %s. "+
 		"cached = the engines' cached ÷ prompt tokens; follow-ups cached = turns after the first whose cached tokens "+
 		"reach %g × the previous turn's prompt tokens; TTFT = client-side time to the first SSE event; "+
-		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), fmt.Sprintf("%d in flight (a closed loop: each session sends its next turn when the last ends)", r.InFlight), r.Engines, r.Slots,
+		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), r.InFlight, r.Engines, r.Slots,
 		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, cachedWhat(r.CacheAnswers), r.FollowUpMatch)
 	script := r.Workload.Script()
 	// Every row runs its engines on the same ports: the worker ids, which hash-based policies
