@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/meshgw/meshgw/ctxtime"
 )
 
 // The failover runs: three gateways on one host with the local mesh profile.
@@ -327,12 +329,5 @@ func waitTick(ctx context.Context, gws []*failoverGW, d time.Duration) error {
 			return fmt.Errorf("%s exited: %v (see %s)", g.id, g.p.Err(), g.log)
 		}
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxtime.Sleep(ctx, d)
 }

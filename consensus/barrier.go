@@ -6,6 +6,7 @@ import (
 	"time"
 
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
+	"github.com/meshgw/meshgw/ctxtime"
 )
 
 // Bounds of a read barrier.
@@ -94,7 +95,7 @@ func (n *Node) readIndex(ctx context.Context, peers ReadIndexPeers) (uint64, err
 			if time.Now().After(waitUntil) {
 				return 0, ErrNoLeader
 			}
-			if !sleepCtx(ctx, readIndexLeaderPoll) {
+			if ctxtime.Sleep(ctx, readIndexLeaderPoll) != nil {
 				return 0, ctx.Err()
 			}
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/ctxtime"
 )
 
 // Bounds of the leader's own duties.
@@ -77,7 +78,7 @@ func (n *Node) leaderLoop(ctx context.Context, done chan<- struct{}) {
 			break
 		}
 		n.log.Warn("leader barrier failed; retrying", "err", err)
-		if !sleepCtx(ctx, leaderRetryDelay) {
+		if ctxtime.Sleep(ctx, leaderRetryDelay) != nil {
 			return
 		}
 	}
@@ -99,7 +100,7 @@ func (n *Node) establishLeadership(ctx context.Context) {
 			return
 		}
 		n.log.Warn("setting the cluster id failed; retrying", "err", err)
-		if !sleepCtx(ctx, leaderRetryDelay) {
+		if ctxtime.Sleep(ctx, leaderRetryDelay) != nil {
 			return
 		}
 	}
@@ -127,18 +128,6 @@ func (n *Node) updateOwnAddress() {
 			return
 		}
 		n.log.Info("updated this node's raft address", "from", s.Address, "to", addr)
-	}
-}
-
-// sleepCtx waits d or until ctx ends, and reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/gateway/locality"
 	"github.com/meshgw/meshgw/gateway/policy"
@@ -238,7 +239,7 @@ func (c *Config) setDefaults() {
 	}
 	c.RequestLog = c.RequestLog && c.RequestLogger.Enabled(context.Background(), slog.LevelInfo)
 	if c.Sleep == nil {
-		c.Sleep = sleepTimer
+		c.Sleep = ctxtime.Sleep
 	}
 	if c.clientWatchAfter <= 0 {
 		c.clientWatchAfter = defaultClientWatchAfter
@@ -259,18 +260,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("max in-flight %d is negative", c.MaxInflight)
 	}
 	return c.Locality.Validate()
-}
-
-// sleepTimer waits d or until ctx is done.
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // CacheFleet is what makes cache_aware fleet-wide: see policy.Options' fields of the same names.

@@ -19,6 +19,7 @@ import (
 	"github.com/meshgw/meshgw/consensus/fleetack"
 	"github.com/meshgw/meshgw/consensus/forward"
 	"github.com/meshgw/meshgw/consensus/voters"
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/leader"
 	"github.com/meshgw/meshgw/mesh"
@@ -375,16 +376,7 @@ func (c *cluster) goLoop(what string, f func()) {
 }
 
 // wait waits d or until shutdown, and reports whether d passed.
-func (c *cluster) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		return false
-	}
-}
+func (c *cluster) wait(d time.Duration) bool { return ctxtime.Sleep(c.ctx, d) == nil }
 
 // resolveRPC is the forwarder's address book: a peer's gRPC address from its mesh metadata.
 func (c *cluster) resolveRPC(id string) (string, bool) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/meshgw/meshgw/ctxtime"
 )
 
 // Options configure a load. Zero fields take the defaults in their comments.
@@ -59,18 +61,7 @@ func (o *Options) setDefaults() {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		o.Sleep = ctxtime.Sleep
 	}
 }
 

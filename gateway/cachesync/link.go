@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	meshv1 "github.com/meshgw/meshgw/api/mesh/v1"
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/gateway/prefixindex"
 	"github.com/meshgw/meshgw/worker"
@@ -164,16 +165,7 @@ func (l *link) dial() *grpc.ClientConn {
 }
 
 // wait sleeps d or until the link closes; false when it closed.
-func (l *link) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-l.ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func (l *link) wait(d time.Duration) bool { return ctxtime.Sleep(l.ctx, d) == nil }
 
 func nextBackoff(b, lo time.Duration) time.Duration { return min(max(2*b, lo), 2*time.Second) }
 

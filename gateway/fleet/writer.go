@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshgw/meshgw/consensus"
 	"github.com/meshgw/meshgw/consensus/fsm"
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -186,14 +187,7 @@ func (w *Writer) sleep(ctx context.Context, d time.Duration) error {
 	if w.Sleep != nil {
 		return w.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctxtime.Sleep(ctx, d)
 }
 
 func (w *Writer) recoverLog(what string) {

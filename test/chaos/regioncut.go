@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/test/chaos/check"
 	"github.com/meshgw/meshgw/test/chaos/cluster"
 	"github.com/meshgw/meshgw/test/chaos/history"
@@ -146,7 +147,7 @@ func (w *cutWatch) probe(ctx context.Context, rc *RegionCut, start time.Time, no
 			default: // maxInFlight writes wait already: the next tick tries again
 			}
 		}
-		pause(ctx, writeGap)
+		ctxtime.Sleep(ctx, writeGap)
 	}
 }
 
@@ -179,16 +180,6 @@ func (w *cutWatch) write(ctx context.Context, rc *RegionCut, start time.Time, no
 	}
 }
 
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // converged waits until every running gateway names one leader, lists each of gws alive, and
 // lists the same records (up to convergeCut); false when it did not.
 func (w *cutWatch) converged(ctx context.Context, gws []*cluster.Node) bool {
@@ -197,7 +188,7 @@ func (w *cutWatch) converged(ctx context.Context, gws []*cluster.Node) bool {
 		if w.agree(gws) {
 			return true
 		}
-		pause(ctx, 100*time.Millisecond)
+		ctxtime.Sleep(ctx, 100*time.Millisecond)
 	}
 	return false
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench"
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -107,13 +108,13 @@ func measure(ctx context.Context, urls []string, n, intervalSecs int, warmup, du
 			return nil, fmt.Errorf("add worker %d: %w", i, err)
 		}
 	}
-	if err := wait(ctx, warmup); err != nil {
+	if err := ctxtime.Sleep(ctx, warmup); err != nil {
 		return nil, err
 	}
 	cpu0, _ := bench.SelfCPU()
 	p0, f0 := prober.probes.Load(), prober.failed.Load()
 	start := time.Now()
-	if err := wait(ctx, duration); err != nil {
+	if err := ctxtime.Sleep(ctx, duration); err != nil {
 		return nil, err
 	}
 	cpu1, _ := bench.SelfCPU()
@@ -130,15 +131,4 @@ func measure(ctx context.Context, urls []string, n, intervalSecs int, warmup, du
 		r.CPUUsPerProbe = float64(cpu.Microseconds()) / float64(probes)
 	}
 	return r, nil
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/bench/toolcmd"
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
@@ -95,7 +96,7 @@ func runBulletinBytes(ctx context.Context, args []string, stderr io.Writer) (*Bu
 	}
 	res.SpreadS = round3(time.Since(start).Seconds())
 	fmt.Fprintf(stderr, "meshbench: %d peers held the %d workers' bulletins %.3f s after they were published\n", *mf.peers-1, *workers, res.SpreadS)
-	if err := sleep(ctx, *settle); err != nil {
+	if err := ctxtime.Sleep(ctx, *settle); err != nil {
 		return nil, err
 	}
 	if res.Steady, err = measureBytes(ctx, c, *window, nil); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshgw/meshgw/bench/toolcmd"
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
 )
@@ -180,7 +181,7 @@ func (o *owner) flip(ctx context.Context, tr *tracker, i int, bound time.Duratio
 	// just after a gossip round every time, and measure that phase only.
 	wait := max(time.Until(o.changed[w].Add(spacing)), rand.N(jitter))
 	if wait > 0 {
-		if err := sleep(ctx, wait); err != nil {
+		if err := ctxtime.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -195,17 +196,6 @@ func (o *owner) flip(ctx context.Context, tr *tracker, i int, bound time.Duratio
 		return nil, ctx.Err()
 	}
 	return tr.arrivals(), nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // summarizeTrials reduces the arrival times of every trial (one per peer, -1 when lost) to the

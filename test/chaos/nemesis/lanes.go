@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/test/chaos/cluster"
 )
 
@@ -349,11 +350,4 @@ func hold(rng *rand.Rand, max time.Duration) time.Duration {
 }
 
 // wait waits d, or less when ctx ends (faults are healed at once then).
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+func wait(ctx context.Context, d time.Duration) { _ = ctxtime.Sleep(ctx, d) }

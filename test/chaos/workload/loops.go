@@ -11,23 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshgw/meshgw/ctxtime"
 	"github.com/meshgw/meshgw/test/chaos/history"
 )
 
 // MaxPerLoop bounds every loop's count of operations, whatever its time.
 const MaxPerLoop = 200000
-
-// pace waits d or until ctx ends; false when ctx ended.
-func pace(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // Requests sends chat completions through g until ctx ends, streaming or not, and records
 // each with the worker that served it; a request that the end of ctx cut short is not recorded.
@@ -39,7 +28,7 @@ func Requests(ctx context.Context, rec *history.Recorder, g Gateway, stream bool
 			return // cut short by the run's own end: no outcome of the system
 		}
 		rec.Request(q)
-		if !pace(ctx, 20*time.Millisecond) {
+		if ctxtime.Sleep(ctx, 20*time.Millisecond) != nil {
 			return
 		}
 	}
@@ -131,7 +120,7 @@ func Operations(ctx context.Context, a *Admin, client int, rng *rand.Rand, worke
 			w = Worker{}
 		}
 		a.DoTo(ctx, client, kind, w, g, to)
-		if !pace(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond) {
+		if ctxtime.Sleep(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond) != nil {
 			return
 		}
 	}
@@ -149,7 +138,7 @@ func Weights(ctx context.Context, a *Admin, client int, rng *rand.Rand, w Worker
 			}
 			a.Do(ctx, client, history.Enable, w, g)
 		}
-		if !pace(ctx, time.Duration(500+rng.IntN(1000))*time.Millisecond) {
+		if ctxtime.Sleep(ctx, time.Duration(500+rng.IntN(1000))*time.Millisecond) != nil {
 			return
 		}
 	}
@@ -191,7 +180,7 @@ func Sample(ctx context.Context, rec *history.Recorder, key string, gateways []G
 				rec.Probes(s)
 			}
 		}
-		if !pace(ctx, period) {
+		if ctxtime.Sleep(ctx, period) != nil {
 			return
 		}
 	}
