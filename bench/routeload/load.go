@@ -128,68 +128,62 @@ func Run(ctx context.Context, s Script, o Options) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Deadline)
 	defer cancel()
-	idle := o.InFlight
+	// Runners play the sessions they take from next, one after another: InFlight of them in
+	// the closed loop, where next holds every session from the start; one for each session in
+	// the open loop, where next gets each session at its arrival, so none waits for a runner.
+	runners := o.InFlight
 	if o.SessionRate > 0 {
-		idle = len(s.Sessions)
+		runners = len(s.Sessions)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: idle, DisableCompression: true, IdleConnTimeout: 30 * time.Second}
+	tr := &http.Transport{MaxIdleConnsPerHost: runners, DisableCompression: true, IdleConnTimeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
 	c := &client{http: &http.Client{Transport: tr}, model: o.Model, timeout: o.RequestTimeout, now: o.Now}
+	next := make(chan int, len(s.Sessions))
 	var mu sync.Mutex
 	var all tally
 	var wg sync.WaitGroup
-	// play runs the sessions it receives one after another, as runner w.
-	play := func(w int, sessions <-chan int) {
-		var t tally
-		defer func() {
-			if p := recover(); p != nil { // a harness bug: report it, with its stack
-				t.failed++
-				t.firstErr = fmt.Errorf("session runner panicked: %v\n%s", p, debug.Stack())
-			}
-			mu.Lock()
-			all.merge(&t)
-			mu.Unlock()
-		}()
-		rng := rand.New(rand.NewPCG(o.Seed, uint64(w)))
-		for i := range sessions {
-			if ctx.Err() != nil {
-				t.unsent += len(s.Sessions[i].Users)
-				continue
-			}
-			c.session(ctx, s.Systems[s.Sessions[i].System], s.Sessions[i], o, rng, &t)
-		}
-	}
 	start := o.Now()
-	if o.SessionRate > 0 {
-		arrivals := rand.New(rand.NewPCG(o.Seed, 0xa771))
-		for i := range s.Sessions {
-			if i > 0 && o.Sleep(ctx, interarrival(arrivals, o.SessionRate)) != nil {
-				n := 0
-				for _, left := range s.Sessions[i:] {
-					n += len(left.Users)
+	for w := range runners {
+		wg.Go(func() {
+			var t tally
+			defer func() {
+				if p := recover(); p != nil { // a harness bug: report it, with its stack
+					t.failed++
+					t.firstErr = fmt.Errorf("session runner panicked: %v\n%s", p, debug.Stack())
 				}
-				mu.Lock() // the sessions started merge into all meanwhile
-				all.unsent += n
+				mu.Lock()
+				all.merge(&t)
 				mu.Unlock()
-				break
+			}()
+			rng := rand.New(rand.NewPCG(o.Seed, uint64(w)))
+			for i := range next {
+				if ctx.Err() != nil {
+					t.unsent += len(s.Sessions[i].Users)
+					continue
+				}
+				c.session(ctx, s.Systems[s.Sessions[i].System], s.Sessions[i], o, rng, &t)
 			}
-			one := make(chan int, 1)
-			one <- i
-			close(one)
-			wg.Go(func() { play(i, one) })
-		}
-	} else {
-		next := make(chan int, len(s.Sessions))
-		for i := range s.Sessions {
-			next <- i
-		}
-		close(next)
-		for w := range o.InFlight {
-			wg.Go(func() { play(w, next) })
-		}
+		})
 	}
+	unstarted := feed(ctx, next, s, o)
+	close(next)
 	wg.Wait()
+	all.unsent += unstarted
 	return all.result(o.Now().Sub(start))
+}
+
+// feed puts the sessions of s into next: all at once in the closed loop, each at its arrival
+// in the open loop. When the open loop's wait fails (ctx ended), it stops and returns the
+// turns of the sessions it did not start.
+func feed(ctx context.Context, next chan<- int, s Script, o Options) (unstarted int) {
+	arrivals := rand.New(rand.NewPCG(o.Seed, 0xa771))
+	for i := range s.Sessions {
+		if o.SessionRate > 0 && i > 0 && o.Sleep(ctx, interarrival(arrivals, o.SessionRate)) != nil {
+			return turnsOf(Script{Sessions: s.Sessions[i:]})
+		}
+		next <- i
+	}
+	return 0
 }
 
 // interarrival draws the time to the next session's start, exponential with mean 1/rate
