@@ -145,18 +145,26 @@ func TestParseFlagsRouting(t *testing.T) {
 // (not its figures, which depend on the machine).
 func TestRoutingQuick(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts gateways and engines for about 30 s")
+		t.Skip("starts gateways and engines for about 40 s")
 	}
 	var rep struct {
 		Routing bench.RoutingResult `json:"routing"`
 	}
-	out := runQuick(t, &rep, "-cachesync=false", "-wan=false")
+	// A quick run has no open loop unless asked: this one asks, so that it runs end to end.
+	out := runQuick(t, &rep, "-cachesync=false", "-wan=false", "-routing-open-loop-rate", "40")
 	rr := rep.Routing
 	if rr.Status != "measured" || rr.Engines != 8 || len(rr.Rows) != 4 {
 		t.Fatalf("routing section: status %q, %d engines, %d rows; want measured, 8, 4", rr.Status, rr.Engines, len(rr.Rows))
 	}
+	if ol := rr.OpenLoop; ol == nil || ol.SessionRate != 40 || ol.Gateways != 3 || len(ol.Rows) != 2 ||
+		ol.Rows[0].Policy != "round_robin" || ol.Rows[1].Policy != "cache_aware" {
+		t.Fatalf("open loop %+v: want round_robin and cache_aware at 3 gateways, 40 sessions/s", ol)
+	}
+	if !strings.Contains(out, "an open loop beside it: the same sessions starting at 40 a second") {
+		t.Errorf("the table does not introduce the open loop:\n%s", out)
+	}
 	want := rr.Workload.Sessions * rr.Workload.Turns
-	for _, r := range rr.Rows {
+	for _, r := range append(rr.Rows, rr.OpenLoop.Rows...) {
 		sum := int64(0)
 		for _, n := range r.EngineRequests {
 			sum += n
