@@ -100,3 +100,123 @@ func TestQuorumContact(t *testing.T) {
 		})
 	}
 }
+
+// TestHeartbeatsFollowMatch: a peer's log is known to hold the last entry an AppendEntries
+// carried once it answered it with success; a refusal or a heartbeat (no entry named) says
+// nothing, knowledge only grows, and a new leadership forgets it.
+func TestHeartbeatsFollowMatch(t *testing.T) {
+	h := newHeartbeats()
+	entries := func(prev uint64, idx ...uint64) *raft.AppendEntriesRequest {
+		req := &raft.AppendEntriesRequest{PrevLogEntry: prev}
+		for _, i := range idx {
+			req.Entries = append(req.Entries, &raft.Log{Index: i})
+		}
+		return req
+	}
+	ok, refused := &raft.AppendEntriesResponse{Success: true}, &raft.AppendEntriesResponse{}
+	steps := []struct {
+		name string
+		req  *raft.AppendEntriesRequest
+		resp *raft.AppendEntriesResponse
+		want uint64 // the highest index held; holds(want+1) is false
+	}{
+		{"nothing answered yet", nil, nil, 0},
+		{"a heartbeat names no entry", &raft.AppendEntriesRequest{}, ok, 0},
+		{"a refused append", entries(4, 5, 6), refused, 0},
+		{"an accepted append holds its last entry", entries(4, 5, 6), ok, 6},
+		{"an empty append at its previous entry", entries(8), ok, 8},
+		{"an older answer arriving late takes nothing back", entries(2, 3), ok, 8},
+	}
+	for _, s := range steps {
+		if s.req != nil {
+			h.matched("n2", s.req, s.resp)
+		}
+		if (s.want > 0 && !h.holds("n2", s.want)) || h.holds("n2", s.want+1) {
+			t.Fatalf("%s: holds(%d) %v, holds(%d) %v; want true, false", s.name, s.want, h.holds("n2", s.want), s.want+1, h.holds("n2", s.want+1))
+		}
+	}
+	// Asked about an index its log lacks, the leader is told once it holds it (contact), not
+	// before, and not for an index nobody waits for.
+	signalled := func() bool {
+		select {
+		case <-h.contact:
+			return true
+		default:
+			return false
+		}
+	}
+	signalled() // the steps above asked about indexes they then matched
+	if h.holds("n2", 10) || signalled() {
+		t.Fatal("holds(10) before any answer carried it, or a signal without news")
+	}
+	if h.matched("n2", entries(8, 9), ok); signalled() {
+		t.Fatal("a signal before n2's log held the index awaited")
+	}
+	if h.matched("n2", entries(9, 10), ok); !signalled() {
+		t.Fatal("no signal when n2's log came to hold the index awaited")
+	}
+	if h.matched("n2", entries(10, 11), ok); signalled() {
+		t.Fatal("a signal for an index nobody waits for")
+	}
+	h.observe(raft.Observation{Data: raft.LeaderObservation{LeaderID: "n1"}}, time.Now())
+	if h.holds("n2", 1) {
+		t.Fatal("a new leadership kept what the last one knew of n2's log")
+	}
+}
+
+// fakePipeline is a raft.AppendPipeline whose answers a test hands out.
+type fakePipeline struct {
+	ch     chan raft.AppendFuture
+	closed bool
+}
+
+func (p *fakePipeline) AppendEntries(*raft.AppendEntriesRequest, *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	return nil, nil
+}
+func (p *fakePipeline) Consumer() <-chan raft.AppendFuture { return p.ch }
+func (p *fakePipeline) Close() error                       { p.closed = true; return nil }
+
+// doneFuture is an answered raft.AppendFuture.
+type doneFuture struct {
+	req  *raft.AppendEntriesRequest
+	resp *raft.AppendEntriesResponse
+	err  error
+}
+
+func (f doneFuture) Error() error                          { return f.err }
+func (f doneFuture) Start() time.Time                      { return time.Time{} }
+func (f doneFuture) Request() *raft.AppendEntriesRequest   { return f.req }
+func (f doneFuture) Response() *raft.AppendEntriesResponse { return f.resp }
+
+// TestMatchPipeline: the answers raft reads from a pipeline are the transport's, in order, each
+// recorded on the way (a failed one is not), and Close closes the transport's pipeline.
+func TestMatchPipeline(t *testing.T) {
+	h := newHeartbeats()
+	inner := &fakePipeline{ch: make(chan raft.AppendFuture, 3)}
+	p := newMatchPipeline(inner, "n2", h)
+	ok := &raft.AppendEntriesResponse{Success: true}
+	sent := []doneFuture{
+		{req: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 7}}}, resp: ok},
+		{req: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 9}}}, resp: ok, err: raft.ErrTransportShutdown},
+		{req: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 8}}}, resp: ok},
+	}
+	for _, f := range sent {
+		inner.ch <- f
+	}
+	for i, want := range sent {
+		select {
+		case got := <-p.Consumer():
+			if got.Request() != want.req {
+				t.Fatalf("answer %d: got the request of another", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answer %d never reached raft", i)
+		}
+	}
+	if !h.holds("n2", 8) || h.holds("n2", 9) {
+		t.Fatalf("holds(8) %v, holds(9) %v; want true, false (the failed append is not counted)", h.holds("n2", 8), h.holds("n2", 9))
+	}
+	if err := p.Close(); err != nil || !inner.closed {
+		t.Fatalf("Close = %v, transport pipeline closed %v", err, inner.closed)
+	}
+}

@@ -258,3 +258,51 @@ type consensusInfoWanted struct {
 	voters, wanted int
 	auto           bool
 }
+
+// TestVotersWaitForAVoterThatMissedAChange is the chaos test's seed 99 at 09e4f5b, in small
+// (rule 16). n3, a voter, is cut off. n2 drains: n4 is promoted to its seat (committed by n1
+// and n2 without n3), and the demotion of n2 that comes next waits until n3's log holds that
+// promotion. Stacked on it, the demotion would leave a configuration {n1, n3, n4} in which n3,
+// still at {n1, n2, n3}, refuses its vote to n4: with n1 lost, nobody could lead.
+func TestVotersWaitForAVoterThatMissedAChange(t *testing.T) {
+	var logs logBuffer
+	m := voterstest.NewMembership()
+	for i := range 4 {
+		id := fmt.Sprintf("n%d", i+1)
+		m.Set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: mesh.StatusAlive, Since: time.Now()})
+	}
+	r := newLateVoters(voters.Config{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	c := startJoiningCluster(t, r, "a", "a", "a", "a")
+	leader := c.nodes[0]
+	waitReady(t, leader)
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:nonvoter")
+
+	// A write every node applied: every configuration entry before it is committed, and n3's
+	// log holds them.
+	res, err := leader.Apply(t.Context(), fsm.Register{Spec: spec(t, 8101), Owner: leader.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c.nodes, res.Index)
+	testkit.For(t, "n3's log to hold the configuration", func() bool { return leader.RaftHoldsConfiguration("n3") })
+	c.isolate(2) // n3: the mesh still lists it alive (a pause, a cut of raft's port)
+	m.Set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusAlive, Since: time.Now(), Draining: true})
+	testkit.For(t, "n4 promoted", func() bool { return slices.Contains(serversOf(t, leader), "n4:voter") })
+	// Passes go on (every second while a voter is behind); none demotes n2.
+	before := r.Passes()
+	testkit.For(t, "three more passes", func() bool { return r.Passes() >= before+3 })
+	if got := serversOf(t, leader); !slices.Contains(got, "n2:voter") {
+		t.Fatalf("n2 was demoted while n3 had not seen n4's promotion: %v", got)
+	}
+
+	c.heal()
+	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n3:voter", "n4:voter")
+	if failed := logs.Lines("change failed"); len(failed) != 0 {
+		t.Fatalf("failed changes:\n%s", logs.String())
+	}
+}

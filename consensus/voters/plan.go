@@ -54,6 +54,10 @@ type Peer struct {
 	// waits for it when it is the non-voter it would promote, so that the order of the first
 	// answers does not decide which region gets the seat.
 	Pending bool
+	// Behind says, of a voter, that the leader's raft has not confirmed that its log holds the
+	// latest configuration entry: it judges candidates by an older configuration. While a live
+	// voter is behind, no voter change is planned (rule 16).
+	Behind bool
 	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not
 	// promoted, its voter seat goes to a peer that is not draining (rules 8 and 10), it leaves the
 	// configuration once it is gone from the mesh (rule 4), and a draining leader hands the
@@ -142,7 +146,8 @@ type Change struct {
 // the mesh's view of the peers at time now. It is pure: it reads no clock and calls no raft.
 //
 // Rules, numbered in the order they are read here; those that change a voter (3, 5, 6 and 8 to
-// 11) come in the order in which a plan picks its one voter change (rule 14):
+// 11) come in the order in which a plan picks its one voter change (rule 14), once rule 16
+// lets one be planned:
 //
 //  1. An alive peer with a raft address that is not in the configuration joins as a non-voter,
 //     draining or not: a draining one catches up and sees that it is drained (it was cut off
@@ -213,6 +218,16 @@ type Change struct {
 //     raft's quorum is for. The count goes down only once gateways stayed gone past the grace
 //     (a leave, a drain, or a removal by rules 6 and 7), and once 3 voters hold seats it
 //     stays at 3 or more until then, since the voters are servers the fleet counts.
+//  16. A voter change waits while a live voter other than Self is Behind: its log lacks the
+//     latest configuration entry, so it still judges candidates by the configuration before,
+//     and raft (hashicorp/raft) refuses its vote to a candidate that configuration does not list
+//     as a voter. One change it missed leaves a candidate it accepts (every voter of both
+//     configurations); two stacked on it may leave none: a voter promoted in the first that it
+//     does not know, needed by a quorum of the second (measured: a promotion, then a drain's
+//     demotion, while one voter was paused; the leader was then cut off, and the other two voters
+//     could elect nobody for 45 s). A voter that is not live (dead, suspect, rejoining) is not
+//     waited for: rules 5 and 6 deal with it. Changes to non-voters and addresses, and rule 9's
+//     hand-over, go on.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
@@ -363,6 +378,9 @@ func (p *planner) deadReason(what string, s seat) string {
 // voterChange is rules 3 and 5 to 11 for voters, under the quorum guard of rule 13, one at a
 // time (rule 14).
 func (p *planner) voterChange() (Change, bool) {
+	if _, behind := p.firstVoter(func(s seat) bool { return s.live() && s.peer.Behind }); behind {
+		return p.transferLeadership() // rule 16
+	}
 	voters, live, staying := 0, 0, 0
 	for _, s := range p.seats {
 		if s.voter {
