@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/meshgw/meshgw/bench/minproxy"
+	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/gateway/logbatch"
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/worker"
@@ -21,7 +22,8 @@ import (
 // kernel: the client, the gateway and a fast upstream run in this process and talk over
 // in-memory pipes (fasthttputil), one request at a time. The gateway runs as make bench's plain
 // rows run meshgw: round robin, the request log at its default, off ("cache_aware": the default
-// policy, on this short prompt; "request-log": the log on, batched). "minimal" is the same path
+// policy, on this short prompt; "request-log": the log on, batched), each outcome recorded by a
+// circuit breaker with its Prometheus hooks, as the worker's owner records it in the daemon. "minimal" is the same path
 // through minproxy's handler (bench/minproxy, what make bench runs as minproxy): a
 // fasthttp.Server and a HostClient, nothing else.
 // The difference of their cpu-ns/op (the process's CPU per request, client and upstream
@@ -46,8 +48,21 @@ func BenchmarkHandlerCost(b *testing.B) {
 func serveBenchGateway(b *testing.B, policy string, log bool, ln net.Listener, dial fasthttp.DialFunc) {
 	out := logbatch.New(io.Discard, logbatch.Options{})
 	b.Cleanup(func() { _ = out.Close() }) // registered first, so run after the gateway's shutdown
-	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Policy: policy,
-		RequestLog: log, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched()})
+	reg := prometheus.NewRegistry()
+	bm, err := breaker.NewMetrics(reg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := breaker.New(breaker.DefaultConfig(), breaker.Options{Hooks: bm.Hooks("http://upstream")})
+	var cls breaker.Classifier
+	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: reg, Policy: policy,
+		RequestLog: log, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched(),
+		OnOutcome: func(_ *pool.Worker, status int, connErr bool) {
+			if connErr && status != breaker.NoResponseInTime {
+				status = breaker.NoResponse
+			}
+			br.Record(cls.Classify(status))
+		}})
 	if err != nil {
 		b.Fatal(err)
 	}
