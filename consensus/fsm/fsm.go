@@ -72,24 +72,9 @@ type FSM struct {
 	// proposedMu.
 	proposedMu sync.Mutex
 	proposed   map[string]uint64
-
-	// configIndex is the index of the last configuration entry committed (StoreConfiguration).
-	configIndex atomic.Uint64
 }
 
-var (
-	_ raft.FSM                = (*FSM)(nil)
-	_ raft.ConfigurationStore = (*FSM)(nil)
-)
-
-// StoreConfiguration implements raft.ConfigurationStore: raft calls it, in log order, with each
-// configuration entry once it is committed. The FSM keeps only its index (ConfigurationIndex);
-// the configuration itself is raft's business.
-func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) { f.configIndex.Store(index) }
-
-// ConfigurationIndex returns the index of the last configuration entry committed since this
-// node started, 0 when none was (a configuration restored from a snapshot is not counted).
-func (f *FSM) ConfigurationIndex() uint64 { return f.configIndex.Load() }
+var _ raft.FSM = (*FSM)(nil)
 
 // New returns an empty FSM. A nil logger means slog.Default().
 func New(logger *slog.Logger) *FSM {

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/leader"
-	"github.com/meshgw/meshgw/mesh"
 )
 
 // Defaults of Config.
@@ -76,17 +75,6 @@ type Contact interface {
 	RaftContact() <-chan struct{}
 }
 
-// Replication is what a Raft may also tell of its followers' logs while it leads;
-// *consensus.Node implements it. A Reconciler over a Raft without it takes every voter's log as
-// holding the latest configuration (Peer.Behind is never set).
-type Replication interface {
-	// RaftHoldsConfiguration reports whether the node's raft, leading, saw peer id's log hold
-	// the last configuration entry committed: the peer answered with success an AppendEntries
-	// of this leadership that carried that entry or a later one. When it did not, the node
-	// signals Contact.RaftContact once the peer's log holds it.
-	RaftHoldsConfiguration(id string) bool
-}
-
 // Config configures a Reconciler. The zero value of every optional field is
 // its default.
 type Config struct {
@@ -122,9 +110,8 @@ type Reconciler struct {
 	node Raft
 
 	passes atomic.Uint64 // passes finished (Passes)
-	// sawUnreachable says the last pass found a non-voter its node's raft has not reached, or an
-	// alive voter whose log it has not seen hold the latest configuration (the duty then passes
-	// again after unreachableRecheck, or at the node's contact signal).
+	// sawUnreachable says the last pass found a non-voter its node's raft has not reached (the
+	// duty then passes again after unreachableRecheck, or at the node's contact signal).
 	sawUnreachable atomic.Bool
 }
 
@@ -219,17 +206,6 @@ func (r *Reconciler) pass(ctx context.Context) (applied int, err error) {
 			peers[i].Unreachable = nonvoters[peers[i].ID] && hb.RaftUnreachable(peers[i].ID)
 			peers[i].Pending = peers[i].Unreachable && hb.RaftPending(peers[i].ID)
 			unreachable = unreachable || peers[i].Unreachable
-		}
-	}
-	if rp, ok := r.node.(Replication); ok {
-		voters := make(map[string]bool)
-		for _, s := range cfg.Servers {
-			voters[string(s.ID)] = s.Suffrage == raft.Voter && string(s.ID) != opts.Self
-		}
-		for i := range peers {
-			// Rule 16: a voter whose log the leader has not seen hold the configuration entry.
-			peers[i].Behind = voters[peers[i].ID] && !rp.RaftHoldsConfiguration(peers[i].ID)
-			unreachable = unreachable || (peers[i].Behind && peers[i].Status == mesh.StatusAlive)
 		}
 	}
 	r.sawUnreachable.Store(unreachable)

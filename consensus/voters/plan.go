@@ -54,10 +54,6 @@ type Peer struct {
 	// waits for it when it is the non-voter it would promote, so that the order of the first
 	// answers does not decide which region gets the seat.
 	Pending bool
-	// Behind says, of a voter, that the leader's raft has not confirmed that its log holds the
-	// latest configuration entry: it judges candidates by an older configuration. While a live
-	// voter is behind, no voter is demoted (rule 16).
-	Behind bool
 	// Draining says an operator drains the peer (DESIGN.md section 5, Handoff): it is not
 	// promoted, its voter seat goes to a peer that is not draining (rules 8 and 10), it leaves the
 	// configuration once it is gone from the mesh (rule 4), and a draining leader hands the
@@ -217,17 +213,6 @@ type Change struct {
 //     raft's quorum is for. The count goes down only once gateways stayed gone past the grace
 //     (a leave, a drain, or a removal by rules 6 and 7), and once 3 voters hold seats it
 //     stays at 3 or more until then, since the voters are servers the fleet counts.
-//  16. A voter is demoted (rules 10 and 11) only while no live voter other than Self is
-//     Behind: a voter whose log lacks the latest configuration entry still judges candidates by
-//     the configuration before it, and raft (hashicorp/raft) refuses its vote to a candidate that
-//     its configuration does not list as a voter, such as a peer promoted since. A demotion
-//     takes away a voter it does accept; stacked on a promotion it missed, it may leave no
-//     candidate a quorum accepts (measured: a promotion, then a drain's demotion, while one voter
-//     was paused; the leader was then cut off, and the two other voters could elect nobody for
-//     45 s). Promotions, the removal of voters that left, died or lost their state (none of them
-//     a candidate), changes to non-voters and addresses, and rule 9's hand-over go on: they
-//     restore fault tolerance, which waiting would not. A voter that is not live is not waited
-//     for.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
@@ -378,7 +363,6 @@ func (p *planner) deadReason(what string, s seat) string {
 // voterChange is rules 3 and 5 to 11 for voters, under the quorum guard of rule 13, one at a
 // time (rule 14).
 func (p *planner) voterChange() (Change, bool) {
-	_, behind := p.firstVoter(func(s seat) bool { return s.live() && s.peer.Behind }) // rule 16
 	voters, live, staying := 0, 0, 0
 	for _, s := range p.seats {
 		if s.voter {
@@ -415,12 +399,12 @@ func (p *planner) voterChange() (Change, bool) {
 	if c, ok := p.transferLeadership(); ok {
 		return c, true
 	}
-	if staying >= 1 && voters-1 >= 1 && !behind {
+	if staying >= 1 && voters-1 >= 1 {
 		if s, ok := p.firstVoter(seat.draining); ok && holdsQuorum(voters-1, live-boolInt(s.live())) {
 			return Change{Kind: ChangeDemote, ID: s.id, Reason: "the voter is draining; its seat went to a peer that is not"}, true
 		}
 	}
-	if voters > p.want && !behind {
+	if voters > p.want {
 		if s, ok := p.demotable(regions); ok && holdsQuorum(voters-1, live-boolInt(s.live())) {
 			return Change{Kind: ChangeDemote, ID: s.id,
 				Reason: fmt.Sprintf("%d voters of %s", voters, p.wanted())}, true
