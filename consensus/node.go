@@ -260,6 +260,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 		return errors.Join(fmt.Errorf("consensus: start raft: %w", err), closeTransport(n.trans))
 	}
 	n.raft = r
+	n.guard.setRaft(r)
 	switch {
 	case existing && waits:
 		n.log.Info("raft state found: a restart, so --join and --bootstrap-expect do not bootstrap; raft restores its configuration",

@@ -28,11 +28,20 @@ const refusalLogEvery = 10 * time.Second
 // elected. Everything else (replication, snapshots, heartbeats) passes through, so that it
 // catches up. Being the one channel raft reads its RPCs from, it also takes the RPCs this node
 // makes for its own raft (deliver: the leader's commit notices, commitnotice.go).
+//
+// It also hands raft the vote requests of candidates that this node's configuration does not
+// list as voters so that raft judges them on term and log alone (admit): hashicorp/raft refuses
+// them outright (its PR #526), which Raft's vote rule does not (a server processes votes from
+// servers outside its configuration, Ongaro's thesis §4.1), and a voter that missed a promotion
+// then refuses the one candidate a quorum needs: the chaos test's seed 99 at 09e4f5b had no
+// leader for 45 s with four gateways up.
 type voteGuard struct {
 	raft.Transport
 	self      raft.ServerID
 	rejoining atomic.Bool
 	log       *slog.Logger
+	// configuration returns this node's latest raft configuration, once raft runs (setRaft).
+	configuration atomic.Pointer[func() raft.Configuration]
 
 	in   <-chan raft.RPC
 	out  chan raft.RPC
@@ -50,6 +59,12 @@ func newVoteGuard(t raft.Transport, self raft.ServerID, rejoining bool, log *slo
 	return g
 }
 
+// setRaft gives the guard the raft it feeds, whose configuration admit reads.
+func (g *voteGuard) setRaft(r *raft.Raft) {
+	latest := func() raft.Configuration { return r.GetConfiguration().Configuration() }
+	g.configuration.Store(&latest)
+}
+
 // setRejoining turns the guard on or off.
 func (g *voteGuard) setRejoining(on bool) { g.rejoining.Store(on) }
 
@@ -64,6 +79,7 @@ func (g *voteGuard) relay() {
 			if g.refuse(rpc) {
 				continue
 			}
+			g.admit(rpc)
 			select {
 			case g.out <- rpc:
 			case <-g.stop:
@@ -109,6 +125,44 @@ func (g *voteGuard) refuse(rpc raft.RPC) bool {
 		return false
 	}
 	return true
+}
+
+// admit rewrites a vote or pre-vote request from a candidate that this node's latest
+// configuration does not list as a voter, so that raft judges it as Raft's vote rule does: on
+// its term, this node's vote of the term and the candidate's log. A vote request loses the
+// candidate's id, which raft then takes for a server older than ids and skips its membership
+// checks; the vote is still persisted against the candidate's address, one per term. A pre-vote
+// request, which raft always checks by id and which persists nothing, names this node instead.
+// Nothing else changes: a candidate whose log lacks a committed entry is still refused by the
+// majority that holds it, and a node that knows a leader still refuses every candidate but it.
+func (g *voteGuard) admit(rpc raft.RPC) {
+	latest := g.configuration.Load()
+	if latest == nil {
+		return
+	}
+	var id *[]byte
+	var replacement []byte
+	switch req := rpc.Command.(type) {
+	case *raft.RequestVoteRequest:
+		id = &req.ID
+	case *raft.RequestPreVoteRequest:
+		id, replacement = &req.ID, []byte(g.self)
+	default:
+		return
+	}
+	if len(*id) == 0 {
+		return
+	}
+	cfg := (*latest)()
+	if len(cfg.Servers) == 0 {
+		return // raft grants such votes itself: a cluster forming
+	}
+	for _, s := range cfg.Servers {
+		if string(s.ID) == string(*id) && s.Suffrage == raft.Voter {
+			return
+		}
+	}
+	*id = replacement
 }
 
 func (g *voteGuard) logRefusal(kind string, candidate []byte) {
