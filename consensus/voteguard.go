@@ -79,7 +79,7 @@ func (g *voteGuard) relay() {
 			if g.refuse(rpc) {
 				continue
 			}
-			g.admit(rpc)
+			rpc = g.admit(rpc)
 			select {
 			case g.out <- rpc:
 			case <-g.stop:
@@ -135,34 +135,42 @@ func (g *voteGuard) refuse(rpc raft.RPC) bool {
 // request, which raft always checks by id and which persists nothing, names this node instead.
 // Nothing else changes: a candidate whose log lacks a committed entry is still refused by the
 // majority that holds it, and a node that knows a leader still refuses every candidate but it.
-func (g *voteGuard) admit(rpc raft.RPC) {
-	latest := g.configuration.Load()
-	if latest == nil {
-		return
-	}
-	var id *[]byte
-	var replacement []byte
+// The request is copied, not changed: an in-memory transport hands over the candidate's own.
+func (g *voteGuard) admit(rpc raft.RPC) raft.RPC {
 	switch req := rpc.Command.(type) {
 	case *raft.RequestVoteRequest:
-		id = &req.ID
+		if g.unknownVoter(req.ID) {
+			c := *req
+			c.ID = nil
+			rpc.Command = &c
+		}
 	case *raft.RequestPreVoteRequest:
-		id, replacement = &req.ID, []byte(g.self)
-	default:
-		return
+		if g.unknownVoter(req.ID) {
+			c := *req
+			c.ID = []byte(g.self)
+			rpc.Command = &c
+		}
 	}
-	if len(*id) == 0 {
-		return
+	return rpc
+}
+
+// unknownVoter reports whether id names a server that this node's latest configuration, once
+// raft runs and has one, does not list as a voter.
+func (g *voteGuard) unknownVoter(id []byte) bool {
+	latest := g.configuration.Load()
+	if latest == nil || len(id) == 0 {
+		return false
 	}
 	cfg := (*latest)()
 	if len(cfg.Servers) == 0 {
-		return // raft grants such votes itself: a cluster forming
+		return false // raft grants such votes itself: a cluster forming
 	}
 	for _, s := range cfg.Servers {
-		if string(s.ID) == string(*id) && s.Suffrage == raft.Voter {
-			return
+		if string(s.ID) == string(id) && s.Suffrage == raft.Voter {
+			return false
 		}
 	}
-	*id = replacement
+	return true
 }
 
 func (g *voteGuard) logRefusal(kind string, candidate []byte) {

@@ -147,3 +147,49 @@ func TestVoteForAVoterPromotedSinceOurConfiguration(t *testing.T) {
 		t.Fatalf("%s leads; want %s, the one voter of the new configuration that can", id(lead), id(cand))
 	}
 }
+
+// TestAdmitUnknownCandidates: a vote request from a candidate the latest configuration does
+// not list as a voter reaches raft without its id, a pre-vote request with this node's; a
+// voter's requests, and every request before raft runs or while the configuration is empty,
+// pass as they are. The candidate's own request is never changed.
+func TestAdmitUnknownCandidates(t *testing.T) {
+	g := &voteGuard{self: "n3"}
+	cfg := raft.Configuration{Servers: []raft.Server{
+		{ID: "n1", Suffrage: raft.Voter}, {ID: "n2", Suffrage: raft.Nonvoter}, {ID: "n3", Suffrage: raft.Voter}}}
+	vote := func(id string) raft.RPC {
+		return raft.RPC{Command: &raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(id), Addr: []byte("a-" + id)}}}
+	}
+	preVote := func(id string) raft.RPC {
+		return raft.RPC{Command: &raft.RequestPreVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(id), Addr: []byte("a-" + id)}}}
+	}
+	idOf := func(rpc raft.RPC) string { return string(rpc.Command.(raft.WithRPCHeader).GetRPCHeader().ID) }
+	if got := idOf(g.admit(vote("n4"))); got != "n4" {
+		t.Fatalf("before raft runs: id %q, want n4 as sent", got)
+	}
+	latest := func() raft.Configuration { return cfg }
+	g.configuration.Store(&latest)
+	for _, tt := range []struct {
+		name string
+		rpc  raft.RPC
+		want string
+	}{
+		{"a voter's vote request", vote("n1"), "n1"},
+		{"a non-voter's vote request", vote("n2"), ""},
+		{"an unknown server's vote request", vote("n4"), ""},
+		{"a voter's pre-vote request", preVote("n1"), "n1"},
+		{"a non-voter's pre-vote request", preVote("n2"), "n3"},
+		{"an unknown server's pre-vote request", preVote("n4"), "n3"},
+	} {
+		sent := idOf(tt.rpc)
+		if got := idOf(g.admit(tt.rpc)); got != tt.want {
+			t.Errorf("%s: raft sees id %q, want %q", tt.name, got, tt.want)
+		}
+		if idOf(tt.rpc) != sent {
+			t.Errorf("%s: the candidate's request was changed", tt.name)
+		}
+	}
+	cfg = raft.Configuration{}
+	if got := idOf(g.admit(vote("n4"))); got != "n4" {
+		t.Fatalf("with no configuration: id %q, want n4 as sent (raft grants it itself)", got)
+	}
+}
