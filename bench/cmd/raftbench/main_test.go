@@ -33,9 +33,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 
 // TestCluster times a few writes through a real 3-node cluster on loopback.
 func TestCluster(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"cluster", "--nodes", "3", "--writes", "20", "--dir", t.TempDir()}, &out, io.Discard); code != 0 {
-		t.Fatalf("exit %d", code)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"cluster", "--nodes", "3", "--writes", "20", "--dir", t.TempDir()}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, tailOf(&errOut))
 	}
 	var res ClusterResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -66,9 +66,9 @@ func TestCommit(t *testing.T) {
 
 // TestClusterAck times fleet-acknowledged writes through a real 3-node cluster.
 func TestClusterAck(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"cluster", "--nodes", "3", "--writes", "20", "--ack", "--dir", t.TempDir()}, &out, io.Discard); code != 0 {
-		t.Fatalf("exit %d", code)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"cluster", "--nodes", "3", "--writes", "20", "--ack", "--dir", t.TempDir()}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, tailOf(&errOut))
 	}
 	var res ClusterResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -116,4 +116,14 @@ func TestFill(t *testing.T) {
 	if code := run(context.Background(), []string{"fill", "--state-dir", dir, "--node-id", "gw1", "--workers", "50"}, io.Discard, io.Discard); code != 1 {
 		t.Errorf("a second fill exited %d, want 1", code)
 	}
+}
+
+// tailOf is the end of what a failed run wrote to its standard error: its error line, after the
+// warnings of the nodes it ran.
+func tailOf(b *bytes.Buffer) string {
+	const keep = 2000
+	if s := b.String(); len(s) > keep {
+		return "…" + s[len(s)-keep:]
+	}
+	return b.String()
 }
