@@ -73,6 +73,16 @@ func (c Classifier) Classify(status int) Outcome {
 	return Success
 }
 
+// ClassifyAttempt is Classify of how one request to the worker ended, as the gateway reports
+// it: status is the worker's answer, and connErr says the worker sent none or broke off, which
+// counts as NoResponse unless status already says NoResponseInTime.
+func (c Classifier) ClassifyAttempt(status int, connErr bool) Outcome {
+	if connErr && status != NoResponseInTime {
+		status = NoResponse
+	}
+	return c.Classify(status)
+}
+
 // Retryable reports whether status (or NoResponse) is on the retryable list: no response, or a
 // status on the list (capacity statuses such as 429 included, when the list has them). It
 // describes the list; the gateway does not decide its retries with it.

@@ -43,6 +43,29 @@ func TestClassifyDefaults(t *testing.T) {
 	}
 }
 
+// TestClassifyAttempt: an answer is classified by its status; no answer is a failure, or
+// TimedOut when it is the request timeout's NoResponseInTime, whatever status came with it.
+func TestClassifyAttempt(t *testing.T) {
+	var c Classifier
+	for _, tt := range []struct {
+		status  int
+		connErr bool
+		want    Outcome
+	}{
+		{200, false, Success},
+		{503, false, Failure},
+		{429, false, Ignored},
+		{NoResponse, true, Failure},
+		{NoResponseInTime, true, TimedOut},
+		{200, true, Failure}, // headers came, then the connection broke
+		{429, true, Failure},
+	} {
+		if got := c.ClassifyAttempt(tt.status, tt.connErr); got != tt.want {
+			t.Errorf("ClassifyAttempt(%d, %v) = %v, want %v", tt.status, tt.connErr, got, tt.want)
+		}
+	}
+}
+
 func TestClassifyCustomLists(t *testing.T) {
 	c := NewClassifier([]int{503, 42, 900}, []int{502, 503, 1 << 20})
 	tests := []struct {

@@ -57,12 +57,7 @@ func serveBenchGateway(b *testing.B, policy string, log bool, ln net.Listener, d
 	var cls breaker.Classifier
 	gw, err := New(Config{Logger: slog.New(slog.DiscardHandler), Registerer: reg, Policy: policy,
 		RequestLog: log, RequestLogger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestLogWriter: out.Batched(),
-		OnOutcome: func(_ *pool.Worker, status int, connErr bool) {
-			if connErr && status != breaker.NoResponseInTime {
-				status = breaker.NoResponse
-			}
-			br.Record(cls.Classify(status))
-		}})
+		OnOutcome: func(_ *pool.Worker, status int, connErr bool) { br.Record(cls.ClassifyAttempt(status, connErr)) }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,8 +28,5 @@ func (c *circuit) Allow() bool { return c.b.Allow() }
 // the request timeout, breaker.NoResponseInTime, a TimedOut the hang rule counts), a capacity
 // status is nothing, anything else a success.
 func (c *circuit) record(status int, connErr bool) {
-	if connErr && status != breaker.NoResponseInTime {
-		status = breaker.NoResponse
-	}
-	c.b.Record(c.cls.Load().Classify(status))
+	c.b.Record(c.cls.Load().ClassifyAttempt(status, connErr))
 }

@@ -52,10 +52,7 @@ func (r *Router) Route(owner string, id worker.ID, epoch uint64, res *worker.Res
 // classify returns the Outcome c gives a request that ended with status (connErr: no answer),
 // 0 for an outcome that is nothing.
 func classify(c breaker.Classifier, status int, connErr bool) Outcome {
-	if connErr && status != breaker.NoResponseInTime {
-		status = breaker.NoResponse
-	}
-	switch c.Classify(status) {
+	switch c.ClassifyAttempt(status, connErr) {
 	case breaker.Success:
 		return Success
 	case breaker.Failure:
