@@ -193,3 +193,33 @@ func TestAdmitUnknownCandidates(t *testing.T) {
 		t.Fatalf("with no configuration: id %q, want n4 as sent (raft grants it itself)", got)
 	}
 }
+
+// TestRemovedVoterWithAStaleLogDoesNotLead: what admit lets through is judged on the log. R is
+// removed while cut off, so it lacks its removal and the writes after it; once the leader is
+// cut off too, R campaigns beside B and C, whose configuration no longer holds it. Its requests
+// reach raft without the membership check, and raft refuses them on the log: B or C leads.
+func TestRemovedVoterWithAStaleLogDoesNotLead(t *testing.T) {
+	c := startCluster(t, 4)
+	a := c.waitLeader(t, 0, 1, 2, 3)
+	rest := others(4, a)
+	b, cc, r := rest[0], rest[1], rest[2]
+	c.isolate(r)
+	if err := c.nodes[a].ChangeMembership(voters.Change{Kind: voters.ChangeRemove, ID: c.nodes[r].ID()}, 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.nodes[a].Apply(t.Context(), fsm.Register{Spec: spec(t, 8102), Owner: c.nodes[a].ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, []*Node{c.nodes[a], c.nodes[b], c.nodes[cc]}, res.Index)
+
+	c.heal()
+	c.isolate(a)
+	lead := c.waitLeader(t, b, cc)
+	if _, err := c.nodes[lead].Apply(t.Context(), fsm.Register{Spec: spec(t, 8103), Owner: c.nodes[lead].ID()}); err != nil {
+		t.Fatalf("the new leader %s cannot write: %v", c.nodes[lead].ID(), err)
+	}
+	if c.nodes[r].IsLeader() {
+		t.Fatalf("the removed %s leads", c.nodes[r].ID())
+	}
+}
