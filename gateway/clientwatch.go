@@ -69,6 +69,12 @@ func (w *clientWatch) watch() {
 		w.mu.Unlock()
 		return
 	}
+	if s, ok := w.conn.(interface{ settle() error }); ok {
+		// The peek below waits in the poller, past slackReadConn's Read: its timer must not
+		// fire before the deadline asked. Done before stop can see the watch, so that stop's
+		// deadline in the past comes after it.
+		_ = s.settle()
+	}
 	w.state, w.done = watchWatching, make(chan struct{})
 	conn, pipe, log, done := w.conn, w.pipe, w.log, w.done
 	w.mu.Unlock()

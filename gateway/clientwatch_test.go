@@ -149,7 +149,7 @@ func TestClientGoneOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = e.gw.Serve(tls.NewListener(ln, store.HTTPConfig())) }()
+	go func() { _ = e.gw.Serve(tls.NewListener(e.gw.ClientListener(ln), store.HTTPConfig())) }()
 	next, gone := make(chan struct{}), make(chan struct{})
 	defer close(next)
 	e.upstream(pausedUpstream(next, gone))

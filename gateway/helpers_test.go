@@ -71,7 +71,7 @@ func newEnv(t *testing.T, cfg Config) *testEnv {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- gw.Serve(ln) }()
+	go func() { done <- gw.Serve(gw.ClientListener(ln)) }() // as the daemon serves
 	e.gw, e.base = gw, "http://"+ln.Addr().String()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

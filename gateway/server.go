@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -129,7 +128,7 @@ func (g *Gateway) newServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		ReadBufferSize:               16 << 10,
 		WriteBufferSize:              16 << 10,
 		ReadTimeout:                  g.cfg.RequestTimeout,
-		IdleTimeout:                  90 * time.Second,
+		IdleTimeout:                  serverIdleTimeout,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,

@@ -189,7 +189,7 @@ func (s *Server) startDataPlane(p *parts) error {
 	cl.goLoop("drain duty", func() { cl.drainDuty(gw, s.left) })
 	s.onStop(registerWorkers(p.writer, s.registrations(), log))
 	s.errc = make(chan error, 3)
-	go func() { s.errc <- gw.Serve(s.sec.httpListener(s.cfg.Listener)) }()
+	go func() { s.errc <- gw.Serve(s.sec.httpListener(gw.ClientListener(s.cfg.Listener))) }()
 	if s.probeAddr, err = s.startProbes(); err != nil {
 		gw.Close()
 		return err
