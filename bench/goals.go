@@ -348,13 +348,20 @@ func streamGoals(s *StreamSection) []Goal {
 }
 
 // guardGoal is the data plane's guard, meshgw's rate m ÷ minproxy's mp at least
-// goalMinproxyRatio, with each round's ratio and the CPU per unit (request or stream) of both
-// when measured.
-func guardGoal(name string, m, mp float64, rounds, unit string, cpuM, cpuMp *float64) Goal {
+// goalMinproxyRatio, with the CPU per unit (request or stream) of both when measured. With
+// minPairedRounds or more interleaved rounds (rounds, each meshgw's rate ÷ minproxy's in one
+// round, run back to back), the verdict is on their median: each pair ran under the same
+// conditions, so the machine's drift between rounds, which moves both, cancels; the medians'
+// ratio is shown beside it. With fewer, it is on the medians' ratio.
+func guardGoal(name string, m, mp float64, rounds []float64, unit string, cpuM, cpuMp *float64) Goal {
 	ratio := m / mp
 	v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m, mp)
-	if rounds != "" {
-		v += "; per round " + rounds
+	if len(rounds) >= minPairedRounds {
+		ratio = median(rounds)
+		v = fmt.Sprintf("%.2f (median of %d rounds: %s; medians %.0f ÷ %.0f = %.2f", ratio, len(rounds),
+			formatRatios(rounds), m, mp, m/mp)
+	} else if len(rounds) > 0 {
+		v += "; per round " + formatRatios(rounds)
 	}
 	if cpuM != nil && cpuMp != nil {
 		v += fmt.Sprintf("; CPU per %s %.1f vs %.1f µs", unit, *cpuM, *cpuMp)
@@ -362,22 +369,34 @@ func guardGoal(name string, m, mp float64, rounds, unit string, cpuM, cpuMp *flo
 	return Goal{name, v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio), met(ratio >= goalMinproxyRatio)}
 }
 
-// roundRatios lists a ÷ b round by round ("0.83, 0.97, 0.65"): the rounds are interleaved, so
-// each pair ran under the same conditions, and their spread shows the machine's noise beside
-// the medians' ratio. "" when the rounds do not pair up.
-func roundRatios[R any](a, b []R, rate func(R) float64) string {
+// minPairedRounds is how many paired rounds the guard's verdict needs to be on their median.
+const minPairedRounds = 5
+
+// roundRatios gives a ÷ b round by round: the rounds are interleaved, so each pair ran under
+// the same conditions, and their spread shows the machine's noise. nil when the rounds do not
+// pair up.
+func roundRatios[R any](a, b []R, rate func(R) float64) []float64 {
 	if len(a) == 0 || len(a) != len(b) {
-		return ""
+		return nil
 	}
-	var out []byte
+	out := make([]float64, len(a))
 	for i := range a {
 		if rate(b[i]) <= 0 {
-			return ""
+			return nil
 		}
+		out[i] = rate(a[i]) / rate(b[i])
+	}
+	return out
+}
+
+// formatRatios lists ratios as "0.83, 0.97, 0.65".
+func formatRatios(v []float64) string {
+	var out []byte
+	for i, r := range v {
 		if i > 0 {
 			out = append(out, ", "...)
 		}
-		out = fmt.Appendf(out, "%.2f", rate(a[i])/rate(b[i]))
+		out = fmt.Appendf(out, "%.2f", r)
 	}
 	return string(out)
 }

@@ -163,26 +163,60 @@ func TestPrintBulletins(t *testing.T) {
 }
 
 // TestMinproxyGuardShowsEachRound: the guard's line gives the ratio of each interleaved round
-// beside the medians' ratio, and leaves them out when the rounds do not pair up.
+// beside the medians' ratio, and leaves them out when the rounds do not pair up. With five
+// rounds or more, the verdict is on the median of the rounds' ratios.
 func TestMinproxyGuardShowsEachRound(t *testing.T) {
 	round := func(rps float64) ProxyRound { return ProxyRound{WrkResult: WrkResult{RPS: rps}} }
 	rep := Report{Proxy: map[string]*ProxyTarget{
 		"minproxy": {RPS: 1000, Rounds: []ProxyRound{round(1000), round(800), round(1200)}},
 		"meshgw":   {RPS: 950, Rounds: []ProxyRound{round(950), round(520), round(1200)}}}}
-	value := func() string {
+	guard := func() Goal {
 		for _, g := range computeGoals(&rep) {
 			if g.Name == "meshgw req/s ÷ minproxy" {
-				return g.Value
+				return g
 			}
 		}
 		t.Fatal("no guard line")
-		return ""
+		return Goal{}
 	}
-	if got, want := value(), "0.95 (950 ÷ 1000; per round 0.95, 0.65, 1.00)"; got != want {
+	if got, want := guard().Value, "0.95 (950 ÷ 1000; per round 0.95, 0.65, 1.00)"; got != want {
 		t.Errorf("guard line %q, want %q", got, want)
 	}
 	rep.Proxy["meshgw"].Rounds = rep.Proxy["meshgw"].Rounds[:2]
-	if got, want := value(), "0.95 (950 ÷ 1000)"; got != want {
+	if got, want := guard().Value, "0.95 (950 ÷ 1000)"; got != want {
 		t.Errorf("unpaired rounds: guard line %q, want %q", got, want)
+	}
+	// Five rounds: the medians' ratio (850 ÷ 1000) is below the guard, but the rounds, each
+	// measured back to back, say 0.91 in the middle.
+	rep.Proxy["minproxy"].Rounds = []ProxyRound{round(1000), round(1200), round(800), round(1100), round(900)}
+	rep.Proxy["meshgw"].Rounds = []ProxyRound{round(910), round(1092), round(760), round(1001), round(810)}
+	rep.Proxy["meshgw"].RPS, rep.Proxy["minproxy"].RPS = 850, 1000
+	g := guard()
+	if want := "0.91 (median of 5 rounds: 0.91, 0.91, 0.95, 0.91, 0.90; medians 850 ÷ 1000 = 0.85)"; g.Value != want {
+		t.Errorf("paired rounds: guard line %q, want %q", g.Value, want)
+	}
+	if g.Met == nil || !*g.Met {
+		t.Errorf("paired rounds at 0.90-0.95: verdict %v, want met", g.Met)
+	}
+}
+
+// TestRoundOrderPairsTheGuard: each round runs minproxy and meshgw back to back, meshgw second
+// in even rounds and first in odd ones, and rotates the rest.
+func TestRoundOrderPairsTheGuard(t *testing.T) {
+	ts := []target{{name: "direct"}, {name: "haproxy"}, {name: "minproxy"}, {name: "meshgw"}}
+	want := []string{
+		"direct haproxy minproxy meshgw",
+		"haproxy meshgw minproxy direct",
+		"minproxy meshgw direct haproxy",
+		"direct haproxy meshgw minproxy",
+	}
+	for r, w := range want {
+		var names []string
+		for _, t := range roundOrder(ts, r) {
+			names = append(names, t.name)
+		}
+		if got := strings.Join(names, " "); got != w {
+			t.Errorf("round %d: %s, want %s", r, got, w)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func measureProxy(ctx context.Context, ps *procs, o *Options, ts []target, ups [
 	rounds := map[string][]ProxyRound{}
 	single := map[string][]WrkResult{} // the one-connection runs
 	for r := range o.Rounds {
-		for _, t := range rotate(ts, r) {
+		for _, t := range roundOrder(ts, r) {
 			o.Log.Info("wrk", "target", t.name, "round", r+1, "of", o.Rounds, "seconds", o.Duration.Seconds())
 			w := wo
 			w.URL, w.Duration = t.url+chatPath, o.Duration
@@ -104,7 +104,7 @@ func measureStreams(ctx context.Context, ps *procs, o *Options, ts []target, rep
 	s := &StreamSection{Paced: map[string]*StreamResult{}, PacedDelayMs: int(o.PacedDelay.Milliseconds()), PacedEvents: o.PacedEvents}
 	rounds := map[string][]StreamRound{}
 	for r := range o.Rounds {
-		for _, t := range rotate(ts, r) {
+		for _, t := range roundOrder(ts, r) {
 			name := t.name
 			o.Log.Info("streams", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.StreamDuration.Seconds())
 			var cpu *cpuMeter

@@ -248,7 +248,7 @@ func summarizeStream(rounds []StreamRound) *StreamTarget {
 // PrintTable writes the report as tables: each target's figures, the ratios, and each goal
 // marked met or not met.
 func (r *Report) PrintTable(w io.Writer) {
-	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d (interleaved, order rotated per round); load average before %s, after %s\n",
+	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d (interleaved, order rotated per round, minproxy and meshgw back to back); load average before %s, after %s\n",
 		r.Machine, r.Date, r.Method.Rounds, r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
 	fmt.Fprintf(w, "other processes used up to %.2f of %d cores during a measurement (0 on a quiet machine)\n\n",
 		r.Method.OthersCoresMax, r.MachineDetail.CPUs)

@@ -32,7 +32,7 @@ type Options struct {
 	// NoMinproxy leaves out the reference fasthttp proxy (bench/cmd/minproxy).
 	NoMinproxy bool
 
-	Rounds      int           // interleaved rounds; default 3
+	Rounds      int           // interleaved rounds; default 5
 	Duration    time.Duration // of each wrk run; default 10 s
 	Threads     int           // wrk -t; default 2
 	Connections int           // wrk -c; default 64
@@ -90,7 +90,7 @@ func (o *Options) setDefaults() {
 	def(&o.MeshgwBin, "bin/meshgw")
 	def(&o.UpstreamBin, "bin/bench-upstream")
 	def(&o.MinproxyBin, "bin/bench-minproxy")
-	o.Rounds = cmp0(o.Rounds, 3)
+	o.Rounds = cmp0(o.Rounds, 5)
 	o.Threads = cmp0(o.Threads, 2)
 	o.Connections = cmp0(o.Connections, 64)
 	o.Streams = cmp0(o.Streams, 32)
@@ -358,6 +358,31 @@ func tryChat(ctx context.Context, c *http.Client, base string) string {
 }
 
 // rotate returns s rotated left by r.
+// roundOrder is the order of the targets in round r: rotated by r, with meshgw right after
+// minproxy in even rounds and right before it in odd ones, so that the guard's two rates of a
+// round are measured back to back, under the same conditions, each first half the time.
+func roundOrder(ts []target, r int) []target {
+	order := rotate(ts, r)
+	var mesh *target
+	for i, t := range order {
+		if t.name == "meshgw" {
+			mesh = &t
+			order = append(order[:i:i], order[i+1:]...)
+			break
+		}
+	}
+	if mesh == nil {
+		return order
+	}
+	for i, t := range order {
+		if t.name == "minproxy" {
+			at := i + 1 - r%2
+			return append(order[:at:at], append([]target{*mesh}, order[at:]...)...)
+		}
+	}
+	return append(order, *mesh)
+}
+
 func rotate[T any](s []T, r int) []T {
 	r %= len(s)
 	return append(append([]T(nil), s[r:]...), s[:r]...)
