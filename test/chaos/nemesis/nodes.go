@@ -31,8 +31,13 @@ func (n *Nemesis) processFault(ctx context.Context, c *claim, p plan, node *clus
 	n.room.healed(c)
 	n.waitBack(c, p.kind, node)
 	if p.kind == Wipe {
-		if err := waitCond(n.stop(), settle, func() bool { return !n.C.Rejoining(node.ID) }); err != nil {
+		rejoined := func() bool { return !n.C.Rejoining(node.ID) }
+		if err := waitCond(n.stop(), settle, rejoined); err != nil {
 			n.fail("after wipe on %s: still rejoining (not confirmed caught up) after %v", node.ID, settle)
+			// Keep the claim while it rejoins, to the end of the faults: a second wipe among
+			// the voters meanwhile is beyond what raft promises (room rule 4), and would turn
+			// this failure into a cluster that no leader can ever form again.
+			_ = waitCond(ctx, 24*time.Hour, rejoined)
 		}
 	}
 }
