@@ -357,7 +357,6 @@ func tryChat(ctx context.Context, c *http.Client, base string) string {
 	return ""
 }
 
-// rotate returns s rotated left by r.
 // roundOrder is the order of the targets in round r: rotated by r, with meshgw right after
 // minproxy in even rounds and right before it in odd ones, so that the guard's two rates of a
 // round are measured back to back, under the same conditions, each first half the time.
@@ -383,6 +382,7 @@ func roundOrder(ts []target, r int) []target {
 	return append(order, *mesh)
 }
 
+// rotate returns s rotated left by r.
 func rotate[T any](s []T, r int) []T {
 	r %= len(s)
 	return append(append([]T(nil), s[r:]...), s[:r]...)
