@@ -350,15 +350,18 @@ func streamGoals(s *StreamSection) []Goal {
 // guardGoal is the data plane's guard, meshgw's rate m ÷ minproxy's mp at least
 // goalMinproxyRatio, with the CPU per unit (request or stream) of both when measured. With
 // minPairedRounds or more interleaved rounds (rounds, each meshgw's rate ÷ minproxy's in one
-// round, run back to back), the verdict is on their median: each pair ran under the same
-// conditions, so the machine's drift between rounds, which moves both, cancels; the medians'
-// ratio is shown beside it. With fewer, it is on the medians' ratio.
+// round, run back to back), the figure is their median: each pair ran under the same
+// conditions, so the machine's drift between rounds, which moves both, cancels. The host's
+// slow spells, seconds long, still fall on one side of a pair as easily as on a whole round
+// (one run gave 1.02 paired and 0.83 by medians), so the guard is met only when the medians'
+// ratio, shown beside it, reaches it too. With fewer rounds, the verdict is on the medians'
+// ratio alone.
 func guardGoal(name string, m, mp float64, rounds []float64, unit string, cpuM, cpuMp *float64) Goal {
 	ratio := m / mp
 	v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m, mp)
 	if len(rounds) >= minPairedRounds {
-		ratio = median(rounds)
-		v = fmt.Sprintf("%.2f (median of %d rounds: %s; medians %.0f ÷ %.0f = %.2f", ratio, len(rounds),
+		ratio = min(median(rounds), m/mp)
+		v = fmt.Sprintf("%.2f (median of %d rounds: %s; medians %.0f ÷ %.0f = %.2f", median(rounds), len(rounds),
 			formatRatios(rounds), m, mp, m/mp)
 	} else if len(rounds) > 0 {
 		v += "; per round " + formatRatios(rounds)

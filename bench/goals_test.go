@@ -186,8 +186,8 @@ func TestMinproxyGuardShowsEachRound(t *testing.T) {
 	if got, want := guard().Value, "0.95 (950 ÷ 1000)"; got != want {
 		t.Errorf("unpaired rounds: guard line %q, want %q", got, want)
 	}
-	// Five rounds: the medians' ratio (850 ÷ 1000) is below the guard, but the rounds, each
-	// measured back to back, say 0.91 in the middle.
+	// Five rounds: the rounds, each measured back to back, say 0.91 in the middle, but the
+	// medians' ratio (850 ÷ 1000) is below the guard: not met until both reach it.
 	rep.Proxy["minproxy"].Rounds = []ProxyRound{round(1000), round(1200), round(800), round(1100), round(900)}
 	rep.Proxy["meshgw"].Rounds = []ProxyRound{round(910), round(1092), round(760), round(1001), round(810)}
 	rep.Proxy["meshgw"].RPS, rep.Proxy["minproxy"].RPS = 850, 1000
@@ -195,8 +195,12 @@ func TestMinproxyGuardShowsEachRound(t *testing.T) {
 	if want := "0.91 (median of 5 rounds: 0.91, 0.91, 0.95, 0.91, 0.90; medians 850 ÷ 1000 = 0.85)"; g.Value != want {
 		t.Errorf("paired rounds: guard line %q, want %q", g.Value, want)
 	}
-	if g.Met == nil || !*g.Met {
-		t.Errorf("paired rounds at 0.90-0.95: verdict %v, want met", g.Met)
+	if g.Met == nil || *g.Met {
+		t.Errorf("paired rounds at 0.90-0.95, medians at 0.85: verdict %v, want not met", g.Met)
+	}
+	rep.Proxy["meshgw"].RPS = 920
+	if g := guard(); g.Met == nil || !*g.Met {
+		t.Errorf("paired rounds at 0.91, medians at 0.92: verdict %v, want met", g.Met)
 	}
 }
 
