@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// serverIdleTimeout is how long a client's keep-alive connection may stay idle.
-const serverIdleTimeout = 90 * time.Second
+// defaultClientIdleTimeout is how long a client's keep-alive connection may stay idle.
+const defaultClientIdleTimeout = 90 * time.Second
 
 // slackReadConn is a client connection whose read deadline is moved rarely instead of twice per
 // request. fasthttp's server asks for one deadline before each request's first byte (the idle
@@ -22,6 +22,10 @@ const serverIdleTimeout = 90 * time.Second
 // on. So a deadline fires between the time asked and slack after it, and a connection in steady
 // use moves its timer about once per idle timeout instead of twice per request. Only reads are
 // deferred: write deadlines pass through (the server sets none per request).
+//
+// Upstream connections use lazyDeadlineConn instead, whose asks only grow (a request timeout
+// from each request's start); here they alternate between a near and a far one, which it would
+// pass on twice per request, since it never lets a timer fire early.
 //
 // Every method may be called from any goroutine; fasthttp calls them from the one serving the
 // connection, a hijacked connection's handler from its own.
@@ -79,25 +83,18 @@ func (c *slackReadConn) Read(p []byte) (int, error) {
 		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, err
 		}
-		want := c.want.Load()
-		if want != 0 && time.Now().UnixNano() >= want {
+		if want := c.want.Load(); want != 0 && time.Now().UnixNano() >= want {
 			return n, err // the deadline asked has passed
 		}
-		if want == 0 {
-			c.armed.Store(0)
-			err = c.Conn.SetReadDeadline(time.Time{})
-		} else {
-			err = c.arm(want)
-		}
-		if err != nil {
+		if err := c.settle(); err != nil {
 			return 0, err
 		}
 	}
 }
 
 // settle arms the timer for the deadline asked when it would fire sooner (or at all, when none
-// is asked), so that a reader that waits past Read (the client watch's peek) meets no false
-// alarm.
+// is asked): after a false alarm in Read, and before a reader that waits past Read (the client
+// watch's peek), which would meet the false alarm as a timeout.
 func (c *slackReadConn) settle() error {
 	want, a := c.want.Load(), c.armed.Load()
 	switch {
@@ -146,5 +143,5 @@ func (l slackListener) Accept() (net.Conn, error) {
 // moved rarely (slackReadConn), up to deadlineSlack of the shorter of the idle and request
 // timeouts late. Put it under TLS, so that the TLS connection's deadlines reach it.
 func (g *Gateway) ClientListener(ln net.Listener) net.Listener {
-	return slackListener{Listener: ln, slack: deadlineSlack(min(serverIdleTimeout, g.cfg.RequestTimeout))}
+	return slackListener{Listener: ln, slack: deadlineSlack(min(g.cfg.clientIdleTimeout, g.cfg.RequestTimeout))}
 }

@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // countingListener counts the read deadlines set on the connections it accepts.
@@ -164,5 +167,41 @@ func TestSlackReadsSettle(t *testing.T) {
 	_ = c.settle()
 	if len(rec.reads) != 3 || !rec.reads[2].IsZero() {
 		t.Fatalf("settle without a deadline: %v", rec.reads)
+	}
+}
+
+// TestClientWatchAfterAnEarlyTimer: on a keep-alive connection the socket's timer stays armed
+// for the idle timeout while a request's longer deadline is only recorded; a stream's client
+// watch peeks past Read, so it must settle the timer first, or it meets the early timer as a
+// timeout, stops watching, and misses the client leaving.
+func TestClientWatchAfterAnEarlyTimer(t *testing.T) {
+	e := newEnv(t, Config{clientWatchAfter: 100 * time.Millisecond, clientIdleTimeout: 20 * time.Millisecond})
+	next, gone := make(chan struct{}), make(chan struct{})
+	defer close(next)
+	paused := pausedUpstream(next, gone)
+	e.upstream(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-First") != "" {
+			_, _ = io.WriteString(rw, `{"ok":true}`)
+			return
+		}
+		paused(rw, r)
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Both at once: the second request is read at once after the first answer, under the idle
+	// timer (20 ms), and streams past it.
+	first := `{"model":"m"}`
+	_, _ = fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-First: 1\r\nContent-Length: %d\r\n\r\n%s%s",
+		len(first), first, streamRequest(`{"stream":true}`))
+	readUntil(t, bufio.NewReader(conn), "data: 1")
+	testkit.For(t, "the client watch to peek", watching)
+	_ = conn.Close()
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the gateway kept the upstream request of a client that left")
 	}
 }

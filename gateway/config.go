@@ -145,6 +145,10 @@ type Config struct {
 	// clientWatchAfter is how long a stream runs before its client connection is watched for
 	// a close (clientWatch). Default defaultClientWatchAfter; tests shorten it.
 	clientWatchAfter time.Duration
+
+	// clientIdleTimeout is how long a client's keep-alive connection may stay idle. Default
+	// defaultClientIdleTimeout; tests shorten it.
+	clientIdleTimeout time.Duration
 }
 
 // RetryConfig holds the retry flags.
@@ -243,6 +247,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.clientWatchAfter <= 0 {
 		c.clientWatchAfter = defaultClientWatchAfter
+	}
+	if c.clientIdleTimeout <= 0 {
+		c.clientIdleTimeout = defaultClientIdleTimeout
 	}
 	if c.OnOutcome == nil {
 		c.OnOutcome = func(*pool.Worker, int, bool) {}

@@ -128,7 +128,7 @@ func (g *Gateway) newServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		ReadBufferSize:               16 << 10,
 		WriteBufferSize:              16 << 10,
 		ReadTimeout:                  g.cfg.RequestTimeout,
-		IdleTimeout:                  serverIdleTimeout,
+		IdleTimeout:                  g.cfg.clientIdleTimeout,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,
