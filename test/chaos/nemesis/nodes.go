@@ -31,15 +31,26 @@ func (n *Nemesis) processFault(ctx context.Context, c *claim, p plan, node *clus
 	n.room.healed(c)
 	n.waitBack(c, p.kind, node)
 	if p.kind == Wipe {
-		rejoined := func() bool { return !n.C.Rejoining(node.ID) }
-		if err := waitCond(n.stop(), settle, rejoined); err != nil {
+		awaitRejoin(ctx, n.stop(), func() bool { return !n.C.Rejoining(node.ID) }, func() {
 			n.fail("after wipe on %s: still rejoining (not confirmed caught up) after %v", node.ID, settle)
-			// Keep the claim while it rejoins, to the end of the faults: a second wipe among
-			// the voters meanwhile is beyond what raft promises (room rule 4), and would turn
-			// this failure into a cluster that no leader can ever form again.
-			_ = waitCond(ctx, 24*time.Hour, rejoined)
-		}
+		})
 	}
+}
+
+// awaitRejoin waits until a wiped gateway rejoined (a leader confirmed it caught up), while its
+// fault keeps its claim. Past settle it calls late once and goes on waiting, to the end of the
+// faults (ctx) or of the run (stop): a second wipe among the voters meanwhile is beyond what
+// raft promises (room rule 4), and would turn this failure into a cluster that no leader can
+// ever form again.
+func awaitRejoin(ctx, stop context.Context, rejoined func() bool, late func()) {
+	if waitCond(stop, settle, rejoined) == nil {
+		return
+	}
+	late()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	context.AfterFunc(stop, cancel)
+	_ = waitCond(ctx, 24*time.Hour, rejoined)
 }
 
 // waitBack waits until node sees a leader and another gateway sees it alive, and keeps in c

@@ -1,7 +1,9 @@
 package nemesis
 
 import (
+	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -287,4 +289,32 @@ func TestHealedDrainKeepsItsVoterDown(t *testing.T) {
 	if fits(held, cutOff(LeaderTransfer, []string{"n2"}, others), five, voters) {
 		t.Errorf("a forced leader change on n2 was let in beside two drains that ran again and a wipe: only n3 is left to vote")
 	}
+}
+
+// TestAwaitRejoinKeepsWaiting: a wipe still rejoining after settle is reported once, and its
+// fault keeps waiting (and so keeps its claim) until the gateway rejoined or the faults end.
+func TestAwaitRejoinKeepsWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var lates int
+		awaitRejoin(context.Background(), context.Background(),
+			func() bool { return time.Since(start) >= settle+time.Minute }, func() { lates++ })
+		if took := time.Since(start); lates != 1 || took < settle+time.Minute {
+			t.Fatalf("rejoined %v after the wipe: reported %d times, returned after %v", settle+time.Minute, lates, took)
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), settle+10*time.Second)
+		defer cancel()
+		start, lates = time.Now(), 0
+		awaitRejoin(ctx, context.Background(), func() bool { return false }, func() { lates++ })
+		if took := time.Since(start); lates != 1 || took < settle+10*time.Second || took > settle+11*time.Second {
+			t.Fatalf("never rejoined, faults over %v in: reported %d times, returned after %v", settle+10*time.Second, lates, took)
+		}
+
+		start, lates = time.Now(), 0
+		awaitRejoin(context.Background(), context.Background(), func() bool { return time.Since(start) >= time.Second }, func() { lates++ })
+		if lates != 0 {
+			t.Fatalf("rejoined within settle: reported %d times", lates)
+		}
+	})
 }
