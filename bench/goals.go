@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The goal figures of the performance issue.
@@ -53,8 +54,12 @@ func computeGoals(r *Report) []Goal {
 		gs = append(gs, Goal{"meshgw req/s ÷ direct", fmt.Sprintf("%.2f", m.RPS/d.RPS), "", nil})
 	}
 	if mp := r.Proxy["minproxy"]; mp != nil && m != nil && mp.RPS > 0 {
-		gs = append(gs, guardGoal("meshgw req/s ÷ minproxy", m.RPS, mp.RPS,
-			roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }), "request", m.CPUUsPerReq, mp.CPUUsPerReq))
+		g := guardGoal("meshgw req/s ÷ minproxy", m.RPS, mp.RPS,
+			roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }), "request", m.CPUUsPerReq, mp.CPUUsPerReq)
+		if m.CPUUserUsPerReq != nil && mp.CPUUserUsPerReq != nil {
+			g.Value = strings.TrimSuffix(g.Value, ")") + fmt.Sprintf(", of it user %.1f vs %.1f µs)", *m.CPUUserUsPerReq, *mp.CPUUserUsPerReq)
+		}
+		gs = append(gs, g)
 	}
 	if m != nil && m.CPUUsPerReq != nil {
 		v := fmt.Sprintf("%.1f µs", *m.CPUUsPerReq)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -221,6 +222,39 @@ func TestRoundOrderPairsTheGuard(t *testing.T) {
 		}
 		if got := strings.Join(names, " "); got != w {
 			t.Errorf("round %d: %s, want %s", r, got, w)
+		}
+	}
+}
+
+// TestCPUSplitInTheGuard: the guard line and the table give each proxy's CPU per request and
+// the part of it in its own code (user time), the medians over rounds.
+func TestCPUSplitInTheGuard(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	round := func(rps, cpu, user float64) ProxyRound {
+		return ProxyRound{WrkResult: WrkResult{RPS: rps}, CPUUsPerReq: f(cpu), CPUUserUsPerReq: f(user)}
+	}
+	rep := Report{Proxy: map[string]*ProxyTarget{
+		"minproxy": summarizeProxy([]ProxyRound{round(1000, 40, 14), round(1000, 36, 13), round(1000, 38, 15)}),
+		"meshgw":   summarizeProxy([]ProxyRound{round(950, 45, 18), round(950, 41, 17), round(950, 43, 25)})}}
+	var line string
+	for _, g := range computeGoals(&rep) {
+		if g.Name == "meshgw req/s ÷ minproxy" {
+			line = g.Value
+		}
+	}
+	if want := "0.95 (950 ÷ 1000; per round 0.95, 0.95, 0.95; CPU per request 43.0 vs 38.0 µs, of it user 18.0 vs 14.0 µs)"; line != want {
+		t.Errorf("guard line %q, want %q", line, want)
+	}
+	var b strings.Builder
+	rep.PrintTable(&b)
+	if !strings.Contains(b.String(), "of it user") || !regexp.MustCompile(`meshgw +950 .* 43\.0 +18\.0 `).MatchString(b.String()) {
+		t.Errorf("the table has no user column with meshgw's 18.0:\n%s", b.String())
+	}
+	// Without user time (a report from before the split), the line and table say nothing of it.
+	rep.Proxy["meshgw"].CPUUserUsPerReq = nil
+	for _, g := range computeGoals(&rep) {
+		if g.Name == "meshgw req/s ÷ minproxy" && strings.Contains(g.Value, "user") {
+			t.Errorf("guard line %q names user time it does not have", g.Value)
 		}
 	}
 }

@@ -90,7 +90,8 @@ func loadedRun(ctx context.Context, ps *procs, w WrkOptions, t target, upPIDs []
 	}
 	pr := ProxyRound{WrkResult: res, OthersCores: others.stop()}
 	if proxyCPU != nil {
-		pr.CPUUsPerReq = usPer(proxyCPU.stop(), res.Checked)
+		use := proxyCPU.stopUse()
+		pr.CPUUsPerReq, pr.CPUUserUsPerReq = usPer(use.total(), res.Checked), usPer(use.user, res.Checked)
 	}
 	if v := usPer(upCPU.stop(), res.Checked); v != nil {
 		pr.UpstreamCPUUsPerReq = *v

@@ -66,33 +66,47 @@ func (ps *procs) startURL(ctx context.Context, name string, n int, bin string, a
 // architecture Go supports.
 const clockTicks = 100
 
+// cpuUse is CPU time split as the kernel counts it: in the process's own code and in the kernel
+// on its behalf.
+type cpuUse struct {
+	user, sys time.Duration
+}
+
+func (c cpuUse) total() time.Duration { return c.user + c.sys }
+
 // cpuTime returns the CPU time (user + system) that process pid has used so far.
 func cpuTime(pid int) (time.Duration, error) {
+	c, err := cpuUseOf(pid)
+	return c.total(), err
+}
+
+// cpuUseOf returns the user and system time that process pid has used so far.
+func cpuUseOf(pid int) (cpuUse, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return cpuUse{}, err
 	}
 	return parseStatCPU(string(b))
 }
 
 // parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/PID/stat line. The command
 // name (field 2) may hold spaces, so fields are counted from its closing parenthesis.
-func parseStatCPU(stat string) (time.Duration, error) {
+func parseStatCPU(stat string) (cpuUse, error) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, errors.New("proc stat: no command name")
+		return cpuUse{}, errors.New("proc stat: no command name")
 	}
 	f := strings.Fields(stat[i+1:])
 	// f[0] is field 3 (state), so utime (14) is f[11] and stime (15) f[12].
 	if len(f) < 13 {
-		return 0, errors.New("proc stat: too few fields")
+		return cpuUse{}, errors.New("proc stat: too few fields")
 	}
 	u, err1 := strconv.ParseInt(f[11], 10, 64)
 	s, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, errors.New("proc stat: bad utime or stime")
+		return cpuUse{}, errors.New("proc stat: bad utime or stime")
 	}
-	return time.Duration(u+s) * time.Second / clockTicks, nil
+	return cpuUse{user: time.Duration(u) * time.Second / clockTicks, sys: time.Duration(s) * time.Second / clockTicks}, nil
 }
 
 // rssBytes returns the resident set size and its peak (VmRSS, VmHWM) of process pid.
@@ -122,27 +136,31 @@ func rssBytes(pid int) (rss, peak int64, err error) {
 // cpuMeter measures the CPU time a set of processes spends between start and stop.
 type cpuMeter struct {
 	pids   []int
-	before []time.Duration
+	before []cpuUse
 }
 
 func startCPU(pids ...int) *cpuMeter {
-	m := &cpuMeter{pids: pids, before: make([]time.Duration, len(pids))}
+	m := &cpuMeter{pids: pids, before: make([]cpuUse, len(pids))}
 	for i, pid := range pids {
-		m.before[i], _ = cpuTime(pid)
+		m.before[i], _ = cpuUseOf(pid)
 	}
 	return m
 }
 
 // stop returns the CPU time used since startCPU, summed over the processes.
-func (m *cpuMeter) stop() time.Duration {
-	var total time.Duration
+func (m *cpuMeter) stop() time.Duration { return m.stopUse().total() }
+
+// stopUse returns the user and system time used since startCPU, summed over the processes.
+func (m *cpuMeter) stopUse() cpuUse {
+	var sum cpuUse
 	for i, pid := range m.pids {
-		now, err := cpuTime(pid)
+		now, err := cpuUseOf(pid)
 		if err == nil {
-			total += now - m.before[i]
+			sum.user += now.user - m.before[i].user
+			sum.sys += now.sys - m.before[i].sys
 		}
 	}
-	return total
+	return sum
 }
 
 // machineBusy returns the CPU time all CPUs spent running processes (user, nice, system) or

@@ -85,6 +85,9 @@ type ProxyTarget struct {
 	// CPUUsPerReq is the proxy process's CPU time per request served; null for direct, which
 	// has no proxy.
 	CPUUsPerReq *float64 `json:"cpu_us_per_req"`
+	// CPUUserUsPerReq is the part of it in the proxy's own code (user time); the rest is the
+	// kernel's work on its behalf.
+	CPUUserUsPerReq *float64 `json:"cpu_user_us_per_req,omitempty"`
 	// UpstreamCPUUsPerReq is the engines' CPU time per request, for scale.
 	UpstreamCPUUsPerReq float64 `json:"upstream_cpu_us_per_req"`
 	// Totals over rounds; every one must be 0 for the run to count.
@@ -125,6 +128,7 @@ func summarizeOneConn(rs []WrkResult) *OneConn {
 type ProxyRound struct {
 	WrkResult
 	CPUUsPerReq         *float64 `json:"cpu_us_per_req"`
+	CPUUserUsPerReq     *float64 `json:"cpu_user_us_per_req,omitempty"` // of it, user time
 	UpstreamCPUUsPerReq float64  `json:"upstream_cpu_us_per_req"`
 	// OthersCores is the CPU (in cores) that processes outside the benchmark used meanwhile.
 	OthersCores float64 `json:"others_cpu_cores"`
@@ -214,17 +218,17 @@ func medianPtr(v []*float64) *float64 {
 func summarizeProxy(rounds []ProxyRound) *ProxyTarget {
 	t := &ProxyTarget{Rounds: rounds}
 	var rps, p50, p99, up []float64
-	var cpu []*float64
+	var cpu, user []*float64
 	for _, r := range rounds {
 		rps, p50, p99 = append(rps, r.RPS), append(p50, r.P50Ms), append(p99, r.P99Ms)
-		cpu, up = append(cpu, r.CPUUsPerReq), append(up, r.UpstreamCPUUsPerReq)
+		cpu, user, up = append(cpu, r.CPUUsPerReq), append(user, r.CPUUserUsPerReq), append(up, r.UpstreamCPUUsPerReq)
 		t.SocketErrors += r.SocketErrs
 		t.Non2xx += r.Non2xx
 		t.BadResponses += r.BadBodies
 		t.Checked += r.Checked
 	}
 	t.RPS, t.P50Ms, t.P99Ms = median(rps), median(p50), median(p99)
-	t.CPUUsPerReq, t.UpstreamCPUUsPerReq = medianPtr(cpu), median(up)
+	t.CPUUsPerReq, t.CPUUserUsPerReq, t.UpstreamCPUUsPerReq = medianPtr(cpu), medianPtr(user), median(up)
 	return t
 }
 
@@ -273,15 +277,15 @@ func (r *Report) PrintTable(w io.Writer) {
 }
 
 func (r *Report) printProxy(tw *tabwriter.Writer) {
-	fmt.Fprintf(tw, "non-streaming (wrk -t%d -c%d -d%gs)\treq/s\tp50 ms\tp99 ms\tproxy CPU µs/req\tengines CPU µs/req\terrors\tbad bodies\t\n",
+	fmt.Fprintf(tw, "non-streaming (wrk -t%d -c%d -d%gs)\treq/s\tp50 ms\tp99 ms\tproxy CPU µs/req\tof it user\tengines CPU µs/req\terrors\tbad bodies\t\n",
 		r.Method.WrkThreads, r.Method.WrkConns, r.Method.WrkDurationS)
 	for _, name := range targetNames {
 		t := r.Proxy[name]
 		if t == nil {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t%s\t%.1f\t%d\t%d\t\n", name, t.RPS, t.P50Ms, t.P99Ms,
-			fmtPtr(t.CPUUsPerReq, "%.1f"), t.UpstreamCPUUsPerReq, t.SocketErrors+t.Non2xx, t.BadResponses)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.3f\t%s\t%s\t%.1f\t%d\t%d\t\n", name, t.RPS, t.P50Ms, t.P99Ms,
+			fmtPtr(t.CPUUsPerReq, "%.1f"), fmtPtr(t.CPUUserUsPerReq, "%.1f"), t.UpstreamCPUUsPerReq, t.SocketErrors+t.Non2xx, t.BadResponses)
 	}
 	tw.Flush()
 	fmt.Fprintln(tw)

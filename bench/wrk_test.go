@@ -115,11 +115,13 @@ func TestParseStatCPU(t *testing.T) {
 	tests := []struct {
 		name    string
 		stat    string
-		want    time.Duration
+		want    cpuUse
 		wantErr bool
 	}{
-		{name: "plain", stat: "123 (haproxy) S 1 123 123 0 -1 4194560 1 0 0 0 250 130 0 0 20 0 2 0 1 1 1\n", want: 3800 * time.Millisecond},
-		{name: "name with spaces and parens", stat: "9 (a (b) c) R 1 9 9 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 1 1 1", want: 100 * time.Millisecond},
+		{name: "plain", stat: "123 (haproxy) S 1 123 123 0 -1 4194560 1 0 0 0 250 130 0 0 20 0 2 0 1 1 1\n",
+			want: cpuUse{user: 2500 * time.Millisecond, sys: 1300 * time.Millisecond}},
+		{name: "name with spaces and parens", stat: "9 (a (b) c) R 1 9 9 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 1 1 1",
+			want: cpuUse{user: 70 * time.Millisecond, sys: 30 * time.Millisecond}},
 		{name: "truncated", stat: "9 (x) R 1 2", wantErr: true},
 		{name: "no name", stat: "garbage", wantErr: true},
 	}
