@@ -67,11 +67,18 @@ func (n *Node) ApplyEntry(ctx context.Context, typ fsm.CommandType, data []byte,
 
 // wait waits for f or ctx. raft's Apply timeout bounds only the enqueueing, so the wait for the
 // commit is bounded here. A future that resolves together with ctx wins.
+//
+// raft resolves almost every future by the time it shuts down, but not all: v1.8.0 hands
+// committed entries with their futures to its FSM goroutine through a buffered channel, and
+// that goroutine may exit on shutdown with entries still queued, whose futures then never
+// resolve (hashicorp/raft issue 498, open). So nothing may wait on a future without a ctx that
+// ends; the goroutine below then stays parked on such a future for the rest of the process
+// (helpers_test.go tells goleak).
 func (n *Node) wait(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
 	go func() {
 		defer n.recoverLog("apply wait")
-		done <- f.Error() // raft resolves every future, at the latest when it shuts down
+		done <- f.Error()
 	}()
 	select {
 	case err := <-done:

@@ -56,11 +56,17 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		if timeout <= 0 {
 			return 0, ErrTimeout
 		}
-		if err := n.raft.Barrier(timeout).Error(); err != nil {
+		if err := n.wait(ctx, n.raft.Barrier(timeout)); err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
 			return 0, fmt.Errorf("%w: the leader's barrier failed: %v", ErrNoLeader, err)
 		}
 		n.readyTerm.Store(term)
-	} else if err := n.raft.VerifyLeader().Error(); err != nil {
+	} else if err := n.wait(ctx, n.raft.VerifyLeader()); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
 		return 0, fmt.Errorf("%w: leadership not confirmed: %v", ErrNoLeader, err)
 	}
 	return n.AppliedIndex(), nil

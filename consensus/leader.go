@@ -73,9 +73,14 @@ func (n *Node) leaderLoop(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	defer n.recoverLog("leader loop")
 	for {
-		err := n.raft.Barrier(barrierTimeout).Error()
+		// Waited on with ctx: raft may never resolve a future it holds when it shuts down (see
+		// wait), and the leadership's end must end this loop whatever raft does.
+		err := n.wait(ctx, n.barrier(barrierTimeout))
 		if err == nil {
 			break
+		}
+		if ctx.Err() != nil {
+			return
 		}
 		n.log.Warn("leader barrier failed; retrying", "err", err)
 		if ctxtime.Sleep(ctx, leaderRetryDelay) != nil {
@@ -91,7 +96,7 @@ func (n *Node) leaderLoop(ctx context.Context, done chan<- struct{}) {
 // establishLeadership sets the cluster id if the state has none (a cluster just bootstrapped)
 // and brings this node's own address in the raft configuration up to date.
 func (n *Node) establishLeadership(ctx context.Context) {
-	n.updateOwnAddress()
+	n.updateOwnAddress(ctx)
 	for n.fsm.ClusterID() == "" {
 		id := newUUID()
 		_, err := n.Apply(ctx, fsm.InitCluster{ClusterID: id})
@@ -108,7 +113,7 @@ func (n *Node) establishLeadership(ctx context.Context) {
 
 // updateOwnAddress re-adds this node with its current address when the configuration holds an
 // old one (a restart on another port or host keeps the id; DESIGN.md section 14).
-func (n *Node) updateOwnAddress() {
+func (n *Node) updateOwnAddress(ctx context.Context) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		n.log.Warn("reading the raft configuration failed", "err", err)
@@ -123,7 +128,7 @@ func (n *Node) updateOwnAddress() {
 		if s.Suffrage == raft.Nonvoter {
 			add = n.raft.AddNonvoter
 		}
-		if err := add(self, addr, f.Index(), barrierTimeout).Error(); err != nil {
+		if err := n.wait(ctx, add(self, addr, f.Index(), barrierTimeout)); err != nil {
 			n.log.Warn("updating this node's raft address failed", "from", s.Address, "to", addr, "err", err)
 			return
 		}

@@ -26,6 +26,8 @@ type Node struct {
 	fsm   *fsm.FSM
 	raft  *raft.Raft
 	trans raft.Transport
+	// barrier is raft's Barrier, which the leader loop waits on; tests replace it.
+	barrier func(timeout time.Duration) raft.Future
 	// guard holds votes back while the node is rejoining (voteguard.go).
 	guard *voteGuard
 	// relay hands raft the leader's commit notices (commitnotice.go).
@@ -259,7 +261,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("consensus: start raft: %w", err), closeTransport(n.trans))
 	}
-	n.raft = r
+	n.raft, n.barrier = r, r.Barrier
 	n.guard.setRaft(r)
 	switch {
 	case existing && waits:
