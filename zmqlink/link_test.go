@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,5 +259,47 @@ func TestDialRejectsBadURLs(t *testing.T) {
 			l.Close()
 			t.Errorf("Dial(%q) succeeded", url)
 		}
+	}
+}
+
+// TestHelloCountedBeforeTheWelcome: a session is counted (OnHello) before its gateway is
+// answered, so a gateway whose link is ready finds its HELLO in the engine's counts. The count
+// came after the WELCOME, and test/fakeengine's TestZMQFaults once read one HELLO of two.
+func TestHelloCountedBeforeTheWelcome(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	released := false
+	free := func() {
+		if !released {
+			released = true
+			close(release)
+		}
+	}
+	defer free()
+	var hellos atomic.Int64
+	srv, err := Listen("tcp://127.0.0.1:0", ServerConfig{EngineID: "engine-1", Handler: echoHandler, Logger: quiet,
+		HeartbeatInterval: 20 * time.Millisecond, OnHello: func(string) {
+			close(entered)
+			<-release
+			hellos.Add(1)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	l := dial(t, srv.Endpoint())
+	<-entered
+	// While the HELLO is being counted, the gateway must not have its session: with the
+	// WELCOME sent first, the link is ready within milliseconds.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if l.Check(context.Background()) == nil {
+			t.Fatal("the link is ready while the engine has not counted its HELLO")
+		}
+		runtime.Gosched()
+	}
+	free()
+	waitReady(t, l)
+	if n := hellos.Load(); n != 1 {
+		t.Errorf("%d HELLOs counted when the link was ready, want 1", n)
 	}
 }

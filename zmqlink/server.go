@@ -58,7 +58,8 @@ type ServerConfig struct {
 	// Healthy gates the engine: while it returns false no HEARTBEAT is sent and HELLO is
 	// answered with ERROR unavailable (nil: always healthy).
 	Healthy func() bool
-	// OnHello is called for each session opened, with the gateway's node id (nil: nothing).
+	// OnHello is called for each session opened, with the gateway's node id, before the
+	// gateway is answered (nil: nothing).
 	OnHello func(gateway string)
 	// Logger receives session changes (slog.Default()).
 	Logger *slog.Logger
@@ -258,11 +259,12 @@ func (s *Server) onHello(identity []byte, m message) {
 		MaxConcurrentRequests: s.cfg.MaxConcurrentRequests, MaxContextLength: s.cfg.MaxContextLength,
 		HeartbeatIntervalMS: int(s.cfg.HeartbeatInterval / time.Millisecond),
 	}
-	s.send(identity, message{typ: typeWelcome, meta: metaJSON(w)})
-	s.log.Debug("zmqlink: session opened", "gateway", h.Gateway)
+	// Counted before the WELCOME goes out: a gateway that sees its session open finds it counted.
 	if s.cfg.OnHello != nil {
 		s.cfg.OnHello(h.Gateway)
 	}
+	s.send(identity, message{typ: typeWelcome, meta: metaJSON(w)})
+	s.log.Debug("zmqlink: session opened", "gateway", h.Gateway)
 }
 
 // dropLocked forgets a session and cancels its requests.
