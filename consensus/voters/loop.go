@@ -239,7 +239,8 @@ func (r *Reconciler) pass(ctx context.Context) (applied int, err error) {
 
 // waitIndex waits for f until timeout or ctx ends, and returns its index. The goroutine that
 // waits on f outlives a timeout until raft resolves f (a commit, a lost leadership or a
-// shutdown all do).
+// shutdown; one raft holds in its FSM queue as it shuts down is never resolved, hashicorp/raft
+// issue 498, and its goroutine stays parked).
 func waitIndex(ctx context.Context, f raft.IndexFuture, timeout time.Duration) (uint64, error) {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
