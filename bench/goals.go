@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // The goal figures of the performance issue.
@@ -54,12 +53,9 @@ func computeGoals(r *Report) []Goal {
 		gs = append(gs, Goal{"meshgw req/s ÷ direct", fmt.Sprintf("%.2f", m.RPS/d.RPS), "", nil})
 	}
 	if mp := r.Proxy["minproxy"]; mp != nil && m != nil && mp.RPS > 0 {
-		g := guardGoal("meshgw req/s ÷ minproxy", m.RPS, mp.RPS,
-			roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }), "request", m.CPUUsPerReq, mp.CPUUsPerReq)
-		if m.CPUUserUsPerReq != nil && mp.CPUUserUsPerReq != nil {
-			g.Value = strings.TrimSuffix(g.Value, ")") + fmt.Sprintf(", of it user %.1f vs %.1f µs)", *m.CPUUserUsPerReq, *mp.CPUUserUsPerReq)
-		}
-		gs = append(gs, g)
+		gs = append(gs, guardGoal("meshgw req/s ÷ minproxy", m.RPS, mp.RPS,
+			roundRatios(m.Rounds, mp.Rounds, func(r ProxyRound) float64 { return r.RPS }), "request",
+			cpuFigure{m.CPUUsPerReq, m.CPUUserUsPerReq}, cpuFigure{mp.CPUUsPerReq, mp.CPUUserUsPerReq}))
 	}
 	if m != nil && m.CPUUsPerReq != nil {
 		v := fmt.Sprintf("%.1f µs", *m.CPUUsPerReq)
@@ -322,7 +318,8 @@ func streamGoals(s *StreamSection) []Goal {
 	}
 	if mp := s.Minproxy; mp != nil && m != nil && mp.StreamsPerSec > 0 {
 		gs = append(gs, guardGoal("meshgw streams/s ÷ minproxy", m.StreamsPerSec, mp.StreamsPerSec,
-			roundRatios(m.Rounds, mp.Rounds, func(r StreamRound) float64 { return r.StreamsPerSec }), "stream", m.CPUUsPerStream, mp.CPUUsPerStream))
+			roundRatios(m.Rounds, mp.Rounds, func(r StreamRound) float64 { return r.StreamsPerSec }), "stream",
+			cpuFigure{total: m.CPUUsPerStream}, cpuFigure{total: mp.CPUUsPerStream}))
 	}
 	if d != nil && m != nil {
 		added := m.TTFBP50Ms - d.TTFBP50Ms
@@ -361,7 +358,7 @@ func streamGoals(s *StreamSection) []Goal {
 // (one run gave 1.02 paired and 0.83 by medians), so the guard is met only when the medians'
 // ratio, shown beside it, reaches it too. With fewer rounds, the verdict is on the medians'
 // ratio alone.
-func guardGoal(name string, m, mp float64, rounds []float64, unit string, cpuM, cpuMp *float64) Goal {
+func guardGoal(name string, m, mp float64, rounds []float64, unit string, cpuM, cpuMp cpuFigure) Goal {
 	ratio := m / mp
 	v := fmt.Sprintf("%.2f (%.0f ÷ %.0f", ratio, m, mp)
 	if len(rounds) >= minPairedRounds {
@@ -371,10 +368,18 @@ func guardGoal(name string, m, mp float64, rounds []float64, unit string, cpuM, 
 	} else if len(rounds) > 0 {
 		v += "; per round " + formatRatios(rounds)
 	}
-	if cpuM != nil && cpuMp != nil {
-		v += fmt.Sprintf("; CPU per %s %.1f vs %.1f µs", unit, *cpuM, *cpuMp)
+	if cpuM.total != nil && cpuMp.total != nil {
+		v += fmt.Sprintf("; CPU per %s %.1f vs %.1f µs", unit, *cpuM.total, *cpuMp.total)
+		if cpuM.user != nil && cpuMp.user != nil {
+			v += fmt.Sprintf(", of it user %.1f vs %.1f µs", *cpuM.user, *cpuMp.user)
+		}
 	}
 	return Goal{name, v + ")", fmt.Sprintf("≥ %.2f", goalMinproxyRatio), met(ratio >= goalMinproxyRatio)}
+}
+
+// cpuFigure is one proxy's CPU per unit, and of it the user time; nil when not measured.
+type cpuFigure struct {
+	total, user *float64
 }
 
 // minPairedRounds is how many paired rounds the guard's verdict needs to be on their median.
