@@ -56,7 +56,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		if timeout <= 0 {
 			return 0, ErrTimeout
 		}
-		if err := n.wait(ctx, n.raft.Barrier(timeout)); err != nil {
+		if err := n.wait(ctx, n.barrier(timeout)); err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}

@@ -26,7 +26,7 @@ type Node struct {
 	fsm   *fsm.FSM
 	raft  *raft.Raft
 	trans raft.Transport
-	// barrier is raft's Barrier, which the leader loop waits on; tests replace it.
+	// barrier is raft's Barrier, which the leader loop and ReadIndex wait on; tests replace it.
 	barrier func(timeout time.Duration) raft.Future
 	// guard holds votes back while the node is rejoining (voteguard.go).
 	guard *voteGuard
