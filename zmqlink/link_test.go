@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -290,12 +289,12 @@ func TestHelloCountedBeforeTheWelcome(t *testing.T) {
 	<-entered
 	// While the HELLO is being counted, the gateway must not have its session: with the
 	// WELCOME sent first, the link is ready within milliseconds.
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); <-tick.C {
 		if l.Check(context.Background()) == nil {
 			t.Fatal("the link is ready while the engine has not counted its HELLO")
 		}
-		runtime.Gosched()
 	}
 	free()
 	waitReady(t, l)
