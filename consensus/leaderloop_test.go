@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -36,5 +37,32 @@ func TestLeaderLoopEndsWithItsLeadership(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leader loop still waits on a barrier raft never resolves, 10 s after its leadership ended")
+	}
+}
+
+// TestReadIndexEndsWithItsContext: a ReadIndex whose barrier raft never resolves returns its
+// context's error when the context ends, rather than waiting on the future for good.
+func TestReadIndexEndsWithItsContext(t *testing.T) {
+	n := startNode(t, Config{NodeID: "n1", BindAddr: "127.0.0.1:0", StateDir: t.TempDir()})
+	waitReady(t, n)
+	if _, err := n.ReadIndex(context.Background()); err != nil {
+		t.Fatalf("ReadIndex on a leader: %v", err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	// The leader loop is done with the barrier once the cluster has its id (waitReady).
+	n.barrier = func(time.Duration) raft.Future { return stuckFuture{release} }
+	n.readyTerm.Store(0) // as in a new term: ReadIndex needs a barrier first
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { _, err := n.ReadIndex(ctx); got <- err }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ReadIndex with a stuck barrier and an ended context: %v, want the context's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadIndex still waits on a barrier raft never resolves, 10 s after its context ended")
 	}
 }
