@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	consensusv1 "github.com/meshgw/meshgw/api/consensus/v1"
 	"github.com/meshgw/meshgw/ctxtime"
 )
@@ -48,7 +50,10 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		return 0, n.notLeader()
 	}
 	term := n.raft.CurrentTerm()
-	if n.readyTerm.Load() != term {
+	first := n.readyTerm.Load() != term
+	var f raft.Future
+	what := "leadership not confirmed"
+	if first {
 		timeout := readyTimeout
 		if d, ok := ctx.Deadline(); ok {
 			timeout = min(timeout, time.Until(d))
@@ -56,18 +61,18 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		if timeout <= 0 {
 			return 0, ErrTimeout
 		}
-		if err := n.wait(ctx, n.barrier(timeout)); err != nil {
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			return 0, fmt.Errorf("%w: the leader's barrier failed: %v", ErrNoLeader, err)
-		}
-		n.readyTerm.Store(term)
-	} else if err := n.wait(ctx, n.raft.VerifyLeader()); err != nil {
+		f, what = n.barrier(timeout), "the leader's barrier failed"
+	} else {
+		f = n.raft.VerifyLeader()
+	}
+	if err := n.wait(ctx, f); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		return 0, fmt.Errorf("%w: leadership not confirmed: %v", ErrNoLeader, err)
+		return 0, fmt.Errorf("%w: %s: %v", ErrNoLeader, what, err)
+	}
+	if first {
+		n.readyTerm.Store(term)
 	}
 	return n.AppliedIndex(), nil
 }
