@@ -49,7 +49,8 @@ func awaitRejoin(ctx, stop context.Context, rejoined func() bool, late func()) {
 	late()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	context.AfterFunc(stop, cancel)
+	unhook := context.AfterFunc(stop, cancel)
+	defer unhook() // stop outlives this wait: leave nothing registered on it
 	_ = waitCond(ctx, 24*time.Hour, rejoined)
 }
 
