@@ -47,6 +47,7 @@ type options struct {
 	prefillUS   float64
 	decodeUS    float64
 	slots       int
+	lanes       int
 	answers     bool
 }
 
@@ -60,18 +61,20 @@ and it exits 0 on SIGTERM or SIGINT.
 Compute model (off unless one of --cache-blocks, --prefill-us-per-token, --decode-us-per-token,
 --slots is set): a request waits for a free slot (FIFO), its prompt is looked up in an LRU prefix
 cache of --cache-block-chars blocks with chained hashes, and it waits for the prefill of its
-uncached tokens: its time to first token is the two waits. Each output token after the first
-(each streamed chunk after the first; stream_chunks of them) takes the decode time. Tokens are
-bytes of text / 4, rounded up. The prompt is the routing text: a chat's message texts (text parts
-only) joined by one space, a completion's prompt, /generate's text, an embedding's input; only the
-prompt is cached, not the answer, unless --cache-answers: then a finished answer is cached after
-its prompt, as SGLang's radix cache and vLLM's prefix cache keep generated tokens, and a chat's
-next turn, which repeats the answer, finds it cached. Every answer reports usage.prompt_tokens and
-usage.prompt_tokens_details.cached_tokens (0 without a cache; /generate: meta_info.cached_tokens
-in every event); a stream with "stream_options":{"include_usage":true} ends with a usage chunk
-(no choices) before [DONE]. With the model on, GET /_stats adds prompt_tokens, cached_tokens,
-queued, queue_wait_ms, slot_ms (the time requests held a slot, summed), running, waiting,
-cache_blocks and cache_evictions.
+uncached tokens: its time to first token is the two waits (three with --prefill-lanes, which makes
+admitted requests take turns for a prefill lane, as a GPU runs one forward pass at a time). Each
+output token after the first (each streamed chunk after the first; stream_chunks of them) takes the
+decode time. Tokens are bytes of text / 4, rounded up. The prompt is the routing text: a chat's
+message texts (text parts only) joined by one space, a completion's prompt, /generate's text, an
+embedding's input; only the prompt is cached, not the answer, unless --cache-answers: then a
+finished answer is cached after its prompt, as SGLang's radix cache and vLLM's prefix cache keep
+generated tokens, and a chat's next turn, which repeats the answer, finds it cached. Every answer
+reports usage.prompt_tokens and usage.prompt_tokens_details.cached_tokens (0 without a cache;
+/generate: meta_info.cached_tokens in every event); a stream with
+"stream_options":{"include_usage":true} ends with a usage chunk (no choices) before [DONE]. With the
+model on, GET /_stats adds prompt_tokens, cached_tokens, queued, queue_wait_ms, prefill_queued,
+prefill_wait_ms, slot_ms (the time requests held a slot, summed), running, waiting, cache_blocks and
+cache_evictions.
 
 Flags:
 `
@@ -98,6 +101,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Float64Var(&o.prefillUS, "prefill-us-per-token", 0, "microseconds of prefill per uncached prompt token, before the first output token")
 	fs.Float64Var(&o.decodeUS, "decode-us-per-token", 0, "microseconds per output token after the first")
 	fs.IntVar(&o.slots, "slots", 0, "requests computed at once; the others wait in arrival order (0: no bound)")
+	fs.IntVar(&o.lanes, "prefill-lanes", 0, "prefills computed at once; the other admitted requests wait their turn, as a GPU runs one forward pass at a time (0: every admitted request prefills at once)")
 	fs.BoolVar(&o.answers, "cache-answers", false, "also cache each finished answer after its prompt, as SGLang and vLLM keep generated tokens")
 	level := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -138,6 +142,8 @@ func (o *options) check(level string) error {
 		return fmt.Errorf("invalid value %v for flag --decode-us-per-token: want 0-%d", o.decodeUS, maxPerTokenUS)
 	case o.slots < 0:
 		return fmt.Errorf("invalid value %d for flag --slots: must be >= 0", o.slots)
+	case o.lanes < 0:
+		return fmt.Errorf("invalid value %d for flag --prefill-lanes: must be >= 0", o.lanes)
 	case o.listen != "" && o.mode != "zmq":
 		return errors.New("flag --listen applies only to --mode zmq")
 	case o.listen != "" && !strings.HasPrefix(o.listen, "tcp://") && !strings.HasPrefix(o.listen, "ipc://"):
@@ -162,7 +168,7 @@ func (o *options) compute() fakeengine.Compute {
 	us := func(v float64) time.Duration { return time.Duration(v * float64(time.Microsecond)) }
 	return fakeengine.Compute{CacheBlocks: o.cacheBlocks, BlockChars: o.blockChars,
 		PrefillPerToken: us(o.prefillUS), DecodePerToken: us(o.decodeUS), Slots: o.slots,
-		CacheAnswers: o.answers}
+		PrefillLanes: o.lanes, CacheAnswers: o.answers}
 }
 
 // run is the whole command; it returns the exit status.

@@ -47,6 +47,7 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{"prefill", []string{"--prefill-us-per-token", "-1"}, "invalid value -1 for flag --prefill-us-per-token: want 0-1000000"},
 		{"decode", []string{"--decode-us-per-token", "NaN"}, "invalid value NaN for flag --decode-us-per-token: want 0-1000000"},
 		{"slots", []string{"--slots", "-2"}, "invalid value -2 for flag --slots: must be >= 0"},
+		{"prefill lanes", []string{"--prefill-lanes", "-1"}, "invalid value -1 for flag --prefill-lanes: must be >= 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestHelpDescribesEveryFlag(t *testing.T) {
 	}
 	for _, flag := range []string{"host", "port", "mode", "model", "node-name", "control-port", "listen",
 		"heartbeat-interval", "max-concurrent-requests", "seed", "faults", "log-level",
-		"cache-blocks", "cache-block-chars", "prefill-us-per-token", "decode-us-per-token", "slots"} {
+		"cache-blocks", "cache-block-chars", "prefill-us-per-token", "decode-us-per-token", "slots", "prefill-lanes", "cache-answers"} {
 		if !strings.Contains(stdout.String(), "  --"+flag+" ") {
 			t.Errorf("--help does not describe --%s:\n%s", flag, stdout.String())
 		}

@@ -26,6 +26,12 @@ type Compute struct {
 	// Slots is how many requests are computed at once; the others wait in arrival order
 	// (0: no bound).
 	Slots int
+	// PrefillLanes is how many admitted requests prefill at once; the others wait their turn in
+	// arrival order, holding their slots (0: every admitted request prefills at once). One
+	// lane is a GPU's one forward pass at a time: prefill is bound by compute, so two prompts
+	// take as long as their tokens together, as in SGLang's prefill batches and vLLM's token
+	// budget per step, while decode, bound by memory, runs for every slot at once.
+	PrefillLanes int
 	// CacheAnswers caches a finished request's answer after its prompt, as SGLang's radix
 	// cache (cache_finished_req) and vLLM's prefix cache (full blocks of generated tokens) do:
 	// the next turn of a chat, whose prompt repeats the answer, finds it cached. Without it
@@ -63,11 +69,29 @@ func (e *Engine) admit(ctx context.Context, text string) (tokenUsage, error) {
 		u.cached = min(u.prompt-1, tokensOf(e.cache.admit(text)))
 	}
 	e.stats.countTokens(u)
-	if err := e.sleepFor(ctx, nil, time.Duration(u.prompt-u.cached)*e.cfg.Compute.PrefillPerToken); err != nil {
+	if err := e.prefill(ctx, time.Duration(u.prompt-u.cached)*e.cfg.Compute.PrefillPerToken); err != nil {
 		e.finish(u)
 		return u, err
 	}
 	return u, nil
+}
+
+// prefill waits d, the prefill of a request's uncached tokens, after its turn for a prefill
+// lane (Compute.PrefillLanes).
+func (e *Engine) prefill(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	start := time.Now()
+	waited, err := e.lanes.acquire(ctx, e.done)
+	if waited {
+		e.stats.countPrefillQueued(time.Since(start))
+	}
+	if err != nil {
+		return err
+	}
+	defer e.lanes.release()
+	return e.sleepFor(ctx, nil, d)
 }
 
 // cacheAnswer caches seq, a finished request's prompt and answer as the next turn's prompt

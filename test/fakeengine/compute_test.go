@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -362,6 +363,86 @@ func TestClientLeavingFreesItsSlot(t *testing.T) {
 		}
 		if s := e.Stats(); s.Running != 0 || s.Queued != 0 {
 			t.Errorf("stats: %+v", *s.ComputeStats)
+		}
+	})
+}
+
+// Prefill lanes make prompts admitted together prefill one after another, as a GPU's one
+// forward pass at a time; without them each admitted request prefills at once.
+func TestPrefillLanesTakeTurns(t *testing.T) {
+	for _, tt := range []struct {
+		lanes int
+		want  []time.Duration // when each of three admitted prompts sends its first token, in ms
+		stats ComputeStats
+	}{
+		{0, []time.Duration{128, 128, 128}, ComputeStats{PromptTokens: 384, SlotMS: 3 * 128}},
+		{1, []time.Duration{128, 256, 384}, ComputeStats{PromptTokens: 384, PrefillQueued: 2,
+			PrefillWaitMS: 128 + 256, SlotMS: 128 + 256 + 384}},
+		{2, []time.Duration{128, 128, 256}, ComputeStats{PromptTokens: 384, PrefillQueued: 1,
+			PrefillWaitMS: 128, SlotMS: 128 + 128 + 256}},
+	} {
+		t.Run(fmt.Sprintf("lanes=%d", tt.lanes), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := New(Config{Compute: Compute{Slots: 4, PrefillLanes: tt.lanes, PrefillPerToken: time.Millisecond}})
+				defer e.Close()
+				sinks := make([]*recSink, len(tt.want))
+				errc := make(chan error, len(sinks))
+				for i := range sinks {
+					// 512 bytes each, 128 tokens, and no block in common.
+					body := chatOf(strings.Repeat(string(rune('a'+i)), 255), strings.Repeat("u", 256), "")
+					sinks[i] = newRecSink()
+					go func() {
+						errc <- e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(body)}, sinks[i])
+					}()
+					synctest.Wait() // prompt i is admitted before i+1 arrives
+				}
+				for range sinks {
+					if err := <-errc; err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i, s := range sinks {
+					if len(s.sent) == 0 || s.sent[0].at != tt.want[i]*time.Millisecond {
+						t.Errorf("prompt %d: sends %v, want its first at %v ms", i, s.sent, tt.want[i])
+					}
+				}
+				if diff := cmp.Diff(&tt.stats, e.Stats().ComputeStats); diff != "" {
+					t.Errorf("stats (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+// A request that leaves while it waits for a prefill lane frees its slot and its place.
+func TestClientLeavingWhileWaitingForALane(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{Compute: Compute{Slots: 2, PrefillLanes: 1, PrefillPerToken: time.Millisecond}})
+		defer e.Close()
+		errc := make(chan error, 1)
+		go func() {
+			errc <- e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(chatBody)}, newRecSink())
+		}()
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { errc <- e.serve(ctx, modelRequest{route: RouteChat, body: []byte(chatBody)}, newRecSink()) }()
+		synctest.Wait()
+		cancel()
+		for range 2 {
+			if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+		}
+		if s := e.Stats(); s.Running != 0 || s.PrefillQueued != 1 {
+			t.Errorf("stats: %+v", *s.ComputeStats)
+		}
+		// Both the slot and the lane are free: the next request prefills at once.
+		start := time.Now()
+		if err := e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(chatBody)}, newRecSink()); err != nil {
+			t.Fatal(err)
+		}
+		if took, want := time.Since(start), time.Duration(promptTokens("hi"))*time.Millisecond; took != want {
+			t.Errorf("the next request took %v, want %v of prefill and no wait", took, want)
 		}
 	})
 }

@@ -22,7 +22,8 @@
 //     ZMQ stops heartbeats and refuses HELLO while it is not 2xx.
 //  6. Compute (Config.Compute; off by default) models a real engine's speed: a request waits
 //     for one of Slots, looks its prompt up in an LRU prefix cache of chained-hash blocks, and
-//     waits for the prefill of its uncached tokens (its time to first token is the two waits);
+//     waits for the prefill of its uncached tokens (its time to first token is the two waits;
+//     with PrefillLanes it first waits its turn for a lane, one forward pass at a time);
 //     each further output token takes the decode time. Tokens are bytes of text / 4. The prompt
 //     is the routing text: a chat's message texts joined by one space, a completion's prompt,
 //     /generate's text, an embedding's input; only the prompt is cached, not the answer, unless

@@ -59,6 +59,7 @@ type Engine struct {
 
 	cache   *prefixCache // nil without Compute.CacheBlocks
 	slots   *slots       // nil without Compute.Slots
+	lanes   *slots       // nil without Compute.PrefillLanes
 	running atomic.Int64 // admitted requests not yet answered
 
 	mu      sync.Mutex
@@ -94,6 +95,7 @@ func New(cfg Config) *Engine {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		done:  make(chan struct{}),
 		slots: newSlots(cfg.Compute.Slots),
+		lanes: newSlots(cfg.Compute.PrefillLanes),
 	}
 	if cfg.Compute.CacheBlocks > 0 {
 		e.cache = newPrefixCache(cfg.Compute.CacheBlocks, cfg.Compute.BlockChars)

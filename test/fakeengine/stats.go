@@ -32,6 +32,10 @@ type ComputeStats struct {
 	// Queued counts the requests that waited for a slot, and QueueWaitMS their waits summed.
 	Queued      int64   `json:"queued"`
 	QueueWaitMS float64 `json:"queue_wait_ms"`
+	// PrefillQueued counts the admitted requests that waited for a prefill lane
+	// (Compute.PrefillLanes), and PrefillWaitMS their waits summed (inside SlotMS).
+	PrefillQueued int64   `json:"prefill_queued"`
+	PrefillWaitMS float64 `json:"prefill_wait_ms"`
 	// SlotMS sums the time the requests held a slot: prefill, decode and sending the answer.
 	// Beside the time the model asks for, it shows how much longer the machine made them.
 	SlotMS float64 `json:"slot_ms"`
@@ -58,6 +62,8 @@ type counters struct {
 	cached    atomic.Int64
 	queued    atomic.Int64
 	queueWait atomic.Int64 // nanoseconds
+	lanes     atomic.Int64
+	laneWait  atomic.Int64 // nanoseconds
 	slot      atomic.Int64 // nanoseconds
 
 	mu        sync.Mutex
@@ -81,6 +87,11 @@ func (c *counters) countTokens(u tokenUsage) {
 func (c *counters) countQueued(wait time.Duration) {
 	c.queued.Add(1)
 	c.queueWait.Add(int64(wait))
+}
+
+func (c *counters) countPrefillQueued(wait time.Duration) {
+	c.lanes.Add(1)
+	c.laneWait.Add(int64(wait))
 }
 
 func (c *counters) countSlot(held time.Duration) { c.slot.Add(int64(held)) }
@@ -114,11 +125,13 @@ func (c *counters) snapshot() Stats {
 		Probes:    c.probes.Load(),
 		ByGateway: make(map[string]GatewayStats, len(c.byGateway)),
 		ComputeStats: &ComputeStats{
-			PromptTokens: c.prompt.Load(),
-			CachedTokens: c.cached.Load(),
-			Queued:       c.queued.Load(),
-			QueueWaitMS:  float64(c.queueWait.Load()) / float64(time.Millisecond),
-			SlotMS:       float64(c.slot.Load()) / float64(time.Millisecond),
+			PromptTokens:  c.prompt.Load(),
+			CachedTokens:  c.cached.Load(),
+			Queued:        c.queued.Load(),
+			QueueWaitMS:   float64(c.queueWait.Load()) / float64(time.Millisecond),
+			PrefillQueued: c.lanes.Load(),
+			PrefillWaitMS: float64(c.laneWait.Load()) / float64(time.Millisecond),
+			SlotMS:        float64(c.slot.Load()) / float64(time.Millisecond),
 		},
 	}
 	for k, v := range c.byGateway {
