@@ -50,6 +50,10 @@ type RoutingOptions struct {
 	// (fakeworker --cache-answers), as SGLang and vLLM keep generated tokens; by default they
 	// cache prompts only, as DESIGN.md section 16 specifies.
 	CacheAnswers bool
+	// PrefillLanes is how many prefills each engine computes at once (1: one forward pass at
+	// a time, as on one GPU; fakeworker --prefill-lanes); -1 has every admitted request
+	// prefill at once, the model of the benchmark before 7 December 2026.
+	PrefillLanes int
 	Workload     routeload.Workload
 	InFlight     int // sessions in flight (96)
 	// OpenLoopRate, above 0, adds an open loop after the closed loop's rows: round_robin and
@@ -81,6 +85,9 @@ func (r *RoutingOptions) setDefaults() {
 		r.DecodeUs = 2000
 	}
 	r.OutputTokens = cmp0(r.OutputTokens, 20)
+	if r.PrefillLanes == 0 {
+		r.PrefillLanes = 1
+	}
 	r.InFlight = cmp0(r.InFlight, 96)
 	if r.FollowUpMatch <= 0 {
 		r.FollowUpMatch = 0.9
@@ -105,6 +112,7 @@ type RoutingResult struct {
 	DecodeUsPerToken  float64            `json:"decode_us_per_token"`
 	OutputTokens      int                `json:"output_tokens"`
 	CacheAnswers      bool               `json:"cache_answers"`
+	PrefillLanes      int                `json:"prefill_lanes"`
 	Workload          routeload.Workload `json:"workload"`
 	InFlight          int                `json:"in_flight"`
 	FollowUpMatch     float64            `json:"follow_up_match"`
@@ -122,10 +130,10 @@ type RoutingOpenLoop struct {
 	Rows        []RoutingRow `json:"rows"`
 }
 
-// DefaultOpenLoopRate is make bench's open loop, in sessions per second: 216 requests/s of the
-// standard workload's 6 turns, about 0.9 of what round_robin serves in the closed loop on the
-// development machine (about 240 requests/s at 5 gateways), so that its engines queue.
-const DefaultOpenLoopRate = 36
+// DefaultOpenLoopRate is make bench's open loop, in sessions per second: 78 requests/s of the
+// standard workload's 6 turns, about 0.85 of what round_robin serves in the closed loop on the
+// development machine (about 90 requests/s at 5 gateways), so that its engines queue.
+const DefaultOpenLoopRate = 13
 
 // RoutingRow is one policy at one gateway count.
 type RoutingRow struct {
@@ -141,12 +149,14 @@ type RoutingRow struct {
 	EngineCachedShare float64 `json:"engine_cached_share"`
 	EngineQueued      int64   `json:"engine_queued"`
 	// Where a turn's time goes in the engines, means over every request: EngineWaitMs waiting
-	// for a slot, EnginePrefillMs the prefill the model asks for its uncached tokens (so TTFT
-	// is about their sum), EngineSlotMs holding the slot (prefill, decode and sending; the
-	// machine makes it longer than the model's figures).
-	EngineWaitMs    float64 `json:"engine_wait_ms"`
-	EnginePrefillMs float64 `json:"engine_prefill_ms"`
-	EngineSlotMs    float64 `json:"engine_slot_ms"`
+	// for a slot, EngineLaneWaitMs then waiting for a prefill lane, EnginePrefillMs the prefill
+	// the model asks for its uncached tokens (so TTFT is about the three summed), EngineSlotMs
+	// holding the slot (the lane's wait, prefill, decode and sending; the machine makes it
+	// longer than the model's figures).
+	EngineWaitMs     float64 `json:"engine_wait_ms"`
+	EngineLaneWaitMs float64 `json:"engine_lane_wait_ms"`
+	EnginePrefillMs  float64 `json:"engine_prefill_ms"`
+	EngineSlotMs     float64 `json:"engine_slot_ms"`
 	// OthersCores is the CPU other processes used meanwhile.
 	OthersCores float64 `json:"others_cpu_cores"`
 	Error       string  `json:"error,omitempty"`
@@ -158,7 +168,8 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 	r.setDefaults()
 	res := RoutingResult{Status: "measured", Engines: r.Engines, Slots: r.Slots, CacheBlocks: r.CacheBlocks,
 		PrefillUsPerToken: r.PrefillUs, DecodeUsPerToken: r.DecodeUs, OutputTokens: r.OutputTokens, CacheAnswers: r.CacheAnswers,
-		Workload: r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
+		PrefillLanes: r.PrefillLanes,
+		Workload:     r.Workload, InFlight: r.InFlight, FollowUpMatch: r.FollowUpMatch, GatewayFlags: r.GatewayFlags}
 	res.What = fmt.Sprintf("%s; %d in flight (a closed loop: each session sends its next turn when the last ends), "+
 		"each turn to a gateway picked uniformly (no session key); "+
 		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
@@ -276,6 +287,7 @@ func routingEngineArgs(r *RoutingOptions, node string, port int) []string {
 		"--node-name", node, "--log-level", "warn", "--slots", strconv.Itoa(r.Slots),
 		"--cache-blocks", strconv.Itoa(r.CacheBlocks), "--prefill-us-per-token", strconv.FormatFloat(r.PrefillUs, 'g', -1, 64),
 		"--decode-us-per-token", strconv.FormatFloat(r.DecodeUs, 'g', -1, 64), "--cache-answers=" + strconv.FormatBool(r.CacheAnswers),
+		"--prefill-lanes", strconv.Itoa(max(0, r.PrefillLanes)),
 		"--faults", fmt.Sprintf(`{"stream_chunks":%d}`, r.OutputTokens)}
 }
 
@@ -374,6 +386,7 @@ type engineStats struct {
 	CachedTokens int64   `json:"cached_tokens"`
 	Queued       int64   `json:"queued"`
 	QueueWaitMs  float64 `json:"queue_wait_ms"`
+	LaneWaitMs   float64 `json:"prefill_wait_ms"`
 	SlotMs       float64 `json:"slot_ms"`
 }
 
@@ -381,7 +394,7 @@ type engineStats struct {
 // time per uncached token.
 func engineCounters(ctx context.Context, c *http.Client, engines []string, prefillUs float64, row *RoutingRow) error {
 	var prompt, cached, requests int64
-	var wait, slot float64
+	var wait, lane, slot float64
 	for _, e := range engines {
 		var st engineStats
 		if err := getJSON(ctx, c, e+"/_stats", &st); err != nil {
@@ -393,6 +406,7 @@ func engineCounters(ctx context.Context, c *http.Client, engines []string, prefi
 		row.EngineQueued += st.Queued
 		requests += st.Requests
 		wait += st.QueueWaitMs
+		lane += st.LaneWaitMs
 		slot += st.SlotMs
 	}
 	if prompt > 0 {
@@ -400,7 +414,7 @@ func engineCounters(ctx context.Context, c *http.Client, engines []string, prefi
 	}
 	if requests > 0 {
 		n := float64(requests)
-		row.EngineWaitMs, row.EngineSlotMs = wait/n, slot/n
+		row.EngineWaitMs, row.EngineLaneWaitMs, row.EngineSlotMs = wait/n, lane/n, slot/n
 		row.EnginePrefillMs = float64(prompt-cached) * prefillUs / 1000 / n
 	}
 	row.RequestsCoV = cov(row.EngineRequests)
@@ -452,15 +466,15 @@ func (res RoutingResult) PrintTable(w io.Writer) {
 // printRoutingRows writes rows as a table, then the failures of any.
 func printRoutingRows(w io.Writer, rows []RoutingRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "policy\tgateways\tcached\tfollow-ups cached\tTTFT p50 ms\tTTFT p99 ms\treq/s\tCoV\tqueued\twait ms\tprefill ms\tslot ms\tfailed\tothers' cores\t\n")
+	fmt.Fprintf(tw, "policy\tgateways\tcached\tfollow-ups cached\tTTFT p50 ms\tTTFT p99 ms\treq/s\tCoV\tqueued\twait ms\tlane ms\tprefill ms\tslot ms\tfailed\tothers' cores\t\n")
 	for _, r := range rows {
 		if r.Error != "" && r.Requests == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t\n", r.Policy, r.Gateways)
+			fmt.Fprintf(tw, "%s\t%d\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t—\t\n", r.Policy, r.Gateways)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f (%d/%d)\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%d\t%.2f\t\n", r.Policy, r.Gateways,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f (%d/%d)\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%.2f\t\n", r.Policy, r.Gateways,
 			r.CachedShare, r.FollowUpShare, r.FollowUpsCached, r.FollowUps, r.TTFTP50Ms, r.TTFTP99Ms, r.RequestsPerSec,
-			r.RequestsCoV, r.EngineQueued, r.EngineWaitMs, r.EnginePrefillMs, r.EngineSlotMs, r.Failed+r.Unsent, r.OthersCores)
+			r.RequestsCoV, r.EngineQueued, r.EngineWaitMs, r.EngineLaneWaitMs, r.EnginePrefillMs, r.EngineSlotMs, r.Failed+r.Unsent, r.OthersCores)
 	}
 	tw.Flush()
 	for _, r := range rows {

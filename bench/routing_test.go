@@ -40,7 +40,7 @@ func TestRoutingTable(t *testing.T) {
 	res := RoutingResult{What: "w", GatewayFlags: []string{"--x"}, Rows: []RoutingRow{
 		{Policy: "round_robin", Gateways: 3, Result: routeload.Result{Requests: 10, CachedShare: 0.5, FollowUpShare: 0.25,
 			FollowUps: 8, FollowUpsCached: 2, TTFTP50Ms: 12.4, TTFTP99Ms: 99.6, RequestsPerSec: 41}, RequestsCoV: 0.123,
-			EngineQueued: 7, EngineWaitMs: 30.4, EnginePrefillMs: 20.6, EngineSlotMs: 61},
+			EngineQueued: 7, EngineWaitMs: 30.4, EngineLaneWaitMs: 9.6, EnginePrefillMs: 20.6, EngineSlotMs: 61},
 		{Policy: "cache_aware", Gateways: 5, Error: "meshgw exited: exit status 2"},
 	}}
 	var b bytes.Buffer
@@ -48,8 +48,8 @@ func TestRoutingTable(t *testing.T) {
 	for _, want := range []string{
 		"routing: w routing:",
 		"every gateway also ran with --x",
-		"round_robin 3 0.50 0.25 (2/8) 12 100 41 0.12 7 30 21 61 0 0.00",
-		"cache_aware 5 — — — — — — — — — — — —",
+		"round_robin 3 0.50 0.25 (2/8) 12 100 41 0.12 7 30 10 21 61 0 0.00",
+		"cache_aware 5 — — — — — — — — — — — — —",
 		"cache_aware at 5 gateways: meshgw exited: exit status 2",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
@@ -81,15 +81,20 @@ func TestRoutingTable(t *testing.T) {
 	}
 }
 
-// TestRoutingEngineArgs: the engines get the standard compute model, and cache answers only
-// when asked (-routing-cache-answers).
+// TestRoutingEngineArgs: the engines get the standard compute model, one prefill lane unless
+// told otherwise (-1: none), and cache answers only when asked (-routing-cache-answers).
 func TestRoutingEngineArgs(t *testing.T) {
-	for _, answers := range []bool{false, true} {
-		r := &RoutingOptions{CacheAnswers: answers}
+	for _, tt := range []struct {
+		answers   bool
+		lanes     int
+		wantLanes int
+	}{{false, 0, 1}, {true, 0, 1}, {false, -1, 0}, {false, 3, 3}} {
+		r := &RoutingOptions{CacheAnswers: tt.answers, PrefillLanes: tt.lanes}
 		r.setDefaults()
 		got := strings.Join(routingEngineArgs(r, "e1", 9001), " ")
 		want := fmt.Sprintf("--port 9001 --node-name e1 --log-level warn --slots 4 --cache-blocks 1024 "+
-			"--prefill-us-per-token 200 --decode-us-per-token 2000 --cache-answers=%v --faults {\"stream_chunks\":20}", answers)
+			"--prefill-us-per-token 200 --decode-us-per-token 2000 --cache-answers=%v --prefill-lanes %d "+
+			"--faults {\"stream_chunks\":20}", tt.answers, tt.wantLanes)
 		if !strings.HasSuffix(got, want) {
 			t.Errorf("args %q, want them to end %q", got, want)
 		}

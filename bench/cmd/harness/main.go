@@ -100,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 	fs.IntVar(&ro.Workload.Turns, "routing-turns", 0, "routing section: turns per session (default 6; quick 3)")
 	fs.IntVar(&ro.InFlight, "routing-in-flight", 0, "routing section: sessions in flight (default 96; quick 16)")
 	fs.Float64Var(&ro.OpenLoopRate, "routing-open-loop-rate", 0, fmt.Sprintf("routing section: after the closed loop, round_robin and cache_aware at the largest gateway count as an open loop, the sessions starting at this rate per second; 0 = none (default %d; quick 0)", bench.DefaultOpenLoopRate))
+	lanes := fs.Int("routing-prefill-lanes", 1, "routing section: prefills each engine computes at once, 1 as on one GPU (fakeworker --prefill-lanes; 0: every admitted request at once, the model before 7 December 2026)")
 	fs.BoolVar(&ro.CacheAnswers, "routing-cache-answers", false, "routing section: engines also cache each finished answer after its prompt, as SGLang and vLLM do (fakeworker --cache-answers)")
 	profile := fs.Bool("profile", true, "after the measured rounds, take meshgw CPU profiles under load (needs --enable-pprof; off in a quick run)")
 	fs.BoolVar(&o.NoProxy, "no-proxy", false, "skip the non-streaming section")
@@ -218,6 +219,15 @@ func parseFlags(args []string, stderr io.Writer) (bench.Options, string, error) 
 		}
 	}
 	ro.GatewayFlags = strings.Fields(*routingFlags)
+	switch {
+	case *lanes < 0:
+		fmt.Fprintf(stderr, "harness: -routing-prefill-lanes %d: want a count of lanes, or 0 for every admitted request at once\n", *lanes)
+		return o, "", errors.New("bad prefill lanes")
+	case *lanes == 0:
+		ro.PrefillLanes = -1 // RoutingOptions' zero is the default, one lane
+	default:
+		ro.PrefillLanes = *lanes
+	}
 	switch {
 	case !given(fs, "routing-open-loop-rate"):
 		ro.OpenLoopRate = bench.DefaultOpenLoopRate

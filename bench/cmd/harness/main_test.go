@@ -135,6 +135,18 @@ func TestParseFlagsRouting(t *testing.T) {
 			t.Errorf("-routing-open-loop-rate %q accepted", bad)
 		}
 	}
+	// One prefill lane by default, as on one GPU; 0 asks for none, which RoutingOptions spells -1.
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{{nil, 1}, {[]string{"-routing-prefill-lanes", "0"}, -1}, {[]string{"-routing-prefill-lanes", "2"}, 2}} {
+		if o, _, err := parseFlags(tt.args, io.Discard); err != nil || o.Routing.PrefillLanes != tt.want {
+			t.Errorf("%q: %v, lanes %d, want %d", tt.args, err, o.Routing.PrefillLanes, tt.want)
+		}
+	}
+	if _, _, err := parseFlags([]string{"-routing-prefill-lanes", "-1"}, io.Discard); err == nil {
+		t.Error("-routing-prefill-lanes -1 accepted")
+	}
 	if o, _, _ := parseFlags([]string{"-routing=false"}, io.Discard); o.Routing != nil {
 		t.Error("-routing=false kept the section")
 	}
