@@ -173,11 +173,12 @@ func runRouting(ctx context.Context, ps *procs, o *Options, r *RoutingOptions) R
 	res.What = fmt.Sprintf("%s; %d in flight (a closed loop: each session sends its next turn when the last ends), "+
 		"each turn to a gateway picked uniformly (no session key); "+
 		"%d fake engines with %d slots, an LRU prefix cache of %d blocks of 64 bytes (tokens = bytes / 4), "+
-		"%g µs prefill per uncached token, %g µs per output token after the first, %d output tokens, %s. "+
+		"%g µs prefill per uncached token, %s, %g µs per output token after the first (every slot at once), "+
+		"%d output tokens, %s. "+
 		"cached = the engines' cached ÷ prompt tokens; follow-ups cached = turns after the first whose cached tokens "+
 		"reach %g × the previous turn's prompt tokens; TTFT = client-side time to the first SSE event; "+
 		"CoV = coefficient of variation of requests per engine", r.Workload.Describe(), r.InFlight, r.Engines, r.Slots,
-		r.CacheBlocks, r.PrefillUs, r.DecodeUs, r.OutputTokens, cachedWhat(r.CacheAnswers), r.FollowUpMatch)
+		r.CacheBlocks, r.PrefillUs, lanesWhat(r.PrefillLanes), r.DecodeUs, r.OutputTokens, cachedWhat(r.CacheAnswers), r.FollowUpMatch)
 	script := r.Workload.Script()
 	// Every row runs its engines on the same ports: the worker ids, which hash-based policies
 	// hash, are then the same in every row, so that rows differ only by policy and gateways.
@@ -264,6 +265,17 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 }
 
 // cachedWhat says what the engines cache.
+// lanesWhat says how many prompts an engine prefills at once.
+func lanesWhat(lanes int) string {
+	switch {
+	case lanes < 0:
+		return "every admitted prompt prefilled at once"
+	case lanes == 1:
+		return "one prompt prefilled at a time (as one GPU's forward pass)"
+	}
+	return fmt.Sprintf("%d prompts prefilled at once", lanes)
+}
+
 func cachedWhat(answers bool) string {
 	if answers {
 		return "each finished answer cached after its prompt (as SGLang and vLLM keep generated tokens)"

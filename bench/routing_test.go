@@ -173,3 +173,13 @@ func TestRoutingGoals(t *testing.T) {
 		t.Errorf("an unmeasured section gave goals %v", gs)
 	}
 }
+
+// TestLanesWhat: the section's description names the engines' prefill model.
+func TestLanesWhat(t *testing.T) {
+	for lanes, want := range map[int]string{-1: "every admitted prompt prefilled at once",
+		1: "one prompt prefilled at a time (as one GPU's forward pass)", 2: "2 prompts prefilled at once"} {
+		if got := lanesWhat(lanes); got != want {
+			t.Errorf("lanesWhat(%d) = %q, want %q", lanes, got, want)
+		}
+	}
+}
