@@ -384,6 +384,40 @@ func TestProbeWhileOwnershipMovedSampledInside(t *testing.T) {
 	}
 }
 
+// TestProbeAfterItsGatewaysLastSample is seed 20261201's case (240 s on 5 gateways, at
+// 0bb9491): n1, wiped and back, took its samples at 129.5, 130.5 and 131.5 s, all naming n3 at
+// epoch 686. At 131.7 s n1 won an election, took w-1 (epoch 697) and probed it; 375 ms later its
+// drain gave w-1 back to n3 (epoch 702), and n1 left and restarted before its next sample. The
+// probe came after n1's last sample in the interval; the others' samples after that one show the
+// epoch moved (702), so an owner no sample saw may have been n1: counted, not failed. With the
+// epoch unchanged in every later sample it still fails.
+func TestProbeAfterItsGatewaysLastSample(t *testing.T) {
+	ms := time.Millisecond
+	own := func(at time.Duration, gw string, epoch uint64) history.OwnerSample {
+		return history.OwnerSample{At: at * ms, Gateway: gw, Rows: row("n3", epoch)}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			own(129468, "n1", 686), own(130473, "n1", 686), own(131492, "n1", 686),
+			own(130474, "n3", 686), own(131492, "n3", 686), own(132116, "n5", 686),
+			own(133129, "n2", 702), own(133131, "n3", 702), own(133132, "n5", 702),
+		},
+		Probes: []history.ProbeSample{
+			{At: 130488 * ms, Worker: "w-1", Probes: map[string]int64{"n1": 0, "n3": 19}},
+			{At: 132121 * ms, Worker: "w-1", Probes: map[string]int64{"n1": 1, "n3": 20}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	for i := range h.Owners {
+		h.Owners[i].Rows = row("n3", 686)
+	}
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n1 while every sample named n3 at epoch 686 passed: %s", r.Detail)
+	}
+}
+
 // TestNewOwnerProbesBeforeItsSample is seed 7's case (the short mode, once faults ran on a lane
 // per kind): a transfer gave w-1 to n3 at epoch 22; n3 applied it and probed at once, right
 // after its own sample (still naming n1 at epoch 13) was taken, and the sampler missed its next

@@ -147,34 +147,40 @@ func ownedAround(h history.History, g, w string, from, to time.Duration) (seen, 
 // and g's samples in (from, to+probeSlack]: one of them shows another epoch. A sample inside the
 // interval counts as much as one after it (the samplers of ownership and of probes tick apart, so
 // g's sample of the same tick may come a few milliseconds before the probe sample).
-// When g took none there (killed right after the probe), the newest epoch another gateway
-// showed in that window decides. Without a sample before, or any in the window, it says no: the
-// probe is judged by the samples there are.
+// After g's last sample (killed or restarted right after the probe, or before it), the other
+// gateways' samples in the window decide: one showing a newer epoch than g's last says w moved in
+// the part of the interval g's samples do not cover. Without a sample of g before, it says no:
+// the probe is judged by the samples there are.
 func epochMoved(h history.History, g, w string, from, to time.Duration) bool {
 	var before *history.OwnerSample
-	var mine, others []uint64
+	var mine, others []history.OwnerSample
 	for i := range h.Owners {
 		s := &h.Owners[i]
 		inWindow := s.At > from && s.At <= to+probeSlack
 		switch {
 		case s.Gateway != g:
 			if inWindow {
-				others = append(others, epochOf(*s, w))
+				others = append(others, *s)
 			}
 		case s.At <= from && (before == nil || s.At > before.At):
 			before = s
 		case inWindow:
-			mine = append(mine, epochOf(*s, w))
+			mine = append(mine, *s)
 		}
 	}
 	if before == nil {
 		return false
 	}
-	b := epochOf(*before, w)
-	if len(mine) > 0 {
-		return slices.ContainsFunc(mine, func(e uint64) bool { return e != b })
+	b, lastAt := epochOf(*before, w), before.At
+	for _, s := range mine {
+		if e := epochOf(s, w); e != b {
+			return true
+		}
+		lastAt = max(lastAt, s.At)
 	}
-	return len(others) > 0 && slices.Max(others) != b
+	return slices.ContainsFunc(others, func(s history.OwnerSample) bool {
+		return s.At > lastAt && epochOf(s, w) > b
+	})
 }
 
 // movedTo reports whether a sample of any gateway taken in (from, to] names g the owner of w at
