@@ -315,6 +315,15 @@ func TestCacheAwareFleetIndexAcrossGatewaysAndFailover(t *testing.T) {
 	if len(onB) == 0 {
 		t.Fatalf("no session's engine is owned by %s", f.b.id)
 	}
+	// b's engines (the second half) have had no probe from a: a probes one only once its pool
+	// holds the engine as its own, and the answers' X-Mesh-Owner comes from that pool, which
+	// follows raft's records (what GET /workers reads) a moment later.
+	bEngines := f.engines[len(f.engines)/2:]
+	probedBy := func(e *harness.Proc) int64 { _, n := engineStats(t, e, f.a.id); return n }
+	before := make([]int64, len(bEngines))
+	for i, e := range bEngines {
+		before[i] = probedBy(e)
+	}
 	f.b.Kill()
 	killed := time.Now()
 	harness.WaitFor(t, failoverBound, f.a.id+" owns and probes every engine", func() bool {
@@ -323,6 +332,11 @@ func TestCacheAwareFleetIndexAcrossGatewaysAndFailover(t *testing.T) {
 		for _, w := range ws {
 			if w.Owner == f.a.id && w.HealthState == "ready" && w.Routable {
 				n++
+			}
+		}
+		for i, e := range bEngines {
+			if probedBy(e) <= before[i] {
+				return false
 			}
 		}
 		return n == len(f.engines)
