@@ -138,3 +138,123 @@ func TestLateProbeAfterTheWorkersRegionCut(t *testing.T) {
 		t.Errorf("two probes after the cut passed: %s", r.Detail)
 	}
 }
+
+// TestProbeWhileOwnershipMovedTwice is seed 7's case (the short mode, after drains joined the
+// faults): a transfer gave w-1 to n2, which probed it at once, and a drain of n2 moved it back to
+// n1, all between two samples that both name n1 (epochs 208 and 264). The epoch moved, so the
+// probe may come from an owner no sample saw: counted, not failed. Probes while the epoch stays
+// put still fail (TestEachInvariantCatchesItsBreak).
+func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
+	row := func(epoch uint64) []history.OwnerRow {
+		return []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: epoch}}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 42500 * time.Millisecond, Gateway: "n2", Rows: row(208)},
+			{At: 43600 * time.Millisecond, Gateway: "n2", Rows: row(264)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 42500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 7}},
+			{At: 43500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 8}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	h.Owners[1].Rows = row(208)
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n2 while n1 owned w-1 at one epoch passed: %s", r.Detail)
+	}
+	// n2 took no sample after the probe (killed): the others' samples tell the epoch moved.
+	h.Owners[1] = history.OwnerSample{At: 43600 * time.Millisecond, Gateway: "n3", Rows: row(264)}
+	if r := SingleOwner(h); !r.OK {
+		t.Errorf("the others saw the epoch move: %s", r.Detail)
+	}
+}
+
+// TestProbeWhileOwnershipMovedSampledInside is seed 42's case (240 s on 5 gateways):
+// a rebalance gave w-1 to n2 at epoch 1068 and a drain of n2 gave it to n3 at epoch 1072, 38 ms
+// later; n2 probed it in between. n2's sample of the next tick (epoch 1072) came 7 ms before the
+// probe sample, inside the interval, and n2 was restarted before its next one: the epoch moved in
+// n2's own samples around the probe, counted, not failed.
+func TestProbeWhileOwnershipMovedSampledInside(t *testing.T) {
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 196393 * time.Millisecond, Gateway: "n2", Rows: row("n1", 1014)},
+			{At: 197405 * time.Millisecond, Gateway: "n2", Rows: row("n3", 1072)},
+			{At: 199384 * time.Millisecond, Gateway: "n2", Rows: row("n3", 1072)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 196396 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 12}},
+			{At: 197412 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 13}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	h.Owners[1].Rows = row("n1", 1014)
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n2 while its samples named n1 at one epoch passed: %s", r.Detail)
+	}
+}
+
+// TestProbeAfterItsGatewaysLastSample is seed 20261201's case (240 s on 5 gateways, at
+// 0bb9491): n1, wiped and back, took its samples at 129.5, 130.5 and 131.5 s, all naming n3 at
+// epoch 686. At 131.7 s n1 won an election, took w-1 (epoch 697) and probed it; 375 ms later its
+// drain gave w-1 back to n3 (epoch 702), and n1 left and restarted before its next sample. The
+// probe came after n1's last sample in the interval; the others' samples after that one show the
+// epoch moved (702), so an owner no sample saw may have been n1: counted, not failed. With the
+// epoch unchanged in every later sample it still fails.
+func TestProbeAfterItsGatewaysLastSample(t *testing.T) {
+	ms := time.Millisecond
+	own := func(at time.Duration, gw string, epoch uint64) history.OwnerSample {
+		return history.OwnerSample{At: at * ms, Gateway: gw, Rows: row("n3", epoch)}
+	}
+	h := history.History{
+		Owners: []history.OwnerSample{
+			own(129468, "n1", 686), own(130473, "n1", 686), own(131492, "n1", 686),
+			own(130474, "n3", 686), own(131492, "n3", 686), own(132116, "n5", 686),
+			own(133129, "n2", 702), own(133131, "n3", 702), own(133132, "n5", 702),
+		},
+		Probes: []history.ProbeSample{
+			{At: 130488 * ms, Worker: "w-1", Probes: map[string]int64{"n1": 0, "n3": 19}},
+			{At: 132121 * ms, Worker: "w-1", Probes: map[string]int64{"n1": 1, "n3": 20}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	for i := range h.Owners {
+		h.Owners[i].Rows = row("n3", 686)
+	}
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n1 while every sample named n3 at epoch 686 passed: %s", r.Detail)
+	}
+}
+
+// TestNewOwnerProbesBeforeItsSample is seed 7's case (the short mode, once faults ran on a lane
+// per kind): a transfer gave w-1 to n3 at epoch 22; n3 applied it and probed at once, right
+// after its own sample (still naming n1 at epoch 13) was taken, and the sampler missed its next
+// one. n2's sample inside the interval already named n3 at epoch 22: the probe may come from
+// the owner, counted, not failed. A probe while no sample names n3 at a newer epoch still fails.
+func TestNewOwnerProbesBeforeItsSample(t *testing.T) {
+	h := history.History{
+		Owners: []history.OwnerSample{
+			{At: 1196 * time.Millisecond, Gateway: "n3", Rows: row("n1", 13)},
+			{At: 2206 * time.Millisecond, Gateway: "n2", Rows: row("n3", 22)},
+			{At: 2217 * time.Millisecond, Gateway: "n3", Rows: row("n1", 13)},
+			{At: 4235 * time.Millisecond, Gateway: "n3", Rows: row("n3", 22)},
+		},
+		Probes: []history.ProbeSample{
+			{At: 1196 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n1": 1, "n3": 0}},
+			{At: 2223 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n1": 2, "n3": 1}},
+		},
+	}
+	if r := SingleOwner(h); !r.OK || !strings.Contains(r.Detail, "moved more often") {
+		t.Errorf("ok=%v %s", r.OK, r.Detail)
+	}
+	h.Owners[1].Rows = row("n1", 13)
+	if r := SingleOwner(h); r.OK {
+		t.Errorf("a probe from n3 while every sample named n1 at epoch 13 passed: %s", r.Detail)
+	}
+}
