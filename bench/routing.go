@@ -264,7 +264,6 @@ func routingRow(ctx context.Context, ps *procs, o *Options, r *RoutingOptions, s
 	return engineCounters(ctx, client, engines, r.PrefillUs, row)
 }
 
-// cachedWhat says what the engines cache.
 // lanesWhat says how many prompts an engine prefills at once.
 func lanesWhat(lanes int) string {
 	switch {
@@ -276,6 +275,7 @@ func lanesWhat(lanes int) string {
 	return fmt.Sprintf("%d prompts prefilled at once", lanes)
 }
 
+// cachedWhat says what the engines cache.
 func cachedWhat(answers bool) string {
 	if answers {
 		return "each finished answer cached after its prompt (as SGLang and vLLM keep generated tokens)"
