@@ -54,12 +54,7 @@ type tokenUsage struct {
 // text up in the prefix cache (and caches it), counts its tokens, then waits for the prefill of
 // the uncached part. On success the request holds a slot until finish.
 func (e *Engine) admit(ctx context.Context, text string) (tokenUsage, error) {
-	start := time.Now()
-	waited, err := e.slots.acquire(ctx, e.done)
-	if waited {
-		e.stats.countQueued(time.Since(start))
-	}
-	if err != nil {
+	if err := e.await(ctx, e.slots, &e.stats.slotWaits); err != nil {
 		return tokenUsage{}, err
 	}
 	e.running.Add(1)
@@ -82,16 +77,22 @@ func (e *Engine) prefill(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	start := time.Now()
-	waited, err := e.lanes.acquire(ctx, e.done)
-	if waited {
-		e.stats.countPrefillQueued(time.Since(start))
-	}
-	if err != nil {
+	if err := e.await(ctx, e.lanes, &e.stats.laneWaits); err != nil {
 		return err
 	}
 	defer e.lanes.release()
 	return e.sleepFor(ctx, nil, d)
+}
+
+// await takes a place in q (a slot, or a prefill lane) and counts in waits how long the request
+// waited for it, when it had to.
+func (e *Engine) await(ctx context.Context, q *slots, waits *waitCount) error {
+	start := time.Now()
+	waited, err := q.acquire(ctx, e.done)
+	if waited {
+		waits.add(time.Since(start))
+	}
+	return err
 }
 
 // cacheAnswer caches seq, a finished request's prompt and answer as the next turn's prompt

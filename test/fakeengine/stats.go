@@ -60,10 +60,8 @@ type counters struct {
 	probes    atomic.Int64
 	prompt    atomic.Int64
 	cached    atomic.Int64
-	queued    atomic.Int64
-	queueWait atomic.Int64 // nanoseconds
-	lanes     atomic.Int64
-	laneWait  atomic.Int64 // nanoseconds
+	slotWaits waitCount
+	laneWaits waitCount
 	slot      atomic.Int64 // nanoseconds
 
 	mu        sync.Mutex
@@ -84,15 +82,20 @@ func (c *counters) countTokens(u tokenUsage) {
 	c.cached.Add(int64(u.cached))
 }
 
-func (c *counters) countQueued(wait time.Duration) {
-	c.queued.Add(1)
-	c.queueWait.Add(int64(wait))
+// waitCount counts the requests that waited in one queue (for a slot, or for a prefill lane)
+// and sums their waits.
+type waitCount struct {
+	n     atomic.Int64
+	total atomic.Int64 // nanoseconds
 }
 
-func (c *counters) countPrefillQueued(wait time.Duration) {
-	c.lanes.Add(1)
-	c.laneWait.Add(int64(wait))
+func (w *waitCount) add(d time.Duration) {
+	w.n.Add(1)
+	w.total.Add(int64(d))
 }
+
+// ms returns the waits summed, in milliseconds.
+func (w *waitCount) ms() float64 { return float64(w.total.Load()) / float64(time.Millisecond) }
 
 func (c *counters) countSlot(held time.Duration) { c.slot.Add(int64(held)) }
 
@@ -127,10 +130,10 @@ func (c *counters) snapshot() Stats {
 		ComputeStats: &ComputeStats{
 			PromptTokens:  c.prompt.Load(),
 			CachedTokens:  c.cached.Load(),
-			Queued:        c.queued.Load(),
-			QueueWaitMS:   float64(c.queueWait.Load()) / float64(time.Millisecond),
-			PrefillQueued: c.lanes.Load(),
-			PrefillWaitMS: float64(c.laneWait.Load()) / float64(time.Millisecond),
+			Queued:        c.slotWaits.n.Load(),
+			QueueWaitMS:   c.slotWaits.ms(),
+			PrefillQueued: c.laneWaits.n.Load(),
+			PrefillWaitMS: c.laneWaits.ms(),
 			SlotMS:        float64(c.slot.Load()) / float64(time.Millisecond),
 		},
 	}
