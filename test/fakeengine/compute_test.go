@@ -368,28 +368,32 @@ func TestClientLeavingFreesItsSlot(t *testing.T) {
 }
 
 // Prefill lanes make prompts admitted together prefill one after another, as a GPU's one
-// forward pass at a time; without them each admitted request prefills at once.
+// forward pass at a time; without them each admitted request prefills at once. A lane is held
+// for the prefill only: each answer's decode (2 more tokens, 10 ms each) runs beside the next
+// prompt's prefill, for every slot at once.
 func TestPrefillLanesTakeTurns(t *testing.T) {
 	for _, tt := range []struct {
 		lanes int
 		want  []time.Duration // when each of three admitted prompts sends its first token, in ms
 		stats ComputeStats
 	}{
-		{0, []time.Duration{128, 128, 128}, ComputeStats{PromptTokens: 384, SlotMS: 3 * 128}},
+		{0, []time.Duration{128, 128, 128}, ComputeStats{PromptTokens: 384, SlotMS: 3 * 148}},
 		{1, []time.Duration{128, 256, 384}, ComputeStats{PromptTokens: 384, PrefillQueued: 2,
-			PrefillWaitMS: 128 + 256, SlotMS: 128 + 256 + 384}},
+			PrefillWaitMS: 128 + 256, SlotMS: 148 + 276 + 404}},
 		{2, []time.Duration{128, 128, 256}, ComputeStats{PromptTokens: 384, PrefillQueued: 1,
-			PrefillWaitMS: 128, SlotMS: 128 + 128 + 256}},
+			PrefillWaitMS: 128, SlotMS: 148 + 148 + 276}},
 	} {
 		t.Run(fmt.Sprintf("lanes=%d", tt.lanes), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := New(Config{Compute: Compute{Slots: 4, PrefillLanes: tt.lanes, PrefillPerToken: time.Millisecond}})
+				e := New(Config{Compute: Compute{Slots: 4, PrefillLanes: tt.lanes, PrefillPerToken: time.Millisecond,
+					DecodePerToken: 10 * time.Millisecond}})
 				defer e.Close()
+				_ = e.SetFaults(Faults{HealthStatus: 200, ErrorRate: 1, StreamChunks: 3, WeightUpdateStatus: 200})
 				sinks := make([]*recSink, len(tt.want))
 				errc := make(chan error, len(sinks))
 				for i := range sinks {
 					// 512 bytes each, 128 tokens, and no block in common.
-					body := chatOf(strings.Repeat(string(rune('a'+i)), 255), strings.Repeat("u", 256), "")
+					body := chatOf(strings.Repeat(string(rune('a'+i)), 255), strings.Repeat("u", 256), `"stream":true,`)
 					sinks[i] = newRecSink()
 					go func() {
 						errc <- e.serve(context.Background(), modelRequest{route: RouteChat, body: []byte(body)}, sinks[i])
@@ -404,6 +408,8 @@ func TestPrefillLanesTakeTurns(t *testing.T) {
 				for i, s := range sinks {
 					if len(s.sent) == 0 || s.sent[0].at != tt.want[i]*time.Millisecond {
 						t.Errorf("prompt %d: sends %v, want its first at %v ms", i, s.sent, tt.want[i])
+					} else if last := s.sent[len(s.sent)-1].at; last != (tt.want[i]+20)*time.Millisecond {
+						t.Errorf("prompt %d: last send at %v, want %v ms: its decode, 20 ms after its first token", i, last, tt.want[i]+20)
 					}
 				}
 				if diff := cmp.Diff(&tt.stats, e.Stats().ComputeStats); diff != "" {
