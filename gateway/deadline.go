@@ -3,6 +3,7 @@ package gateway
 import (
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -29,6 +30,16 @@ type lazyDeadlineConn struct {
 	// may be called concurrently; fasthttp calls them from the one goroutine using the
 	// connection.
 	read, write atomic.Int64
+
+	// Set by awaitAnswers (answerwait.go): the raw connection, the size below which a write
+	// ends a request, and the wait's callback with its state (HostClient has one writer at a
+	// time on a connection).
+	raw        syscall.RawConn
+	flushBelow int
+	onReadable func(fd uintptr) bool
+	pending    []byte
+	wrote      int
+	waited     bool
 }
 
 // lazyDeadline wraps c so that its deadlines are armed late, slack after the asked ones

@@ -67,7 +67,7 @@ func serveBenchGateway(b *testing.B, policy string, log bool, ln net.Listener, d
 	}
 	up := upstreamOf(w)
 	up.ready()
-	up.hc.Dial = upstreamDial(dial, deadlineSlack(gw.cfg.RequestTimeout))
+	up.hc.Dial = upstreamDial(dial, deadlineSlack(gw.cfg.RequestTimeout), true)
 	serveBench(b, gw, ln)
 }
 

@@ -288,7 +288,7 @@ func (c *call) try(w *pool.Worker, up *upstream, attempt int, final bool) result
 	}
 	ctx := c.ctx
 	w.Acquire()
-	err := up.hc.Do(req, &ctx.Response)
+	err := c.client(up).Do(req, &ctx.Response)
 	w.Release()
 	c.release(req)
 	if err != nil {
@@ -322,7 +322,7 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, at
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	w.Acquire()
-	err := up.hc.Do(req, resp)
+	err := c.client(up).Do(req, resp)
 	c.release(req)
 	if err != nil {
 		w.Release()
@@ -355,6 +355,14 @@ func (c *call) tryStream(w *pool.Worker, up *upstream, req *fasthttp.Request, at
 		observeUsage(w, ctx.Response.Body())
 	}
 	return result{status: st, done: true}
+}
+
+// client is the connection pool this request's attempts at up use.
+func (c *call) client(up *upstream) *fasthttp.HostClient {
+	if c.streamed {
+		return c.g.streamedClient(up)
+	}
+	return up.hc
 }
 
 // aim points the request at the worker: Host, and the worker's API key (or the client's own

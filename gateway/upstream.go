@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -33,6 +34,10 @@ type upstream struct {
 	open func(*upstream)      // sets hc or rpc; run once by ready
 	hc   *fasthttp.HostClient // HTTP workers, once ready
 	rpc  rpcTransport         // gRPC and ZMQ workers (hc is nil), once ready
+	// streamed is an HTTP worker's pool for request bodies sent as they arrive, made at the
+	// first such request (streamedClient): hc's connections wait for the answer in the write
+	// that ends a request, which a streamed body's writes must not do.
+	streamed atomic.Pointer[fasthttp.HostClient]
 	// provider is set, once ready, for external providers: their endpoints and auth header.
 	provider *provider
 	host     string // host:port for the Host header
@@ -59,11 +64,11 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	case worker.ModeExternal:
 		kind, key, models := w.Provider(), w.APIKey(), w.Models
 		up.open = func(up *upstream) {
-			up.hc = g.newHostClient(host, tls)
+			up.hc = g.newHostClient(host, tls, false)
 			up.provider = newProvider(raw, kind, key, models)
 		}
 	default:
-		up.open = func(up *upstream) { up.hc = g.newHostClient(host, tls) }
+		up.open = func(up *upstream) { up.hc = g.newHostClient(host, tls, false) }
 	}
 	if k := w.APIKey(); k != "" {
 		up.auth = []byte("Bearer " + k)
@@ -79,8 +84,10 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	return up
 }
 
-// newHostClient is an HTTP worker's keep-alive connection pool.
-func (g *Gateway) newHostClient(host string, tls bool) *fasthttp.HostClient {
+// newHostClient is an HTTP worker's keep-alive connection pool. Over plain TCP, and unless
+// streamed (a pool for request bodies sent as they arrive), its connections wait for the
+// answer in the write that ends a request (awaitAnswers).
+func (g *Gateway) newHostClient(host string, tls, streamed bool) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                     host,
 		Name:                     "meshgw",
@@ -90,7 +97,7 @@ func (g *Gateway) newHostClient(host string, tls bool) *fasthttp.HostClient {
 		MaxIdleConnDuration:      upstreamIdleDuration,
 		ReadTimeout:              g.cfg.RequestTimeout,
 		WriteTimeout:             g.cfg.RequestTimeout,
-		Dial:                     upstreamDial(defaultDial(tls), deadlineSlack(g.cfg.RequestTimeout)),
+		Dial:                     upstreamDial(defaultDial(tls), deadlineSlack(g.cfg.RequestTimeout), !tls && !streamed),
 		ReadBufferSize:           upstreamBufferSize,
 		WriteBufferSize:          upstreamBufferSize,
 		NoDefaultUserAgentHeader: true,
@@ -107,15 +114,35 @@ func defaultDial(tls bool) fasthttp.DialFunc {
 }
 
 // upstreamDial wraps the connections dial makes so that their deadlines are armed lazily
-// (lazyDeadlineConn).
-func upstreamDial(dial fasthttp.DialFunc, slack time.Duration) fasthttp.DialFunc {
+// (lazyDeadlineConn), and with await, so that the write that ends a request waits for the
+// answer (awaitAnswers; only with a request timeout, which bounds that wait).
+func upstreamDial(dial fasthttp.DialFunc, slack time.Duration, await bool) fasthttp.DialFunc {
 	return func(addr string) (net.Conn, error) {
 		c, err := dial(addr)
 		if err != nil {
 			return nil, err
 		}
-		return lazyDeadline(c, slack), nil
+		lc := lazyDeadline(c, slack)
+		if l, ok := lc.(*lazyDeadlineConn); ok && await {
+			l.awaitAnswers(upstreamBufferSize)
+		}
+		return lc, nil
 	}
+}
+
+// streamedClient is the worker's pool for a request whose body is sent as it arrives: its
+// writes flush each chunk of the body, and a connection that waits for the answer after each
+// would stall until the request timeout. Made at the first such request, which is rare (a body
+// larger than the whole buffered-body budget).
+func (g *Gateway) streamedClient(up *upstream) *fasthttp.HostClient {
+	if hc := up.streamed.Load(); hc != nil {
+		return hc
+	}
+	hc := g.newHostClient(up.host, up.scheme == "https", true)
+	if !up.streamed.CompareAndSwap(nil, hc) {
+		return up.streamed.Load()
+	}
+	return hc
 }
 
 // ready makes the transport on the first call; after it, exactly one of hc and rpc is set.
@@ -132,6 +159,9 @@ func (u *upstream) Close() {
 		return
 	}
 	u.hc.CloseIdleConnections()
+	if hc := u.streamed.Load(); hc != nil {
+		hc.CloseIdleConnections()
+	}
 }
 
 // retryStaleConn lets fasthttp resend once on a connection that closed before answering, which

@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// awaitingPeer is a worker's end of an upstream connection: it serves one connection of ln,
+// reading requests of n bytes and answering each with answer, unless answer is nil. Before
+// each answer it closes the next channel of answered; it closes done when the connection ends.
+func awaitingPeer(t *testing.T, ln net.Listener, n int, answer []byte, answered []chan struct{}, done chan struct{}) {
+	t.Helper()
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, n)
+		for i := 0; ; i++ {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if answer == nil {
+				continue
+			}
+			close(answered[i])
+			if _, err := c.Write(answer); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// dialAwaiting is an upstream connection to ln as the gateway dials one for a plain HTTP
+// worker, its deadlines armed slack late.
+func dialAwaiting(t *testing.T, ln net.Listener, slack time.Duration) *lazyDeadlineConn {
+	t.Helper()
+	c, err := upstreamDial(defaultDial(false), slack, true)(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	lc, ok := c.(*lazyDeadlineConn)
+	if !ok || lc.onReadable == nil {
+		t.Fatalf("upstreamDial made %T, not a connection that awaits answers", c)
+	}
+	return lc
+}
+
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
+
+// returnsWithin runs f and fails the test if it has not returned by the bound: a write that
+// waits for an answer that never comes must still end.
+func returnsWithin(t *testing.T, bound time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(bound):
+		t.Fatalf("%s: still waiting after %v", what, bound)
+	}
+}
+
+// The write that ends a request returns once the answer can be read, so the read after it
+// finds the answer rather than an empty socket (a system call that found nothing, saved).
+// Three requests on one connection: the first arms the read deadline, the others find it armed.
+func TestRequestWriteReturnsWithTheAnswer(t *testing.T) {
+	ln := listenLoopback(t)
+	answered := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+	done := make(chan struct{})
+	awaitingPeer(t, ln, 4, []byte("pong"), answered, done)
+	c := dialAwaiting(t, ln, deadlineSlack(time.Minute))
+	buf := make([]byte, 4)
+	for i := range answered {
+		_ = c.SetWriteDeadline(time.Now().Add(time.Minute)) // as HostClient does before each request
+		if n, err := c.Write([]byte("ping")); n != 4 || err != nil {
+			t.Fatalf("request %d: wrote %d bytes, %v", i, n, err)
+		}
+		select {
+		case <-answered[i]:
+		default:
+			t.Fatalf("request %d: the write returned before the worker answered", i)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
+			t.Fatalf("request %d: read %q, %v", i, buf, err)
+		}
+	}
+	_ = c.Close()
+	<-done
+}
+
+// A worker that never answers holds the write only until the request timeout, even on a new
+// connection, whose read deadline HostClient has not armed yet; the read after it then times
+// out as it would have.
+func TestAwaitedWriteEndsAtTheRequestTimeout(t *testing.T) {
+	ln := listenLoopback(t)
+	done := make(chan struct{})
+	awaitingPeer(t, ln, 4, nil, nil, done)
+	c := dialAwaiting(t, ln, time.Millisecond)
+	_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	returnsWithin(t, 10*time.Second, "a write to a worker that never answers", func() {
+		if n, err := c.Write([]byte("ping")); n != 4 || err != nil {
+			t.Errorf("wrote %d bytes, %v", n, err)
+		}
+	})
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	var ne net.Error
+	if _, err := c.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read after the request timeout: %v, want a timeout", err)
+	}
+	_ = c.Close()
+	<-done
+}
+
+// Only a write shorter than the HostClient's buffer waits: a full buffer is part of a larger
+// request, whose worker answers only once it has the rest.
+func TestFullBufferWriteDoesNotWait(t *testing.T) {
+	ln := listenLoopback(t)
+	done := make(chan struct{})
+	awaitingPeer(t, ln, upstreamBufferSize, nil, nil, done)
+	c := dialAwaiting(t, ln, time.Second)
+	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
+	returnsWithin(t, 10*time.Second, "a full buffer's write", func() {
+		if n, err := c.Write(make([]byte, upstreamBufferSize)); n != upstreamBufferSize || err != nil {
+			t.Errorf("wrote %d bytes, %v", n, err)
+		}
+	})
+	_ = c.Close()
+	<-done
+}
+
+// A keep-alive connection the worker closed while it was idle: the write to it ends at once,
+// and the read after it reports the connection's end, which HostClient retries on another.
+func TestAwaitedWriteOnAConnectionTheWorkerClosed(t *testing.T) {
+	ln := listenLoopback(t)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		if c, err := ln.Accept(); err == nil {
+			_ = c.Close()
+		}
+	}()
+	c := dialAwaiting(t, ln, time.Second)
+	<-closed
+	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
+	returnsWithin(t, 10*time.Second, "a write to a closed connection", func() { _, _ = c.Write([]byte("ping")) })
+	_ = c.SetReadDeadline(time.Now().Add(time.Hour))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read on a connection the worker closed: no error")
+	}
+}
+
+// A request the socket does not take in one write is finished as an ordinary write: all of it
+// reaches the worker, and its answer is read.
+func TestAwaitedWriteTheSocketTakesInParts(t *testing.T) {
+	const size = 1 << 20
+	ln := listenLoopback(t)
+	answered := []chan struct{}{make(chan struct{})}
+	done := make(chan struct{})
+	awaitingPeer(t, ln, size, []byte("pong"), answered, done)
+	c := dialAwaiting(t, ln, time.Second)
+	if tc, ok := c.Conn.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(8 << 10) // far below size: the first write cannot take it all
+	}
+	c.awaitAnswers(2 * size)
+	_ = c.SetWriteDeadline(time.Now().Add(time.Minute))
+	req := bytes.Repeat([]byte("p"), size)
+	if n, err := c.Write(req); n != size || err != nil {
+		t.Fatalf("wrote %d of %d bytes, %v", n, size, err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	_ = c.Close()
+	<-done
+}
