@@ -16,12 +16,20 @@ import (
 // the clearing: the answer can only arrive after the request, so its arrival always wakes the
 // wait. Then the Read that follows finds it.
 //
-// Only the write that ends a request may wait, or the worker would be waiting for the rest of
-// the request while the gateway waits for its answer. fasthttp's HostClient writes through a
-// bufio.Writer of upstreamBufferSize bytes, which writes less than that only when flushed, and
-// HostClient flushes once, at the end of a request; a request with a body sent as it arrives
-// flushes each chunk, and goes through a pool of its own (streamedClient). TLS connections do
-// not wait either: a TLS 1.3 client's Finished message gets no answer.
+// Only a write that is a whole request may wait. Not a part of one: the worker would be waiting
+// for the rest while the gateway waits for its answer. And not the last part of one either: the
+// worker may have answered the first parts already (an early 413), and that answer's readiness
+// is what the wait clears. fasthttp's HostClient writes through a bufio.Writer of
+// upstreamBufferSize bytes, which writes less than that only when flushed, and HostClient
+// flushes once, at the end of a request: so a write shorter than the buffer, with no other
+// write since the last read, is a whole request. A request with a body sent as it arrives
+// flushes each chunk, the first one included, and goes through a pool of its own
+// (streamedClient). TLS connections do not wait either: a TLS 1.3 client's Finished message
+// gets no answer.
+//
+// The same cannot be done on the client's side, after an answer, for the client's next
+// request: a client may send it before the answer is written (pipelining), and the wait would
+// clear the readiness of a request already in the socket.
 
 // awaitAnswers makes c, a plain TCP connection to a worker, wait for the answer in a write
 // shorter than flushBelow, the HostClient's write buffer size (writeAwaiting).
@@ -38,12 +46,20 @@ func (c *lazyDeadlineConn) awaitAnswers(flushBelow int) {
 	c.onReadable = c.writeThenWait // made once: a method value passed at each write would allocate
 }
 
-// Write writes b; a write that ends a request also waits for the answer.
+// Write writes b; a write that is a whole request also waits for the answer.
 func (c *lazyDeadlineConn) Write(b []byte) (int, error) {
-	if c.onReadable == nil || len(b) == 0 || len(b) >= c.flushBelow {
+	whole := !c.wroteSinceRead && len(b) > 0 && len(b) < c.flushBelow
+	c.wroteSinceRead = true
+	if c.onReadable == nil || !whole {
 		return c.Conn.Write(b)
 	}
 	return c.writeAwaiting(b)
+}
+
+// Read reads from the connection; the next write starts a request.
+func (c *lazyDeadlineConn) Read(p []byte) (int, error) {
+	c.wroteSinceRead = false
+	return c.Conn.Read(p)
 }
 
 // writeAwaiting writes b from inside a wait for the connection to become readable. The wait is

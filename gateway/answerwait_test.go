@@ -192,3 +192,41 @@ func TestAwaitedWriteTheSocketTakesInParts(t *testing.T) {
 	_ = c.Close()
 	<-done
 }
+
+// A request written in parts does not wait at its last part: the worker may have answered the
+// first part already (here, an early answer on a connection it keeps open), and the wait would
+// clear that answer's readiness and then wait for a second answer that never comes.
+func TestRequestInPartsDoesNotWaitAtItsEnd(t *testing.T) {
+	ln := listenLoopback(t)
+	answeredEarly, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := io.ReadFull(c, make([]byte, upstreamBufferSize)); err != nil {
+			return
+		}
+		_, err = c.Write([]byte("early"))
+		close(answeredEarly)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, c) // reads the rest, answers nothing more
+		}
+	}()
+	c := dialAwaiting(t, ln, time.Second)
+	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
+	if _, err := c.Write(make([]byte, upstreamBufferSize)); err != nil {
+		t.Fatal(err)
+	}
+	<-answeredEarly
+	returnsWithin(t, 10*time.Second, "the last part of a request", func() { _, _ = c.Write([]byte("tail")) })
+	_ = c.SetReadDeadline(time.Now().Add(time.Hour))
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "early" {
+		t.Fatalf("early answer: %q, %v", buf, err)
+	}
+	_ = c.Close()
+	<-done
+}

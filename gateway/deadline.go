@@ -32,14 +32,16 @@ type lazyDeadlineConn struct {
 	read, write atomic.Int64
 
 	// Set by awaitAnswers (answerwait.go): the raw connection, the size below which a write
-	// ends a request, and the wait's callback with its state (HostClient has one writer at a
-	// time on a connection).
-	raw        syscall.RawConn
-	flushBelow int
-	onReadable func(fd uintptr) bool
-	pending    []byte
-	wrote      int
-	waited     bool
+	// ends a request, and the wait's callback with its state; wroteSinceRead says a write
+	// came after the last read (HostClient has one reader or writer at a time on a
+	// connection).
+	raw            syscall.RawConn
+	flushBelow     int
+	onReadable     func(fd uintptr) bool
+	pending        []byte
+	wrote          int
+	waited         bool
+	wroteSinceRead bool
 }
 
 // lazyDeadline wraps c so that its deadlines are armed late, slack after the asked ones
