@@ -1,12 +1,16 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/meshgw/meshgw/worker"
 )
 
 // awaitingPeer is a worker's end of an upstream connection: it serves one connection of ln,
@@ -145,8 +149,9 @@ func TestFullBufferWriteDoesNotWait(t *testing.T) {
 	<-done
 }
 
-// A keep-alive connection the worker closed while it was idle: the write to it ends at once,
-// and the read after it reports the connection's end, which HostClient retries on another.
+// A keep-alive connection the worker closed while it was idle: the write to it ends at once
+// (the worker's reset wakes the wait), and the read after it still reports the end of the
+// stream, as without the wait, which HostClient retries on a new connection (retryStaleConn).
 func TestAwaitedWriteOnAConnectionTheWorkerClosed(t *testing.T) {
 	ln := listenLoopback(t)
 	closed := make(chan struct{})
@@ -161,8 +166,8 @@ func TestAwaitedWriteOnAConnectionTheWorkerClosed(t *testing.T) {
 	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
 	returnsWithin(t, 10*time.Second, "a write to a closed connection", func() { _, _ = c.Write([]byte("ping")) })
 	_ = c.SetReadDeadline(time.Now().Add(time.Hour))
-	if _, err := c.Read(make([]byte, 1)); err == nil {
-		t.Fatal("read on a connection the worker closed: no error")
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read on a connection the worker closed: %v, want EOF (HostClient retries that)", err)
 	}
 }
 
@@ -229,4 +234,41 @@ func TestRequestInPartsDoesNotWaitAtItsEnd(t *testing.T) {
 	}
 	_ = c.Close()
 	<-done
+}
+
+// A worker that closes each connection after its answer, without saying so (as a server whose
+// keep-alive timeout is shorter than the gateway's does): every request after the first finds
+// its pooled connection closed, and still gets the worker's answer at the first attempt, with
+// no failure recorded against the worker. The gateway's write to the closed connection waits
+// for an answer; the worker's reset ends the wait, and HostClient resends on a new connection.
+func TestWorkerClosingIdleConnectionsCostsNoAttempt(t *testing.T) {
+	ln := listenLoopback(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, req.Body)
+				const body = `{"served_by":"closer"}`
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 22\r\n\r\n"+body)
+			}
+			_ = c.Close()
+		}
+	}()
+	e := newEnv(t, Config{})
+	w := e.add(worker.Spec{URL: "http://" + ln.Addr().String()})
+	for i := range 3 {
+		status, hdr, body := e.post("/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+		if status != 200 || body != `{"served_by":"closer"}` || hdr.Get("X-Mesh-Route-Attempt") != "1" {
+			t.Fatalf("request %d: %d, attempt %q, %q", i, status, hdr.Get("X-Mesh-Route-Attempt"), body)
+		}
+	}
+	for _, o := range e.outcomesCopy() {
+		if o.worker != w.ID || o.status != 200 || o.connErr {
+			t.Errorf("outcome %+v, want 200 from %s", o, w.ID)
+		}
+	}
 }
