@@ -80,7 +80,7 @@ func returnsWithin(t *testing.T, bound time.Duration, what string, f func()) {
 	}
 }
 
-// The write that ends a request returns once the answer can be read, so the read after it
+// The write of a whole request returns once the answer can be read, so the read after it
 // finds the answer rather than an empty socket (a system call that found nothing, saved).
 // Three requests on one connection: the first arms the read deadline, the others find it armed.
 func TestRequestWriteReturnsWithTheAnswer(t *testing.T) {

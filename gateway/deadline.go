@@ -32,9 +32,8 @@ type lazyDeadlineConn struct {
 	read, write atomic.Int64
 
 	// Set by awaitAnswers (answerwait.go): the raw connection, the size below which a write
-	// ends a request, and the wait's callback with its state; wroteSinceRead says a write
-	// came after the last read (HostClient has one reader or writer at a time on a
-	// connection).
+	// is a flush, and the wait's callback with its state; wroteSinceRead says a write came
+	// after the last read (HostClient has one reader or writer at a time on a connection).
 	raw            syscall.RawConn
 	flushBelow     int
 	onReadable     func(fd uintptr) bool

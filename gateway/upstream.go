@@ -35,8 +35,8 @@ type upstream struct {
 	hc   *fasthttp.HostClient // HTTP workers, once ready
 	rpc  rpcTransport         // gRPC and ZMQ workers (hc is nil), once ready
 	// streamed is an HTTP worker's pool for request bodies sent as they arrive, made at the
-	// first such request (streamedClient): hc's connections wait for the answer in the write
-	// that ends a request, which a streamed body's writes must not do.
+	// first such request (streamedClient): hc's connections wait for the answer in a write
+	// that looks like a whole request, as a streamed body's first chunk does.
 	streamed atomic.Pointer[fasthttp.HostClient]
 	// provider is set, once ready, for external providers: their endpoints and auth header.
 	provider *provider
@@ -86,7 +86,7 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 
 // newHostClient is an HTTP worker's keep-alive connection pool. Over plain TCP, and unless
 // streamed (a pool for request bodies sent as they arrive), its connections wait for the
-// answer in the write that ends a request (awaitAnswers).
+// answer in the write of a whole request (awaitAnswers).
 func (g *Gateway) newHostClient(host string, tls, streamed bool) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                     host,
@@ -114,7 +114,7 @@ func defaultDial(tls bool) fasthttp.DialFunc {
 }
 
 // upstreamDial wraps the connections dial makes so that their deadlines are armed lazily
-// (lazyDeadlineConn), and with await, so that the write that ends a request waits for the
+// (lazyDeadlineConn), and with await, so that the write of a whole request waits for the
 // answer (awaitAnswers; only with a request timeout, which bounds that wait).
 func upstreamDial(dial fasthttp.DialFunc, slack time.Duration, await bool) fasthttp.DialFunc {
 	return func(addr string) (net.Conn, error) {
@@ -131,8 +131,8 @@ func upstreamDial(dial fasthttp.DialFunc, slack time.Duration, await bool) fasth
 }
 
 // streamedClient is the worker's pool for a request whose body is sent as it arrives: its
-// writes flush each chunk of the body, and a connection that waits for the answer after each
-// would stall until the request timeout. Made at the first such request, which is rare (a body
+// writes flush each chunk of the body, the first with the headers, and a connection that took
+// that first write for a whole request would wait for an answer until the request timeout. Made at the first such request, which is rare (a body
 // larger than the whole buffered-body budget).
 func (g *Gateway) streamedClient(up *upstream) *fasthttp.HostClient {
 	if hc := up.streamed.Load(); hc != nil {
