@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -67,16 +68,29 @@ func listenLoopback(t *testing.T) net.Listener {
 	return ln
 }
 
-// returnsWithin runs f and fails the test if it has not returned by the bound: a write that
-// waits for an answer that never comes must still end.
-func returnsWithin(t *testing.T, bound time.Duration, what string, f func()) {
+// returns runs f and fails the test if it does not return (testkit.For's deadline): a write
+// that waits for an answer that never comes must still end.
+func returns(t *testing.T, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(bound):
-		t.Fatalf("%s: still waiting after %v", what, bound)
+	testkit.For(t, what+" to return", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+// readAnswer reads the worker's answer, want, from c.
+func readAnswer(t *testing.T, c net.Conn, want string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+	buf := make([]byte, len(want))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
+		t.Fatalf("answer %q, %v; want %q", buf, err, want)
 	}
 }
 
@@ -89,7 +103,6 @@ func TestRequestWriteReturnsWithTheAnswer(t *testing.T) {
 	done := make(chan struct{})
 	awaitingPeer(t, ln, 4, []byte("pong"), answered, done)
 	c := dialAwaiting(t, ln, deadlineSlack(time.Minute))
-	buf := make([]byte, 4)
 	for i := range answered {
 		_ = c.SetWriteDeadline(time.Now().Add(time.Minute)) // as HostClient does before each request
 		if n, err := c.Write([]byte("ping")); n != 4 || err != nil {
@@ -100,10 +113,7 @@ func TestRequestWriteReturnsWithTheAnswer(t *testing.T) {
 		default:
 			t.Fatalf("request %d: the write returned before the worker answered", i)
 		}
-		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
-		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
-			t.Fatalf("request %d: read %q, %v", i, buf, err)
-		}
+		readAnswer(t, c, "pong")
 	}
 	_ = c.Close()
 	<-done
@@ -118,7 +128,7 @@ func TestAwaitedWriteEndsAtTheRequestTimeout(t *testing.T) {
 	awaitingPeer(t, ln, 4, nil, nil, done)
 	c := dialAwaiting(t, ln, time.Millisecond)
 	_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-	returnsWithin(t, 10*time.Second, "a write to a worker that never answers", func() {
+	returns(t, "a write to a worker that never answers", func() {
 		if n, err := c.Write([]byte("ping")); n != 4 || err != nil {
 			t.Errorf("wrote %d bytes, %v", n, err)
 		}
@@ -140,7 +150,7 @@ func TestFullBufferWriteDoesNotWait(t *testing.T) {
 	awaitingPeer(t, ln, upstreamBufferSize, nil, nil, done)
 	c := dialAwaiting(t, ln, time.Second)
 	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
-	returnsWithin(t, 10*time.Second, "a full buffer's write", func() {
+	returns(t, "a full buffer's write", func() {
 		if n, err := c.Write(make([]byte, upstreamBufferSize)); n != upstreamBufferSize || err != nil {
 			t.Errorf("wrote %d bytes, %v", n, err)
 		}
@@ -164,7 +174,7 @@ func TestAwaitedWriteOnAConnectionTheWorkerClosed(t *testing.T) {
 	c := dialAwaiting(t, ln, time.Second)
 	<-closed
 	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
-	returnsWithin(t, 10*time.Second, "a write to a closed connection", func() { _, _ = c.Write([]byte("ping")) })
+	returns(t, "a write to a closed connection", func() { _, _ = c.Write([]byte("ping")) })
 	_ = c.SetReadDeadline(time.Now().Add(time.Hour))
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("read on a connection the worker closed: %v, want EOF (HostClient retries that)", err)
@@ -189,11 +199,7 @@ func TestAwaitedWriteTheSocketTakesInParts(t *testing.T) {
 	if n, err := c.Write(req); n != size || err != nil {
 		t.Fatalf("wrote %d of %d bytes, %v", n, size, err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
-	buf := make([]byte, 4)
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
-		t.Fatalf("read %q, %v", buf, err)
-	}
+	readAnswer(t, c, "pong")
 	_ = c.Close()
 	<-done
 }
@@ -226,12 +232,8 @@ func TestRequestInPartsDoesNotWaitAtItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-answeredEarly
-	returnsWithin(t, 10*time.Second, "the last part of a request", func() { _, _ = c.Write([]byte("tail")) })
-	_ = c.SetReadDeadline(time.Now().Add(time.Hour))
-	buf := make([]byte, 5)
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "early" {
-		t.Fatalf("early answer: %q, %v", buf, err)
-	}
+	returns(t, "the last part of a request", func() { _, _ = c.Write([]byte("tail")) })
+	readAnswer(t, c, "early")
 	_ = c.Close()
 	<-done
 }
@@ -270,5 +272,39 @@ func TestWorkerClosingIdleConnectionsCostsNoAttempt(t *testing.T) {
 		if o.worker != w.ID || o.status != 200 || o.connErr {
 			t.Errorf("outcome %+v, want 200 from %s", o, w.ID)
 		}
+	}
+}
+
+// Only a worker's plain-TCP pool for buffered bodies waits for answers: not a TLS worker's (a
+// TLS 1.3 client's Finished message gets no answer), and not the pool for bodies sent as they
+// arrive (streamedClient), made once per worker.
+func TestOnlyThePlainBufferedPoolAwaitsAnswers(t *testing.T) {
+	ln := listenLoopback(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	e := newEnv(t, Config{})
+	for _, tt := range []struct{ tls, streamed, await bool }{
+		{false, false, true}, {true, false, false}, {false, true, false}, {true, true, false},
+	} {
+		c, err := e.gw.newHostClient(ln.Addr().String(), tt.tls, tt.streamed).Dial(ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, ok := c.(*lazyDeadlineConn)
+		if !ok || (lc.onReadable != nil) != tt.await {
+			t.Errorf("tls %v, streamed %v: %T awaiting answers %v, want %v", tt.tls, tt.streamed, c, ok && lc.onReadable != nil, tt.await)
+		}
+		_ = c.Close()
+	}
+	up := &upstream{host: ln.Addr().String(), scheme: "http"}
+	if hc := e.gw.streamedClient(up); hc == nil || e.gw.streamedClient(up) != hc {
+		t.Error("streamedClient made a second pool for the same worker")
 	}
 }
