@@ -145,23 +145,20 @@ func TestLateProbeAfterTheWorkersRegionCut(t *testing.T) {
 // probe may come from an owner no sample saw: counted, not failed. Probes while the epoch stays
 // put still fail (TestEachInvariantCatchesItsBreak).
 func TestProbeWhileOwnershipMovedTwice(t *testing.T) {
-	row := func(epoch uint64) []history.OwnerRow {
-		return []history.OwnerRow{{Worker: "w-1", Owner: "n1", Epoch: epoch}}
-	}
 	h := history.History{
 		Owners: []history.OwnerSample{
-			{At: 42500 * time.Millisecond, Gateway: "n2", Rows: row(208)},
-			{At: 43600 * time.Millisecond, Gateway: "n2", Rows: row(264)},
+			{At: 42500 * time.Millisecond, Gateway: "n2", Rows: row("n1", 208)},
+			{At: 43600 * time.Millisecond, Gateway: "n2", Rows: row("n1", 264)},
 		},
 		Probes: []history.ProbeSample{
 			{At: 42500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 7}},
 			{At: 43500 * time.Millisecond, Worker: "w-1", Probes: map[string]int64{"n2": 8}},
 		},
 	}
-	checkMovedProbe(t, h, func(h *history.History) { h.Owners[1].Rows = row(208) },
+	checkMovedProbe(t, h, func(h *history.History) { h.Owners[1].Rows = row("n1", 208) },
 		"a probe from n2 while n1 owned w-1 at one epoch")
 	// n2 took no sample after the probe (killed): the others' samples tell the epoch moved.
-	h.Owners[1] = history.OwnerSample{At: 43600 * time.Millisecond, Gateway: "n3", Rows: row(264)}
+	h.Owners[1] = history.OwnerSample{At: 43600 * time.Millisecond, Gateway: "n3", Rows: row("n1", 264)}
 	if r := SingleOwner(h); !r.OK {
 		t.Errorf("the others saw the epoch move: %s", r.Detail)
 	}
