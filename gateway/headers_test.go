@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -223,4 +224,62 @@ func TestAuthorizationAcrossRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUserAgentIsTheClients: an engine gets the client's User-Agent and Content-Type as they
+// came, and none when the client sent none (as HAProxy and SMG pass requests on); the gateway is
+// named by X-Mesh-Gateway. An external provider, whose front may turn away a request without a
+// User-Agent, gets "meshgw" when the client sent none.
+func TestUserAgentIsTheClients(t *testing.T) {
+	const body = `{"model":"m","messages":[]}`
+	for _, tt := range []struct{ name, sent, ua, ct string }{
+		{"none", "", "", ""},
+		{"the client's", "User-Agent: OpenAI/Python 1.50\r\nContent-Type: application/json\r\n", "OpenAI/Python 1.50", "application/json"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{NodeID: "gw-ua"})
+			heads := make(chan string, 1)
+			e.add(worker.Spec{URL: rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", heads)})
+			status, _ := rawRequest(t, strings.TrimPrefix(e.base, "http://"), "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"+
+				tt.sent+"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body, 5e9)
+			if !strings.HasPrefix(status, "HTTP/1.1 200") {
+				t.Fatalf("status %q", status)
+			}
+			head := <-heads
+			if !strings.Contains(head, "\nX-Mesh-Gateway: gw-ua") {
+				t.Fatalf("the engine's request does not name the gateway:\n%s", head)
+			}
+			for name, want := range map[string]string{"user-agent:": tt.ua, "content-type:": tt.ct} {
+				var got []string
+				for line := range strings.SplitSeq(head, "\n") {
+					if strings.HasPrefix(strings.ToLower(line), name) {
+						got = append(got, strings.TrimSpace(line[len(name):]))
+					}
+				}
+				if strings.Join(got, ", ") != want {
+					t.Errorf("engine got %s %q, want %q:\n%s", name, got, want, head)
+				}
+			}
+		})
+	}
+	t.Run("provider", func(t *testing.T) {
+		e := newEnv(t, Config{})
+		var prov capture
+		psrv := httptest.NewServer(http.HandlerFunc(prov.handler))
+		t.Cleanup(psrv.Close)
+		e.add(worker.Spec{URL: psrv.URL + "/v1", ConnectionMode: worker.ModeExternal, Provider: "openai", APIKey: "sk-test", Model: "m"})
+		status, _ := rawRequest(t, strings.TrimPrefix(e.base, "http://"), "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"+
+			"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body, 5e9)
+		if !strings.HasPrefix(status, "HTTP/1.1 200") {
+			t.Fatalf("status %q", status)
+		}
+		prov.mu.Lock()
+		defer prov.mu.Unlock()
+		if len(prov.reqs) != 1 {
+			t.Fatalf("%d requests reached the provider, want 1", len(prov.reqs))
+		}
+		if ua := prov.reqs[0].Header.Get("User-Agent"); ua != "meshgw" {
+			t.Errorf("provider got User-Agent %q, want meshgw", ua)
+		}
+	})
 }

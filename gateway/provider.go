@@ -17,6 +17,9 @@ import (
 // embeddings, audio), as the health probes send it.
 const azureAPIVersion = health.AzureAPIVersion
 
+// providerUserAgent is the User-Agent an external provider gets when the client sent none.
+const providerUserAgent = "meshgw"
+
 // provider is how an external provider's worker is reached (DESIGN.md section 2): the
 // OpenAI-compatible endpoint of each route, and the provider's own auth header, as the health
 // probes send it (health/external.go). Made with the worker's transport at its first request.
@@ -95,6 +98,9 @@ func (c *call) providerRequest(up *upstream) *fasthttp.Request {
 	if p.authName != "" {
 		req.Header.Del(fasthttp.HeaderAuthorization)
 		req.Header.SetBytesV(p.authName, p.authValue)
+	}
+	if len(req.Header.UserAgent()) == 0 { // a provider's front may turn away a request without one
+		req.Header.SetUserAgent(providerUserAgent)
 	}
 	if p.versionName != "" && len(req.Header.Peek(p.versionName)) == 0 {
 		req.Header.Set(p.versionName, health.AnthropicVersion)

@@ -193,6 +193,7 @@ func (c *call) prepareHeaders(h *fasthttp.RequestHeader) {
 	c.scratch = strip(h, c.hdr.strip, c.hdr.connection, c.scratch)
 	c.hdr = reqHeaders{}
 	h.ResetConnectionClose()
+	h.SetNoDefaultContentType(true) // a request without a Content-Type is passed on without one
 	h.SetCanonical(keyGateway, c.g.nodeID)
 	if generateID {
 		h.SetCanonical(keyClientID, c.reqID)

@@ -84,13 +84,13 @@ func (g *Gateway) newUpstream(w *pool.Worker) pool.Transport {
 	return up
 }
 
-// newHostClient is an HTTP worker's keep-alive connection pool. Over plain TCP, and unless
+// newHostClient is an HTTP worker's keep-alive connection pool. It adds no User-Agent: an engine
+// gets the client's, or none (X-Mesh-Gateway names the gateway). Over plain TCP, and unless
 // streamed (a pool for request bodies sent as they arrive), its connections wait for the
 // answer in the write of a whole request (awaitAnswers).
 func (g *Gateway) newHostClient(host string, tls, streamed bool) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                     host,
-		Name:                     "meshgw",
 		IsTLS:                    tls,
 		MaxConns:                 upstreamMaxConns,
 		MaxConnWaitTimeout:       upstreamConnWait,
