@@ -104,10 +104,10 @@ func loadedRun(ctx context.Context, ps *procs, w WrkOptions, t target, upPIDs []
 func measureStreams(ctx context.Context, ps *procs, o *Options, ts []target, rep *Report) error {
 	s := &StreamSection{Paced: map[string]*StreamResult{}, PacedDelayMs: int(o.PacedDelay.Milliseconds()), PacedEvents: o.PacedEvents}
 	rounds := map[string][]StreamRound{}
-	for r := range o.Rounds {
+	for r := range o.StreamRounds {
 		for _, t := range roundOrder(ts, r) {
 			name := t.name
-			o.Log.Info("streams", "target", name, "round", r+1, "of", o.Rounds, "seconds", o.StreamDuration.Seconds())
+			o.Log.Info("streams", "target", name, "round", r+1, "of", o.StreamRounds, "seconds", o.StreamDuration.Seconds())
 			var cpu *cpuMeter
 			if t.proxy != nil {
 				cpu = startCPU(t.proxy.Pid())

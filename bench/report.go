@@ -39,6 +39,7 @@ type Report struct {
 type Method struct {
 	Quick        bool     `json:"quick"`
 	Rounds       int      `json:"rounds"`
+	StreamRounds int      `json:"stream_rounds"`
 	Order        []string `json:"order"` // the order of round 1; each round rotates it by one
 	WrkThreads   int      `json:"wrk_threads"`
 	WrkConns     int      `json:"wrk_connections"`
@@ -252,8 +253,8 @@ func summarizeStream(rounds []StreamRound) *StreamTarget {
 // PrintTable writes the report as tables: each target's figures, the ratios, and each goal
 // marked met or not met.
 func (r *Report) PrintTable(w io.Writer) {
-	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d (interleaved, order rotated per round, minproxy and meshgw back to back); load average before %s, after %s\n",
-		r.Machine, r.Date, r.Method.Rounds, r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
+	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d of %gs plain, %d of %gs streams (interleaved, order rotated per round, minproxy and meshgw back to back); load average before %s, after %s\n",
+		r.Machine, r.Date, r.Method.Rounds, r.Method.WrkDurationS, r.Method.StreamRounds, r.Method.StreamDurS, r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
 	fmt.Fprintf(w, "other processes used up to %.2f of %d cores during a measurement (0 on a quiet machine)\n\n",
 		r.Method.OthersCoresMax, r.MachineDetail.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

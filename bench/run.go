@@ -32,12 +32,16 @@ type Options struct {
 	// NoMinproxy leaves out the reference fasthttp proxy (bench/cmd/minproxy).
 	NoMinproxy bool
 
-	Rounds      int           // interleaved rounds; default 5
-	Duration    time.Duration // of each wrk run; default 10 s
+	// Rounds is how many interleaved rounds the plain rows run; default 15. Short rounds,
+	// alternated, put less of the machine's drift between the two rates of a pair than long
+	// ones (docs/performance.md, "Method").
+	Rounds      int
+	Duration    time.Duration // of each wrk run; default 2 s
 	Threads     int           // wrk -t; default 2
 	Connections int           // wrk -c; default 64
-	// OneConnDuration is the length of the one-connection latency run; default 5 s.
+	// OneConnDuration is the length of the one-connection latency run; default 1 s.
 	OneConnDuration time.Duration
+	StreamRounds    int // interleaved rounds of the streaming load; default 5
 
 	Streams        int           // concurrent streams; default 32
 	StreamEvents   int           // events per stream; default 20
@@ -90,7 +94,8 @@ func (o *Options) setDefaults() {
 	def(&o.MeshgwBin, "bin/meshgw")
 	def(&o.UpstreamBin, "bin/bench-upstream")
 	def(&o.MinproxyBin, "bin/bench-minproxy")
-	o.Rounds = cmp0(o.Rounds, 5)
+	o.Rounds = cmp0(o.Rounds, 15)
+	o.StreamRounds = cmp0(o.StreamRounds, 5)
 	o.Threads = cmp0(o.Threads, 2)
 	o.Connections = cmp0(o.Connections, 64)
 	o.Streams = cmp0(o.Streams, 32)
@@ -99,7 +104,7 @@ func (o *Options) setDefaults() {
 	for _, d := range []struct {
 		p *time.Duration
 		v time.Duration
-	}{{&o.Duration, 10 * time.Second}, {&o.OneConnDuration, 5 * time.Second}, {&o.StreamDuration, 10 * time.Second}, {&o.PacedDelay, 100 * time.Millisecond}} {
+	}{{&o.Duration, 2 * time.Second}, {&o.OneConnDuration, time.Second}, {&o.StreamDuration, 10 * time.Second}, {&o.PacedDelay, 100 * time.Millisecond}} {
 		if *d.p <= 0 {
 			*d.p = d.v
 		}
@@ -131,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Proxy: map[string]*ProxyTarget{}}
 	rep.MachineDetail = probeMachine(ctx, o.HAProxyBin, o.WrkBin)
 	rep.Machine = rep.MachineDetail.String()
-	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, WrkThreads: o.Threads, WrkConns: o.Connections,
+	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, StreamRounds: o.StreamRounds, WrkThreads: o.Threads, WrkConns: o.Connections,
 		WrkDurationS: o.Duration.Seconds(), OneConnDurationS: o.OneConnDuration.Seconds(), Streams: o.Streams, StreamEvents: o.StreamEvents,
 		StreamDurS: o.StreamDuration.Seconds(), MetricsOn: !o.MetricsOff, LoadAvgBefore: loadAvg()}
 

@@ -27,14 +27,15 @@ func TestParseFlagsQuick(t *testing.T) {
 		args         []string
 		env          string
 		wantRounds   int
+		wantStreams  int // rounds of the streaming rows
 		wantDuration time.Duration
 		wantHealth   bool
 	}{
 		{name: "full run leaves defaults to bench.Run", wantRounds: 0, wantDuration: 0, wantHealth: true},
-		{name: "-quick", args: []string{"-quick"}, wantRounds: 1, wantDuration: 3 * time.Second, wantHealth: true},
-		{name: "BENCH_QUICK=1", env: "1", wantRounds: 1, wantDuration: 3 * time.Second, wantHealth: true},
-		{name: "quick keeps what is set", args: []string{"-quick", "-rounds", "2", "-duration", "5s"}, wantRounds: 2,
-			wantDuration: 5 * time.Second, wantHealth: true},
+		{name: "-quick", args: []string{"-quick"}, wantRounds: 1, wantStreams: 1, wantDuration: 3 * time.Second, wantHealth: true},
+		{name: "BENCH_QUICK=1", env: "1", wantRounds: 1, wantStreams: 1, wantDuration: 3 * time.Second, wantHealth: true},
+		{name: "quick keeps what is set", args: []string{"-quick", "-rounds", "2", "-stream-rounds", "3", "-duration", "5s"}, wantRounds: 2,
+			wantStreams: 3, wantDuration: 5 * time.Second, wantHealth: true},
 		{name: "health off", args: []string{"-health=false"}, wantHealth: false},
 	}
 	for _, tt := range tests {
@@ -45,8 +46,8 @@ func TestParseFlagsQuick(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Rounds != tt.wantRounds || o.Duration != tt.wantDuration || (o.Health != nil) != tt.wantHealth || report != "/tmp/x.json" {
-				t.Errorf("rounds %d, duration %v, health %v, report %q", o.Rounds, o.Duration, o.Health != nil, report)
+			if o.Rounds != tt.wantRounds || o.StreamRounds != tt.wantStreams || o.Duration != tt.wantDuration || (o.Health != nil) != tt.wantHealth || report != "/tmp/x.json" {
+				t.Errorf("rounds %d, stream rounds %d, duration %v, health %v, report %q", o.Rounds, o.StreamRounds, o.Duration, o.Health != nil, report)
 			}
 		})
 	}
