@@ -227,7 +227,7 @@ func TestAuthorizationAcrossRetries(t *testing.T) {
 }
 
 // TestUserAgentIsTheClients: an engine gets the client's User-Agent and Content-Type as they
-// came, and none when the client sent none (as HAProxy and SMG pass requests on); the gateway is
+// came, and none when the client sent none (as HAProxy passes requests on); the gateway is
 // named by X-Mesh-Gateway. An external provider, whose front may turn away a request without a
 // User-Agent, gets "meshgw" when the client sent none.
 func TestUserAgentIsTheClients(t *testing.T) {
