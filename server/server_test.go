@@ -17,13 +17,20 @@ import (
 	"github.com/meshgw/meshgw/breaker"
 	"github.com/meshgw/meshgw/health"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/harness"
 	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestMain fails the package's tests when a goroutine of a gateway they ran (a loop, a server,
-// a raft or mesh worker) outlives it.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testkit.Housekeeping()...) }
+// a raft or mesh worker) outlives it, and removes the grpc_health_probe that test/harness built
+// for them (cleanRun).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(cleanRun{m}, testkit.Housekeeping()...) }
+
+// cleanRun runs the tests, then removes the binaries test/harness compiled for them.
+type cleanRun struct{ m *testing.M }
+
+func (r cleanRun) Run() int { return harness.Main(r.m) }
 
 // adminKey is the admin key of the gateways the tests start: the cluster key (raft, gRPC) and
 // the gossip key derive from it, so the tests run those proofs too.

@@ -26,11 +26,12 @@ var (
 )
 
 // GRPCHealthProbeBin builds grpc_health_probe once per test binary (go install into a
-// temporary folder; the Go build cache makes later builds quick) and returns its path.
+// temporary folder, which Main removes; the Go build cache makes later builds quick) and
+// returns its path.
 func GRPCHealthProbeBin(t testing.TB) string {
 	t.Helper()
 	probeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "meshgw-grpc-health-probe-")
+		dir, err := tempDir("meshgw-grpc-health-probe-")
 		if err != nil {
 			probeErr = err
 			return

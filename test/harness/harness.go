@@ -33,10 +33,13 @@ var (
 	buildOnce sync.Once
 	bins      Bins
 	buildErr  error
+	// buildPkgs are the packages Build compiles, from the module's root.
+	buildPkgs = []string{"./cmd/meshgw", "./cmd/fakeworker", "./cmd/meshctl"}
 )
 
-// Build compiles cmd/meshgw and cmd/fakeworker (and cmd/meshctl when it exists) once per test
-// binary into a temporary folder. MESHGW_BIN_DIR reuses binaries built elsewhere (make build).
+// Build compiles cmd/meshgw, cmd/fakeworker and cmd/meshctl once per test binary into a
+// temporary folder, which Main removes when the tests end (about 130 MB each time otherwise).
+// MESHGW_BIN_DIR reuses binaries built elsewhere (make build).
 func Build(t testing.TB) Bins {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -44,17 +47,12 @@ func Build(t testing.TB) Bins {
 			bins = binsIn(dir)
 			return
 		}
-		dir, err := os.MkdirTemp("", "meshgw-e2e-bin-")
+		dir, err := tempDir("meshgw-e2e-bin-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		root := moduleRoot()
-		pkgs := []string{"./cmd/meshgw", "./cmd/fakeworker"}
-		if _, err := os.Stat(filepath.Join(root, "cmd", "meshctl")); err == nil {
-			pkgs = append(pkgs, "./cmd/meshctl")
-		}
-		if buildErr = proc.Build(root, dir, pkgs...); buildErr == nil {
+		if buildErr = proc.Build(moduleRoot(), dir, buildPkgs...); buildErr == nil {
 			bins = binsIn(dir)
 		}
 	})
@@ -62,6 +60,38 @@ func Build(t testing.TB) Bins {
 		t.Fatal(buildErr)
 	}
 	return bins
+}
+
+var (
+	tempMu   sync.Mutex
+	tempDirs []string // what Build and GRPCHealthProbeBin compiled into; Main removes them
+)
+
+// tempDir makes a temporary folder for binaries that Main removes.
+func tempDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		tempMu.Lock()
+		tempDirs = append(tempDirs, dir)
+		tempMu.Unlock()
+	}
+	return dir, err
+}
+
+// Main runs a test binary's tests and then removes the binaries Build and GRPCHealthProbeBin
+// compiled for them. A package whose tests call either runs it from TestMain:
+// os.Exit(harness.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	tempMu.Lock()
+	defer tempMu.Unlock()
+	for _, dir := range tempDirs {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: removing the built binaries:", err)
+		}
+	}
+	tempDirs = nil
+	return code
 }
 
 func binsIn(dir string) Bins {
