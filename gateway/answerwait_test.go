@@ -14,11 +14,10 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// awaitingPeer is a worker's end of an upstream connection: it serves one connection of ln,
-// reading requests of n bytes and answering each with answer, unless answer is nil. Before
-// each answer it closes the next channel of answered; it closes done when the connection ends.
-func awaitingPeer(t *testing.T, ln net.Listener, n int, answer []byte, answered []chan struct{}, done chan struct{}) {
-	t.Helper()
+// serveOne is a worker's end of one upstream connection: it accepts a connection of ln, runs
+// serve on it and closes it. The channel it returns is closed once that is done.
+func serveOne(ln net.Listener, serve func(net.Conn)) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c, err := ln.Accept()
@@ -26,6 +25,31 @@ func awaitingPeer(t *testing.T, ln net.Listener, n int, answer []byte, answered 
 			return
 		}
 		defer c.Close()
+		serve(c)
+	}()
+	return done
+}
+
+// serveEach runs serve on every connection of ln, one after the other, closing each after it,
+// until ln is closed.
+func serveEach(ln net.Listener, serve func(net.Conn)) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serve(c)
+			_ = c.Close()
+		}
+	}()
+}
+
+// awaitingPeer serves one connection of ln (serveOne), reading requests of n bytes and
+// answering each with answer, unless answer is nil. Before each answer it closes the next
+// channel of answered.
+func awaitingPeer(ln net.Listener, n int, answer []byte, answered []chan struct{}) <-chan struct{} {
+	return serveOne(ln, func(c net.Conn) {
 		buf := make([]byte, n)
 		for i := 0; ; i++ {
 			if _, err := io.ReadFull(c, buf); err != nil {
@@ -39,7 +63,7 @@ func awaitingPeer(t *testing.T, ln net.Listener, n int, answer []byte, answered 
 				return
 			}
 		}
-	}()
+	})
 }
 
 // dialAwaiting is an upstream connection to ln as the gateway dials one for a plain HTTP
@@ -100,8 +124,7 @@ func readAnswer(t *testing.T, c net.Conn, want string) {
 func TestRequestWriteReturnsWithTheAnswer(t *testing.T) {
 	ln := listenLoopback(t)
 	answered := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
-	done := make(chan struct{})
-	awaitingPeer(t, ln, 4, []byte("pong"), answered, done)
+	done := awaitingPeer(ln, 4, []byte("pong"), answered)
 	c := dialAwaiting(t, ln, deadlineSlack(time.Minute))
 	for i := range answered {
 		_ = c.SetWriteDeadline(time.Now().Add(time.Minute)) // as HostClient does before each request
@@ -124,8 +147,7 @@ func TestRequestWriteReturnsWithTheAnswer(t *testing.T) {
 // out as it would have.
 func TestAwaitedWriteEndsAtTheRequestTimeout(t *testing.T) {
 	ln := listenLoopback(t)
-	done := make(chan struct{})
-	awaitingPeer(t, ln, 4, nil, nil, done)
+	done := awaitingPeer(ln, 4, nil, nil)
 	c := dialAwaiting(t, ln, time.Millisecond)
 	_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 	returns(t, "a write to a worker that never answers", func() {
@@ -146,8 +168,7 @@ func TestAwaitedWriteEndsAtTheRequestTimeout(t *testing.T) {
 // request, whose worker answers only once it has the rest.
 func TestFullBufferWriteDoesNotWait(t *testing.T) {
 	ln := listenLoopback(t)
-	done := make(chan struct{})
-	awaitingPeer(t, ln, upstreamBufferSize, nil, nil, done)
+	done := awaitingPeer(ln, upstreamBufferSize, nil, nil)
 	c := dialAwaiting(t, ln, time.Second)
 	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
 	returns(t, "a full buffer's write", func() {
@@ -164,13 +185,7 @@ func TestFullBufferWriteDoesNotWait(t *testing.T) {
 // stream, as without the wait, which HostClient retries on a new connection (retryStaleConn).
 func TestAwaitedWriteOnAConnectionTheWorkerClosed(t *testing.T) {
 	ln := listenLoopback(t)
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		if c, err := ln.Accept(); err == nil {
-			_ = c.Close()
-		}
-	}()
+	closed := serveOne(ln, func(net.Conn) {})
 	c := dialAwaiting(t, ln, time.Second)
 	<-closed
 	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
@@ -187,8 +202,7 @@ func TestAwaitedWriteTheSocketTakesInParts(t *testing.T) {
 	const size = 1 << 20
 	ln := listenLoopback(t)
 	answered := []chan struct{}{make(chan struct{})}
-	done := make(chan struct{})
-	awaitingPeer(t, ln, size, []byte("pong"), answered, done)
+	done := awaitingPeer(ln, size, []byte("pong"), answered)
 	c := dialAwaiting(t, ln, time.Second)
 	if tc, ok := c.Conn.(*net.TCPConn); ok {
 		_ = tc.SetWriteBuffer(8 << 10) // far below size: the first write cannot take it all
@@ -209,23 +223,17 @@ func TestAwaitedWriteTheSocketTakesInParts(t *testing.T) {
 // clear that answer's readiness and then wait for a second answer that never comes.
 func TestRequestInPartsDoesNotWaitAtItsEnd(t *testing.T) {
 	ln := listenLoopback(t)
-	answeredEarly, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	answeredEarly := make(chan struct{})
+	done := serveOne(ln, func(c net.Conn) {
 		if _, err := io.ReadFull(c, make([]byte, upstreamBufferSize)); err != nil {
 			return
 		}
-		_, err = c.Write([]byte("early"))
+		_, err := c.Write([]byte("early"))
 		close(answeredEarly)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, c) // reads the rest, answers nothing more
 		}
-	}()
+	})
 	c := dialAwaiting(t, ln, time.Second)
 	_ = c.SetWriteDeadline(time.Now().Add(time.Hour))
 	if _, err := c.Write(make([]byte, upstreamBufferSize)); err != nil {
@@ -245,21 +253,13 @@ func TestRequestInPartsDoesNotWaitAtItsEnd(t *testing.T) {
 // for an answer; the worker's reset ends the wait, and HostClient resends on a new connection.
 func TestWorkerClosingIdleConnectionsCostsNoAttempt(t *testing.T) {
 	ln := listenLoopback(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			req, err := http.ReadRequest(bufio.NewReader(c))
-			if err == nil {
-				_, _ = io.Copy(io.Discard, req.Body)
-				const body = `{"served_by":"closer"}`
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 22\r\n\r\n"+body)
-			}
-			_ = c.Close()
+	serveEach(ln, func(c net.Conn) {
+		if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			_, _ = io.Copy(io.Discard, req.Body)
+			const body = `{"served_by":"closer"}`
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 22\r\n\r\n"+body)
 		}
-	}()
+	})
 	e := newEnv(t, Config{})
 	w := e.add(worker.Spec{URL: "http://" + ln.Addr().String()})
 	for i := range 3 {
@@ -280,15 +280,7 @@ func TestWorkerClosingIdleConnectionsCostsNoAttempt(t *testing.T) {
 // arrive (streamedClient), made once per worker.
 func TestOnlyThePlainBufferedPoolAwaitsAnswers(t *testing.T) {
 	ln := listenLoopback(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
+	serveEach(ln, func(net.Conn) {})
 	e := newEnv(t, Config{})
 	for _, tt := range []struct{ tls, streamed, await bool }{
 		{false, false, true}, {true, false, false}, {false, true, false}, {true, true, false},

@@ -132,8 +132,9 @@ func upstreamDial(dial fasthttp.DialFunc, slack time.Duration, await bool) fasth
 
 // streamedClient is the worker's pool for a request whose body is sent as it arrives: its
 // writes flush each chunk of the body, the first with the headers, and a connection that took
-// that first write for a whole request would wait for an answer until the request timeout. Made at the first such request, which is rare (a body
-// larger than the whole buffered-body budget).
+// that first write for a whole request would wait for an answer until the request timeout.
+// Made at the first such request, which is rare (a body larger than the whole buffered-body
+// budget).
 func (g *Gateway) streamedClient(up *upstream) *fasthttp.HostClient {
 	if hc := up.streamed.Load(); hc != nil {
 		return hc
