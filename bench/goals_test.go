@@ -258,3 +258,20 @@ func TestCPUSplitInTheGuard(t *testing.T) {
 		}
 	}
 }
+
+// The report's header names the rounds of the sections that ran, and only those.
+func TestMethodRounds(t *testing.T) {
+	for _, tt := range []struct {
+		m    Method
+		want string
+	}{
+		{Method{Rounds: 15, WrkDurationS: 2, StreamRounds: 5, StreamDurS: 10}, "15 of 2s plain, 5 of 10s streams"},
+		{Method{Rounds: 15, WrkDurationS: 2, StreamDurS: 10}, "15 of 2s plain"},
+		{Method{StreamRounds: 1, StreamDurS: 2, WrkDurationS: 3}, "1 of 2s streams"},
+		{Method{WrkDurationS: 2, StreamDurS: 10}, "none"},
+	} {
+		if got := tt.m.rounds(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.m, got, tt.want)
+		}
+	}
+}

@@ -38,9 +38,9 @@ type Report struct {
 // Method records how the figures were taken.
 type Method struct {
 	Quick        bool     `json:"quick"`
-	Rounds       int      `json:"rounds"`
-	StreamRounds int      `json:"stream_rounds"`
-	Order        []string `json:"order"` // the order of round 1; each round rotates it by one
+	Rounds       int      `json:"rounds"`        // of the plain rows; 0 when they did not run
+	StreamRounds int      `json:"stream_rounds"` // of the streaming rows; 0 when they did not run
+	Order        []string `json:"order"`         // the order of round 1; each round rotates it by one
 	WrkThreads   int      `json:"wrk_threads"`
 	WrkConns     int      `json:"wrk_connections"`
 	WrkDurationS float64  `json:"wrk_duration_s"`
@@ -250,11 +250,27 @@ func summarizeStream(rounds []StreamRound) *StreamTarget {
 	return t
 }
 
+// rounds says how many interleaved rounds of what length the plain and the streaming rows ran,
+// leaving out those that did not run.
+func (m Method) rounds() string {
+	var parts []string
+	if m.Rounds > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %gs plain", m.Rounds, m.WrkDurationS))
+	}
+	if m.StreamRounds > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %gs streams", m.StreamRounds, m.StreamDurS))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // PrintTable writes the report as tables: each target's figures, the ratios, and each goal
 // marked met or not met.
 func (r *Report) PrintTable(w io.Writer) {
-	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %d of %gs plain, %d of %gs streams (interleaved, order rotated per round, minproxy and meshgw back to back); load average before %s, after %s\n",
-		r.Machine, r.Date, r.Method.Rounds, r.Method.WrkDurationS, r.Method.StreamRounds, r.Method.StreamDurS, r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
+	fmt.Fprintf(w, "machine: %s\ndate: %s; rounds: %s (interleaved, order rotated per round, minproxy and meshgw back to back); load average before %s, after %s\n",
+		r.Machine, r.Date, r.Method.rounds(), r.Method.LoadAvgBefore, r.Method.LoadAvgAfter)
 	fmt.Fprintf(w, "other processes used up to %.2f of %d cores during a measurement (0 on a quiet machine)\n\n",
 		r.Method.OthersCoresMax, r.MachineDetail.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Proxy: map[string]*ProxyTarget{}}
 	rep.MachineDetail = probeMachine(ctx, o.HAProxyBin, o.WrkBin)
 	rep.Machine = rep.MachineDetail.String()
-	rep.Method = Method{Quick: o.Quick, Rounds: o.Rounds, StreamRounds: o.StreamRounds, WrkThreads: o.Threads, WrkConns: o.Connections,
+	rep.Method = Method{Quick: o.Quick, Rounds: ranRounds(!o.NoProxy, o.Rounds), StreamRounds: ranRounds(!o.NoStream, o.StreamRounds), WrkThreads: o.Threads, WrkConns: o.Connections,
 		WrkDurationS: o.Duration.Seconds(), OneConnDurationS: o.OneConnDuration.Seconds(), Streams: o.Streams, StreamEvents: o.StreamEvents,
 		StreamDurS: o.StreamDuration.Seconds(), MetricsOn: !o.MetricsOff, LoadAvgBefore: loadAvg()}
 
@@ -391,4 +391,12 @@ func roundOrder(ts []target, r int) []target {
 func rotate[T any](s []T, r int) []T {
 	r %= len(s)
 	return append(append([]T(nil), s[r:]...), s[:r]...)
+}
+
+// ranRounds is rounds for a section that runs, 0 for one that does not.
+func ranRounds(runs bool, rounds int) int {
+	if !runs {
+		return 0
+	}
+	return rounds
 }
