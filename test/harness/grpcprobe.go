@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,12 +26,17 @@ var (
 	probeErr  error
 )
 
-// GRPCHealthProbeBin builds grpc_health_probe once per test binary (go install into a
-// temporary folder, which Main removes; the Go build cache makes later builds quick) and
-// returns its path.
+// GRPCHealthProbeBin returns the path of grpc_health_probe at GRPCHealthProbe's version: the
+// one scripts/test-deps.sh installed into bin/tools (make test runs it first), or else one
+// built once per test binary (go install into a temporary folder, which Main removes; the Go
+// build cache makes later builds quick).
 func GRPCHealthProbeBin(t testing.TB) string {
 	t.Helper()
 	probeOnce.Do(func() {
+		if bin, ok := installedProbe(moduleRoot()); ok {
+			probeBin = bin
+			return
+		}
 		dir, err := tempDir("meshgw-grpc-health-probe-")
 		if err != nil {
 			probeErr = err
@@ -48,6 +54,21 @@ func GRPCHealthProbeBin(t testing.TB) string {
 		t.Fatal(probeErr)
 	}
 	return probeBin
+}
+
+// installedProbe is the grpc_health_probe scripts/test-deps.sh installed under root's bin/tools,
+// if it did at GRPCHealthProbe's version: its stamp file names the version.
+func installedProbe(root string) (string, bool) {
+	_, version, _ := strings.Cut(GRPCHealthProbe, "@")
+	tools := filepath.Join(root, "bin", "tools")
+	bin := filepath.Join(tools, "grpc-health-probe")
+	if _, err := os.Stat(filepath.Join(tools, ".grpc-health-probe-"+version)); err != nil {
+		return "", false
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+		return "", false
+	}
+	return bin, true
 }
 
 // ProbeGRPCHealth runs grpc_health_probe against addr (host:port) for service ("" for the
