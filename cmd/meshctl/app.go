@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,8 +59,16 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.resolve() },
-		Version:           version.Line("meshctl"),
+		// A command group (meshctl alone, workers, journal) needs no gateway: it only says that
+		// a subcommand is missing.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.HasAvailableSubCommands() {
+				return nil
+			}
+			return a.resolve()
+		},
+		RunE:    needSubcommand,
+		Version: version.Line("meshctl"),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
@@ -88,11 +97,18 @@ func (a *app) resolve() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--gateway %q: want an http:// or https:// URL", worker.RedactURL(a.gateway))
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
 		return fmt.Errorf("--gateway %q: want no query or fragment", worker.RedactURL(a.gateway))
 	}
+	if u.Path != "" { // the root's "/" was trimmed above; an escaped path ("/%2F") is not empty
+		return fmt.Errorf("--gateway %q: want no path (the admin API is at the gateway's root)", worker.RedactURL(a.gateway))
+	}
+	keyFrom := "--admin-key"
 	if a.adminKey == "" {
-		a.adminKey = a.getenv("MESHCTL_ADMIN_KEY")
+		a.adminKey, keyFrom = a.getenv("MESHCTL_ADMIN_KEY"), "$MESHCTL_ADMIN_KEY"
+	}
+	if err := checkAdminKey(a.adminKey); err != nil {
+		return fmt.Errorf("%s: %v", keyFrom, err)
 	}
 	switch a.output {
 	case outTable, outWide, outJSON:
@@ -125,4 +141,17 @@ func (a *app) call(ctx context.Context, method, path string, body []byte) (answe
 		return ans, printJSON(a.stdout, ans.Body)
 	}
 	return ans, nil
+}
+
+// checkAdminKey refuses a key that cannot be a bearer token: one with a control character (a
+// newline or carriage return read from a file, most often), which no HTTP header carries. Its
+// error names the character, never the key.
+func checkAdminKey(key string) error {
+	for _, c := range []byte(key) {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("the admin key contains a control character (%s), which an HTTP header cannot carry",
+				strings.Trim(strconv.QuoteToASCII(string(rune(c))), `"`))
+		}
+	}
+	return nil
 }

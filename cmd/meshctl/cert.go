@@ -55,6 +55,8 @@ func (a *app) certCommand() *cobra.Command {
 			"  meshctl cert create-client admin --dir certs",
 		// No gateway: the global flags are not resolved.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
+		Args:              groupArgs,
+		RunE:              needSubcommand,
 	}
 	cmd.AddCommand(a.createCACommand(), a.createNodeCommand(), a.createClientCommand())
 	return cmd

@@ -124,16 +124,38 @@ func (c *client) unreachable(err error) error {
 	return &unreachableError{Gateway: worker.RedactURL(c.base), Err: err}
 }
 
-// refusal reads the gateway's error body {"error": {"message", "code"}}.
+// refusal reads the gateway's error body: the admin API's {"error": {"message", "code"}}, or
+// OpenAI's {"error": {"message", "type", "code"}} of the model routes, whose code may be a
+// number (then the type names the error), or {"error": "message"}; or /readiness' {"status",
+// "reason"}. Any other body is shown as it came, cut short.
 func refusal(status int, body []byte) error {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-			Code    string `json:"code"`
-		} `json:"error"`
+	var env struct {
+		Error  json.RawMessage `json:"error"`
+		Status string          `json:"status"`
+		Reason string          `json:"reason"`
 	}
-	if json.Unmarshal(body, &e) == nil && (e.Error.Code != "" || e.Error.Message != "") {
-		return &refusedError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+	if json.Unmarshal(body, &env) == nil && len(env.Error) == 0 && env.Status != "" && env.Reason != "" {
+		return &refusedError{Status: status, Code: env.Status, Message: env.Reason}
+	}
+	if len(env.Error) > 0 {
+		var e struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		var msg string
+		switch {
+		case json.Unmarshal(env.Error, &msg) == nil && msg != "":
+			return &refusedError{Status: status, Message: msg}
+		case json.Unmarshal(env.Error, &e) == nil:
+			var code string
+			if json.Unmarshal(e.Code, &code) != nil || code == "" {
+				code = e.Type // a number or null: the status again
+			}
+			if code != "" || e.Message != "" {
+				return &refusedError{Status: status, Code: code, Message: e.Message}
+			}
+		}
 	}
 	msg := strings.TrimSpace(string(body))
 	if len(msg) > 200 {

@@ -40,8 +40,9 @@ func describeWorker(w io.Writer, what string, body []byte) error {
 	d.line("Labels", d.str("labels"))
 	d.line("API key", map[string]string{"true": "set (never shown)", "false": "none"}[d.str("has_api_key")])
 	d.line("Registered", d.join(" ", d.str("registered_at"), d.paren(d.prefixed("revision ", d.str("revision")))))
-	d.line("Probes", fmt.Sprintf("%s consecutive failures, %s successes; last at %s", d.str("consecutive_failures"),
-		d.str("consecutive_successes"), d.orNone(d.str("last_health_check"))))
+	failures, successes := d.str("consecutive_failures"), d.str("consecutive_successes")
+	d.line("Probes", fmt.Sprintf("%s consecutive %s, %s %s; last at %s", failures, nouns(failures, "failure", "failures"),
+		successes, nouns(successes, "success", "successes"), d.orNone(d.str("last_health_check"))))
 	d.line("Last error", d.join(" ", d.orNone(d.str("last_error")), d.paren(d.prefixed("status ", nonZero(d.str("last_status_code"))))))
 	d.section("Breaker", d.take("breaker"), "none (only the owner runs it; its bulletins show it elsewhere)")
 	d.section("Health overrides", d.take("health"), "none")
@@ -162,6 +163,14 @@ func (d *describer) orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// nouns is one or many, as the count n (a number as the gateway wrote it) asks.
+func nouns(n, one, many string) string {
+	if n == "1" {
+		return one
+	}
+	return many
 }
 
 func nonZero(s string) string {

@@ -52,14 +52,14 @@ func (a *app) drainCommand() *cobra.Command {
 		Use:   "drain PEER | --color COLOR",
 		Short: "Hand a gateway's workers, raft leadership and voter seat to the others, then make it leave (POST /mesh/drain)",
 		Long: "Drain gateways before they stop (a blue/green rollout, a host's maintenance): the gateway\n" +
-			"PEER, or every alive gateway whose --color is COLOR. In one raft entry they are marked\n" +
-			"draining and their workers move to the gateways that are not, each where a failover\n" +
-			"would put it (same region first), carrying its health and circuit breaker state: a\n" +
-			"not_ready worker stays not_ready, an open breaker stays open, and the new owner probes at\n" +
-			"once. Then the raft leadership moves off them, their voter seats go to gateways that\n" +
-			"stay, and they leave the raft configuration and the mesh. A drained gateway answers\n" +
-			"/readiness 503 \"draining\" from the start, so a load balancer takes it out, and serves\n" +
-			"requests until it is stopped.\n\n" +
+			"PEER, or every alive or suspect gateway whose --color is COLOR. In one raft entry they\n" +
+			"are marked draining and their workers move to the gateways that are not, each where a\n" +
+			"failover would put it (same region first), carrying its health and circuit breaker\n" +
+			"state: a not_ready worker stays not_ready, an open breaker stays open, and the new owner\n" +
+			"probes at once. Then the raft leadership moves off them, their voter seats go to\n" +
+			"gateways that stay, and they leave the raft configuration and the mesh. A drained\n" +
+			"gateway answers /readiness 503 \"draining\" from the start, so a load balancer takes it\n" +
+			"out, and serves requests until it is stopped.\n\n" +
 			"The command prints the progress (workers left, the leader, the voters) and returns once\n" +
 			"everything is handed over, or when the gateway's --drain-timeout-secs ran out, with what\n" +
 			"is left: the drain is kept in raft and goes on. Draining every alive gateway is refused.\n\n" +
@@ -72,12 +72,18 @@ func (a *app) drainCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]string{}
 			switch {
-			case len(args) == 1 && color == "":
+			case cmd.Flags().Changed("color") && color == "":
+				return fmt.Errorf("drain: --color: want a color, such as blue (usage: %s)", cmd.UseLine())
+			case len(args) == 1 && args[0] == "":
+				return fmt.Errorf("drain: PEER: want a gateway's node id (usage: %s)", cmd.UseLine())
+			case len(args) == 1 && color != "":
+				return fmt.Errorf("drain: name one gateway or --color COLOR, not both (usage: %s)", cmd.UseLine())
+			case len(args) == 1:
 				body["peer"] = args[0]
-			case len(args) == 0 && color != "":
+			case color != "":
 				body["color"] = color
 			default:
-				return fmt.Errorf("drain: name one gateway or --color COLOR, not both (usage: %s)", cmd.UseLine())
+				return fmt.Errorf("drain: name the gateway to drain, or --color COLOR (usage: %s)", cmd.UseLine())
 			}
 			if wait <= 0 {
 				return fmt.Errorf("drain: --wait %v: want a positive duration", wait)
@@ -89,7 +95,7 @@ func (a *app) drainCommand() *cobra.Command {
 			return a.drain(cmd.Context(), b, wait)
 		},
 	}
-	cmd.Flags().StringVar(&color, "color", "", "drain every alive gateway of this --color (e.g. blue)")
+	cmd.Flags().StringVar(&color, "color", "", "drain every alive or suspect gateway of this --color (e.g. blue)")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Minute, "how long meshctl waits for the gateway's answer (the gateway answers by its --drain-timeout-secs)")
 	return cmd
 }
@@ -193,7 +199,7 @@ func drainLeft(states []drainState) string {
 		}
 		var left []string
 		if s.Owned > 0 {
-			w := fmt.Sprintf("%d workers", s.Owned)
+			w := plural(s.Owned, "worker")
 			if s.Stuck > 0 {
 				w += fmt.Sprintf(" (%d host-local)", s.Stuck)
 			}
@@ -226,12 +232,12 @@ func printDrain(a *app, r drainAnswer) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("drained %s: moved %d workers", strings.Join(r.Peers, ", "), r.Moved)
+	summary := fmt.Sprintf("drained %s: moved %s", strings.Join(r.Peers, ", "), plural(r.Moved, "worker"))
 	if len(r.Stuck) > 0 {
 		summary += fmt.Sprintf(", %d cannot move (%s)", len(r.Stuck), strings.Join(r.Stuck, " "))
 	}
 	if !r.Done {
-		summary = fmt.Sprintf("not finished: %s; moved %d workers", drainLeft(r.States), r.Moved)
+		summary = fmt.Sprintf("not finished: %s; moved %s", drainLeft(r.States), plural(r.Moved, "worker"))
 	}
 	_, err := fmt.Fprintln(a.stdout, summary)
 	return err

@@ -44,7 +44,7 @@ func TestExitCodes(t *testing.T) {
 		{"transfer refused", []string{"workers", "transfer", "w-000000000000", "--to", "gw-9"}, nil, 1,
 			"meshctl: 404 peer_not_found: gw-9 is not a peer of this mesh", 1},
 		{"drain both", []string{"drain", "gw-1", "--color", "blue"}, nil, 2, "drain: name one gateway or --color COLOR, not both", 0},
-		{"drain neither", []string{"drain"}, nil, 2, "drain: name one gateway or --color COLOR", 0},
+		{"drain neither", []string{"drain"}, nil, 2, "drain: name the gateway to drain, or --color COLOR", 0},
 		{"drain two peers", []string{"drain", "gw-1", "gw-2"}, nil, 2, "drain: accepts at most 1 arg(s)", 0},
 		{"drain refused", []string{"drain", "--color", "green"}, nil, 1, "meshctl: 409 no_peer_left: draining gw-2 would leave", 1},
 		{"rebalance with an argument", []string{"rebalance", "now"}, nil, 2, "rebalance: unknown command \"now\"", 0},
@@ -186,10 +186,10 @@ func TestDrainNotFinished(t *testing.T) {
  "states": [{"peer": "gw-3", "status": "alive", "owned": 1, "stuck": 1, "leader": false, "raft": "nonvoter", "done": false}]}`}
 	code, stdout, stderr := runCLI(t, srv.URL, nil, "drain", "gw-3")
 	if code != 1 || strings.Count(stderr, "\n") != 1 ||
-		!strings.Contains(stderr, "the drain did not finish within the gateway's --drain-timeout-secs; it goes on: gw-3: 1 workers (1 host-local), nonvoter, in the mesh") {
+		!strings.Contains(stderr, "the drain did not finish within the gateway's --drain-timeout-secs; it goes on: gw-3: 1 worker (1 host-local), nonvoter, in the mesh") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
-	if !strings.Contains(stdout, "not finished: gw-3: 1 workers (1 host-local), nonvoter, in the mesh; moved 2 workers") {
+	if !strings.Contains(stdout, "not finished: gw-3: 1 worker (1 host-local), nonvoter, in the mesh; moved 2 workers") {
 		t.Errorf("stdout %q", stdout)
 	}
 }
@@ -206,5 +206,40 @@ func TestRefusalWithAReport(t *testing.T) {
 		"but closing journal record wu-4a791a7c250ee6c1 as not started failed (no raft leader): the record stays open"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestRefusalEnvelopes: a refusal whose body is the admin API's error envelope or OpenAI's
+// (whose code is a number, or a string beside a type) prints the status, a code and the
+// message, never the body's JSON; a body that is no envelope is printed as it came, cut short.
+func TestRefusalEnvelopes(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   string
+	}{
+		{"admin", 404, `{"error": {"message": "no admin route /x", "code": "not_found"}}`,
+			"meshctl: 404 not_found: no admin route /x\n"},
+		{"OpenAI, a number code", 404, `{"error":{"message":"unknown route","type":"not_found_error","code":404}}`,
+			"meshctl: 404 not_found_error: unknown route\n"},
+		{"OpenAI, a string code", 503, `{"error": {"message": "the gateway is draining", "type": "service_unavailable", "code": "draining"}}`,
+			"meshctl: 503 draining: the gateway is draining\n"},
+		{"OpenAI, a null code", 401, `{"error": {"message": "missing bearer key", "type": "authentication_error", "code": null}}`,
+			"meshctl: 401 authentication_error: missing bearer key\n"},
+		{"an error string", 502, `{"error": "upstream request failed"}`,
+			"meshctl: 502 bad_gateway: upstream request failed\n"},
+		{"no envelope", 500, `oops`, "meshctl: 500 internal_server_error: oops\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeAdmin{answers: map[string]canned{"GET /mesh/peers": {tt.status, tt.body}}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			code, stdout, stderr := runCLI(t, srv.URL, nil, "peers")
+			if code != exitRefused || stdout != "" || stderr != tt.want {
+				t.Errorf("exit %d, stdout %q, stderr\n%q\nwant\n%q", code, stdout, stderr, tt.want)
+			}
+		})
 	}
 }

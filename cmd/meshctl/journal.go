@@ -20,7 +20,8 @@ func (a *app) journalCommand() *cobra.Command {
 			"/update_weights_from_disk) that is running or did not finish. While a record is open, its\n" +
 			"workers stay disabled on every gateway and a new update is refused.",
 		Example: "  meshctl journal show\n  meshctl journal resolve --acknowledge",
-		Args:    usageArgs(cobra.NoArgs),
+		Args:    groupArgs,
+		RunE:    needSubcommand,
 	}
 	cmd.AddCommand(a.journalShowCommand(), a.journalResolveCommand())
 	return cmd
@@ -41,9 +42,11 @@ func (a *app) journalShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show",
 		Short: "Show the open weight-update record and each worker's outcome (GET /weight_update_journal)",
-		Long: "Show the open weight-update record, if any: its id, coordinator, status (running,\n" +
-			"interrupted, coordinator_lost) and start, then one line per worker with its outcome\n" +
-			"(pending, updated, failed, unknown). Prints nothing but a note when no record is open.",
+		Long: "Show the open weight-update record, if any: its id, coordinator, status (running;\n" +
+			"failed: it ended with a worker not updated; interrupted: its coordinator restarted\n" +
+			"mid-update; coordinator_lost: its coordinator died or left) and start, then one line per\n" +
+			"worker with its outcome (pending, updated, failed, unknown). Prints nothing but a note\n" +
+			"when no record is open.",
 		Example: "  meshctl journal show\n  meshctl journal show -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -65,6 +65,36 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// needSubcommand is the RunE of a command group run without a subcommand: a usage error naming
+// the group's subcommands, as every group answers it.
+func needSubcommand(cmd *cobra.Command, _ []string) error {
+	if !cmd.HasParent() {
+		return fmt.Errorf("name a command: %s (see %s --help)", subcommands(cmd), cmd.CommandPath())
+	}
+	return fmt.Errorf("%s: name a subcommand: %s (see %s --help)", commandName(cmd), subcommands(cmd), cmd.CommandPath())
+}
+
+// groupArgs is the Args of a command group below meshctl: it takes no argument but a
+// subcommand, and names them when given another word.
+func groupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: unknown command %q; want one of %s (see %s --help)", commandName(cmd), args[0],
+		subcommands(cmd), cmd.CommandPath())
+}
+
+// subcommands lists a group's subcommands, by name: "add, disable, enable".
+func subcommands(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() { // sorted by name; help is not available
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // commandName is the command's path without the leading "meshctl", which run prints anyway.
 func commandName(cmd *cobra.Command) string {
 	if !cmd.HasParent() {

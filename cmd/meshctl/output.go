@@ -92,29 +92,27 @@ func workersHeader(wide bool) []string {
 }
 
 // printWorkers prints the workers table, sorted by name (host:port), URL and id, or by the
-// column by.
+// column by, which may be one that only wide shows.
 func printWorkers(w io.Writer, recs []record, wide bool, by string) error {
-	header := workersHeader(wide)
+	header := workersHeader(true)
 	slices.SortStableFunc(recs, func(a, b record) int {
 		return cmp.Or(strings.Compare(a.DisplayID, b.DisplayID), strings.Compare(a.URL, b.URL), strings.Compare(a.ID, b.ID))
 	})
 	rows := make([][]string, 0, len(recs))
 	for _, r := range recs {
-		cells := []string{r.DisplayID, r.ID, r.HealthState, r.breakerState(), r.flags(),
-			r.Owner, strconv.FormatBool(r.Routable), r.models(), r.Cache.hit()}
-		if wide {
-			prompt, cached := "", ""
-			if r.Cache != nil {
-				prompt, cached = strconv.FormatUint(r.Cache.PromptTokens, 10), strconv.FormatUint(r.Cache.CachedTokens, 10)
-			}
-			cells = append(cells, r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError, prompt, cached)
+		prompt, cached := "", ""
+		if r.Cache != nil {
+			prompt, cached = strconv.FormatUint(r.Cache.PromptTokens, 10), strconv.FormatUint(r.Cache.CachedTokens, 10)
 		}
-		rows = append(rows, cells)
+		rows = append(rows, []string{r.DisplayID, r.ID, r.HealthState, r.breakerState(), r.flags(),
+			r.Owner, strconv.FormatBool(r.Routable), r.models(), r.Cache.hit(),
+			r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError, prompt, cached})
 	}
 	sortRows(header, rows, by)
+	header = workersHeader(wide)
 	t := newTable(w, header...)
 	for _, r := range rows {
-		t.row(r...)
+		t.row(r[:len(header)]...)
 	}
 	return t.flush()
 }

@@ -20,25 +20,35 @@ const ownersPath = "/mesh/owners"
 // ownersHeader are the columns of meshctl owners.
 var ownersHeader = []string{"WORKER", "URL", "OWNER", "EPOCH", "HEALTH", "BREAKER", "FLAGS", "STALE", "CACHE_HIT"}
 
+// ownersSortable are the columns --sort takes: REGION, shown when a worker has one, and those
+// -o wide shows too.
+var ownersSortable = slices.Concat(ownersHeader, []string{"REGION", "ORIGIN"})
+
 func (a *app) ownersCommand() *cobra.Command {
 	var owner, by string
 	cmd := &cobra.Command{
 		Use:   "owners [--owner NODE]",
 		Short: "List which gateway owns each worker, at which epoch (GET /mesh/owners)",
 		Long: "List every worker record with the gateway that owns it (GET /mesh/owners), as the\n" +
-			"answering gateway sees them, sorted by URL (--sort COLUMN orders by another column), with\n" +
-			"a summary line: how many each gateway owns. The owner alone probes a worker, runs\n" +
-			"its circuit breaker and may remove it; EPOCH is the raft index of its last ownership\n" +
-			"change (the fencing token).\n\n" +
-			"HEALTH is the health state the answering gateway shows. BREAKER is the circuit\n" +
-			"breaker's state (closed, open, half_open), or unknown for a worker the answering gateway\n" +
-			"does not own. FLAGS shows disabled and dead (quarantined), - when neither. STALE is true\n" +
-			"when the state imported from the owner is too old (always false until owners publish\n" +
-			"bulletins). CACHE_HIT is the share of the worker's prompt tokens its engine reported\n" +
-			"served from its prefix cache, in the answers the answering gateway relayed (- before\n" +
-			"any report; other gateways' traffic is not in it). REGION, shown when a worker has one,\n" +
-			"is the worker's region; in a fleet of several regions the rows are sorted by region\n" +
-			"first, and the summary counts the workers of each region.\n\n" +
+			"answering gateway sees them, sorted by URL, then worker (--sort COLUMN orders by another\n" +
+			"column), with a summary line: how many each gateway owns, and how many are stale. The\n" +
+			"owner alone probes a worker, runs its circuit breaker and may remove it, and tells the\n" +
+			"other gateways the worker's state in its bulletins; EPOCH is the raft index of the\n" +
+			"worker's last ownership change (the fencing token).\n\n" +
+			"HEALTH is the health state the answering gateway shows: its own probes' for a worker it\n" +
+			"owns, the owner's, from its bulletins, for the others (unknown before the first one).\n" +
+			"BREAKER is the circuit breaker's state (closed, open, half_open): the answering\n" +
+			"gateway's own for a worker it owns, the owner's, from its bulletins, for the others;\n" +
+			"unknown before the owner's first bulletin, or for a worker the answering gateway owns\n" +
+			"but has not started running yet. FLAGS shows disabled and dead (quarantined), - when\n" +
+			"neither. STALE is true when the state imported from the owner's bulletins was not\n" +
+			"refreshed for 3 × the worker's probe interval (at least 3s): the owner is paused,\n" +
+			"partitioned or gone, and the state keeps its last value meanwhile; always false for a\n" +
+			"worker the answering gateway owns. CACHE_HIT is the share of the worker's prompt tokens\n" +
+			"its engine reported served from its prefix cache, in the answers the answering gateway\n" +
+			"relayed (- before any report; other gateways' traffic is not in it). REGION, shown when\n" +
+			"a worker has one, is the worker's region; in a fleet of several regions the rows are\n" +
+			"sorted by region first, and the summary counts the workers of each region.\n\n" +
 			"--owner NODE keeps the rows of the workers NODE owns (also with -o json, which then\n" +
 			"prints the gateway's answer with only those rows). -o wide adds ORIGIN (local when the\n" +
 			"answering gateway owns the worker, mesh otherwise) and a column for each field the\n" +
@@ -49,13 +59,13 @@ func (a *app) ownersCommand() *cobra.Command {
 			if cmd.Flags().Changed("owner") && owner == "" {
 				return fmt.Errorf("owners: --owner: want a gateway's node id (see meshctl owners --help)")
 			}
-			if err := checkSort(cmd, by, slices.Concat(ownersHeader, []string{"REGION", "ORIGIN"})); err != nil {
+			if err := checkSort(cmd, by, ownersSortable); err != nil {
 				return err
 			}
 			return a.owners(cmd.Context(), owner, by)
 		},
 	}
-	sortFlag(cmd, &by, ownersHeader)
+	sortFlag(cmd, &by, ownersSortable, "by URL, then worker (by region first in a fleet of several regions)")
 	cmd.Flags().StringVar(&owner, "owner", "", "only the workers the gateway with node id `NODE` owns")
 	return cmd
 }
@@ -164,9 +174,9 @@ func (r ownerRow) flags() string {
 	return record{Disabled: r.Disabled, IsDead: r.IsDead}.flags()
 }
 
-// printOwners prints the owners table, sorted by URL then worker id (or by the column by), and
-// its summary line; wide adds ORIGIN and the fields the table does not know, one column each,
-// in name order.
+// printOwners prints the owners table, sorted by URL then worker id (or by the column by, shown
+// or not), and its summary line; wide adds ORIGIN and the fields the table does not know, one
+// column each, in name order.
 func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 	header := slices.Clone(ownersHeader)
 	slices.SortStableFunc(rows, func(a, b ownerRow) int {
@@ -180,13 +190,11 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 	if regional { // REGION after OWNER, only when a worker has one
 		header = slices.Insert(header, 3, "REGION")
 	}
-	var extra []string
-	if wide {
-		extra = extraColumns(rows, func(r ownerRow) map[string]string { return r.extra })
-		header = append(header, "ORIGIN")
-		for _, k := range extra {
-			header = append(header, strings.ToUpper(k))
-		}
+	shown := len(header) // the columns without wide
+	extra := extraColumns(rows, func(r ownerRow) map[string]string { return r.extra })
+	header = append(header, "ORIGIN")
+	for _, k := range extra {
+		header = append(header, strings.ToUpper(k))
 	}
 	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
@@ -195,18 +203,19 @@ func printOwners(w io.Writer, rows []ownerRow, wide bool, by string) error {
 		if regional {
 			row = slices.Insert(row, 3, cmp.Or(r.Region, "-"))
 		}
-		if wide {
-			row = append(row, r.Origin)
-			for _, k := range extra {
-				row = append(row, r.extra[k])
-			}
+		row = append(row, r.Origin)
+		for _, k := range extra {
+			row = append(row, r.extra[k])
 		}
 		cells = append(cells, row)
 	}
-	sortRows(header, cells, by)
+	sortRows(header, cells, by) // by any column, shown or not
+	if !wide {
+		header = header[:shown]
+	}
 	t := newTable(w, header...)
 	for _, r := range cells {
-		t.row(r...)
+		t.row(r[:len(header)]...)
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -53,10 +53,12 @@ func (a *app) rebalanceCommand() *cobra.Command {
 			"not draining own as many workers as each other, give or take one. A worker of a region\n" +
 			"owned by a gateway of another region moves into its region; a region without such a\n" +
 			"gateway is left alone, and so are the workers of gateways that are gone (failover moves\n" +
-			"them) or draining (drain moves them). Every move is fenced on the owner and epoch the\n" +
-			"raft leader has; the command returns once every live gateway applied them. With\n" +
-			"--dry-run it prints the plan and moves nothing.\n\n" +
-			"It prints each move (WORKER, URL, FROM, TO), then how many moved and the owners' counts.",
+			"them), draining (drain moves them), or suspect or only just joined (they keep theirs\n" +
+			"until they settle); host-local workers (ipc://) never move. Every move is fenced on the\n" +
+			"owner and epoch the raft leader has; the command returns once every live gateway applied\n" +
+			"them. With --dry-run it prints the plan and moves nothing.\n\n" +
+			"It prints each move (WORKER, URL, FROM, TO), then how many moved and the owners' counts;\n" +
+			"-o wide adds each move's EPOCH (the one the move is fenced on).",
 		Example: "  meshctl rebalance --dry-run\n  meshctl rebalance\n  meshctl rebalance -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -113,7 +115,7 @@ func printRebalance(a *app, r rebalanceAnswer) error {
 	case len(r.Moves) == 0:
 		summary = "balanced: nothing to move"
 	case r.DryRun:
-		summary = fmt.Sprintf("dry run: %d moves planned, nothing moved", len(r.Moves))
+		summary = "dry run: " + plural(len(r.Moves), "move") + " planned, nothing moved"
 	default:
 		summary = fmt.Sprintf("moved %d of %d", r.Moved, len(r.Moves))
 		if n := len(r.Skipped); n > 0 {

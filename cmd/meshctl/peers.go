@@ -16,6 +16,9 @@ import (
 // peersHeader are the columns of meshctl peers.
 var peersHeader = []string{"NAME", "ADDRESS", "STATUS", "RAFT", "REGION", "COLOR", "VERSION", "OWNED", "APPLIED"}
 
+// peersSortable are the columns --sort takes: those -o wide shows too.
+var peersSortable = slices.Concat(peersHeader, []string{"LAG"})
+
 func (a *app) peersCommand() *cobra.Command {
 	var by string
 	cmd := &cobra.Command{
@@ -37,7 +40,7 @@ func (a *app) peersCommand() *cobra.Command {
 		Example: "  meshctl peers\n  meshctl peers -o wide\n  meshctl peers --sort applied\n  meshctl peers -o json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkSort(cmd, by, slices.Concat(peersHeader, []string{"LAG"})); err != nil {
+			if err := checkSort(cmd, by, peersSortable); err != nil {
 				return err
 			}
 			ans, err := a.call(cmd.Context(), http.MethodGet, "/mesh/peers", nil)
@@ -59,7 +62,7 @@ func (a *app) peersCommand() *cobra.Command {
 			return printPeers(a.stdout, peers, a.output == outWide, by)
 		},
 	}
-	sortFlag(cmd, &by, peersHeader)
+	sortFlag(cmd, &by, peersSortable, "by name, then address (by region first in a fleet of several regions)")
 	return cmd
 }
 
@@ -121,9 +124,9 @@ func extraColumns[R any](rows []R, extra func(R) map[string]string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// printPeers prints the peers table, sorted by name then address (or by the column by), and
-// its summary line; wide adds LAG and the fields the table does not know, one column each, in
-// name order.
+// printPeers prints the peers table, sorted by name then address (or by the column by, shown or
+// not), and its summary line; wide adds LAG and the fields the table does not know, one column
+// each, in name order.
 func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 	header := slices.Clone(peersHeader)
 	slices.SortStableFunc(peers, func(a, b peer) int {
@@ -133,21 +136,16 @@ func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 		return strings.Compare(a.Address, b.Address)
 	})
 	byRegionFirst(peers, peerRegion)
-	var (
-		extra []string
-		top   uint64
-	)
-	if wide {
-		for _, p := range peers {
-			if p.Status != "foreign" { // another cluster's raft indexes do not compare
-				top = max(top, p.AppliedIndex)
-			}
+	var top uint64
+	for _, p := range peers {
+		if p.Status != "foreign" { // another cluster's raft indexes do not compare
+			top = max(top, p.AppliedIndex)
 		}
-		extra = extraColumns(peers, func(p peer) map[string]string { return p.extra })
-		header = append(header, "LAG")
-		for _, k := range extra {
-			header = append(header, strings.ToUpper(k))
-		}
+	}
+	extra := extraColumns(peers, func(p peer) map[string]string { return p.extra })
+	header = append(header, "LAG")
+	for _, k := range extra {
+		header = append(header, strings.ToUpper(k))
 	}
 	rows := make([][]string, 0, len(peers))
 	for _, p := range peers {
@@ -155,24 +153,24 @@ func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 		if p.Self {
 			name += "*"
 		}
+		lag := ""
+		if p.Status != "foreign" {
+			lag = strconv.FormatUint(top-p.AppliedIndex, 10)
+		}
 		cells := []string{name, p.Address, p.Status, p.Raft, p.Region, p.Color, p.Version,
-			strconv.Itoa(p.Owned), strconv.FormatUint(p.AppliedIndex, 10)}
-		if wide {
-			lag := ""
-			if p.Status != "foreign" {
-				lag = strconv.FormatUint(top-p.AppliedIndex, 10)
-			}
-			cells = append(cells, lag)
-			for _, k := range extra {
-				cells = append(cells, p.extra[k])
-			}
+			strconv.Itoa(p.Owned), strconv.FormatUint(p.AppliedIndex, 10), lag}
+		for _, k := range extra {
+			cells = append(cells, p.extra[k])
 		}
 		rows = append(rows, cells)
 	}
-	sortRows(header, rows, by)
+	sortRows(header, rows, by) // by any column, shown or not
+	if !wide {
+		header = header[:len(peersHeader)]
+	}
 	t := newTable(w, header...)
 	for _, r := range rows {
-		t.row(r...)
+		t.row(r[:len(header)]...)
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -15,7 +15,8 @@ func (a *app) probeCommand() *cobra.Command {
 		Use:   "probe liveness|readiness",
 		Short: "Ask the gateway's /liveness or /readiness; exit 0 when it answers 200",
 		Long: "Ask GET /liveness (200 while the process runs) or GET /readiness (200 while it has\n" +
-			"routable workers and is not draining) and print the answer. Exit 0 on 200, 1 otherwise:\n" +
+			"routable workers, is not draining and, with --readiness-requires-quorum, raft has a\n" +
+			"leader) and print the answer. Exit 0 on 200, 1 otherwise (with the status and reason):\n" +
 			"the Docker image's HEALTHCHECK runs `meshctl probe liveness`. --gateway may name the\n" +
 			"--health-check-port listener, which serves only these endpoints.",
 		Example:   "  meshctl probe liveness\n  meshctl --gateway http://127.0.0.1:8080 probe readiness",

@@ -7,11 +7,12 @@ import (
 )
 
 // meshctl probe exits 0 on a 200 and 1 on anything else (the Docker HEALTHCHECK reads the exit
-// status), and 2 on a probe it does not know.
+// status), with the readiness answer's status and reason, not its JSON; and 2 on a probe it
+// does not know.
 func TestProbe(t *testing.T) {
 	f := &fakeAdmin{answers: map[string]canned{
 		"GET /liveness":  {200, `{"status": "ok"}`},
-		"GET /readiness": {503, `{"status": "not ready", "reason": "draining"}`},
+		"GET /readiness": {503, `{"status":"not_ready","reason":"draining","healthy_workers":0,"total_workers":2}`},
 	}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -21,7 +22,7 @@ func TestProbe(t *testing.T) {
 		out, errOut string
 	}{
 		{"live", "liveness", exitOK, "liveness 200 OK", ""},
-		{"not ready", "readiness", exitRefused, "", "503"},
+		{"not ready", "readiness", exitRefused, "", "meshctl: 503 not_ready: draining\n"},
 		{"unknown", "startup", exitUsage, "", `probe "startup": want liveness or readiness`},
 	}
 	for _, tt := range tests {

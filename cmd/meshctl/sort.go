@@ -9,10 +9,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// sortFlag adds --sort to a table command; by receives the column.
-func sortFlag(cmd *cobra.Command, by *string, header []string) {
-	cmd.Flags().StringVar(by, "sort", "", "order the table's rows by `COLUMN` ("+strings.ToLower(strings.Join(header, ", "))+
-		"); numbers in numeric order; default: by name, then URL. -o json prints the gateway's answer as it came")
+// sortFlag adds --sort to a table command; by receives the column, one of columns (those -o
+// wide shows too), and order says the table's default order ("by name, then URL").
+func sortFlag(cmd *cobra.Command, by *string, columns []string, order string) {
+	cmd.Flags().StringVar(by, "sort", "", "order the table's rows by `COLUMN`, shown or not ("+strings.ToLower(strings.Join(columns, ", "))+
+		"); numbers in numeric order; default: "+order+". -o json prints the gateway's answer as it came")
 }
 
 // checkSort refuses a --sort column the table does not have, before the gateway is asked.

@@ -19,10 +19,8 @@ func (a *app) workersCommand() *cobra.Command {
 		Long: "The workers subcommands read and change the fleet's worker records. A worker is named\n" +
 			"by its id (w-3f1c0a9b2d44, w-3f1c0a9b2d44@1 for a data-parallel rank) or by its URL.",
 		Example: "  meshctl workers list\n  meshctl workers disable http://127.0.0.1:8013 --reason maintenance",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("workers: name a subcommand (see meshctl workers --help)")
-		},
+		Args:    groupArgs,
+		RunE:    needSubcommand,
 	}
 	cmd.AddCommand(a.listCommand(), a.getCommand(), a.addCommand(), a.removeCommand(), a.transferCommand())
 	for _, f := range flagCommands {
@@ -70,7 +68,7 @@ func (a *app) listCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "only the workers serving this model")
-	sortFlag(cmd, &by, workersHeader(false))
+	sortFlag(cmd, &by, workersHeader(true), "by name, then URL")
 	return cmd
 }
 
@@ -166,10 +164,12 @@ func (a *app) removeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "remove ID|URL",
 		Short: "Drain, then remove a worker (DELETE /workers/{id})",
-		Long: "Remove a worker. A ready worker is drained first (STATUS draining): its record enters\n" +
-			"draining through raft, no gateway starts a new request to it, in-flight ones finish, and\n" +
-			"after its drain settle time its owner removes the record, across the owner's restarts and\n" +
-			"failovers too. Otherwise the record is removed at once (STATUS removed).\n" +
+		Long: "Remove a worker. A ready worker that is not quarantined and has a drain settle time\n" +
+			"above 0 (health.drain_settle_secs, else the gateway's --drain-settle-secs) is drained\n" +
+			"first (STATUS draining): its record enters draining through raft, no gateway starts a new\n" +
+			"request to it, in-flight ones finish, and after its drain settle time its owner removes\n" +
+			"the record, across the owner's restarts and failovers too. Otherwise the record is\n" +
+			"removed at once (STATUS removed).\n" +
 			"Run `meshctl workers get` until it answers 404 worker_not_found to see the removal.",
 		Example: "  meshctl workers remove http://127.0.0.1:8013",
 		Args:    usageArgs(cobra.ExactArgs(1)),
