@@ -81,6 +81,25 @@ func TestJournalOpenAndComplete(t *testing.T) {
 	}
 }
 
+// A failed update's record takes the status failed, once (a repeat changes nothing), and keeps
+// its targets disabled.
+func TestJournalFailedStatus(t *testing.T) {
+	f, ids, idx := journalFSM(t)
+	applyAt(t, f, next(idx), JournalOpen{ID: "u1", Coordinator: "n1", Targets: ids[:2], At: time.Unix(3, 0)})
+	applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveOutcome, Target: ids[0], Outcome: OutcomeFailed})
+	if res := applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveFailed}); res.Outcome != Updated || res.Journal.Status != JournalFailed {
+		t.Fatalf("failed: %+v", res)
+	}
+	if res := applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveFailed}); res.Outcome != Unchanged {
+		t.Fatalf("failed again: %+v", res)
+	}
+	for _, id := range ids[:2] {
+		if r, _ := f.Worker(id); !r.Disabled {
+			t.Fatalf("%s enabled while its failed record is open", id)
+		}
+	}
+}
+
 // An interrupted update keeps its record and its targets disabled. Enabling a target takes it
 // out of the record, and the record closes once empty; acknowledging closes it and leaves the
 // targets disabled.

@@ -80,7 +80,7 @@ type JournalRecord struct {
 	StartedAt   time.Time
 	// PriorDisabled are the targets that were disabled already when the update opened.
 	PriorDisabled []worker.ID
-	// Status is JournalRunning, JournalInterrupted or JournalCoordinatorLost.
+	// Status is JournalRunning, JournalInterrupted, JournalCoordinatorLost or JournalFailed.
 	Status string
 }
 

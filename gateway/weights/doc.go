@@ -23,8 +23,10 @@
 // operator verifies each engine and enables it (PUT {"disabled": false}, which takes it out of
 // the record; the record closes once empty), or drops the record (POST
 // /weight_update_journal/resolve {"acknowledge": true}; the targets then stay disabled until
-// enabled one by one). A coordinator that restarts marks its own open record interrupted; the
-// leader marks a record whose coordinator left the mesh, or died, coordinator_lost. An opening
+// enabled one by one). An update that ended with a target not updated marks its record failed
+// before it answers. A coordinator that restarts marks its own running record interrupted; the
+// leader marks a running or interrupted record whose coordinator left the mesh, or died,
+// coordinator_lost. An opening
 // write whose outcome is unknown (the leader failed under it) answers an error and sends
 // nothing; if it did commit, the coordinator's Watch finds a record it does not run and marks
 // it interrupted, so it is never left running unnoticed.

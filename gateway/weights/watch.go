@@ -25,8 +25,11 @@ type Leader interface {
 // DefaultWatchInterval):
 //   - a running record this gateway coordinates that this process does not run (the gateway
 //     restarted mid-update) becomes interrupted;
-//   - on the leader, a record whose coordinator is dead, has left, or is unknown to the mesh
-//     becomes coordinator_lost, so that no record stays open unnoticed.
+//   - on the leader, a running or interrupted record whose coordinator is dead, has left, or is
+//     unknown to the mesh becomes coordinator_lost, so that no record stays open unnoticed.
+//
+// A failed record (the update ended with a target not updated) keeps its status: how it ended
+// is known.
 //
 // Either way the record stays open, and its targets disabled, until an operator resolves it.
 func (c *Coordinator) Watch(ctx context.Context, members Members, leader Leader, interval time.Duration) {
@@ -52,8 +55,8 @@ func (c *Coordinator) WatchOnce(members Members, leader Leader) {
 		switch {
 		case j.Coordinator == c.cfg.NodeID && j.Status == fsm.JournalRunning && !c.Running(j.ID):
 			action = fsm.ResolveInterrupted
-		case j.Status != fsm.JournalCoordinatorLost && j.Coordinator != c.cfg.NodeID && leader.IsLeader() &&
-			gone(members, j.Coordinator):
+		case (j.Status == fsm.JournalRunning || j.Status == fsm.JournalInterrupted) && j.Coordinator != c.cfg.NodeID &&
+			leader.IsLeader() && gone(members, j.Coordinator):
 			action = fsm.ResolveCoordinatorLost
 		default:
 			continue
