@@ -25,10 +25,17 @@ var (
 	cachedTokensDesc = prometheus.NewDesc("meshgw_worker_cached_tokens_total",
 		"Of those prompt tokens, the ones the engine reported served from its prefix cache, by worker URL.",
 		[]string{"worker"}, nil)
+	routedTextDesc = prometheus.NewDesc("meshgw_worker_routed_text_bytes_total",
+		"Bytes of routing text this gateway's cache_aware picks sent each worker, by worker URL.",
+		[]string{"worker"}, nil)
+	predictedCachedDesc = prometheus.NewDesc("meshgw_worker_predicted_cached_bytes_total",
+		"Of those bytes, the ones this gateway's prefix index predicted the worker held when it picked it, by worker URL.",
+		[]string{"worker"}, nil)
 )
 
-// cacheCollector reports each worker's prompt and cached token counts at scrape time, read from
-// the pool's workers, so the data plane pays only two atomic additions per answer. A worker's
+// cacheCollector reports each worker's prompt and cached token counts, and cache_aware's
+// predictions for it, at scrape time, read from the pool's workers, so the data plane pays only
+// two atomic additions per answer and two per pick. A worker's
 // series appear with its first report; the workers sharing a URL (data-parallel ranks) add up
 // under it. A worker removed from the pool keeps its last values for breaker.RemovedSeriesTTL
 // after a scrape first found it gone, then its series go, as meshgw_worker_retries_total's do.
@@ -42,7 +49,7 @@ type cacheCollector struct {
 
 // cacheSeries is one URL's last counts, and when a scrape first found it gone (zero: present).
 type cacheSeries struct {
-	prompt, cached uint64
+	prompt, cached, text, matched uint64
 	gone           time.Time
 	scrape         uint64 // the scrape that last found it in the pool
 }
@@ -54,6 +61,8 @@ func newCacheCollector(p *pool.Pool, clock func() time.Time) *cacheCollector {
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- promptTokensDesc
 	ch <- cachedTokensDesc
+	ch <- routedTextDesc
+	ch <- predictedCachedDesc
 }
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
@@ -63,19 +72,22 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	scrape := c.scrapes
 	for _, w := range c.pool.Snapshot().All {
 		prompt, cached := w.CacheTokens()
+		text, matched := w.Prediction()
 		s := c.seen[w.URL]
 		if s == nil {
-			if prompt == 0 {
+			if prompt == 0 && text == 0 {
 				continue
 			}
 			s = &cacheSeries{}
 			c.seen[w.URL] = s
 		}
 		if s.scrape != scrape { // the first worker of this URL in this scrape
-			s.prompt, s.cached, s.scrape = 0, 0, scrape
+			s.prompt, s.cached, s.text, s.matched, s.scrape = 0, 0, 0, 0, scrape
 		}
 		s.prompt += prompt
 		s.cached += cached
+		s.text += text
+		s.matched += matched
 		s.gone = time.Time{}
 	}
 	now := c.clock()
@@ -90,5 +102,7 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(promptTokensDesc, prometheus.CounterValue, float64(s.prompt), url)
 		ch <- prometheus.MustNewConstMetric(cachedTokensDesc, prometheus.CounterValue, float64(s.cached), url)
+		ch <- prometheus.MustNewConstMetric(routedTextDesc, prometheus.CounterValue, float64(s.text), url)
+		ch <- prometheus.MustNewConstMetric(predictedCachedDesc, prometheus.CounterValue, float64(s.matched), url)
 	}
 }

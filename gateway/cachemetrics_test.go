@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshgw/meshgw/breaker"
+	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/test/testkit"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -57,6 +58,30 @@ func TestCacheTokensOfPlainAnswers(t *testing.T) {
 		if n := counterValue(t, e, name, labels); n != -1 {
 			t.Errorf("%s of a worker removed %v ago = %v, want none", name, breaker.RemovedSeriesTTL, n)
 		}
+	}
+}
+
+// cache_aware's predictions are exported beside the engines' reports: the routing text the
+// gateway's picks sent each worker, and the part its index predicted the worker held.
+func TestPredictionSeries(t *testing.T) {
+	e := newEnv(t, Config{Policy: "cache_aware", CacheAware: policy.CacheAwareConfig{Rule: policy.RuleSMG}})
+	_, w := e.upstream(cacheUpstream)
+	body := `{"messages":[{"role":"user","content":"` + strings.Repeat("a shared prompt ", 64) + `"}]}`
+	for range 2 {
+		if st, _, b := e.post("/v1/chat/completions", body); st != 200 {
+			t.Fatalf("%d %s", st, b)
+		}
+	}
+	text, matched := w.Prediction()
+	if text == 0 || matched == 0 || matched > text/2 {
+		t.Fatalf("Prediction = %d, %d; want two texts, the second matched", text, matched)
+	}
+	labels := map[string]string{"worker": w.URL}
+	if n := counterValue(t, e, "meshgw_worker_routed_text_bytes_total", labels); n != float64(text) {
+		t.Errorf("meshgw_worker_routed_text_bytes_total = %v, want %d", n, text)
+	}
+	if n := counterValue(t, e, "meshgw_worker_predicted_cached_bytes_total", labels); n != float64(matched) {
+		t.Errorf("meshgw_worker_predicted_cached_bytes_total = %v, want %d", n, matched)
 	}
 }
 

@@ -59,10 +59,21 @@ func newFleetCache(nodeID string, cfg policy.CacheAwareConfig, p *pool.Pool, own
 	return fc, nil
 }
 
+// newLocalIndex makes cache_aware's index for --cache-scope local, as the policy would make it
+// itself, and exports its size as the fleet scope does, so that --max-tree-size can be watched
+// in either scope.
+func newLocalIndex(cfg policy.CacheAwareConfig, reg prometheus.Registerer) (*prefixindex.Index, error) {
+	idx := prefixindex.New(prefixindex.Config{MaxChars: cfg.MaxTreeSize, EvictionInterval: cfg.EvictionInterval})
+	if err := reg.Register(indexBytes{idx}); err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
 // indexBytesDesc describes meshgw_cache_index_bytes.
 var indexBytesDesc = prometheus.NewDesc("meshgw_cache_index_bytes",
 	"Bytes of routing text this gateway's cache_aware prefix index holds, per model, all workers together "+
-		"(its own choices and what owners published).", []string{"model"}, nil)
+		"(its own choices and, with --cache-scope fleet, what owners published).", []string{"model"}, nil)
 
 // indexBytes exports the index's size per model, read at each scrape.
 type indexBytes struct{ idx *prefixindex.Index }

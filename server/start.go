@@ -10,6 +10,7 @@ import (
 	"github.com/meshgw/meshgw/gateway/owned"
 	"github.com/meshgw/meshgw/gateway/policy"
 	"github.com/meshgw/meshgw/gateway/pool"
+	"github.com/meshgw/meshgw/gateway/prefixindex"
 	"github.com/meshgw/meshgw/ownership"
 	"github.com/meshgw/meshgw/worker"
 )
@@ -47,7 +48,8 @@ type parts struct {
 	importer *fleet.Importer
 	mgr      *owned.Manager
 	outcomes *outcomeReports
-	fc       *fleetCache // nil: cache_aware's index is this gateway's own
+	fc       *fleetCache        // nil: cache_aware's index is this gateway's own
+	localIdx *prefixindex.Index // cache_aware's own index in --cache-scope local, nil otherwise
 	gh       *grpcHealth
 }
 
@@ -122,6 +124,11 @@ func (s *Server) startServices(p *parts) error {
 			return err
 		}
 	}
+	if p.gcfg.Policy == policy.CacheAware && !s.cfg.CacheFleet {
+		if p.localIdx, err = newLocalIndex(p.gcfg.CacheAware, s.reg); err != nil {
+			return err
+		}
+	}
 	s.onStop(p.fc.close)
 	p.gh = newGRPCHealth()
 	p.cl.serve(outcomes.service.Register, p.gh.register, p.fc.register)
@@ -133,6 +140,9 @@ func (s *Server) startServices(p *parts) error {
 func (s *Server) configureGateway(p *parts) error {
 	cl, node, g := p.cl, p.cl.node, &p.gcfg
 	g.CacheFleet = p.fc.gatewayConfig()
+	if p.localIdx != nil {
+		g.CacheFleet.Index = p.localIdx // the policy's own, nothing shared: only its size is exported
+	}
 	g.Registerer, g.Logger = s.reg, s.log
 	g.Quorum, g.Security = node.HasLeader, s.sec.status()
 	g.OnReadiness = p.gh.set

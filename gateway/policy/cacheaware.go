@@ -206,6 +206,9 @@ func (p *cacheAware) Pick(c []*pool.Worker, r *Request) *pool.Worker {
 	} else {
 		i = chooseCost(p.cfg.LoadCost, p.cfg.LoadSlack, &s.blocks, s.ids, s.matches, s.loads)
 	}
+	if n := s.blocks.Len; n > 0 {
+		c[i].ObservePrediction(uint64(n), uint64(min(s.matches[i].Len, n)))
+	}
 	now := p.now()
 	if p.routes == nil {
 		m.Insert(s.ids[i], &s.blocks, now)

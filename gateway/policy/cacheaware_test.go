@@ -142,6 +142,33 @@ func TestCacheAwareSessions(t *testing.T) {
 	}
 }
 
+// Each pick counts, on the worker picked, the routing text's length and the part of it the
+// index predicted that worker holds: what GET /workers shows beside the engines' own report.
+func TestCacheAwarePredictionCounted(t *testing.T) {
+	c := workers(t, 2)
+	p := mustNew(t, CacheAware, Options{Load: loads{}, CacheAware: CacheAwareConfig{Rule: RuleSMG}})
+	prompt := chat(strings.Repeat("A long shared system prompt. ", 40), "hello")
+	first := p.Pick(c, &Request{Prompt: prompt})
+	if text, matched := first.Prediction(); text == 0 || matched != 0 {
+		t.Fatalf("a new prompt: %d text, %d matched; want some text, none matched", text, matched)
+	}
+	text1, _ := first.Prediction()
+	if again := p.Pick(c, &Request{Prompt: prompt}); again != first {
+		t.Fatalf("the same prompt went to %s, then %s", first.ID, again.ID)
+	}
+	text, matched := first.Prediction()
+	if text != 2*text1 || matched == 0 || matched > text1 {
+		t.Fatalf("the prompt again: %d text, %d matched; want %d text and a match of at most %d", text, matched, 2*text1, text1)
+	}
+	other := c[0]
+	if other == first {
+		other = c[1]
+	}
+	if text, _ := other.Prediction(); text != 0 {
+		t.Fatalf("the worker not picked counted %d bytes", text)
+	}
+}
+
 func TestCacheAwareSpillMovesTheEntry(t *testing.T) {
 	c := workers(t, 2)
 	l := loads{}

@@ -464,3 +464,33 @@ func TestCacheTokens(t *testing.T) {
 		t.Fatal("a Worker made outside the pool counts")
 	}
 }
+
+// A worker's predicted match counts the routing text picked for it and the part the index
+// believed it held; like the cache tokens, the counts survive a spec change.
+func TestPrediction(t *testing.T) {
+	p := New(Config{})
+	w, _, err := p.Upsert(worker.Spec{URL: "http://127.0.0.1:9001"}, OriginLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, matched := w.Prediction(); text != 0 || matched != 0 {
+		t.Fatalf("new worker: %d, %d", text, matched)
+	}
+	w.ObservePrediction(1000, 0)
+	w2, _, err := p.Upsert(worker.Spec{URL: w.URL, Labels: map[string]string{"k": "v"}}, OriginLocal)
+	if err != nil || w2 == w {
+		t.Fatalf("spec change: %v", err)
+	}
+	w2.ObservePrediction(1200, 1000)
+	if text, matched := w2.Prediction(); text != 2200 || matched != 1000 {
+		t.Fatalf("after a spec change: %d text, %d matched; want 2200, 1000", text, matched)
+	}
+	if a := testing.AllocsPerRun(100, func() { w2.ObservePrediction(1, 1) }); a != 0 {
+		t.Fatalf("ObservePrediction allocates %v times", a)
+	}
+	var zero Worker
+	zero.ObservePrediction(1, 1)
+	if text, _ := zero.Prediction(); text != 0 {
+		t.Fatal("a Worker made outside the pool counts")
+	}
+}

@@ -77,8 +77,9 @@ type Worker struct {
 }
 
 // cacheTokens are a worker's prompt tokens and, of them, the cached ones, as its answers
-// reported them.
-type cacheTokens struct{ prompt, cached atomic.Uint64 }
+// reported them; and the bytes of routing text this gateway's cache_aware picks sent it and, of
+// them, the ones its prefix index predicted the worker held.
+type cacheTokens struct{ prompt, cached, text, matched atomic.Uint64 }
 
 type breakerBox struct{ b Breaker }
 
@@ -256,6 +257,28 @@ func (w *Worker) CacheTokens() (prompt, cached uint64) {
 	}
 	cached = c.cached.Load()
 	return c.prompt.Load(), cached
+}
+
+// ObservePrediction counts one cache_aware pick of the worker: the routing text's length and
+// the part of it the prefix index predicted the worker holds, in bytes. It does not allocate.
+func (w *Worker) ObservePrediction(text, matched uint64) {
+	// text first, and Prediction reads matched first, so a reader never sees more matched bytes
+	// than text.
+	if c := w.cache; c != nil {
+		c.text.Add(text)
+		c.matched.Add(matched)
+	}
+}
+
+// Prediction returns the bytes of routing text this gateway's picks sent the worker, and of
+// them the ones its index predicted the worker held; matched never exceeds text.
+func (w *Worker) Prediction() (text, matched uint64) {
+	c := w.cache
+	if c == nil {
+		return 0, 0
+	}
+	matched = c.matched.Load()
+	return c.text.Load(), matched
 }
 
 // HashString is FNV-1a 64 followed by a murmur3 finalizer: stable across processes (every gateway

@@ -407,6 +407,10 @@ func TestCacheAwareLocalScopeAcrossGateways(t *testing.T) {
 		}
 		last[key] = seen{r.worker, s.prevText}
 	})
+	// The index's size is exported in either scope, so that --max-tree-size can be watched.
+	if n := indexBytes(f.a.Gateway); n <= 0 {
+		t.Errorf("meshgw_cache_index_bytes in --cache-scope local: %d, want the bytes the index holds", n)
+	}
 	t.Logf("--cache-scope local: %d of %d turns on the engine their gateway chose for the session before; "+
 		"across gateways %v; first turns on %d engines\n%s", kept, cacheSessions*(cacheRounds-2), tally,
 		len(tally.firstWorkers), strings.Join(lines, "\n"))
