@@ -138,3 +138,25 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 // liveScrape reports whether a running gateway's /metrics was given ($METRICS_FILE), which
 // holds the Go and process collectors' names that the code does not spell out.
 func liveScrape() bool { return os.Getenv("METRICS_FILE") != "" }
+
+// TestEveryMetricIsDocumented holds docs/metrics.md to the code: every meshgw_ metric the
+// gateway registers is named there, so that an operator who finds a series in a scrape finds
+// what it means. (exportedMetrics adds _bucket, _sum and _count to every name; those are not.)
+func TestEveryMetricIsDocumented(t *testing.T) {
+	doc, err := readRepo("docs", "metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := exportedMetrics(t)
+	for name := range names {
+		derived := false
+		for _, s := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, s); ok && names[base] {
+				derived = true
+			}
+		}
+		if strings.HasPrefix(name, "meshgw_") && !derived && !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/metrics.md does not name %s", name)
+		}
+	}
+}
