@@ -102,6 +102,6 @@ fi
 # 4. The Go checks, in their own module.
 (cd deploy/check && go vet ./... && MESHGW_BIN="$bin/meshgw" METRICS_FILE="$tmp/metrics.txt" go test -count=1 ./...) ||
   fail "go test ./deploy/check"
-checked+=("go test ./deploy/check: Dockerfile (BuildKit parser), compose.yaml (compose-go), Kubernetes base, green and discovery overlays (kustomize, strict API types), flags against meshgw --help, alert and dashboard metric names against the code and the live /metrics")
+checked+=("go test ./deploy/check: Dockerfile (BuildKit parser), compose.yaml (compose-go), Kubernetes base, green and discovery overlays (kustomize, strict API types), flags against meshgw --help, alert and dashboard metric names against the code and the live /metrics, every metric named in docs/metrics.md")
 
 for c in "${checked[@]}"; do echo "deploy-check: $c"; done
