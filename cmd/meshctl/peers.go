@@ -179,13 +179,35 @@ func printPeers(w io.Writer, peers []peer, wide bool, by string) error {
 		return err
 	}
 	for _, p := range peers {
-		if p.Self && p.CutOff {
-			_, err := fmt.Fprintf(w, "%s (this gateway) is cut off: no raft leader heard for %gs; it serves its workers from its last state and answers writes 503 no_leader until it reaches a quorum again\n",
-				p.ID, p.LeaderSilenceSecs)
+		if !p.Self || !p.CutOff {
+			continue
+		}
+		if alive, voters := aliveVoters(peers); voters > 0 && alive > voters/2 {
+			_, err := fmt.Fprintf(w, "%s (this gateway) has heard from no raft leader for %gs, with %d of %d voters alive: an election, most likely; writes answer 503 no_leader until a leader is elected\n",
+				p.ID, p.LeaderSilenceSecs, alive, voters)
 			return err
 		}
+		_, err := fmt.Fprintf(w, "%s (this gateway) is cut off: no raft leader heard for %gs; it serves its workers from its last state and answers writes 503 no_leader until it reaches a quorum again\n",
+			p.ID, p.LeaderSilenceSecs)
+		return err
 	}
 	return nil
+}
+
+// aliveVoters counts the raft voters of the list, and of them the ones the mesh lists alive: a
+// gateway that hears no leader while a quorum of voters is alive is most likely seeing an
+// election, not a cut.
+func aliveVoters(peers []peer) (alive, voters int) {
+	for _, p := range peers {
+		if p.Raft != "voter" {
+			continue
+		}
+		voters++
+		if p.Status == "alive" {
+			alive++
+		}
+	}
+	return alive, voters
 }
 
 // peerRegion is a peer's region, for the regions helpers.

@@ -58,6 +58,23 @@ func TestPeersEmpty(t *testing.T) {
 	}
 }
 
+// TestPeersElection: a gateway that hears from no raft leader while it sees a quorum of voters
+// alive is not cut off: an election is under way (the leader just died), and the line says so.
+func TestPeersElection(t *testing.T) {
+	const body = `{"peers": [
+		{"id": "gw-1", "address": "10.78.1.1:7946", "status": "dead", "raft": "voter"},
+		{"id": "gw-2", "address": "10.78.1.2:7946", "status": "alive", "raft": "voter", "self": true, "cut_off": true, "leader_silence_secs": 1.1},
+		{"id": "gw-3", "address": "10.78.1.3:7946", "status": "alive", "raft": "voter"}]}`
+	f := &fakeAdmin{answers: map[string]canned{"GET /mesh/peers": {200, body}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	code, stdout, stderr := runCLI(t, srv.URL, nil, "peers")
+	want := "gw-2 (this gateway) has heard from no raft leader for 1.1s, with 2 of 3 voters alive: an election, most likely"
+	if code != 0 || !strings.Contains(stdout, want) || strings.Contains(stdout, "is cut off") {
+		t.Errorf("exit %d (%q), stdout %q; want a line %q and no cut-off", code, stderr, stdout, want)
+	}
+}
+
 // TestPeersCutOff: a gateway that hears from no raft leader (its region cut off) says so under
 // the table, naming itself and how long, and what that means for reads and writes; a peer in
 // good standing prints no such line.
