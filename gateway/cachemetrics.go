@@ -50,8 +50,8 @@ type cacheCollector struct {
 // cacheSeries is one URL's last counts, and when a scrape first found it gone (zero: present).
 type cacheSeries struct {
 	prompt, cached, text, matched uint64
-	gone           time.Time
-	scrape         uint64 // the scrape that last found it in the pool
+	gone                          time.Time
+	scrape                        uint64 // the scrape that last found it in the pool
 }
 
 func newCacheCollector(p *pool.Pool, clock func() time.Time) *cacheCollector {

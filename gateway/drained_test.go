@@ -136,3 +136,21 @@ func TestLeftMeshRefusesNewModelRequests(t *testing.T) {
 		t.Errorf("the stream in flight at the leave ended with %q, %v", rest, err)
 	}
 }
+
+// TestLeftMeshRefusesAdminWrites: the admin API of a gateway that left the mesh tells a writer,
+// or a reader through the raft leader, to go elsewhere (409 drained), rather than the retryable
+// 503 no_leader of a gateway that will never hear a leader again. (This gateway has no raft
+// node, so a consistent read shows the wiring: a write would answer read-only first.)
+func TestLeftMeshRefusesAdminWrites(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.gw.LeaveMesh()
+	resp, err := http.Get(e.base + "/workers?consistent=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 409 || !strings.Contains(string(body), `"drained"`) {
+		t.Fatalf("GET /workers?consistent=true after leaving: %d %s; want 409 drained", resp.StatusCode, body)
+	}
+}

@@ -94,6 +94,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.reqID.init()
 	acfg := cfg.Admin
 	acfg.APIKey, acfg.Pool, acfg.NodeID, acfg.Status = cfg.AdminAPIKey, g.pool, cfg.NodeID, g.Status
+	acfg.Left = g.left.Load // writes on a gateway that left answer 409 drained, not a retryable no_leader
 	if acfg.Region == "" {
 		acfg.Region = cfg.Region
 	}

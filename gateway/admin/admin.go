@@ -4,6 +4,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -92,6 +93,11 @@ type Config struct {
 	Drains       Drains
 	DrainTimeout time.Duration
 
+	// Left reports whether this gateway was drained and has left the mesh (gateway.Gateway's
+	// LeaveMesh): its raft node never has a leader again, so writes and reads through the
+	// leader answer 409 drained rather than a 503 no_leader a client would retry. Nil: never.
+	Left func() bool
+
 	// Logger receives one line per admin write. Nil means slog.Default().
 	Logger *slog.Logger
 	// Now stamps registrations and flag changes. Nil means time.Now.
@@ -100,9 +106,9 @@ type Config struct {
 
 // Handler serves the admin routes.
 type Handler struct {
-	cfg    Config
-	log    *slog.Logger
-	bearer [][]byte // "Bearer " and each key; nil without a key
+	cfg  Config
+	log  *slog.Logger
+	keys [][]byte // each bearer key; nil without a key
 }
 
 // New returns a Handler.
@@ -114,7 +120,7 @@ func New(cfg Config) *Handler {
 	h.log = h.log.With("component", "admin")
 	for _, k := range strings.Split(cfg.APIKey, "\n") {
 		if k = strings.TrimSpace(k); k != "" {
-			h.bearer = append(h.bearer, []byte("Bearer "+k))
+			h.keys = append(h.keys, []byte(k))
 		}
 	}
 	return h
@@ -127,10 +133,12 @@ type route struct {
 	getW, put, patch, del func(*fasthttp.RequestCtx, fsm.Record)
 }
 
-// Serve answers ctx when its path is an admin route and reports whether it was one.
+// Serve answers ctx when its path is an admin route, or under an admin prefix (404 not_found),
+// and reports whether it was one.
 func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 	path := string(ctx.Path())
 	var rt route
+	known := true
 	switch {
 	case path == "/status":
 		rt = route{get: h.status}
@@ -156,6 +164,8 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 		rt = route{post: h.writing(h.transferWorker)}
 	case strings.HasPrefix(path, "/workers/"):
 		rt = route{getW: h.getWorker, put: h.writingW(h.putWorker), patch: h.writingW(h.patchWorker), del: h.writingW(h.deleteWorker)}
+	case underAdminPrefix(path):
+		known = false
 	default:
 		return false
 	}
@@ -166,13 +176,29 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 		return true
 	}
 	if rt.getW != nil {
-		if _, ok := workerRef(ctx); !ok {
-			writeErr(ctx, fasthttp.StatusNotFound, codeNotFound, "no admin route "+path)
-			return true
-		}
+		_, known = workerRef(ctx)
+	}
+	if !known {
+		writeErr(ctx, fasthttp.StatusNotFound, codeNotFound, "no admin route "+safeRef(path))
+		return true
 	}
 	h.dispatch(ctx, rt)
 	return true
+}
+
+// adminPrefixes are the first path segments of the admin routes (but /status, a status
+// endpoint): every path under one is the admin API's, so that one it does not serve answers 404
+// not_found in the admin envelope, after authentication like any other.
+var adminPrefixes = []string{"/workers", "/mesh", "/weight_update_journal", "/update_weights_from_disk"}
+
+// underAdminPrefix reports whether path is an admin prefix or under one.
+func underAdminPrefix(path string) bool {
+	for _, p := range adminPrefixes {
+		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
 }
 
 // dispatch picks the route's handler for the method, or answers 405 naming the allowed ones.
@@ -234,16 +260,27 @@ func (h *Handler) consistentRead(ctx *fasthttp.RequestCtx) bool {
 // writable reports whether the write routes are backed by raft.
 func (h *Handler) writable() bool { return h.cfg.Records != nil && h.cfg.Writer != nil }
 
-// writing refuses a write on a gateway without raft.
+// writing refuses a write on a gateway without raft, or on one that left the mesh.
 func (h *Handler) writing(f func(*fasthttp.RequestCtx)) func(*fasthttp.RequestCtx) {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !h.writable() {
+		switch {
+		case !h.writable():
 			writeErr(ctx, fasthttp.StatusServiceUnavailable, codeUnavailable, "this gateway runs without a raft node; the admin API is read-only")
-			return
+		case h.left():
+			writeAPIErr(ctx, errLeft)
+		default:
+			f(ctx)
 		}
-		f(ctx)
 	}
 }
+
+// errLeft refuses a write, or a read through the raft leader, on a gateway that was drained
+// and left the mesh. It is no 503: retrying here never helps, the raft group removed it.
+var errLeft = errorf(fasthttp.StatusConflict, codeDrained, "this gateway was drained and has left the mesh: "+
+	"it has no raft leader and never will again; nothing was written; send the request to another gateway of the mesh")
+
+// left reports whether this gateway was drained and has left the mesh.
+func (h *Handler) left() bool { return h.cfg.Left != nil && h.cfg.Left() }
 
 func (h *Handler) writingW(f func(*fasthttp.RequestCtx, fsm.Record)) func(*fasthttp.RequestCtx, fsm.Record) {
 	return func(ctx *fasthttp.RequestCtx, rec fsm.Record) {
@@ -258,24 +295,34 @@ func (h *Handler) authorized(ctx *fasthttp.RequestCtx) bool {
 	if st := ctx.TLSConnectionState(); st != nil && len(st.VerifiedChains) > 0 {
 		return true
 	}
-	if h.bearer == nil {
+	if h.keys == nil {
 		if ctx.RemoteIP().IsLoopback() {
 			return true
 		}
 		writeErr(ctx, fasthttp.StatusForbidden, codeForbidden, "admin routes answer only loopback clients when no admin API key is configured")
 		return false
 	}
-	got := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	got, isBearer := bearerCredentials(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 	match := 0
-	for _, b := range h.bearer { // every key compared, in constant time each
-		match |= subtle.ConstantTimeCompare(got, b)
+	for _, k := range h.keys { // every key compared, in constant time each
+		match |= subtle.ConstantTimeCompare(got, k)
 	}
-	if match != 1 {
+	if !isBearer || match != 1 {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="meshgw-admin"`)
 		writeErr(ctx, fasthttp.StatusUnauthorized, codeUnauthorized, "missing or wrong admin bearer key")
 		return false
 	}
 	return true
+}
+
+// bearerCredentials returns what follows the scheme of an Authorization header, and whether the
+// scheme is Bearer: in any case, followed by one or more spaces (RFC 7235, section 2.1).
+func bearerCredentials(header []byte) ([]byte, bool) {
+	scheme, rest, ok := bytes.Cut(header, []byte(" "))
+	if !ok || !bytes.EqualFold(scheme, []byte("Bearer")) {
+		return nil, false
+	}
+	return bytes.TrimLeft(rest, " "), true
 }
 
 func (h *Handler) status(ctx *fasthttp.RequestCtx) { writeJSON(ctx, fasthttp.StatusOK, h.cfg.Status()) }

@@ -152,7 +152,7 @@ func (o object) without(keys ...string) object {
 }
 
 // strictDecode decodes data into v, refusing unknown fields (nested ones too) and text that is
-// not valid UTF-8, and naming the field of a type error.
+// not valid UTF-8, and naming the field of a type error or the unknown field by its JSON path.
 func strictDecode(data []byte, v any) *apiError {
 	if e := checkText(data); e != nil {
 		return e
@@ -162,6 +162,9 @@ func strictDecode(data []byte, v any) *apiError {
 	err := d.Decode(v)
 	if err == nil {
 		return nil
+	}
+	if e := locate(data, reflect.TypeOf(v)); e != nil {
+		return e
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
@@ -226,9 +229,13 @@ func decodeFlags(o object) (flagBody, *apiError) {
 	return f, nil
 }
 
-// normalize validates s in place (worker.Spec.Normalize, whose *FieldError names the field)
-// and drops empty overrides, so that "labels": {} and no labels are the same spec.
+// normalize validates s in place (the limits of its fields, then worker.Spec.Normalize, whose
+// *FieldError names the field) and drops empty overrides, so that "labels": {} and no labels
+// are the same spec.
 func normalize(s *worker.Spec) *apiError {
+	if e := checkLimits(s); e != nil {
+		return e
+	}
 	if err := s.Normalize(); err != nil {
 		var fe *worker.FieldError
 		if errors.As(err, &fe) {

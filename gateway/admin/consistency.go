@@ -33,6 +33,10 @@ type cutOffer interface{ CutOff() error }
 // barrier runs the read barrier when the gateway has a Fleet, and answers the error itself; it
 // reports whether the handler may go on.
 func (h *Handler) barrier(ctx *fasthttp.RequestCtx) bool {
+	if h.left() {
+		writeAPIErr(ctx, errLeft)
+		return false
+	}
 	if h.cfg.Fleet == nil {
 		return true
 	}

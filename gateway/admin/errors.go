@@ -25,6 +25,7 @@ const (
 	codeWorkerExists     = "worker_exists"      // 409: registered with another spec
 	codeRevisionConflict = "revision_conflict"  // 409: the record kept changing under a PUT or PATCH
 	codeFenced           = "fenced"             // 409: the owner or epoch moved under the command
+	codeDrained          = "drained"            // 409: this gateway left the mesh after its drain
 	codePayloadTooLarge  = "payload_too_large"  // 413
 	codeUnsupportedMedia = "unsupported_media"  // 415
 	codeNoLeader         = "no_leader"          // 503: no raft leader; nothing was written

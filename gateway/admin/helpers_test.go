@@ -52,6 +52,17 @@ func (a answer) errCode() string {
 	return e.Error.Code
 }
 
+// message returns the "message" of an error body.
+func (a answer) message() string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(a.body), &e)
+	return e.Error.Message
+}
+
 // record decodes a record body.
 func (a answer) record(t *testing.T) Record {
 	t.Helper()
@@ -119,12 +130,19 @@ func newEnv(t *testing.T, mutate func(*Config)) *env {
 	cfg := Config{
 		Pool: e.pool, NodeID: "n1", Region: "eu", Status: func() any { return map[string]string{"node_id": "n1"} },
 		Records: n, Writer: e.writer, Raft: n, Logger: log,
-		Now: func() time.Time { return time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC) },
+		// The mesh: the owners the tests' registrations name are alive peers.
+		Peers: meshOf{{ID: "n1", Status: "alive", Self: true}, {ID: "n2", Status: "alive"}, {ID: "gw-2", Status: "alive"}},
+		Now:   func() time.Time { return time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC) },
 	}
 	e.cfg = cfg
 	e.h = e.handler(mutate)
 	return e
 }
+
+// meshOf is a mesh whose peers never change.
+type meshOf []Peer
+
+func (m meshOf) Peers() []Peer { return m }
 
 // handler returns another handler over the env's node and pool; mutate adjusts its config.
 func (e *env) handler(mutate func(*Config)) *Handler {

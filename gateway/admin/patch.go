@@ -10,8 +10,12 @@ import (
 // mergeSpec applies patch to cur as a JSON merge patch (RFC 7396): an object merges into the
 // current one, null resets a field (or deletes a label), anything else replaces. Naming "model"
 // or "models" replaces the served models as a whole. The result is normalized; cur is not
-// modified.
+// modified. An empty patch (a PATCH of flags only) leaves cur as it is, unchecked: a record
+// written before a limit it is over keeps taking flag changes.
 func mergeSpec(cur worker.Spec, patch object) (worker.Spec, *apiError) {
+	if len(patch) == 0 {
+		return cur.Clone(), nil
+	}
 	var out worker.Spec
 	target, err := toTree(cur)
 	if err != nil {

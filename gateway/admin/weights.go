@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -195,7 +194,11 @@ func (h *Handler) resolveJournal(ctx *fasthttp.RequestCtx) {
 		Acknowledge bool   `json:"acknowledge"`
 		ID          string `json:"id"`
 	}
-	if err := json.Unmarshal(raw, &body); err != nil || !body.Acknowledge {
+	if e := strictDecode(raw, &body); e != nil {
+		writeAPIErr(ctx, e)
+		return
+	}
+	if !body.Acknowledge {
 		writeErr(ctx, fasthttp.StatusBadRequest, codeInvalidField,
 			`acknowledge: must be true: resolving drops the record, and its workers stay disabled until enabled one by one`)
 		return

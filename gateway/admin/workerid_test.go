@@ -3,6 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/meshgw/meshgw/worker"
 )
 
 // TestWorkerIDIsWhatTheRoutesTake: GET /workers carries, next to id, the SGLang-Omni router's
@@ -46,5 +48,33 @@ func TestWorkerIDIsWhatTheRoutesTake(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Errorf("listed %d of the 2 workers checked: %s", seen, a.body)
+	}
+}
+
+// TestNotFoundNamesTheIDAsIs: a 404 names the worker id it did not find as it was sent, rank
+// included ("@RANK" is not a URL's user info); a URL's user info, query and fragment are still
+// left out.
+func TestNotFoundNamesTheIDAsIs(t *testing.T) {
+	e := newEnv(t, nil)
+	tests := []struct{ ref, want string }{
+		{"w-1a5caedab0d9@1", "no worker with id or URL w-1a5caedab0d9@1"},
+		{"w-1a5caedab0d9%4012", "no worker with id or URL w-1a5caedab0d9@12"},
+		{"w-1a5caedab0d9", "no worker with id or URL w-1a5caedab0d9"},
+		{"http://user:pw@127.0.0.1:9", "no worker with id or URL http://***@127.0.0.1:9"},
+		{"http%3A%2F%2Fuser%3Apw%40127.0.0.1%3A9", "no worker with id or URL http://***@127.0.0.1:9"},
+		{"user:pw@127.0.0.1:9", "no worker with id or URL ***@127.0.0.1:9"},
+	}
+	for _, rank := range []int{-1, 0, 7, 1234} { // the ids package worker makes
+		if id := worker.NewID("http://127.0.0.1:8013", rank); !isWorkerID(string(id)) {
+			t.Errorf("%s is a worker id", id)
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			a := do(e.h, req{method: "GET", uri: "/workers/" + tt.ref})
+			if a.status != 404 || a.errCode() != "worker_not_found" || a.message() != tt.want {
+				t.Errorf("%d %s, want 404 %q", a.status, a.body, tt.want)
+			}
+		})
 	}
 }

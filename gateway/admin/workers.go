@@ -3,6 +3,7 @@ package admin
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -125,12 +126,32 @@ func (h *Handler) resolve(ref string) (fsm.Record, *apiError) {
 	return fsm.Record{}, notFound
 }
 
-// safeRef keeps a client's reference short and free of user info, query and fragment in an
-// error message.
+// safeRef keeps a client's reference short in an error message and, unless it is a worker id,
+// free of what may carry a credential (a URL's user info, query and fragment).
 func safeRef(ref string) string {
-	ref = worker.RedactURL(ref)
+	if !isWorkerID(ref) {
+		ref = worker.RedactURL(ref)
+	}
 	if len(ref) > 200 {
 		ref = ref[:200] + "..."
 	}
 	return ref
+}
+
+// isWorkerID reports whether ref has the form of a worker id (worker.NewID): "w-" and 12 hex
+// digits, then "@RANK" for a data-parallel rank. Its "@" is not a URL's user info.
+func isWorkerID(ref string) bool {
+	rest, ok := strings.CutPrefix(ref, "w-")
+	if !ok {
+		return false
+	}
+	digest, rank, ranked := strings.Cut(rest, "@")
+	if len(digest) != 12 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return false
+	}
+	if !ranked {
+		return true
+	}
+	n, err := strconv.Atoi(rank)
+	return err == nil && n >= 0 && strconv.Itoa(n) == rank
 }

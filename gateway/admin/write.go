@@ -24,6 +24,9 @@ const casAttempts = 3
 // registered, 409 when the id is registered with another spec.
 func (h *Handler) registerWorker(ctx *fasthttp.RequestCtx) {
 	spec, owner, e := h.decodeRegistration(ctx)
+	if e == nil {
+		e = h.checkOwner(owner)
+	}
 	if e != nil {
 		writeAPIErr(ctx, e)
 		return
@@ -48,6 +51,31 @@ func (h *Handler) register(ctx context.Context, spec worker.Spec, owner string, 
 		owner = h.cfg.NodeID
 	}
 	return h.cfg.Writer.Apply(ctx, fsm.Register{Spec: spec, Owner: owner, At: at})
+}
+
+// checkOwner refuses the owner a registration names unless it is this gateway or a gateway
+// that takes workers, as a transfer refuses its target (ownership.PlanTransfer): a name the mesh
+// does not list (or a foreign gateway's) is 404 peer_not_found; one that is not alive, or is
+// draining, 409 peer_unavailable. Otherwise nobody would probe the worker until a failover
+// moved it.
+func (h *Handler) checkOwner(owner string) *apiError {
+	if owner == "" || owner == h.cfg.NodeID {
+		return nil
+	}
+	var peers []Peer
+	if h.cfg.Peers != nil {
+		peers = h.cfg.Peers.Peers()
+	}
+	i := slices.IndexFunc(peers, func(p Peer) bool { return p.ID == owner && p.Status != "foreign" })
+	switch {
+	case i < 0:
+		return errorf(fasthttp.StatusNotFound, codePeerNotFound, "owner: "+owner+" is not a peer of this mesh")
+	case peers[i].Status != "alive":
+		return errorf(fasthttp.StatusConflict, codePeerUnavailable, "owner: "+owner+" is "+peers[i].Status+": only an alive peer takes workers")
+	case peers[i].Draining:
+		return errorf(fasthttp.StatusConflict, codePeerUnavailable, "owner: "+owner+" is draining: it takes no workers")
+	}
+	return nil
 }
 
 // Register is POST /workers without the HTTP request, for the writers inside the gateway
@@ -97,6 +125,9 @@ func parseRegistration(raw []byte, region string) (worker.Spec, string, *apiErro
 		return body.Spec, "", e
 	}
 	if e := strictDecode(raw, &body); e != nil {
+		return body.Spec, "", e
+	}
+	if e := checkOwnerLen(body.Owner); e != nil {
 		return body.Spec, "", e
 	}
 	if body.Region == "" {

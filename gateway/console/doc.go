@@ -20,8 +20,10 @@
 //     full) is sent the whole state again instead of the deltas it missed; a stream ends when
 //     its client goes (noticed at the next write, a heartbeat at the latest), or when the Hub is
 //     closed (the gateway's shutdown).
-//  4. The page and its assets are public: they hold no data. The snapshot and the stream pass
-//     the admin auth (Auth) first: the bearer key in the Authorization header, never in a URL.
+//  4. The page and its assets are public: they hold no data. Every path under /ui/api/ (the
+//     snapshot, the stream, and one that does not exist) passes the admin auth (Auth) before
+//     anything else, a 404 or a 405 included: the bearer key in the Authorization header, never
+//     in a URL. A method other than GET or HEAD is 405 with Allow: GET, HEAD.
 //     The page keeps a key it is given in sessionStorage only, and reads the stream with
 //     fetch(), which can send that header (EventSource cannot).
 package console

@@ -63,35 +63,39 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 	if path != "/ui" && !strings.HasPrefix(path, "/ui/") {
 		return false
 	}
+	secure(ctx)
+	rest := strings.TrimPrefix(strings.TrimPrefix(path, "/ui"), "/")
+	api := rest == "api" || strings.HasPrefix(rest, "api/")
+	// The data routes are admin routes: authentication comes before anything else, so that
+	// nobody learns which of them exist, or what they take, without the key.
+	if api && !h.cfg.Auth.Authorize(ctx) {
+		return true
+	}
+	if api && rest != "api/snapshot" && rest != "api/events" {
+		notFound(ctx, path)
+		return true
+	}
 	if !ctx.IsGet() && !ctx.IsHead() {
-		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		// ctx.Error resets the headers: Allow goes after it.
 		ctx.Error(`{"error":{"code":"method_not_allowed","message":"the console is read-only: GET only"}}`, fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
 		ctx.SetContentType("application/json")
 		return true
 	}
-	secure(ctx)
-	rest := strings.TrimPrefix(strings.TrimPrefix(path, "/ui"), "/")
 	switch rest {
 	case "api/snapshot":
-		if !h.cfg.Auth.Authorize(ctx) {
-			return true
-		}
 		b, v := h.cfg.Hub.Snapshot()
 		ctx.Response.Header.Set("X-Console-Version", versionHeader(v))
 		ctx.SetContentType("application/json")
 		ctx.SetBody(b)
 		return true
 	case "api/events":
-		if !h.cfg.Auth.Authorize(ctx) {
-			return true
-		}
 		h.events(ctx)
 		return true
 	}
 	f, ok := static[rest]
 	if !ok {
-		ctx.Error(`{"error":{"code":"not_found","message":"no console page `+safePath(path)+`"}}`, fasthttp.StatusNotFound)
-		ctx.SetContentType("application/json")
+		notFound(ctx, path)
 		return true
 	}
 	b, err := assets.ReadFile(f[0])
@@ -102,6 +106,12 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx) bool {
 	ctx.SetContentType(f[1])
 	ctx.SetBody(b)
 	return true
+}
+
+// notFound answers 404 not_found for a path under /ui that the console does not serve.
+func notFound(ctx *fasthttp.RequestCtx, path string) {
+	ctx.Error(`{"error":{"code":"not_found","message":"no console page `+safePath(path)+`"}}`, fasthttp.StatusNotFound)
+	ctx.SetContentType("application/json")
 }
 
 // secure sets the headers every console answer carries: nothing cached, nothing framed, no

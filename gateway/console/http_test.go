@@ -116,3 +116,50 @@ func TestStreamSince(t *testing.T) {
 		}
 	}
 }
+
+// TestMethodsAndAuthOrder: a method the console does not serve is 405 with Allow, on the page
+// and on the data routes; a path under /ui/api/ answers 401 without the key before anything
+// else (405, 404), so that nobody learns the routes without it.
+func TestMethodsAndAuthOrder(t *testing.T) {
+	base := serve(t, New(Config{Hub: newTestHub(t, &fakeSource{st: baseState()}), Auth: keyAuth("right")}))
+	tests := []struct {
+		method, path, key string
+		status            int
+		allow             string
+	}{
+		{"POST", "/ui/api/snapshot", "right", 405, "GET, HEAD"},
+		{"POST", "/ui/api/events", "right", 405, "GET, HEAD"},
+		{"DELETE", "/ui/api/snapshot", "right", 405, "GET, HEAD"},
+		{"POST", "/ui", "", 405, "GET, HEAD"},
+		{"PUT", "/ui/app.js", "", 405, "GET, HEAD"},
+		{"GET", "/ui/api/x", "right", 404, ""},
+		{"POST", "/ui/api/x", "right", 404, ""},
+		{"POST", "/ui/api/snapshot", "", 401, ""},
+		{"POST", "/ui/api/events", "wrong", 401, ""},
+		{"GET", "/ui/api/x", "", 401, ""},
+		{"POST", "/ui/api/x", "", 401, ""},
+		{"GET", "/ui/api/", "", 401, ""},
+		{"GET", "/ui/api", "", 401, ""},
+		{"GET", "/ui/api", "right", 404, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path+" "+tt.key, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, base+tt.path, nil)
+			if tt.key != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.key)
+			}
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || resp.Header.Get("Allow") != tt.allow {
+				t.Fatalf("%d Allow %q %s; want %d Allow %q", resp.StatusCode, resp.Header.Get("Allow"), b, tt.status, tt.allow)
+			}
+			if code := map[int]string{405: `"code":"method_not_allowed"`, 404: `"code":"not_found"`}[tt.status]; !strings.Contains(string(b), code) {
+				t.Errorf("body %s, want %s", b, code)
+			}
+		})
+	}
+}
