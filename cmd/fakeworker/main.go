@@ -33,6 +33,7 @@ type options struct {
 	port        int
 	mode        string
 	model       string
+	anyModel    bool
 	nodeName    string
 	controlPort int
 	listen      string
@@ -64,17 +65,25 @@ cache of --cache-block-chars blocks with chained hashes, and it waits for the pr
 uncached tokens: its time to first token is the two waits (three with --prefill-lanes, which makes
 admitted requests take turns for a prefill lane, as a GPU runs one forward pass at a time). Each
 output token after the first (each streamed chunk after the first; stream_chunks of them) takes the
-decode time. Tokens are bytes of text / 4, rounded up. The prompt is the routing text: a chat's
-message texts (text parts only) joined by one space, a completion's prompt, /generate's text, an
-embedding's input; only the prompt is cached, not the answer, unless --cache-answers: then a
-finished answer is cached after its prompt, as SGLang's radix cache and vLLM's prefix cache keep
-generated tokens, and a chat's next turn, which repeats the answer, finds it cached. Every answer
-reports usage.prompt_tokens and usage.prompt_tokens_details.cached_tokens (0 without a cache;
-/generate: meta_info.cached_tokens in every event); a stream with
+decode time. Tokens are bytes of text / 4, rounded up. The prompt is meshgw's routing text
+(docs/routing.md): a chat's messages, of every role, in order, each its content string or the
+text of its text parts, then an assistant's reasoning_content, the non-empty pieces joined by one
+space; a completion's prompt, /generate's text, an embedding's input. A batch (a list of strings)
+is one prompt, its strings joined by one space as the gateway routes it, answered with one choice
+(an embedding: one vector per input), so that the cache holds what the gateway's index predicts.
+Only the prompt is cached, not the answer, unless --cache-answers: then a finished answer is
+cached after its prompt, as SGLang's radix cache and vLLM's prefix cache keep generated tokens,
+and a chat's next turn, which repeats the answer, finds it cached. Every answer reports
+usage.prompt_tokens and usage.prompt_tokens_details.cached_tokens, embeddings included (0 without
+a cache; /generate: meta_info.cached_tokens in every event); a stream with
 "stream_options":{"include_usage":true} ends with a usage chunk (no choices) before [DONE]. With the
 model on, GET /_stats adds prompt_tokens, cached_tokens, queued, queue_wait_ms, prefill_queued,
 prefill_wait_ms, slot_ms (the time requests held a slot, summed), running, waiting, cache_blocks and
 cache_evictions.
+
+Requests as vLLM checks them: a chat, completion or embeddings request naming another model than
+--model answers 404 NotFoundError (none named is served; --any-model serves any name), and a body
+that is not a request of its route answers 400 with a one-line message naming the field.
 
 Flags:
 `
@@ -89,6 +98,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.IntVar(&o.port, "port", 0, "port of the engine's main listener (0 picks a free one)")
 	fs.StringVar(&o.mode, "mode", "http", "transport: http, grpc (gRPC with /_fault and /_stats on the same port) or zmq")
 	fs.StringVar(&o.model, "model", "fake-model", "model id the engine serves")
+	fs.BoolVar(&o.anyModel, "any-model", false, "serve requests naming any model, instead of answering 404 to another model than --model")
 	fs.StringVar(&o.nodeName, "node-name", "", `name put in every answer (default "fake-PORT", PORT the main listener's port, or the control port for ipc://)`)
 	fs.IntVar(&o.controlPort, "control-port", 0, "zmq mode: port of the HTTP /_fault and /_stats endpoints (0 picks a free one)")
 	fs.StringVar(&o.listen, "listen", "", "zmq mode: endpoint to bind, tcp://HOST:PORT or ipc:///PATH (default tcp://HOST:PORT from --host and --port)")
@@ -110,12 +120,40 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 			fmt.Fprint(stdout, usageHead)
 			fs.PrintDefaults()
 		}
-		return o, err
+		return o, valueError(err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q; fakeworker takes only flags", fs.Arg(0))
 	}
 	return o, o.check(*level)
+}
+
+// valueError rewrites pflag's error for a value of the wrong type (`invalid argument "abc" for
+// "--cache-blocks" flag: strconv.ParseInt: ...`) as what the flag takes, in meshgw's words;
+// other errors pass unchanged.
+func valueError(err error) error {
+	var ie *pflag.InvalidValueError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	f := ie.GetFlag()
+	var what string
+	switch f.Value.Type() {
+	case "int", "uint64":
+		what = "not a whole number"
+		if errors.Is(err, strconv.ErrRange) {
+			what = "out of range for a whole number"
+		}
+	case "float64":
+		what = "not a number"
+	case "bool":
+		what = "not true or false"
+	case "duration":
+		what = "not a duration such as 500ms or 2s"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %q is %s", f.Name, ie.GetValue(), what)
 }
 
 func (o *options) check(level string) error {
@@ -182,8 +220,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
-	e := fakeengine.New(fakeengine.Config{Model: o.model, NodeName: o.nodeName, Seed: o.seed, Logger: log,
-		Compute: o.compute()})
+	e := fakeengine.New(fakeengine.Config{Model: o.model, CheckModel: !o.anyModel, NodeName: o.nodeName,
+		Seed: o.seed, Logger: log, Compute: o.compute()})
 	defer e.Close()
 	if o.faults != "" {
 		f, _ := fakeengine.ParseFaults(e.Faults(), []byte(o.faults))

@@ -34,7 +34,13 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 	}{
 		{"mode", []string{"--mode", "udp"}, `invalid value "udp" for flag --mode: want http, grpc or zmq`},
 		{"port range", []string{"--port", "70000"}, "invalid value 70000 for flag --port: want 0-65535"},
-		{"port syntax", []string{"--port", "x"}, `invalid argument "x" for "--port" flag: strconv.ParseInt: parsing "x": invalid syntax`},
+		{"port syntax", []string{"--port", "x"}, `--port "x" is not a whole number`},
+		{"cache blocks syntax", []string{"--cache-blocks", "abc"}, `--cache-blocks "abc" is not a whole number`},
+		{"cache blocks range", []string{"--cache-blocks", "99999999999999999999"}, `--cache-blocks "99999999999999999999" is out of range for a whole number`},
+		{"seed syntax", []string{"--seed", "-1"}, `--seed "-1" is not a whole number`},
+		{"prefill syntax", []string{"--prefill-us-per-token", "fast"}, `--prefill-us-per-token "fast" is not a number`},
+		{"heartbeat syntax", []string{"--heartbeat-interval", "5"}, `--heartbeat-interval "5" is not a duration such as 500ms or 2s`},
+		{"cache answers syntax", []string{"--cache-answers=maybe"}, `--cache-answers "maybe" is not true or false`},
 		{"unknown flag", []string{"--colour", "red"}, "unknown flag: --colour"},
 		{"listen outside zmq", []string{"--listen", "tcp://127.0.0.1:1"}, "flag --listen applies only to --mode zmq"},
 		{"listen scheme", []string{"--mode", "zmq", "--listen", "udp://x"}, `invalid value "udp://x" for flag --listen: want tcp://HOST:PORT or ipc:///PATH`},
@@ -73,10 +79,55 @@ func TestHelpDescribesEveryFlag(t *testing.T) {
 	}
 	for _, flag := range []string{"host", "port", "mode", "model", "node-name", "control-port", "listen",
 		"heartbeat-interval", "max-concurrent-requests", "seed", "faults", "log-level",
-		"cache-blocks", "cache-block-chars", "prefill-us-per-token", "decode-us-per-token", "slots", "prefill-lanes", "cache-answers"} {
+		"cache-blocks", "cache-block-chars", "prefill-us-per-token", "decode-us-per-token", "slots", "prefill-lanes", "cache-answers", "any-model"} {
 		if !strings.Contains(stdout.String(), "  --"+flag+" ") {
 			t.Errorf("--help does not describe --%s:\n%s", flag, stdout.String())
 		}
+	}
+}
+
+// An engine serving --model answers 404, as vLLM does, to a request naming another model, and
+// serves a request naming its model or none; --any-model serves any name.
+func TestOtherModelIs404(t *testing.T) {
+	const notFound = `{"error":{"message":"The model ` + "`gpt-4o`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}}`
+	tests := []struct {
+		name       string
+		flags      []string
+		model      string // "" sends no model
+		wantStatus int
+		wantBody   string // "" checks only the status
+	}{
+		{"another model", nil, "gpt-4o", 404, notFound},
+		{"its model", nil, "m1", 200, ""},
+		{"no model", nil, "", 200, ""},
+		{"another model with --any-model", []string{"--any-model"}, "gpt-4o", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line, stop := startRun(t, append([]string{"--model", "m1"}, tt.flags...)...)
+			defer stop()
+			m := startLine.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("start line %q does not parse", line)
+			}
+			body := `{"messages":[{"role":"user","content":"hi"}]}`
+			if tt.model != "" {
+				body = `{"model":"` + tt.model + `",` + body[1:]
+			}
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := client.Post(m[1]+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus || tt.wantBody != "" && string(got) != tt.wantBody {
+				t.Errorf("answer %d %s, want %d %s", resp.StatusCode, got, tt.wantStatus, tt.wantBody)
+			}
+			if tt.wantStatus == 200 && !strings.Contains(string(got), `"model":"m1"`) {
+				t.Errorf("answer %s does not name the served model m1", got)
+			}
+		})
 	}
 }
 

@@ -307,6 +307,7 @@ func TestUsageInEveryAnswerShape(t *testing.T) {
 			{"completion stream", RouteCompletions, `{"prompt":"` + text + `","stream":true,"stream_options":{"include_usage":true}}`, true},
 			{"generate", RouteGenerate, `{"text":"` + text + `"}`, false},
 			{"generate stream", RouteGenerate, `{"text":"` + text + `","stream":true}`, true},
+			{"embeddings", RouteEmbeddings, `{"input":"` + text + `"}`, false},
 		}
 		for i, tt := range tests {
 			// Each route's text is cached by the first request of all: every one hits 48 tokens
@@ -336,6 +337,9 @@ func TestUsageInEveryAnswerShape(t *testing.T) {
 			default:
 				if u := last.Usage; u == nil || u.PromptTokens != 51 || u.PromptTokensDetails.CachedTokens != wantCached {
 					t.Errorf("%s: usage %+v, want 51 prompt tokens, %d cached", tt.name, u, wantCached)
+				}
+				if !strings.Contains(sink.sent[lastAt].p, `"prompt_tokens_details":{"cached_tokens":`) {
+					t.Errorf("%s: usage without prompt_tokens_details.cached_tokens: %s", tt.name, sink.sent[lastAt].p)
 				}
 			}
 		}

@@ -25,21 +25,6 @@ const (
 	contentSSE  = "text/event-stream"
 )
 
-// requestBody is the part of a model request body the fake engine reads.
-type requestBody struct {
-	Stream        bool `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Prompt json.RawMessage `json:"prompt"` // completions
-	Text   json.RawMessage `json:"text"`   // SGLang /generate
-	Input  json.RawMessage `json:"input"`  // embeddings
-}
-
 // reply is a planned answer, before faults decide how (or whether) it is delivered.
 type reply struct {
 	status      int
@@ -62,32 +47,6 @@ func AnswerText(node, prompt string) string {
 	return "fake answer from " + node + " to: " + firstRunes(prompt, echoRunes)
 }
 
-// parsed is a model request the engine can answer.
-type parsed struct {
-	route  string
-	stream bool
-	rb     requestBody
-	text   string // the prompt as the engine sees it (routingText)
-}
-
-// parse reads a model request body, or returns the 400 or 404 answer to it.
-func (e *Engine) parse(route string, body []byte, stream bool) (parsed, *reply) {
-	p := parsed{route: route}
-	if err := json.Unmarshal(body, &p.rb); err != nil {
-		r := errorReply(400, "invalid_request_error", "request body is not valid JSON: "+oneLine(err))
-		return p, &r
-	}
-	switch route {
-	case RouteChat, RouteCompletions, RouteGenerate, RouteEmbeddings:
-	default:
-		r := errorReply(404, "invalid_request_error", "no model route "+strconv.Quote(route))
-		return p, &r
-	}
-	p.stream = stream || p.rb.Stream
-	p.text = routingText(route, &p.rb)
-	return p, nil
-}
-
 // plan builds the answer to a parsed request, with chunks output tokens (one per streamed
 // chunk) and the prompt's token usage.
 func (e *Engine) plan(p parsed, chunks int, u tokenUsage) reply {
@@ -97,18 +56,19 @@ func (e *Engine) plan(p parsed, chunks int, u tokenUsage) reply {
 	var r reply
 	switch p.route {
 	case RouteChat:
-		a.prompt = lastUserMessage(&p.rb)
+		a.prompt = lastUserMessage(p.messages)
 		r = a.chat(p.stream)
 		r.sequence = e.answerSequence(p.text, " ", &a)
 	case RouteCompletions:
-		a.prompt = firstString(p.rb.Prompt)
+		a.prompt = p.text
 		r = a.completion(p.stream)
 		r.sequence = e.answerSequence(p.text, "", &a)
 	case RouteGenerate:
-		a.prompt = firstString(p.rb.Text)
+		a.prompt = p.text
 		r = a.generate(p.stream)
 		r.sequence = e.answerSequence(p.text, "", &a)
 	case RouteEmbeddings:
+		a.chunks = 0 // no output tokens
 		return a.embeddings(p.rb.Input)
 	}
 	r.tokens = chunks
@@ -288,11 +248,8 @@ func (a *answer) streamed(text string, event func(b []byte, i int, piece string)
 }
 
 // embeddings answers one small deterministic vector per input: the same input always gets the
-// same vector.
+// same vector. The usage is the prompt's, the inputs joined (routingText), as every answer's.
 func (a *answer) embeddings(input json.RawMessage) reply {
-	if len(input) == 0 || string(input) == "null" {
-		return errorReply(400, "invalid_request_error", "input is required")
-	}
 	// A string or a list of token ids is one input; a list of those is several.
 	items := []json.RawMessage{input}
 	if input[0] == '[' {
@@ -301,8 +258,7 @@ func (a *answer) embeddings(input json.RawMessage) reply {
 			items = list
 		}
 	}
-	b := append(make([]byte, 0, 64+len(items)*160), `{"object":"list","data":[`...)
-	tokens := 0
+	b := append(make([]byte, 0, 160+len(items)*160), `{"object":"list","data":[`...)
 	for i, item := range items {
 		if i > 0 {
 			b = append(b, ',')
@@ -312,15 +268,11 @@ func (a *answer) embeddings(input json.RawMessage) reply {
 		b = append(b, `,"embedding":`...)
 		b = appendVector(b, item)
 		b = append(b, '}')
-		tokens += promptTokens(firstString(item))
 	}
 	b = append(b, `],"model":`...)
 	b = appendJSONString(b, a.e.cfg.Model)
-	b = append(b, `,"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(tokens), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(tokens), 10)
-	return jsonReply(append(b, "}}"...))
+	b = append(b, ',')
+	return jsonReply(append(a.appendUsage(b), '}'))
 }
 
 // EmbeddingDim is the length of the fake embedding vectors.
@@ -376,11 +328,11 @@ func faultReply(status int) reply {
 	return errorReply(status, typ, "fake engine error "+strconv.Itoa(status)+" (injected fault)")
 }
 
-// lastUserMessage returns the text of the last user message of a chat request: its content
-// string, or its text parts joined.
-func lastUserMessage(rb *requestBody) string {
-	for i := len(rb.Messages) - 1; i >= 0; i-- {
-		m := rb.Messages[i]
+// lastUserMessage returns the text of the last user message of a chat: its content string, or
+// its text parts joined.
+func lastUserMessage(msgs []chatMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
 		if m.Role != "user" {
 			continue
 		}

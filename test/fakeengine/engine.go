@@ -16,6 +16,11 @@ import (
 type Config struct {
 	// Model is the model id the engine serves ("fake-model").
 	Model string
+	// CheckModel answers 404 NotFoundError, as vLLM does, to an OpenAI request (chat, completion,
+	// embeddings) whose model is set and is not Model; SGLang's /generate names no model. Off
+	// (false), any model name is served, as a gateway's tests that route any name expect; the
+	// fakeworker command turns it on unless --any-model.
+	CheckModel bool
 	// NodeName names the engine in its answers; empty means "fake-<port>" of the first listener
 	// started.
 	NodeName string

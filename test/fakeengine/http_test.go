@@ -152,7 +152,7 @@ func TestModelRoutesAnswerCheckableText(t *testing.T) {
 		{"chat parts", RouteChat, `{"messages":[{"role":"user","content":[{"type":"text","text":"look at "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"this"}]}]}`, "look at this"},
 		{"chat long", RouteChat, `{"messages":[{"role":"user","content":"` + long + `"}]}`, long[:30*2+10]},
 		{"completions", RouteCompletions, `{"prompt":"once upon a time"}`, "once upon a time"},
-		{"completions list", RouteCompletions, `{"prompt":["first","second"]}`, "first"},
+		{"completions batch, one prompt", RouteCompletions, `{"prompt":["first","second"]}`, "first second"},
 		{"generate", RouteGenerate, `{"text":"native prompt","sampling_params":{"max_new_tokens":8}}`, "native prompt"},
 	}
 	for _, tt := range tests {
@@ -237,6 +237,79 @@ func TestBadBodyIsOpenAIError(t *testing.T) {
 	}
 	if err := json.Unmarshal(body, &env); err != nil || status != 400 || env.Error.Code != 400 || env.Error.Message == "" {
 		t.Errorf("got %d %s (%v), want a 400 OpenAI error envelope", status, body, err)
+	}
+}
+
+// A body that is JSON but not a request the route takes answers 400 with a one-line message
+// that names the field, as vLLM refuses it, and never Go's types.
+func TestMalformedRequestIs400NamingTheField(t *testing.T) {
+	h := newHarness(t, Config{})
+	tests := []struct {
+		name, route, body, want string
+	}{
+		{"no messages", RouteChat, `{"model":"fake-model"}`, "messages: required"},
+		{"null messages", RouteChat, `{"messages":null}`, "messages: required"},
+		{"empty messages", RouteChat, `{"messages":[]}`, "messages: must not be empty"},
+		{"messages a string", RouteChat, `{"messages":"hello"}`, "messages: must be an array"},
+		{"a message not an object", RouteChat, `{"messages":[{"role":"user","content":"hi"},"hi"]}`, "messages[1]: must be an object"},
+		{"a role not a string", RouteChat, `{"messages":[{"role":5,"content":"hi"}]}`, "messages[0].role: must be a string"},
+		{"model not a string", RouteChat, `{"model":5,"messages":[{"role":"user","content":"hi"}]}`, "model: must be a string"},
+		{"stream not a bool", RouteChat, `{"stream":"yes","messages":[{"role":"user","content":"hi"}]}`, "stream: must be true or false"},
+		{"stream options not an object", RouteChat, `{"stream_options":[],"messages":[{"role":"user","content":"hi"}]}`, "stream_options: must be an object"},
+		{"no input", RouteEmbeddings, `{}`, "input: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := h.do("POST", tt.route, "", tt.body)
+			var env struct {
+				Error struct {
+					Message string `json:"message"`
+					Code    int    `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(body, &env); err != nil || status != 400 || env.Error.Code != 400 {
+				t.Fatalf("got %d %s (%v), want a 400 OpenAI error envelope", status, body, err)
+			}
+			if env.Error.Message != tt.want {
+				t.Errorf("message %q, want %q", env.Error.Message, tt.want)
+			}
+		})
+	}
+}
+
+// With CheckModel, an OpenAI request naming a model the engine does not serve answers vLLM's
+// 404; one naming its model, or none, is served, and so is /generate, which names none in
+// SGLang. Without it any name is served.
+func TestCheckModel(t *testing.T) {
+	const notFound = `{"error":{"message":"The model ` + "`gpt-4o`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}}`
+	checked := newHarness(t, Config{Model: "m1", CheckModel: true})
+	open := newHarness(t, Config{Model: "m1"})
+	tests := []struct {
+		name       string
+		h          *harness
+		route      string
+		body       string
+		wantStatus int
+	}{
+		{"chat, another model", checked, RouteChat, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, 404},
+		{"completion, another model", checked, RouteCompletions, `{"model":"gpt-4o","prompt":"hi"}`, 404},
+		{"embeddings, another model", checked, RouteEmbeddings, `{"model":"gpt-4o","input":"hi"}`, 404},
+		{"chat, its model", checked, RouteChat, `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"chat, no model", checked, RouteChat, `{"messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"chat, null model", checked, RouteChat, `{"model":null,"messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"generate names no model", checked, RouteGenerate, `{"model":"gpt-4o","text":"hi"}`, 200},
+		{"unchecked, another model", open, RouteChat, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := tt.h.do("POST", tt.route, "", tt.body)
+			if status != tt.wantStatus {
+				t.Fatalf("status %d %s, want %d", status, body, tt.wantStatus)
+			}
+			if status == 404 && string(body) != notFound {
+				t.Errorf("body %s, want %s", body, notFound)
+			}
+		})
 	}
 }
 
