@@ -19,7 +19,7 @@ func TestOneLineErrors(t *testing.T) {
 		{[]string{"--nope"}, "meshctl: unknown flag: --nope (see meshctl --help)\n"},
 		{[]string{"--timeout", "abc", "peers"}, `meshctl: peers: --timeout "abc" is not a duration such as 15s or 1m (see meshctl peers --help)` + "\n"},
 		{[]string{"peers", "--sort", "nope"}, `meshctl: peers: --sort "nope" is not a column; want one of name, address, status, raft, region, color, version, owned, applied, lag` + "\n"},
-		{[]string{"workers", "list", "--sort", "nope"}, `meshctl: workers list: --sort "nope" is not a column; want one of worker, id, health, breaker, flags, owner, routable, models, cache_hit, url, epoch, last_error, prompt_tokens, cached_tokens` + "\n"},
+		{[]string{"workers", "list", "--sort", "nope"}, `meshctl: workers list: --sort "nope" is not a column; want one of worker, id, health, breaker, flags, owner, routable, models, cache_hit, predicted, url, epoch, last_error, prompt_tokens, cached_tokens, routed_bytes, predicted_bytes` + "\n"},
 		{[]string{"owners", "--sort", "nope"}, `meshctl: owners: --sort "nope" is not a column; want one of worker, url, owner, epoch, health, breaker, flags, stale, cache_hit, region, origin` + "\n"},
 		{[]string{"completion", "ksh"}, `meshctl: completion: invalid argument "ksh" for "meshctl completion" (usage: meshctl completion bash|zsh|fish [flags])` + "\n"},
 	}

@@ -76,7 +76,7 @@ const recA = `{"id": "w-3f1c0a9b2d44", "display_id": "127.0.0.1:8013", "url": "h
  "owner": "gw-1", "epoch": 5, "origin": "local", "health_state": "ready", "disabled": false,
  "is_dead": false, "routable": true, "models": ["llama-3"], "priority": 50, "has_api_key": true,
  "breaker": {"state": "closed", "consecutive_failures": 0}, "last_error": "",
- "cache": {"prompt_tokens": 200, "cached_tokens": 150, "hit_ratio": 0.75}}`
+ "cache": {"prompt_tokens": 200, "cached_tokens": 150, "hit_ratio": 0.75, "routed_text_bytes": 1000, "predicted_cached_bytes": 800, "predicted_hit_ratio": 0.8}}`
 
 const recB = `{"id": "w-00aa11bb22cc", "display_id": "10.0.0.9:9000", "url": "http://10.0.0.9:9000",
  "owner": "gw-2", "epoch": 7, "health_state": "not_ready", "disabled": true, "is_dead": true,
@@ -224,43 +224,43 @@ moved 2 of 2
 owners: gw-1=3 gw-2=3 gw-3=2 gw-4=2 gw-5=2
 `},
 		{"list", []string{"workers", "list"}, `
-WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  PREDICTED
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          -
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      80.0%
 2 workers: 1 routable, 1 disabled
 `},
 		{"list sorted by health", []string{"workers", "list", "--sort", "HEALTH"}, `
-WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  PREDICTED
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          -
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      80.0%
 2 workers: 1 routable, 1 disabled
 `},
 		{"list sorted by routable", []string{"workers", "list", "--sort", "routable"}, `
-WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  PREDICTED
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          -
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      80.0%
 2 workers: 1 routable, 1 disabled
 `},
 		{"list sorted by cache hit", []string{"workers", "list", "--sort", "cache_hit", "--model", "llama-3"}, `
-WORKER          ID              HEALTH  BREAKER  FLAGS  OWNER  ROUTABLE  MODELS   CACHE_HIT
-127.0.0.1:8013  w-3f1c0a9b2d44  ready   closed   -      gw-1   true      llama-3  75.0%
+WORKER          ID              HEALTH  BREAKER  FLAGS  OWNER  ROUTABLE  MODELS   CACHE_HIT  PREDICTED
+127.0.0.1:8013  w-3f1c0a9b2d44  ready   closed   -      gw-1   true      llama-3  75.0%      80.0%
 1 worker: 1 routable
 `},
 		{"list wide", []string{"workers", "list", "-o", "wide"}, `
-WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  URL                    EPOCH  LAST_ERROR          PROMPT_TOKENS  CACHED_TOKENS
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          http://10.0.0.9:9000   7      connection refused  0              0
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      http://127.0.0.1:8013  5      -                   200            150
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  PREDICTED  URL                    EPOCH  LAST_ERROR          PROMPT_TOKENS  CACHED_TOKENS  ROUTED_BYTES  PREDICTED_BYTES
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          -          http://10.0.0.9:9000   7      connection refused  0              0              0             0
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      80.0%      http://127.0.0.1:8013  5      -                   200            150            1000          800
 2 workers: 1 routable, 1 disabled
 `},
 		{"list wide sorted by epoch", []string{"workers", "list", "-o", "wide", "--sort", "epoch"}, `
-WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  URL                    EPOCH  LAST_ERROR          PROMPT_TOKENS  CACHED_TOKENS
-127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      http://127.0.0.1:8013  5      -                   200            150
-10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          http://10.0.0.9:9000   7      connection refused  0              0
+WORKER          ID              HEALTH     BREAKER  FLAGS          OWNER  ROUTABLE  MODELS      CACHE_HIT  PREDICTED  URL                    EPOCH  LAST_ERROR          PROMPT_TOKENS  CACHED_TOKENS  ROUTED_BYTES  PREDICTED_BYTES
+127.0.0.1:8013  w-3f1c0a9b2d44  ready      closed   -              gw-1   true      llama-3     75.0%      80.0%      http://127.0.0.1:8013  5      -                   200            150            1000          800
+10.0.0.9:9000   w-00aa11bb22cc  not_ready  -        disabled,dead  gw-2   false     *(qwen-7b)  -          -          http://10.0.0.9:9000   7      connection refused  0              0              0             0
 2 workers: 1 routable, 1 disabled
 `},
 		{"disable", []string{"workers", "disable", "w-3f1c0a9b2d44"}, `
-WORKER          ID              HEALTH  BREAKER  FLAGS     OWNER  ROUTABLE  MODELS   CACHE_HIT
-127.0.0.1:8013  w-3f1c0a9b2d44  ready   -        disabled  gw-1   false     llama-3  -
+WORKER          ID              HEALTH  BREAKER  FLAGS     OWNER  ROUTABLE  MODELS   CACHE_HIT  PREDICTED
+127.0.0.1:8013  w-3f1c0a9b2d44  ready   -        disabled  gw-1   false     llama-3  -          -
 `},
 		{"remove draining", []string{"workers", "remove", "http://127.0.0.1:8013"}, `
 ID              STATUS    DRAIN_SETTLE

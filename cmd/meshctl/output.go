@@ -44,19 +44,39 @@ type record struct {
 	Cache *cacheStats `json:"cache"`
 }
 
-// cacheStats is a worker's prefix-cache hit ratio as the answering gateway observed it.
+// cacheStats is a worker's prefix-cache hit ratio as the answering gateway observed it, and
+// the one its cache_aware index predicted.
 type cacheStats struct {
-	PromptTokens uint64   `json:"prompt_tokens"`
-	CachedTokens uint64   `json:"cached_tokens"`
-	HitRatio     *float64 `json:"hit_ratio"`
+	PromptTokens         uint64   `json:"prompt_tokens"`
+	CachedTokens         uint64   `json:"cached_tokens"`
+	HitRatio             *float64 `json:"hit_ratio"`
+	RoutedTextBytes      uint64   `json:"routed_text_bytes"`
+	PredictedCachedBytes uint64   `json:"predicted_cached_bytes"`
+	PredictedHitRatio    *float64 `json:"predicted_hit_ratio"`
 }
 
 // hit renders the observed hit ratio as a percentage, "" (shown as -) before any report.
 func (c *cacheStats) hit() string {
-	if c == nil || c.HitRatio == nil {
+	if c == nil {
 		return ""
 	}
-	return strconv.FormatFloat(100**c.HitRatio, 'f', 1, 64) + "%"
+	return percent(c.HitRatio)
+}
+
+// predicted renders the predicted hit ratio as a percentage, "" (shown as -) before any pick.
+func (c *cacheStats) predicted() string {
+	if c == nil {
+		return ""
+	}
+	return percent(c.PredictedHitRatio)
+}
+
+// percent renders a ratio as a percentage with one decimal, "" for none.
+func percent(r *float64) string {
+	if r == nil {
+		return ""
+	}
+	return strconv.FormatFloat(100**r, 'f', 1, 64) + "%"
 }
 
 // table writes aligned columns.
@@ -81,12 +101,13 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
-// workersHeader are the columns of the workers table; wide adds URL, EPOCH, LAST_ERROR and the
-// prompt and cached token counts behind CACHE_HIT.
+// workersHeader are the columns of the workers table; wide adds URL, EPOCH, LAST_ERROR, the
+// prompt and cached token counts behind CACHE_HIT, and the routing text's bytes behind
+// PREDICTED.
 func workersHeader(wide bool) []string {
-	header := []string{"WORKER", "ID", "HEALTH", "BREAKER", "FLAGS", "OWNER", "ROUTABLE", "MODELS", "CACHE_HIT"}
+	header := []string{"WORKER", "ID", "HEALTH", "BREAKER", "FLAGS", "OWNER", "ROUTABLE", "MODELS", "CACHE_HIT", "PREDICTED"}
 	if wide {
-		header = append(header, "URL", "EPOCH", "LAST_ERROR", "PROMPT_TOKENS", "CACHED_TOKENS")
+		header = append(header, "URL", "EPOCH", "LAST_ERROR", "PROMPT_TOKENS", "CACHED_TOKENS", "ROUTED_BYTES", "PREDICTED_BYTES")
 	}
 	return header
 }
@@ -100,13 +121,14 @@ func printWorkers(w io.Writer, recs []record, wide bool, by string) error {
 	})
 	rows := make([][]string, 0, len(recs))
 	for _, r := range recs {
-		prompt, cached := "", ""
-		if r.Cache != nil {
-			prompt, cached = strconv.FormatUint(r.Cache.PromptTokens, 10), strconv.FormatUint(r.Cache.CachedTokens, 10)
+		prompt, cached, routed, predicted := "", "", "", ""
+		if c := r.Cache; c != nil {
+			prompt, cached = strconv.FormatUint(c.PromptTokens, 10), strconv.FormatUint(c.CachedTokens, 10)
+			routed, predicted = strconv.FormatUint(c.RoutedTextBytes, 10), strconv.FormatUint(c.PredictedCachedBytes, 10)
 		}
 		rows = append(rows, []string{r.DisplayID, r.ID, r.HealthState, r.breakerState(), r.flags(),
-			r.Owner, strconv.FormatBool(r.Routable), r.models(), r.Cache.hit(),
-			r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError, prompt, cached})
+			r.Owner, strconv.FormatBool(r.Routable), r.models(), r.Cache.hit(), r.Cache.predicted(),
+			r.URL, strconv.FormatUint(r.Epoch, 10), r.LastError, prompt, cached, routed, predicted})
 	}
 	sortRows(header, rows, by)
 	header = workersHeader(wide)

@@ -52,7 +52,8 @@ func TestMeshOwnersFromRaft(t *testing.T) {
 	})
 	// The local worker's answers through this gateway reported 150 of 200 prompt tokens cached.
 	e.pool.Get(worker.ID(local.ID)).ObserveCache(200, 150)
-	ratio := 0.75
+	e.pool.Get(worker.ID(local.ID)).ObservePrediction(1000, 600)
+	ratio, predicted := 0.75, 0.6
 	rt := fakeRuntime{id: worker.ID(local.ID), st: owned.Status{Health: health.Ready, Breaker: breaker.Snapshot{State: breaker.Open}}}
 	h := e.handler(func(c *Config) { c.Runtime = rt })
 
@@ -70,19 +71,21 @@ func TestMeshOwnersFromRaft(t *testing.T) {
 		// GET /workers shows the same observed cache as the owners' rows.
 		want := &Cache{}
 		if r.ID == local.ID {
-			want = &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio}
+			want = &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio,
+				RoutedTextBytes: 1000, PredictedCachedBytes: 600, PredictedHitRatio: &predicted}
 		}
 		if diff := cmp.Diff(want, r.Cache); diff != "" {
 			t.Errorf("GET /workers: cache of %s (-want +got):\n%s", r.ID, diff)
 		}
 	}
-	if !strings.Contains(body, `"cache":{"prompt_tokens":0,"cached_tokens":0,"hit_ratio":null}`) ||
-		!strings.Contains(body, `"cache":{"prompt_tokens":200,"cached_tokens":150,"hit_ratio":0.75}`) {
+	if !strings.Contains(body, `"cache":{"prompt_tokens":0,"cached_tokens":0,"hit_ratio":null,"routed_text_bytes":0,"predicted_cached_bytes":0,"predicted_hit_ratio":null}`) ||
+		!strings.Contains(body, `"cache":{"prompt_tokens":200,"cached_tokens":150,"hit_ratio":0.75,"routed_text_bytes":1000,"predicted_cached_bytes":600,"predicted_hit_ratio":0.6}`) {
 		t.Errorf("the answer's cache fields: %s", body)
 	}
 	want := []Owner{
 		{Worker: local.ID, URL: "http://127.0.0.1:8013", Owner: "n1", Region: "eu", Epoch: local.Epoch, HealthState: health[local.ID],
-			Breaker: "open", Origin: "local", Cache: &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio}},
+			Breaker: "open", Origin: "local", Cache: &Cache{PromptTokens: 200, CachedTokens: 150, HitRatio: &ratio,
+				RoutedTextBytes: 1000, PredictedCachedBytes: 600, PredictedHitRatio: &predicted}},
 		{Worker: foreign.ID, URL: "http://127.0.0.1:8014", Owner: "gw-2", Region: "eu", Epoch: foreign.Epoch, HealthState: health[foreign.ID],
 			Breaker: BreakerUnknown, Disabled: true, Origin: "mesh", Cache: &Cache{}},
 		{Worker: third.ID, URL: "http://127.0.0.1:8015", Owner: "n1", Region: "eu", Epoch: third.Epoch, HealthState: health[third.ID],

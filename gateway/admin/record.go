@@ -92,21 +92,35 @@ type Record struct {
 // Cache is the prefix-cache hit ratio observed at this gateway: the prompt tokens of the
 // worker's answers that reported their cached part (OpenAI's
 // usage.prompt_tokens_details.cached_tokens, SGLang's meta_info.cached_tokens), and of them the
-// cached ones. Other gateways' traffic to the worker is not in it.
+// cached ones; beside it, what this gateway's cache_aware index predicted: the routing text its
+// picks sent the worker, and the part the index believed the worker held. Other gateways'
+// traffic to the worker is not in it.
 type Cache struct {
 	PromptTokens uint64 `json:"prompt_tokens"`
 	CachedTokens uint64 `json:"cached_tokens"`
 	// HitRatio is CachedTokens / PromptTokens, null before any prompt token was reported.
 	HitRatio *float64 `json:"hit_ratio"`
+	// RoutedTextBytes and PredictedCachedBytes are the prediction's counts, in bytes of routing
+	// text (the engines count tokens: compare the ratios).
+	RoutedTextBytes      uint64 `json:"routed_text_bytes"`
+	PredictedCachedBytes uint64 `json:"predicted_cached_bytes"`
+	// PredictedHitRatio is PredictedCachedBytes / RoutedTextBytes, null before any pick (or
+	// under a policy other than cache_aware).
+	PredictedHitRatio *float64 `json:"predicted_hit_ratio"`
 }
 
 // cacheOf is w's Cache.
 func cacheOf(w *pool.Worker) *Cache {
 	prompt, cached := w.CacheTokens()
-	c := &Cache{PromptTokens: prompt, CachedTokens: cached}
+	text, matched := w.Prediction()
+	c := &Cache{PromptTokens: prompt, CachedTokens: cached, RoutedTextBytes: text, PredictedCachedBytes: matched}
 	if prompt > 0 {
 		r := float64(cached) / float64(prompt)
 		c.HitRatio = &r
+	}
+	if text > 0 {
+		r := float64(matched) / float64(text)
+		c.PredictedHitRatio = &r
 	}
 	return c
 }
