@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -27,12 +28,32 @@ var errVersion = errors.New("--version")
 // noEnv are the flags no environment variable sets: they ask for something other than a run.
 var noEnv = map[string]bool{"version": true}
 
-// usageError is a bad command line: exit 2 with its one-line message.
-type usageError struct{ msg string }
+// usageError is a bad command line: exit 2 with its one-line message. An error about the value
+// of one flag (valuef) keeps that flag apart from what is wrong with the value, so that
+// parseFlags can open the message with where the value came from: the name it was given under
+// (an alias's, when it was) and the variable, when it was read from one.
+type usageError struct {
+	flag string // the flag whose value is wrong, as registered; "" for other errors
+	from string // "--name" or "$MESHGW_NAME: --name", set by parseFlags; "" means "--flag"
+	msg  string // the whole message, or, with flag, what is wrong with the value
+}
 
-func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Error() string {
+	switch {
+	case e.flag == "":
+		return e.msg
+	case e.from != "":
+		return e.from + " " + e.msg
+	}
+	return "--" + e.flag + " " + e.msg
+}
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// valuef is a usage error about the value of the flag name: "--name " and the formatted text.
+func valuef(name, format string, args ...any) error {
+	return &usageError{flag: name, msg: fmt.Sprintf(format, args...)}
+}
 
 func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
@@ -48,6 +69,7 @@ func newFlagSet(groups []flagGroup) *pflag.FlagSet {
 	}
 	fs.Bool("version", false, "print the version, commit and Go version, then exit")
 	fs.VisitAll(func(f *pflag.Flag) {
+		f.Value = strictNumber(f.Value)
 		if !noEnv[f.Name] {
 			f.Usage += " [$" + envName(f.Name) + "]"
 		}
@@ -57,6 +79,11 @@ func newFlagSet(groups []flagGroup) *pflag.FlagSet {
 
 // parseFlags parses args, then fills every flag not given on the command line from its
 // environment variable, then validates each group. errHelp means --help was asked for.
+//
+// The names of one setting (aliases, linkedBools) count as one flag: given on the command line
+// under any name, the setting reads none of their variables, so a flag always wins over a
+// variable. Otherwise each name's variable is read, and two that contradict each other are
+// refused by the setting's check, as two flags are.
 func parseFlags(fs *pflag.FlagSet, groups []flagGroup, args []string, getenv func(string) string) error {
 	if err := fs.Parse(spreadValues(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -70,9 +97,11 @@ func parseFlags(fs *pflag.FlagSet, groups []flagGroup, args []string, getenv fun
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q; every setting is a --flag", fs.Arg(0))
 	}
+	onCommandLine := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { onCommandLine[f.Name] = f.Changed })
 	var envErr error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if envErr != nil || f.Changed || noEnv[f.Name] {
+		if envErr != nil || onCommandLine[f.Name] || noEnv[f.Name] {
 			return
 		}
 		v := getenv(envName(f.Name))
@@ -81,17 +110,73 @@ func parseFlags(fs *pflag.FlagSet, groups []flagGroup, args []string, getenv fun
 		}
 		if err := fs.Set(f.Name, v); err != nil {
 			envErr = usagef("$%s: %v", envName(f.Name), oneLine(valueError(err).Error()))
+			return
 		}
+		_ = fs.SetAnnotation(f.Name, fromEnv, []string{envName(f.Name)})
 	})
 	if envErr != nil {
 		return envErr
 	}
 	for _, g := range groups {
 		if err := g.validate(); err != nil {
-			return err
+			return attribute(fs, err)
 		}
 	}
 	return nil
+}
+
+// fromEnv is the annotation parseFlags puts on a flag its variable set.
+const fromEnv = "meshgw-from-env"
+
+// givenAs is how the user gave the flag f: "--name", or "$MESHGW_NAME" when its variable set it.
+func givenAs(f *pflag.Flag) string {
+	if v := f.Annotations[fromEnv]; len(v) > 0 {
+		return "$" + v[0]
+	}
+	return "--" + f.Name
+}
+
+// namesGiven is a value shared by several names (aliases, linkedBools): it lists those given,
+// in order.
+type namesGiven interface{ namesGiven() []string }
+
+// given lists how the setting of the flag name was given, under each of its names given
+// (givenAs); none when it keeps its default.
+func given(fs *pflag.FlagSet, name string) []string {
+	f := fs.Lookup(name)
+	if f == nil || !f.Changed {
+		return nil
+	}
+	names := []string{name}
+	if n, ok := f.Value.(namesGiven); ok {
+		names = n.namesGiven()
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, givenAs(fs.Lookup(n)))
+	}
+	return out
+}
+
+// attribute opens an error about one flag's value (valuef) with the name the value was given
+// under, which may be an alias's, and the variable it came from, if it did:
+// "$MESHGW_CACHE_MATCH_THRESHOLD: --cache-match-threshold 2 is not in 0-1".
+func attribute(fs *pflag.FlagSet, err error) error {
+	var ue *usageError
+	if !errors.As(err, &ue) || ue.flag == "" || fs.Lookup(ue.flag) == nil {
+		return err
+	}
+	f := fs.Lookup(ue.flag)
+	if n, ok := f.Value.(namesGiven); ok {
+		if names := n.namesGiven(); len(names) > 0 && !slices.Contains(names, f.Name) {
+			f = fs.Lookup(names[0])
+		}
+	}
+	ue.from = "--" + f.Name
+	if as := givenAs(f); as != ue.from {
+		ue.from = as + ": --" + f.Name
+	}
+	return ue
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -109,14 +194,14 @@ func checkPort(name string, v int, allowZero bool) error {
 		lo = 0
 	}
 	if v < lo || v > 65535 {
-		return usagef("--%s %d is not a port; want %d-65535", name, v, lo)
+		return valuef(name, "%d is not a port; want %d-65535", v, lo)
 	}
 	return nil
 }
 
 func checkMin(name string, v, lo int) error {
 	if v < lo {
-		return usagef("--%s %d is below the minimum %d", name, v, lo)
+		return valuef(name, "%d is below the minimum %d", v, lo)
 	}
 	return nil
 }
@@ -127,5 +212,5 @@ func checkOneOf(name, v string, allowed []string) error {
 			return nil
 		}
 	}
-	return usagef("--%s %q is not one of %s", name, v, strings.Join(allowed, ", "))
+	return valuef(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
 }

@@ -5,10 +5,11 @@ import (
 )
 
 // aliases registers one setting under several names, each (name, usage), that all write value:
-// the setting's own name first, then the spellings SMG or its launchers use. Once any of them is
-// given, on the command line or through its variable, the environment fills none of the
-// others, so a flag always wins over a variable. Two of them given different values contradict
-// each other: check refuses that (exit 2) rather than let the last one win without a word.
+// the setting's own name first, then the spellings SMG or its launchers use. Given on the
+// command line under any name, the setting reads none of their variables, so a flag always wins
+// over a variable (parseFlags). Two names given different values, as flags or through their
+// variables, contradict each other: check refuses that (exit 2) rather than let one win without
+// a word.
 func aliases(fs *pflag.FlagSet, value pflag.Value, flags ...[2]string) *aliasSet {
 	set := &aliasSet{value: value, given: map[string]string{}}
 	for _, nu := range flags {
@@ -25,15 +26,26 @@ type aliasSet struct {
 	order []string          // the names given, in order
 }
 
-// check reports two names of the set given different values.
+// check reports two names of the set given different values, each as it was given: the flag
+// or its variable.
 func (s *aliasSet) check() error {
 	for _, a := range s.order {
 		if b := s.order[0]; s.given[a] != s.given[b] {
-			return usagef("--%s=%s and --%s=%s contradict each other (one is an alias of the other); give one of them",
-				b, s.given[b], a, s.given[a])
+			return usagef("%s=%s and %s=%s contradict each other (one is an alias of the other); give one of them",
+				givenAs(flagNamed(s.flags, b)), s.given[b], givenAs(flagNamed(s.flags, a)), s.given[a])
 		}
 	}
 	return nil
+}
+
+// flagNamed is the flag of flags called name.
+func flagNamed(flags []*pflag.Flag, name string) *pflag.Flag {
+	for _, f := range flags {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("meshgw: no flag --" + name + " in its set")
 }
 
 // aliasFlag is one name of an aliases setting.
@@ -58,17 +70,20 @@ func (f *aliasFlag) Set(s string) error {
 
 func (f *aliasFlag) String() string { return f.set.value.String() }
 
+func (f *aliasFlag) namesGiven() []string { return f.set.order }
+
 func (f *aliasFlag) Type() string { return f.set.value.Type() }
 
-// float64Value and intValue return pflag's own value types, writing to p, for aliases.
+// float64Value and intValue return pflag's own value types, writing to p, for aliases, taking
+// decimal finite numbers only (strictNumber), as every number flag does.
 func float64Value(p *float64, def float64) pflag.Value {
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	fs.Float64Var(p, "v", def, "")
-	return fs.Lookup("v").Value
+	return strictNumber(fs.Lookup("v").Value)
 }
 
 func intValue(p *int, def int) pflag.Value {
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	fs.IntVar(p, "v", def, "")
-	return fs.Lookup("v").Value
+	return strictNumber(fs.Lookup("v").Value)
 }

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +78,77 @@ func TestCacheAwareFlags(t *testing.T) {
 			}
 			if got := o.cache.config(); got != tt.want {
 				t.Errorf("config %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSMGRuleFlagsSayTheirRule: --help says that the thresholds of SMG's rule apply only with
+// --cache-rule smg, as the cost rule's flags say theirs (the default rule, cost, ignores them).
+func TestSMGRuleFlagsSayTheirRule(t *testing.T) {
+	var stdout bytes.Buffer
+	if code := run([]string{"--help"}, env(nil), &stdout, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "--") {
+			lines[f[0]] = l
+		}
+	}
+	for flag, rule := range map[string]string{"--cache-threshold": "smg", "--cache-match-threshold": "smg", "--balance-abs-threshold": "smg",
+		"--balance-rel-threshold": "smg", "--cache-load-cost": "cost", "--cache-load-slack": "cost"} {
+		if l := lines[flag]; !strings.Contains(l, "with --cache-rule "+rule) {
+			t.Errorf("help of %s does not say it applies with --cache-rule %s: %q", flag, rule, l)
+		}
+	}
+}
+
+// TestOtherRulesFlagsWarn: a flag of the cache rule not in force, given on the command line or
+// through its variable, under any of its names, is named in one WARN line at start. The start
+// here fails at once (the data plane's port is taken), after the flags are judged.
+func TestOtherRulesFlagsWarn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // the WARN line's message; "" for none
+	}{
+		{"the alias under the default rule", []string{"--cache-match-threshold", "0.5"}, nil,
+			`msg="--cache-match-threshold takes effect only with --cache-rule smg; --cache-rule is cost, which ignores it"`},
+		{"a variable and a flag", []string{"--balance-rel-threshold", "2"}, map[string]string{"MESHGW_BALANCE_ABS_THRESHOLD": "32"},
+			`msg="$MESHGW_BALANCE_ABS_THRESHOLD, --balance-rel-threshold take effect only with --cache-rule smg; --cache-rule is cost, which ignores them"`},
+		{"the rule given as cost", []string{"--cache-rule", "cost", "--cache-threshold", "0.5"}, nil,
+			`msg="--cache-threshold takes effect only with --cache-rule smg; --cache-rule is cost, which ignores it"`},
+		{"the cost rule's flag under smg", []string{"--cache-rule", "smg", "--cache-load-cost", "100"}, nil,
+			`msg="--cache-load-cost takes effect only with --cache-rule cost; --cache-rule is smg, which ignores it"`},
+		{"under smg", []string{"--cache-rule", "smg", "--cache-threshold", "0.5", "--balance-abs-threshold", "32"}, nil, ""},
+		{"another policy", []string{"--policy", "round_robin", "--cache-threshold", "0.5"}, nil, ""},
+		{"the defaults", nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := runContext(context.Background(), append(taken, tt.args...), env(tt.env), io.Discard, &stderr); code != 1 {
+				t.Fatalf("exit %d, want 1 (the port is taken): %s", code, stderr.String())
+			}
+			var warns []string
+			for _, l := range strings.Split(stderr.String(), "\n") {
+				if strings.Contains(l, "level=WARN") && strings.Contains(l, "--cache-rule") {
+					warns = append(warns, l)
+				}
+			}
+			switch {
+			case tt.want == "" && len(warns) > 0:
+				t.Errorf("warned %q", warns)
+			case tt.want != "" && (len(warns) != 1 || !strings.Contains(warns[0], tt.want)):
+				t.Errorf("warned %q, want one line with %s", warns, tt.want)
 			}
 		})
 	}

@@ -123,9 +123,14 @@ func valueError(err error) error {
 		return err
 	}
 	f := ie.GetFlag()
+	for _, e := range []error{errNotDecimalInt, errNotDecimalFloat, errNotFinite} {
+		if errors.Is(err, e) {
+			return usagef("--%s %q %v", f.Name, ie.GetValue(), e)
+		}
+	}
 	what := "not allowed"
 	switch f.Value.Type() {
-	case "int", "int32", "int64", "uint", "uint16", "uint32", "uint64":
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
 		what = "not a whole number"
 		if errors.Is(err, strconv.ErrRange) {
 			what = "out of range for a whole number"

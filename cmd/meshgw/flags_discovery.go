@@ -50,7 +50,7 @@ func (f *discoveryFlags) validate() error {
 	if len(f.routerSelector) > 0 {
 		sel, err := kube.ParseSelector(f.routerSelector)
 		if err != nil {
-			return usagef("--router-selector %q: %v", strings.Join(f.routerSelector, " "), err)
+			return valuef("router-selector", "%q: %v", strings.Join(f.routerSelector, " "), err)
 		}
 		f.routerSel = sel
 		if f.cluster != nil && len(f.cluster.join) > 0 {
@@ -60,7 +60,7 @@ func (f *discoveryFlags) validate() error {
 			return usagef("--router-selector needs --bootstrap-expect N: the gateways that find each other bootstrap raft together once N of them see each other")
 		}
 		if err := kube.CheckNamespace(f.namespace); err != nil {
-			return usagef("--service-discovery-namespace %q: %v", f.namespace, err)
+			return valuef("service-discovery-namespace", "%q: %v", f.namespace, err)
 		}
 	}
 	if !f.enabled {
@@ -71,17 +71,17 @@ func (f *discoveryFlags) validate() error {
 	}
 	sel, err := kube.ParseSelector(f.selector)
 	if err != nil {
-		return usagef("--selector %q: %v", strings.Join(f.selector, " "), err)
+		return valuef("selector", "%q: %v", strings.Join(f.selector, " "), err)
 	}
 	f.sel = sel
 	if err := checkPort("service-discovery-port", f.port, false); err != nil {
 		return err
 	}
 	if err := kube.CheckNamespace(f.namespace); err != nil {
-		return usagef("--service-discovery-namespace %q: %v", f.namespace, err)
+		return valuef("service-discovery-namespace", "%q: %v", f.namespace, err)
 	}
 	if f.modelID, err = kube.ParseModelIDSource(f.modelIDSource); err != nil {
-		return usagef("--model-id-source %q: %v", f.modelIDSource, err)
+		return valuef("model-id-source", "%q: %v", f.modelIDSource, err)
 	}
 	// SMG's health-check documentation: with service discovery a failed worker is removed, and
 	// discovery registers it again once its pod is Ready.

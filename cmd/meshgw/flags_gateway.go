@@ -69,7 +69,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 
 func (f *gatewayFlags) validate() error {
 	if net.ParseIP(f.host) == nil && f.host != "localhost" {
-		return usagef("--host %q is not an IP address", f.host)
+		return valuef("host", "%q is not an IP address", f.host)
 	}
 	for _, e := range []error{
 		checkPort("port", f.port, true),
@@ -87,10 +87,10 @@ func (f *gatewayFlags) validate() error {
 		}
 	}
 	if f.maxBufferedMB > math.MaxInt64>>20 {
-		return usagef("--max-buffered-body-mb %d is above the maximum %d", f.maxBufferedMB, int64(math.MaxInt64>>20))
+		return valuef("max-buffered-body-mb", "%d is above the maximum %d", f.maxBufferedMB, int64(math.MaxInt64>>20))
 	}
 	if f.maxPayloadSize < 1 {
-		return usagef("--max-payload-size %d is below the minimum 1", f.maxPayloadSize)
+		return valuef("max-payload-size", "%d is below the minimum 1", f.maxPayloadSize)
 	}
 	if err := keyFromFile(&f.adminAPIKey, "admin-api-key", "admin-api-key-file", f.adminAPIKeyFile); err != nil {
 		return err
@@ -104,7 +104,7 @@ func (f *gatewayFlags) loadSpecs() error {
 	for _, u := range splitURLs(f.workerURLs) {
 		s := worker.Spec{URL: u}
 		if err := s.Normalize(); err != nil {
-			return usagef("--worker-urls %q: %s", worker.RedactURL(u), fieldMsg(err))
+			return valuef("worker-urls", "%q: %s", worker.RedactURL(u), fieldMsg(err))
 		}
 		f.specs = append(f.specs, s)
 	}
@@ -113,15 +113,15 @@ func (f *gatewayFlags) loadSpecs() error {
 	}
 	b, err := os.ReadFile(f.workerConfig)
 	if err != nil {
-		return usagef("--worker-config %s: %v", f.workerConfig, err)
+		return valuef("worker-config", "%s: %v", f.workerConfig, err)
 	}
 	list, err := parseWorkerConfig(b)
 	if err != nil {
-		return usagef("--worker-config %s: %v", f.workerConfig, err)
+		return valuef("worker-config", "%s: %v", f.workerConfig, err)
 	}
 	for i, s := range list {
 		if err := s.Normalize(); err != nil {
-			return usagef("--worker-config %s: entry %d: %s", f.workerConfig, i, fieldMsg(err))
+			return valuef("worker-config", "%s: entry %d: %s", f.workerConfig, i, fieldMsg(err))
 		}
 		f.specs = append(f.specs, s)
 	}

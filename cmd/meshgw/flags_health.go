@@ -54,16 +54,16 @@ const maxSecs = math.MaxInt32
 // checkSecs checks a flag given in seconds: at least lo, at most maxSecs.
 func checkSecs(name string, v, lo int) error {
 	if v > maxSecs {
-		return usagef("--%s %d is above the maximum %d", name, v, maxSecs)
+		return valuef(name, "%d is above the maximum %d", v, maxSecs)
 	}
 	return checkMin(name, v, lo)
 }
 
-// linkedBools registers bool flags (name, usage) that set one variable and count as one: once
-// any of them is given, on the command line or through its variable, the environment fills
-// none of the others, so a flag always wins over a variable and an alias is never overridden by
-// its twin's variable. Two of them given with opposite values contradict each other: validate
-// refuses that (exit 2) rather than let the last one win without a word.
+// linkedBools registers bool flags (name, usage) that set one variable and count as one: given
+// on the command line under any name, the setting reads none of their variables, so a flag
+// always wins over a variable (parseFlags). Two of them given opposite values, as flags or
+// through their variables, contradict each other: validate refuses that (exit 2) rather than
+// let one win without a word.
 func linkedBools(fs *pflag.FlagSet, v *bool, flags ...[2]string) *linkedSet {
 	set := &linkedSet{v: v, given: map[string]bool{}}
 	for _, nu := range flags {
@@ -83,17 +83,18 @@ type linkedSet struct {
 	order []string        // the flags given, in order
 }
 
-// given reports whether any flag of the set was given, on the command line or through its
+// anyGiven reports whether any flag of the set was given, on the command line or through its
 // variable.
 func (s *linkedSet) anyGiven() bool { return len(s.order) > 0 }
 
-// check reports two flags of the set given opposite values.
+// check reports two flags of the set given opposite values, each as it was given: the flag or
+// its variable.
 func (s *linkedSet) check() error {
 	for _, a := range s.order {
 		for _, b := range s.order {
 			if s.given[a] && !s.given[b] {
-				return usagef("--%s=true and --%s=false contradict each other (one is an alias of the other); give one of them",
-					a, b)
+				return usagef("%s=true and %s=false contradict each other (one is an alias of the other); give one of them",
+					givenAs(flagNamed(s.flags, a)), givenAs(flagNamed(s.flags, b)))
 			}
 		}
 	}
@@ -130,3 +131,5 @@ func (b *linkedBool) String() string {
 }
 
 func (b *linkedBool) Type() string { return "bool" }
+
+func (b *linkedBool) namesGiven() []string { return b.set.order }

@@ -24,7 +24,7 @@ func (f *localityFlags) validate() error {
 		return err
 	}
 	if !(f.factor >= 1) || math.IsInf(f.factor, 1) {
-		return usagef("--locality-overprovisioning-factor %v is not a finite number of at least 1", f.factor)
+		return valuef("locality-overprovisioning-factor", "%v is not a finite number of at least 1", f.factor)
 	}
 	return nil
 }

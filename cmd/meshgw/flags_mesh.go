@@ -70,7 +70,7 @@ func (f *clusterFlags) validate() error {
 		return err
 	}
 	if err := checkKey(f.meshEncryptKey); err != nil && f.meshEncryptKeyFile != "" {
-		return usagef("--mesh-encrypt-key-file %s: %v", f.meshEncryptKeyFile, err)
+		return valuef("mesh-encrypt-key-file", "%s: %v", f.meshEncryptKeyFile, err)
 	}
 	for _, e := range []error{
 		checkPort("mesh-port", f.meshPort, true),
@@ -93,10 +93,10 @@ func (f *clusterFlags) validate() error {
 	}
 	if h := f.meshAdvertiseHost; h != "" {
 		if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
-			return usagef("--mesh-advertise-host %q is an unspecified address; peers cannot reach it", h)
+			return valuef("mesh-advertise-host", "%q is an unspecified address; peers cannot reach it", h)
 		}
 		if strings.ContainsAny(h, ":/ ") && net.ParseIP(h) == nil {
-			return usagef("--mesh-advertise-host %q is not an IP address or a host name", h)
+			return valuef("mesh-advertise-host", "%q is not an IP address or a host name", h)
 		}
 	}
 	joins := make([]string, 0, len(f.join))
@@ -133,12 +133,12 @@ func joinAddr(j string) (string, error) {
 	if err != nil {
 		host, port = j, strconv.Itoa(mesh.DefaultPort)
 		if strings.Contains(j, ":") && net.ParseIP(j) == nil {
-			return "", usagef("--join %q is not host[:port]", j)
+			return "", valuef("join", "%q is not host[:port]", j)
 		}
 	}
 	n, perr := strconv.Atoi(port)
 	if host == "" || perr != nil || n < 1 || n > 65535 {
-		return "", usagef("--join %q is not host[:port]", j)
+		return "", valuef("join", "%q is not host[:port]", j)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -148,7 +148,7 @@ func checkHost(name, v string) error {
 	if v == "" || v == "localhost" || net.ParseIP(v) != nil {
 		return nil
 	}
-	return usagef("--%s %q is not an IP address", name, v)
+	return valuef(name, "%q is not an IP address", v)
 }
 
 // checkKey validates --mesh-encrypt-key as the mesh will (one key, or several separated by

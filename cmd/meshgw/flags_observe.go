@@ -41,7 +41,7 @@ func (f *observeFlags) register(fs *pflag.FlagSet) {
 func (f *observeFlags) validate() error {
 	lvl, ok := logLevels[strings.ToLower(f.logLevel)]
 	if !ok {
-		return usagef("--log-level %q is not one of %s", f.logLevel, logLevelNames)
+		return valuef("log-level", "%q is not one of %s", f.logLevel, logLevelNames)
 	}
 	f.logLevel = lvl
 	if err := checkOneOf("log-format", f.logFormat, []string{"text", "json"}); err != nil {

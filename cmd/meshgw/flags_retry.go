@@ -38,13 +38,13 @@ func (f *retryFlags) validate() error {
 		}
 	}
 	if f.maxBackoff < f.initialBackoff {
-		return usagef("--retry-max-backoff-ms %d is below --retry-initial-backoff-ms %d", f.maxBackoff, f.initialBackoff)
+		return valuef("retry-max-backoff-ms", "%d is below --retry-initial-backoff-ms %d", f.maxBackoff, f.initialBackoff)
 	}
 	if !(f.multiplier >= 1) {
-		return usagef("--retry-backoff-multiplier %v is below the minimum 1", f.multiplier)
+		return valuef("retry-backoff-multiplier", "%v is below the minimum 1", f.multiplier)
 	}
 	if !(f.jitter >= 0 && f.jitter <= 1) {
-		return usagef("--retry-jitter-factor %v is not in 0-1", f.jitter)
+		return valuef("retry-jitter-factor", "%v is not in 0-1", f.jitter)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (f *runtimeFlags) validate() error {
 		return err
 	}
 	if f.memoryLimitMB > math.MaxInt64>>20 {
-		return usagef("--%s %d is above the maximum %d", flagMemoryLimit, f.memoryLimitMB, int64(math.MaxInt64>>20))
+		return valuef(flagMemoryLimit, "%d is above the maximum %d", f.memoryLimitMB, int64(math.MaxInt64>>20))
 	}
 	return checkMin(flagMemoryLimit, f.memoryLimitMB, 0)
 }

@@ -27,19 +27,19 @@ func keyFromFile(key *string, keyFlag, fileFlag, path string) error {
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return usagef("--%s %s: cannot read it: %s", fileFlag, path, pathErr(err))
+		return valuef(fileFlag, "%s: cannot read it: %s", path, pathErr(err))
 	case !st.Mode().IsRegular():
-		return usagef("--%s %s is not a regular file", fileFlag, path)
+		return valuef(fileFlag, "%s is not a regular file", path)
 	case st.Size() > maxKeyFile:
-		return usagef("--%s %s holds %d bytes; a key file holds one key", fileFlag, path, st.Size())
+		return valuef(fileFlag, "%s holds %d bytes; a key file holds one key", path, st.Size())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return usagef("--%s %s: cannot read it: %s", fileFlag, path, pathErr(err))
+		return valuef(fileFlag, "%s: cannot read it: %s", path, pathErr(err))
 	}
 	k := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if strings.TrimSpace(k) == "" {
-		return usagef("--%s %s is empty", fileFlag, path)
+		return valuef(fileFlag, "%s is empty", path)
 	}
 	*key = k
 	return nil

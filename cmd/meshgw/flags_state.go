@@ -42,16 +42,16 @@ func (f *stateFlags) validate() error {
 		return err
 	}
 	if f.raftMultiplier < 0 || f.raftMultiplier > consensus.MaxRaftMultiplier {
-		return usagef("--raft-multiplier %d is outside 0-%d", f.raftMultiplier, consensus.MaxRaftMultiplier)
+		return valuef("raft-multiplier", "%d is outside 0-%d", f.raftMultiplier, consensus.MaxRaftMultiplier)
 	}
 	if f.raftAdvertise != "" {
 		host, port, err := net.SplitHostPort(f.raftAdvertise)
 		n, perr := strconv.Atoi(port)
 		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return usagef("--raft-advertise %q is not host:port", f.raftAdvertise)
+			return valuef("raft-advertise", "%q is not host:port", f.raftAdvertise)
 		}
 		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-			return usagef("--raft-advertise %q is an unspecified address; other gateways cannot dial it", f.raftAdvertise)
+			return valuef("raft-advertise", "%q is an unspecified address; other gateways cannot dial it", f.raftAdvertise)
 		}
 	}
 	return nil

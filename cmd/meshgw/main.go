@@ -86,6 +86,9 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 	if o.runtime.enablePprof && o.observe.prometheusPort == 0 {
 		log.Warn("--enable-pprof has no effect: --prometheus-port is 0")
 	}
+	if w := o.cache.ignored(o.gw.policy); w != "" {
+		log.Warn(w)
+	}
 	if err := serve(ctx, &o, getenv, lg); err != nil {
 		fmt.Fprintf(lg.out, "meshgw: %s\n", oneLine(err.Error())) // after the batched records
 		return 1
