@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -85,6 +87,12 @@ func (f *gatewayFlags) validate() error {
 		if e != nil {
 			return e
 		}
+	}
+	if err := checkName("node-id", f.nodeID, maxNodeIDLen); err != nil {
+		return err
+	}
+	if err := checkName("region", f.region, maxRegionLen); err != nil {
+		return err
 	}
 	if f.maxBufferedMB > math.MaxInt64>>20 {
 		return valuef("max-buffered-body-mb", "%d is above the maximum %d", f.maxBufferedMB, int64(math.MaxInt64>>20))
@@ -180,4 +188,25 @@ func settle(secs int) time.Duration {
 		return -1
 	}
 	return time.Duration(secs) * time.Second
+}
+
+// The bounds of --node-id and --region: those the admin API puts on a worker's owner and region
+// (gateway/admin/limits.go), which take this gateway's.
+const (
+	maxNodeIDLen = 128
+	maxRegionLen = 63
+)
+
+// checkName refuses a name flag's value that is longer than limit bytes, is not UTF-8, or holds
+// a control character: it goes into records, bulletins, raft and log lines.
+func checkName(name, v string, limit int) error {
+	switch {
+	case len(v) > limit:
+		return valuef(name, "is longer than %d bytes", limit)
+	case !utf8.ValidString(v):
+		return valuef(name, "is not valid UTF-8")
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return valuef(name, "holds a control character")
+	}
+	return nil
 }

@@ -53,3 +53,28 @@ func TestMaxBufferedBodyFlag(t *testing.T) {
 		}
 	}
 }
+
+// --node-id and --region go into every record, bulletin, raft server id and log line, and a
+// worker registered without a region takes the gateway's: they are bounded as the admin API
+// bounds a worker's owner (128 bytes) and region (63), and hold no control character.
+func TestNodeIDAndRegionBounds(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // "" for accepted
+	}{
+		{[]string{"--node-id", strings.Repeat("n", 128), "--region", strings.Repeat("r", 63)}, ""},
+		{[]string{"--node-id", strings.Repeat("n", 129)}, "--node-id is longer than 128 bytes"},
+		{[]string{"--region", strings.Repeat("r", 64)}, "--region is longer than 63 bytes"},
+		{[]string{"--node-id", "gw\n1"}, "--node-id holds a control character"},
+		{[]string{"--region", "eu\x00"}, "--region holds a control character"},
+		{[]string{"--node-id", "gw-\xff"}, "--node-id is not valid UTF-8"},
+	} {
+		_, err := parse(tt.args, nil)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%q: %v, want accepted", tt.args, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
