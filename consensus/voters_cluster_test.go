@@ -156,10 +156,18 @@ func TestVotersCluster(t *testing.T) {
 	m.Set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now().Add(-voters.DefaultDeadVoterGrace - time.Second)})
 	waitServers(t, leader, "n1:voter", "n2:nonvoter", "n4:voter", "n5:voter")
 
-	// n2 (non-voter) and then n5 (voter) leave: each is removed at once.
+	// n2 (non-voter) leaves: it is removed at once. n5 (voter) leaves without a drain: it is one
+	// that died, and keeps its seat for the grace; past it, it is removed (--raft-voters 3, so
+	// rule 7 does not keep it).
 	m.Set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter", "n5:voter")
 	m.Set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
+	before = r.Passes()
+	testkit.For(t, "a pass after n5 left", func() bool { return r.Passes() > before })
+	if got := serversOf(t, leader); !slices.Contains(got, "n5:voter") {
+		t.Fatalf("n5 lost its seat within the grace: %v", got)
+	}
+	m.Set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now().Add(-voters.DefaultDeadVoterGrace - time.Second)})
 	waitServers(t, leader, "n1:voter", "n4:voter")
 
 	// The two voters left still commit.
@@ -226,13 +234,19 @@ func TestVotersAutoCount(t *testing.T) {
 	leader := c.nodes[0]
 	waitReady(t, leader)
 	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter", "n4:voter", "n5:voter")
+	// What GET /mesh/raft shows (package server): the voters of the configuration, and the
+	// planner's own count of the voters wanted (voters.Shown).
 	wanted := func() consensusInfoWanted {
 		info, err := leader.Info()
 		if err != nil {
 			t.Fatal(err)
 		}
-		info = info.WithVotersWanted(m.Peers(), time.Now(), voters.Options{})
-		return consensusInfoWanted{info.Voters, info.VotersWanted, info.VotersAuto}
+		cfg, _, err := leader.Configuration()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, auto := voters.Shown(cfg, m.Peers(), time.Now(), voters.Options{Self: info.Leader})
+		return consensusInfoWanted{info.Voters, want, auto}
 	}
 	if got, want := wanted(), (consensusInfoWanted{5, 5, true}); got != want {
 		t.Fatalf("voters, wanted, auto = %v; want %v", got, want)
@@ -257,4 +271,91 @@ func TestVotersAutoCount(t *testing.T) {
 type consensusInfoWanted struct {
 	voters, wanted int
 	auto           bool
+}
+
+// TestVotersFleetStoppedOneAtATime is a fleet of three gateways stopped one at a time with a
+// plain SIGTERM, which leaves the mesh without a drain, the leader last: the two followers
+// started again on their state directories elect a leader among the configuration's voters,
+// since the leader kept their seats (voters rule 3: a voter that left without a drain is one
+// that died). It was a configuration of the leader alone, which the two could not elect in.
+func TestVotersFleetStoppedOneAtATime(t *testing.T) {
+	m := voterstest.NewMembership()
+	set := func(id string, status mesh.Status, since time.Time) {
+		m.Set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: "a", Status: status, Since: since})
+	}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		set(id, mesh.StatusAlive, time.Now())
+	}
+	// The automatic count, with a short reconcile interval: a test can wait for a pass that
+	// started after the membership changed (passes).
+	newVoters := func() *lateVoters {
+		return newLateVoters(voters.Config{Membership: m, ReconcileInterval: 20 * time.Millisecond, Logger: testkit.Quiet()})
+	}
+	rs := []*lateVoters{newVoters(), newVoters(), newVoters()}
+	c := startJoiningClusterWith(t, rs, "a", "a", "a")
+	leader := c.nodes[0]
+	waitReady(t, leader)
+	waitServers(t, leader, "n1:voter", "n2:voter", "n3:voter")
+	res, err := leader.Apply(t.Context(), fsm.Register{Spec: spec(t, 8103), Owner: leader.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c.nodes, res.Index)
+	// passes waits for a pass of r that started after the call: the one running then ends
+	// first.
+	passes := func(r *lateVoters, what string) {
+		t.Helper()
+		before := r.Passes()
+		testkit.For(t, what, func() bool { return r.Passes() > before+1 })
+	}
+
+	// n2, then n3: each leaves the mesh and stops. The leader keeps their seats.
+	for _, i := range []int{1, 2} {
+		n := c.nodes[i]
+		set(n.ID(), mesh.StatusLeft, time.Now())
+		passes(rs[0], "a pass of n1's after "+n.ID()+" left")
+		if got, want := serversOf(t, leader), []string{"n1:voter", "n2:voter", "n3:voter"}; !slices.Equal(got, want) {
+			t.Errorf("after %s left without a drain the configuration is %v; want %v", n.ID(), got, want)
+		}
+		if err := n.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Then n1, the leader.
+	set("n1", mesh.StatusLeft, time.Now())
+	if err := leader.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	// n2 and n3 start again on their state directories, on new transports at their addresses.
+	for _, i := range []int{1, 2} {
+		old := c.nodes[i]
+		addr, trans := raft.NewInmemTransport(raft.ServerAddress("mem-" + old.ID()))
+		c.trans[i], c.byAddr[addr] = trans, trans
+		rs[i] = newVoters()
+		c.nodes[i] = startNode(t, Config{NodeID: old.ID(), StateDir: old.cfg.StateDir, Transport: trans,
+			Registerer: prometheus.NewRegistry(), Tune: clusterRaft, LeaderLoop: rs[i].loop.Run})
+		rs[i].bind(t, c.nodes[i])
+		set(old.ID(), mesh.StatusAlive, time.Now())
+	}
+	c.trans[1].Connect(c.trans[2].LocalAddr(), c.trans[2])
+	c.trans[2].Connect(c.trans[1].LocalAddr(), c.trans[1])
+	lead := c.waitLeader(t, 1, 2)
+	n, r := c.nodes[lead], rs[lead]
+	passes(r, "a pass of the new leader's")
+	if got, want := serversOf(t, n), []string{"n1:voter", "n2:voter", "n3:voter"}; !slices.Equal(got, want) {
+		t.Fatalf("the new leader's configuration is %v; want %v", got, want)
+	}
+	res, err = n.Apply(t.Context(), fsm.Register{Spec: spec(t, 8104), Owner: n.ID()})
+	if err != nil {
+		t.Fatalf("a write with two voters of three back: %v", err)
+	}
+	waitApplied(t, []*Node{c.nodes[1], c.nodes[2]}, res.Index)
+
+	// n1 stays away past the grace: nobody can take its seat, so it keeps it (rule 7).
+	set("n1", mesh.StatusLeft, time.Now().Add(-2*voters.DefaultDeadVoterGrace))
+	passes(r, "a pass of the new leader's after the grace")
+	if got, want := serversOf(t, n), []string{"n1:voter", "n2:voter", "n3:voter"}; !slices.Equal(got, want) {
+		t.Fatalf("past the grace the configuration is %v; want %v", got, want)
+	}
 }

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/meshgw/meshgw/consensus"
+	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/gateway/admin"
 	"github.com/meshgw/meshgw/mesh"
@@ -130,7 +133,24 @@ func (c *cluster) Peers() []admin.Peer {
 	for _, d := range c.node.Draining() {
 		draining[d.ID] = true
 	}
-	members := c.mesh.Members()
+	out := peerRows(c.mesh.Members(), roles, draining, ownedCounts(c.node.WorkersShared()))
+	for i := range out {
+		if out[i].ID == c.nodeID {
+			out[i].Self = true
+			if silence, cut := c.node.LeaderSilence(); cut {
+				out[i].CutOff, out[i].LeaderSilenceSecs = true, math.Round(silence.Seconds()*10)/10
+			}
+		}
+	}
+	return out
+}
+
+// peerRows are the members as GET /mesh/peers lists them, with their raft roles, drain marks
+// and the workers each owns in the raft records. The count is raft's, not the one a member last
+// published in its metadata: a gateway that died or left stops publishing, and its workers move
+// to others, so its own figure would stay behind (the peers' OWNED column added up to more
+// workers than the fleet has).
+func peerRows(members []mesh.Member, roles map[string]string, draining map[string]bool, owned map[string]int) []admin.Peer {
 	out := make([]admin.Peer, 0, len(members))
 	for _, m := range members {
 		out = append(out, admin.Peer{
@@ -141,22 +161,24 @@ func (c *cluster) Peers() []admin.Peer {
 			Region:       m.Meta.Region,
 			Color:        m.Meta.Color,
 			Version:      m.Meta.Version,
-			Owned:        int(m.Meta.OwnedWorkers),
+			Owned:        owned[m.ID],
 			AppliedIndex: m.Meta.AppliedIndex,
 			Incarnation:  m.Meta.Incarnation,
 			Rejoining:    m.Meta.Rejoining,
 			Started:      timePtr(m.Meta.Started),
-			Self:         m.ID == c.nodeID,
 			Draining:     draining[m.ID],
 		})
-		if m.ID == c.nodeID {
-			if silence, cut := c.node.LeaderSilence(); cut {
-				p := &out[len(out)-1]
-				p.CutOff, p.LeaderSilenceSecs = true, math.Round(silence.Seconds()*10)/10
-			}
-		}
 	}
 	return out
+}
+
+// ownedCounts counts the records by owner.
+func ownedCounts(records []fsm.Record) map[string]int {
+	owned := make(map[string]int)
+	for _, r := range records {
+		owned[r.Owner]++
+	}
+	return owned
 }
 
 // timePtr is t for an optional JSON field: nil when zero.
@@ -169,13 +191,24 @@ func timePtr(t time.Time) *time.Time {
 
 // Info implements admin.RaftInfo for GET /mesh/raft and /status: the node's view of raft with
 // the voters the leader works towards (--raft-voters, or the count it chooses by the fleet's
-// size from this gateway's view of the mesh), so that both say when the cluster is not yet
-// fault-tolerant (voters 1 of 3).
+// size), so that both say when the cluster is not yet fault-tolerant (voters 1 of 3). The count
+// is the leader's planner's own (voters.Shown) on this gateway's view of the configuration and
+// the mesh, so a gateway that left or drained counts for --dead-voter-grace-secs here as it
+// does for the leader's decisions.
 func (c *cluster) Info() (consensus.Info, error) {
 	info, err := c.node.Info()
 	if err != nil {
 		return info, err
 	}
-	return info.WithVotersWanted(c.members.Peers(), time.Now(),
-		voters.Options{Voters: c.cfg.Cluster.Voters, DeadVoterGrace: c.cfg.Cluster.DeadVoterGrace}), nil
+	cfg := raft.Configuration{Servers: make([]raft.Server, 0, len(info.Servers))}
+	for _, s := range info.Servers {
+		suffrage := raft.Nonvoter
+		if s.Suffrage == "voter" {
+			suffrage = raft.Voter
+		}
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Address), Suffrage: suffrage})
+	}
+	info.VotersWanted, info.VotersAuto = voters.Shown(cfg, c.members.Peers(), time.Now(), voters.Options{
+		Voters: c.cfg.Cluster.Voters, DeadVoterGrace: c.cfg.Cluster.DeadVoterGrace, Self: info.Leader})
+	return info, nil
 }

@@ -7,9 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/ownership"
+	"github.com/meshgw/meshgw/test/testkit"
 )
 
 // TestPeersOfMembers: the voter reconciler and failover read every member but foreign ones,
@@ -75,5 +77,49 @@ func TestRaftInfoSaysTheVoterCount(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRaftInfoCountsADrainedGatewayForTheGrace: right after a drain, GET /mesh/raft shows the
+// voters wanted as the leader's planner counts them (voters rule 15): the drained gateway, gone
+// from the configuration, still counts for --dead-voter-grace-secs, so three gateways with one
+// drained show voters 2 of 3, on the leader and on a follower. They showed 2 of 2 (a count
+// capped at the servers of the configuration).
+func TestRaftInfoCountsADrainedGatewayForTheGrace(t *testing.T) {
+	g1 := startGateway(t, func(c *Config) { c.NodeID = "gw-1" })
+	g2 := startGateway(t, func(c *Config) { c.NodeID, c.Cluster.Join = "gw-2", []string{g1.MeshAddr()} })
+	startGateway(t, func(c *Config) { c.NodeID, c.Cluster.Join = "gw-3", []string{g1.MeshAddr()} })
+	testkit.For(t, "three voters of three", func() bool {
+		_, body := g1.do(t, "GET", "/mesh/raft", "")
+		return strings.Contains(body, `"voters":3,"voters_wanted":3,"voters_auto":true`)
+	})
+	if code, body := g1.do(t, "POST", "/mesh/drain", `{"peer": "gw-3"}`); code != 200 {
+		t.Fatalf("POST /mesh/drain: %d %s", code, body)
+	}
+	for _, g := range []*testGateway{g1, g2} {
+		testkit.For(t, g.NodeID()+"'s configuration without gw-3", func() bool {
+			_, body := g.do(t, "GET", "/mesh/raft", "")
+			return !strings.Contains(body, `"gw-3"`)
+		})
+		want := `"voters":2,"voters_wanted":3,"voters_auto":true`
+		for _, path := range []string{"/mesh/raft", "/status"} {
+			if code, body := g.do(t, "GET", path, ""); code != 200 || !strings.Contains(body, want) {
+				t.Errorf("GET %s on %s: %d %s; want %s in it", path, g.NodeID(), code, body, want)
+			}
+		}
+	}
+}
+
+// TestPeerRowsCountRaftsOwners: a peer's owned count is the raft records', not what it last
+// published: a gateway that died keeps its last published figure after its workers moved.
+func TestPeerRowsCountRaftsOwners(t *testing.T) {
+	members := []mesh.Member{
+		{ID: "gw-1", Status: mesh.StatusDead, Meta: mesh.Meta{NodeID: "gw-1", OwnedWorkers: 2}},
+		{ID: "gw-2", Status: mesh.StatusAlive, Meta: mesh.Meta{NodeID: "gw-2", OwnedWorkers: 2}},
+	}
+	records := []fsm.Record{{ID: "w-1", Owner: "gw-2"}, {ID: "w-2", Owner: "gw-2"}, {ID: "w-3", Owner: "gw-2"}, {ID: "w-4", Owner: "gw-2"}}
+	rows := peerRows(members, nil, nil, ownedCounts(records))
+	if rows[0].Owned != 0 || rows[1].Owned != 4 {
+		t.Errorf("owned %d and %d, want 0 for the dead gateway and 4 for the one its workers moved to", rows[0].Owned, rows[1].Owned)
 	}
 }

@@ -15,8 +15,8 @@ const (
 	// many as Consul and etcd recommend for a production cluster; every voter more adds a
 	// replication to every commit's quorum and tolerates only one more fault per two voters.
 	MaxAutoCount = 5
-	// autoVoterFloor is the count below which rule 7 keeps a dead voter's seat when no
-	// non-voter can take it.
+	// autoVoterFloor is the count below which rule 7 keeps a down voter's seat (dead, or left
+	// without a drain) when no non-voter can take it.
 	autoVoterFloor = 3
 )
 
@@ -49,11 +49,27 @@ func Wanted(cfg raft.Configuration, peers []Peer, now time.Time, o Options) int 
 	return newPlanner(cfg, peers, now, o.withDefaults()).want
 }
 
+// Shown returns the voters wanted as GET /mesh/raft, GET /status and meshctl raft show them
+// ("voters 2 of 3 (auto)"), and whether that is the automatic count: the planner's own count
+// on configuration cfg with the mesh's view peers at time now (rule 15), so that a gateway that
+// left or drained counts for o.DeadVoterGrace on the display as it does for the leader. With
+// --raft-voters N (o.Voters) it is N, at most the gateways of rule 15's fleet, which are all the
+// leader can seat. o.Self should be the leader's id: its planner counts it whatever the mesh
+// says of it.
+func Shown(cfg raft.Configuration, peers []Peer, now time.Time, o Options) (want int, auto bool) {
+	p := newPlanner(cfg, peers, now, o.withDefaults())
+	if p.auto() {
+		return p.want, true
+	}
+	return min(p.want, p.fleet), false
+}
+
 // auto reports whether the voters wanted are the automatic count.
 func (p *planner) auto() bool { return p.o.Voters <= 0 }
 
 // countFleet is rule 15's fleet. A server of the configuration counts whatever the mesh says of
-// it (suspect, dead, unknown, rejoining, draining), Self always, unless it left or was drained
+// it (suspect, dead, unknown, rejoining, draining, a voter that left without a drain), Self
+// always, unless it departed (rule 3: a non-voter or a draining voter that left) or was drained
 // away longer than the grace ago; a peer not in the configuration counts when it is alive with
 // a raft address (rule 1 adds it), or when it went (left, died, was cut off) at most the grace
 // ago, since it may be back at once: a rolling restart, or a supervisor that restarts a drained
@@ -61,7 +77,7 @@ func (p *planner) auto() bool { return p.o.Voters <= 0 }
 func (p *planner) countFleet() int {
 	n := 0
 	for _, s := range p.seats {
-		if s.self || !s.known || !(s.left() || s.drainedAway()) || p.recent(s.peer) {
+		if s.self || !s.known || !(s.departed() || s.drainedAway()) || p.recent(s.peer) {
 			n++
 		}
 	}
@@ -82,9 +98,9 @@ func (p *planner) recent(peer Peer) bool {
 	return !peer.Since.IsZero() && p.now.Sub(peer.Since) <= p.o.DeadVoterGrace
 }
 
-// mayRemoveDead is rule 7: whether the dead voter s may be removed when staying voters that
-// are not draining hold seats.
-func (p *planner) mayRemoveDead(s seat, staying int) bool {
+// mayRemoveDown is rule 7: whether the down voter s (dead, or left without a drain) may be
+// removed when staying voters that are not draining hold seats.
+func (p *planner) mayRemoveDown(s seat, staying int) bool {
 	if !p.auto() || s.draining() || staying != autoVoterFloor {
 		return true
 	}

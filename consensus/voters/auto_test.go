@@ -72,6 +72,14 @@ func TestWantedFleet(t *testing.T) {
 			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(voters.Peer{ID: "n5", Status: mesh.StatusUnknown})}, want: 3},
 		{name: "a server that left counts for the grace", cfg: five(),
 			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, 0)}, want: 5},
+		{name: "a voter that left without a drain counts past the grace too, as a dead one (it keeps its seat, rules 6 and 7)", cfg: five(),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, 2*grace)}, want: 5},
+		{name: "three voters, one that left without a drain past the grace: three", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), peer("n3", "a", mesh.StatusLeft, 2*grace)}, want: 3},
+		{name: "a draining voter that left counts for the grace only", cfg: five(),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), draining(peer("n5", "a", mesh.StatusLeft, 2*grace))}, want: 3},
+		{name: "a non-voter that left counts for the grace only", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), nonvoter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), alive("n4", "a"), peer("n5", "a", mesh.StatusLeft, 2*grace)}, want: 3},
 		{name: "Self counts whatever the mesh last said of it", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
 			peers: []voters.Peer{peer("n1", "a", mesh.StatusLeft, 0), alive("n2", "a"), alive("n3", "a")}, want: 3, leader: true},
 		{name: "Self draining counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
@@ -162,6 +170,58 @@ func TestPlanAuto(t *testing.T) {
 				if strings.Contains(c.Reason, "wanted") && !strings.Contains(c.Reason, "wanted (auto, ") {
 					t.Errorf("%+v: the reason does not say the count is automatic", c)
 				}
+			}
+		})
+	}
+}
+
+// TestShown: what GET /mesh/raft and meshctl raft show as the voters wanted is the planner's
+// own count (rule 15), not a count capped at the servers of the configuration: right after a
+// drain or a leave the gateway that went still counts for the grace, as it does for the
+// leader.
+func TestShown(t *testing.T) {
+	grace := voters.DefaultDeadVoterGrace
+	two := alives("n1", "n2")
+	tests := []struct {
+		name     string
+		cfg      raft.Configuration
+		peers    []voters.Peer
+		voters   int
+		want     int
+		wantAuto bool
+	}{
+		{name: "three voters", cfg: conf(voter("n1"), voter("n2"), voter("n3")), peers: alives("n1", "n2", "n3"), want: 3, wantAuto: true},
+		{name: "a drained voter removed once it left, within the grace: 2 of 3", cfg: conf(voter("n1"), voter("n2")),
+			peers: append(two, draining(peer("n3", "a", mesh.StatusLeft, time.Second))), want: 3, wantAuto: true},
+		{name: "past the grace: 2 of 1, which the leader demotes to 1 of 1", cfg: conf(voter("n1"), voter("n2")),
+			peers: append(two, draining(peer("n3", "a", mesh.StatusLeft, 2*grace))), want: 1, wantAuto: true},
+		{name: "a non-voter that left, within the grace", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: append(alives("n1", "n2", "n3"), peer("n4", "a", mesh.StatusLeft, time.Second)), want: 3, wantAuto: true},
+		{name: "five voters, one drained and removed within the grace: 4 of 5", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			peers: append(alives("n1", "n2", "n3", "n4"), draining(peer("n5", "a", mesh.StatusLeft, time.Second))), want: 5, wantAuto: true},
+		{name: "a voter that left without a drain: it keeps its seat and counts", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: append(two, peer("n3", "a", mesh.StatusLeft, 2*grace)), want: 3, wantAuto: true},
+		{name: "alive gateways the leader has yet to add count: 1 of 3", cfg: conf(voter("n1")),
+			peers: alives("n1", "n2", "n3"), want: 3, wantAuto: true},
+		{name: "the leader (Self) counts whatever the mesh says of it", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []voters.Peer{draining(peer("n1", "a", mesh.StatusLeft, 2*grace)), alive("n2", "a"), alive("n3", "a")}, want: 3, wantAuto: true},
+		{name: "--raft-voters 3", cfg: conf(voter("n1"), voter("n2"), voter("n3")), peers: alives("n1", "n2", "n3"), voters: 3, want: 3},
+		{name: "--raft-voters 5 of three gateways: 3", cfg: conf(voter("n1"), voter("n2"), voter("n3")), peers: alives("n1", "n2", "n3"), voters: 5, want: 3},
+		{name: "--raft-voters 3, a gateway alone: 1", cfg: conf(voter("n1")), voters: 3, want: 1},
+		{name: "--raft-voters 3, a drained voter removed within the grace: 2 of 3", cfg: conf(voter("n1"), voter("n2")),
+			peers: append(two, draining(peer("n3", "a", mesh.StatusLeft, time.Second))), voters: 3, want: 3},
+		{name: "--raft-voters 3, past the grace: 2 of 2", cfg: conf(voter("n1"), voter("n2")),
+			peers: append(two, draining(peer("n3", "a", mesh.StatusLeft, 2*grace))), voters: 3, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := voters.Options{Voters: tt.voters, Self: "n1"}
+			want, auto := voters.Shown(tt.cfg, tt.peers, planNow, o)
+			if want != tt.want || auto != tt.wantAuto {
+				t.Fatalf("Shown = %d, %v; want %d, %v", want, auto, tt.want, tt.wantAuto)
+			}
+			if planned, _, _ := voters.Planned(tt.cfg, tt.peers, planNow, o); tt.voters == 0 && planned != want {
+				t.Fatalf("Shown = %d, the planner's count %d", want, planned)
 			}
 		})
 	}

@@ -16,6 +16,6 @@
 //     *consensus.Node implements; package consensus imports this one, not the other way round.
 //
 // The scenarios of testdata/*.txt drive the planner through what a fleet goes through (joins,
-// drains, kills, partitions, wiped disks) and hold the transcripts it prints; go test
-// -run TestScenarios -rewrite writes them anew.
+// drains, kills, partitions, wiped disks, stops and restarts) and hold the transcripts it
+// prints; go test -run TestScenarios -rewrite writes them anew.
 package voters

@@ -150,7 +150,15 @@ type Change struct {
 //     to clear), and rule 8 never promotes it while it drains.
 //  2. A server whose alive peer publishes another raft address (a restart on a new address keeps
 //     the id) is updated in place, keeping its suffrage.
-//  3. A peer that left is removed at once, voter or not.
+//  3. A non-voter that left is removed at once, and so is a voter that left while draining: a
+//     drain hands the seat over first (rule 10), and a drained gateway does not come back to it.
+//     A voter that left without a drain is one that died, from when it left: rules 6 and 7
+//     decide, and rule 13 counts it as not live. A plain SIGTERM leaves the mesh so that the
+//     peers list the gateway as left at once, but it may be back on its state directory (a
+//     restart, a rolling restart, a fleet stopped one gateway at a time and started again), and
+//     removing its seat at once would leave a configuration that the gateways coming back
+//     cannot elect in. A non-voter holds no seat: rule 1 adds it again once it is back alive,
+//     and rule 8 promotes it while voters are wanted.
 //  4. A draining non-voter that is dead, or that the mesh does not list (Status
 //     mesh.StatusUnknown), is removed at once too, without rule 6's grace: a drained gateway
 //     leaves, and one whose leave the mesh did not hear (cut off as it left) or forgot (a
@@ -160,16 +168,17 @@ type Change struct {
 //     having lost what it acknowledged, so its seat counts for nothing. Rule 1 then adds it
 //     again as a non-voter, and rule 8 promotes it once it caught up, as etcd's member remove
 //     and member add.
-//  6. A voter dead for longer than DeadVoterGrace (exactly the grace is not longer) is removed;
-//     rule 8 then gives its seat to a live non-voter. Suspect voters are left alone: a suspicion
-//     may be refuted, and a dead peer is only dead after one. A non-voter dead for longer than
-//     the grace is removed.
-//  7. With the automatic count (rule 15), a voter that is not draining stays past the grace
-//     while exactly 3 voters that are not draining hold seats and no non-voter could take its
-//     seat (rule 8's choice): 2 live voters of 2 tolerate no more faults than 2 of 3, so the
-//     removal would gain nothing and cost the seat it comes back to. From 4 or 5 voters it
-//     goes, since the voters left (then demoted to an odd count by rule 11) tolerate as many
-//     faults or more.
+//  6. A voter dead, or gone by a leave without a drain (rule 3), for longer than DeadVoterGrace
+//     (exactly the grace is not longer) is removed, the one gone longest first, then the lowest
+//     id; rule 8 then gives its seat to a live non-voter. Suspect voters are left alone: a
+//     suspicion may be refuted, and a dead peer is only dead after one. A non-voter dead for
+//     longer than the grace is removed.
+//  7. With the automatic count (rule 15), a voter that is not draining (dead, or gone by a
+//     leave without a drain) stays past the grace while exactly 3 voters that are not draining
+//     hold seats and no non-voter could take its seat (rule 8's choice): 2 live voters of 2
+//     tolerate no more faults than 2 of 3, so the removal would gain nothing and cost the seat
+//     it comes back to. From 4 or 5 voters it goes, since the voters left (then demoted to an
+//     odd count by rule 11) tolerate as many faults or more.
 //  8. While there are fewer voters that are not draining than wanted (rule 15), an alive
 //     non-voter already in the configuration that is neither rejoining, draining nor
 //     unreachable (no answer to the leader's raft yet) is promoted: the one whose region holds
@@ -183,7 +192,8 @@ type Change struct {
 //     demotes Self by rule 10.
 //  10. Once no promotion is planned and at least one voter is not draining, a draining voter
 //     other than Self is demoted, the lowest id first: its seat went to a peer that is not
-//     draining. It leaves the configuration when it leaves the mesh (rule 3).
+//     draining. It leaves the configuration when it leaves the mesh (rule 3), a voter still or
+//     not.
 //  11. While there are more voters than wanted (rule 15), one is demoted: not alive first, then
 //     the one whose region holds the most voters, then the highest id.
 //  12. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
@@ -191,10 +201,10 @@ type Change struct {
 //     (rule 4, and 10 for a voter).
 //  13. Quorum guard: a change of the voter set (rules 3, 5 to 8, 10 and 11 on voters) is planned
 //     only if the live voters of the resulting configuration (Self and alive peers that are not
-//     rejoining; suspect, dead and unknown ones do not count) form its quorum. Removing a voter
-//     that left or died never needs more live voters than keeping it (quorum(V-1) <= quorum(V),
-//     and it was not live), so the guard refuses it only when quorum is lost already; promoting
-//     needs the same.
+//     rejoining; suspect, dead, left and unknown ones do not count) form its quorum. Removing a
+//     voter that left or died never needs more live voters than keeping it (quorum(V-1) <=
+//     quorum(V), and it was not live), so the guard refuses it only when quorum is lost already;
+//     promoting needs the same.
 //  14. One voter change per plan, the first of rules 3, 5, 6, 8, 9, 10 and 11 that applies:
 //     every single-server change is its own raft configuration entry and the next is decided on
 //     the configuration it left. Changes to non-voters and addresses cannot affect the quorum
@@ -203,16 +213,18 @@ type Change struct {
 //  15. The voters wanted are Voters when it is set. When it is zero they are AutoCount of the
 //     fleet, the gateways that belong to it even while they are down. A server of the
 //     configuration counts whatever the mesh says of it (suspect, dead, unknown to the mesh,
-//     rejoining, draining), Self always, and a peer not in the configuration when it is alive
-//     with a raft address. A gateway that left, or that drained and is gone (rule 4), still
-//     counts for DeadVoterGrace after it went, as does a peer no longer in the configuration
-//     that died or went suspect within the grace: a rolling restart, a supervisor that
-//     restarts a drained gateway at once, or a gateway whose disk was wiped comes back to an
-//     unchanged count. A kill, a pause, a partition or a lost disk therefore never lowers the
-//     count, and no voter is demoted for being unreachable a while: riding that out is what
-//     raft's quorum is for. The count goes down only once gateways stayed gone past the grace
-//     (a leave, a drain, or a removal by rules 6 and 7), and once 3 voters hold seats it
-//     stays at 3 or more until then, since the voters are servers the fleet counts.
+//     rejoining, draining, and a voter that left without a drain, rule 3), Self always, and a
+//     peer not in the configuration when it is alive with a raft address. A non-voter or a
+//     draining voter that left, or a draining gateway that is gone (rule 4), still counts for
+//     DeadVoterGrace after it went, as does a peer no longer in the configuration that left,
+//     died or went suspect within the grace: a rolling restart, a supervisor that restarts a
+//     drained gateway at once, or a gateway whose disk was wiped comes back to an unchanged
+//     count. A kill, a pause, a partition, a plain SIGTERM or a lost disk therefore never
+//     lowers the count, and no voter is demoted for being unreachable a while: riding that out
+//     is what raft's quorum is for. The count goes down only once gateways stayed gone past the
+//     grace (a drain, a non-voter's leave, or a removal by rules 6 and 7), and once 3 voters
+//     hold seats it stays at 3 or more until then, since the voters are servers the fleet
+//     counts.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
@@ -288,12 +300,24 @@ func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o Options) 
 	return p
 }
 
-// deadTooLong reports whether s is known dead for longer than the grace.
-func (p *planner) deadTooLong(s seat) bool {
-	return s.known && s.peer.Status == mesh.StatusDead && p.now.Sub(s.peer.Since) > p.o.DeadVoterGrace
+// down reports whether s's peer is dead, or left without a drain (rule 3: for a voter seat,
+// one that died).
+func (s seat) down() bool {
+	return s.known && (s.peer.Status == mesh.StatusDead || (s.peer.Status == mesh.StatusLeft && !s.peer.Draining))
 }
 
+// downTooLong reports whether s is down for longer than the grace (rule 6). A non-voter that left
+// is rule 3's before it is this.
+func (p *planner) downTooLong(s seat) bool {
+	return s.down() && p.now.Sub(s.peer.Since) > p.o.DeadVoterGrace
+}
+
+// left reports whether s's peer left the mesh.
 func (s seat) left() bool { return s.known && s.peer.Status == mesh.StatusLeft }
+
+// departed reports whether s's peer left for good as rule 3 sees it: a non-voter that left, or
+// a voter that left while draining.
+func (s seat) departed() bool { return s.left() && (!s.voter || s.peer.Draining) }
 
 // drainedAway reports whether s is a draining seat whose peer is dead or unknown to the mesh
 // (rule 4; one that left is rule 3's).
@@ -330,8 +354,8 @@ func (p *planner) nonvoterRemovals() []Change {
 		case s.self || s.voter:
 		case s.left():
 			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: "the non-voter left the mesh"})
-		case p.deadTooLong(s):
-			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("non-voter", s)})
+		case p.downTooLong(s):
+			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: p.downReason("non-voter", s)})
 		case s.drainedAway():
 			out = append(out, Change{Kind: ChangeRemove, ID: s.id, Reason: fmt.Sprintf(
 				"the non-voter is draining and %s: a drained gateway does not come back to its seat", s.awayReason())})
@@ -356,7 +380,12 @@ func (p *planner) newcomers() []Change {
 	return out
 }
 
-func (p *planner) deadReason(what string, s seat) string {
+// downReason says why rule 6 removes s, for the log line.
+func (p *planner) downReason(what string, s seat) string {
+	if s.peer.Status == mesh.StatusLeft {
+		return fmt.Sprintf("the %s left the mesh without a drain %s ago, longer than the %s grace; it counts as dead",
+			what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
+	}
 	return fmt.Sprintf("the %s has been dead for %s, longer than the %s grace", what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
 }
 
@@ -377,16 +406,16 @@ func (p *planner) voterChange() (Change, bool) {
 	}
 	// Removing a voter that left or died: it is not live, so only the count drops.
 	if voters-1 >= 1 && holdsQuorum(voters-1, live) {
-		if s, ok := p.firstVoter(func(s seat) bool { return s.left() }); ok {
-			return Change{Kind: ChangeRemove, ID: s.id, Reason: "the voter left the mesh"}, true
+		if s, ok := p.firstVoter(seat.departed); ok {
+			return Change{Kind: ChangeRemove, ID: s.id, Reason: "the voter left the mesh while draining"}, true
 		}
 		if s, ok := p.firstVoter(seat.amnesiac); ok {
 			return Change{Kind: ChangeRemove, ID: s.id, Reason: fmt.Sprintf(
 				"the voter came back with a new incarnation %s (its raft state is new, so it may lack entries it acknowledged); it rejoins as a non-voter",
 				s.peer.Incarnation)}, true
 		}
-		if s, ok := p.longestDeadVoter(); ok && p.mayRemoveDead(s, staying) {
-			return Change{Kind: ChangeRemove, ID: s.id, Reason: p.deadReason("voter", s)}, true
+		if s, ok := p.longestDownVoter(); ok && p.mayRemoveDown(s, staying) {
+			return Change{Kind: ChangeRemove, ID: s.id, Reason: p.downReason("voter", s)}, true
 		}
 	}
 	regions := p.voterRegions()
@@ -461,12 +490,13 @@ func (p *planner) firstVoter(match func(seat) bool) (seat, bool) {
 	return seat{}, false
 }
 
-// longestDeadVoter returns the voter dead past the grace for the longest time, then lowest id.
-func (p *planner) longestDeadVoter() (seat, bool) {
+// longestDownVoter returns the voter down (dead, or left without a drain) past the grace for
+// the longest time, then lowest id.
+func (p *planner) longestDownVoter() (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
-		if s.voter && !s.self && p.deadTooLong(s) && (!found || s.peer.Since.Before(best.peer.Since)) {
+		if s.voter && !s.self && p.downTooLong(s) && (!found || s.peer.Since.Before(best.peer.Since)) {
 			best, found = s, true
 		}
 	}

@@ -31,7 +31,7 @@ type Peer struct {
 	Color  string `json:"color"`
 	// Version is the meshgw version the peer runs.
 	Version string `json:"version"`
-	// Owned is the number of workers the peer owns, as it last published.
+	// Owned is the number of workers the peer owns in the raft records this gateway applied.
 	Owned int `json:"owned"`
 	// AppliedIndex is the raft index the peer has applied, as it last published.
 	AppliedIndex uint64 `json:"applied_index"`
