@@ -103,6 +103,21 @@ type Config struct {
 	// plain TCP, which trusts whoever reaches the port.
 	ClusterKey ClusterKey
 
+	// SendHello reports whether the TCP transport says the raft hello (hello.go) on a
+	// connection it opens to raft address addr: false when the gateway there is of a version
+	// that does not read it (the mesh lists a member of this cluster at addr without
+	// mesh.Meta.RaftHello; mesh.SpeaksRaftHello), which would close the connection. It is
+	// called from raft's goroutines, once per connection. Nil means every address reads it.
+	SendHello func(addr string) bool
+
+	// JoiningCluster returns the cluster id this node is joining while its raft state holds
+	// none yet (a fresh joiner): the one its mesh peers carry (mesh.PeersCluster), "" when
+	// unknown. The hello's check takes it for the node's own until the node has one, so that a
+	// fresh joiner on a dead member's raft address refuses that member's cluster even when it
+	// reuses the member's node id (a StatefulSet's pod names). Nil means a node without a
+	// cluster id takes any cluster's connections.
+	JoiningCluster func() string
+
 	// saveInterval is the least time between two saves of the applied state; zero means
 	// defaultSaveInterval. Tests set it.
 	saveInterval time.Duration
@@ -155,8 +170,9 @@ func (c Config) withDefaults() (Config, error) {
 // newTCPTransport listens on c.BindAddr and advertises c.AdvertiseAddr or its default. It owns
 // the listener (rather than raft.NewTCPTransport) so that port 0 and an unspecified bind address
 // both resolve before the advertise address is chosen. With c.TLS the stream layer is TLS's,
-// else with c.ClusterKey the cluster key's.
-func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
+// else with c.ClusterKey the cluster key's, else plain TCP; each connection then says or reads
+// the hello (hello.go), whose cluster id is what clusterID returns at the time.
+func newTCPTransport(c Config, b *hclogBridge, clusterID func() string) (raft.Transport, error) {
 	ln, err := net.Listen("tcp", c.BindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("consensus: raft listener %s: %w", c.BindAddr, err)
@@ -184,25 +200,21 @@ func newTCPTransport(c Config, b *hclogBridge) (raft.Transport, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("consensus: raft advertise address %q: %w", adv, err)
 	}
-	var stream raft.StreamLayer = &tcpStream{Listener: ln, advertise: advAddr}
+	guard, component := plainGuard(), "raft-tcp"
 	switch {
 	case c.TLS != nil:
-		stream = newTLSStream(ln, advAddr, *c.TLS, c.Logger)
+		guard, component = tlsGuard(*c.TLS), "raft-tls"
 	case c.ClusterKey != nil:
-		stream = newKeyStream(ln, advAddr, c.ClusterKey, c.Logger)
+		guard, component = keyGuard(c.ClusterKey), "raft-key"
 	}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  stream,
+	log := c.Logger.With("component", component)
+	hello := &raftHello{self: c.NodeID, cluster: clusterID, joining: c.JoiningCluster, sendTo: c.SendHello, log: log}
+	return targetTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  newGuardedStream(ln, advAddr, guard, hello, log),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  b.Named("transport"),
-	}), nil
-}
-
-// tcpStream is raft's stream layer over plain TCP, advertising an address of our choosing.
-type tcpStream struct {
-	net.Listener
-	advertise net.Addr
+	})}, nil
 }
 
 // raftConnectTimeout bounds the TCP connect of a raft connection, below the transport's I/O
@@ -222,13 +234,6 @@ func connectTimeout(timeout time.Duration) time.Duration {
 	}
 	return min(timeout, raftConnectTimeout)
 }
-
-func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(addr), connectTimeout(timeout))
-}
-
-// Addr is the advertised address: what raft records as this server's address.
-func (s *tcpStream) Addr() net.Addr { return s.advertise }
 
 // scaleTimings multiplies raft's failure-detection timings by m (Config.RaftMultiplier). The
 // commit timeout, which paces idle heartbeats of a busy log rather than detecting failure,

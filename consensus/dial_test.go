@@ -15,7 +15,7 @@ import (
 // follower saw no leader for up to 7 s after a partition of 2 s).
 func TestDialOfAnUnansweredPeerEndsSoon(t *testing.T) {
 	addr := testkit.UnansweredAddr(t)
-	s := &tcpStream{}
+	s := &guardedStream{guard: plainGuard()}
 	start := time.Now()
 	c, err := s.Dial(raft.ServerAddress(addr), 10*time.Second)
 	if err == nil {

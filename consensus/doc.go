@@ -111,4 +111,15 @@
 // A follower's state is current once CatchUp says it applied what its leader had. A node
 // with state just starts (both flags are ignored, with an INFO line); raft restores the latest
 // snapshot and replays the log.
+//
+// # Raft connections
+//
+// raft's TCP transport runs over our stream layer (config.go, stream.go): a TLS or cluster-key
+// handshake when configured, then the hello (hello.go). Each connection a node opens says its
+// cluster id and the server it means to reach (targetTransport carries raft's server id to the
+// dial), and an acceptor refuses one of another cluster or meant for another server, so that a
+// gateway on a dead member's raft address is neither taken over by that member's cluster nor
+// counted for that member. A connection without the hello (an older gateway) is taken as it
+// is, and none is sent to an address whose mesh member lacks the capability
+// (Config.SendHello).
 package consensus

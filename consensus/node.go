@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/fsm"
-	"github.com/meshgw/meshgw/consensus/voters"
 	"github.com/meshgw/meshgw/worker"
 )
 
@@ -218,7 +217,7 @@ func (n *Node) startRaft(bridge *hclogBridge) error {
 	cfg := n.cfg
 	n.trans = cfg.Transport
 	if n.trans == nil {
-		t, err := newTCPTransport(cfg, bridge)
+		t, err := newTCPTransport(cfg, bridge, n.fsm.ClusterID)
 		if err != nil {
 			return err
 		}
@@ -433,8 +432,8 @@ type Info struct {
 	// Voters is how many servers of the configuration vote.
 	Voters int `json:"voters"`
 	// VotersWanted is how many voters the leader works towards: --raft-voters, or the count it
-	// chooses by the fleet's size (VotersAuto), at most the servers of the configuration
-	// (WithVotersWanted). 0 when not known.
+	// chooses by the fleet's size (VotersAuto), as the planner counts the fleet (voters.Shown;
+	// the server sets it). 0 when not known.
 	VotersWanted int `json:"voters_wanted,omitempty"`
 	// VotersAuto says VotersWanted is the automatic count (--raft-voters 0, voters.AutoCount).
 	VotersAuto bool `json:"voters_auto,omitempty"`
@@ -442,35 +441,6 @@ type Info struct {
 	// least three voters. A cluster of three gateways whose joined ones are still non-voters is
 	// not yet fault-tolerant: the first one's death stops every write.
 	FaultTolerant bool `json:"fault_tolerant"`
-}
-
-// WithVotersWanted returns i with VotersWanted set from the leader's target of voters at time
-// now: o.Voters (--raft-voters) when it is positive, else the count the leader chooses by the
-// fleet's size from i's servers and the mesh's view peers (VotersWanted, VotersAuto set), at
-// most the servers of the configuration (voters.Wanted).
-func (i Info) WithVotersWanted(peers []voters.Peer, now time.Time, o voters.Options) Info {
-	want := o.Voters
-	if want <= 0 {
-		cfg := raft.Configuration{Servers: make([]raft.Server, 0, len(i.Servers))}
-		for _, s := range i.Servers {
-			cfg.Servers = append(cfg.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Address),
-				Suffrage: suffrageOf(s.Suffrage)})
-		}
-		want, i.VotersAuto = voters.Wanted(cfg, peers, now, o), true
-	}
-	i.VotersWanted = min(want, len(i.Servers))
-	return i
-}
-
-// suffrageOf is the raft suffrage Server.Suffrage names.
-func suffrageOf(name string) raft.ServerSuffrage {
-	switch name {
-	case "voter":
-		return raft.Voter
-	case "staging":
-		return raft.Staging
-	}
-	return raft.Nonvoter
 }
 
 // Server is one member of the raft configuration.

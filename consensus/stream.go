@@ -25,7 +25,8 @@ const (
 )
 
 // streamGuard is what a guarded stream layer runs on each connection before raft reads or
-// writes a byte on it: mutual TLS (tls.go), or the proof of the cluster key (clusterkey).
+// writes a byte on it: mutual TLS (tls.go), the proof of the cluster key (clusterkey), or
+// nothing (plainGuard); the hello (hello.go) follows it.
 type streamGuard struct {
 	// name says what the handshake is, for the log.
 	name string
@@ -38,16 +39,18 @@ type streamGuard struct {
 	dial func(ctx context.Context, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 }
 
-// guardedStream is raft's stream layer behind a handshake. Its own loop accepts TCP
-// connections and handshakes each in its own goroutine, bounded in time and number, so that a
-// client that never completes one holds up neither raft's accept loop nor other peers; Accept
-// hands raft only connections whose handshake succeeded. A refused handshake (no certificate,
-// another CA, not a node certificate; no proof of the cluster key) is logged at WARN with the
+// guardedStream is raft's stream layer behind a handshake and the hello. Its own loop accepts
+// TCP connections and handshakes each in its own goroutine, bounded in time and number, so that
+// a client that never completes one holds up neither raft's accept loop nor other peers; Accept
+// hands raft only connections whose handshake succeeded and whose hello, if any, was meant for
+// this node. A refused handshake (no certificate, another CA, not a node certificate; no proof
+// of the cluster key) or hello (another cluster, another server) is logged at WARN with the
 // peer's address (spaced: refusals).
 type guardedStream struct {
 	raw       net.Listener
 	advertise net.Addr
 	guard     streamGuard
+	hello     *raftHello // nil: no hello said or read (tests of the handshakes alone)
 	log       *slog.Logger
 
 	refused refusals
@@ -62,10 +65,11 @@ type guardedStream struct {
 	pending map[net.Conn]struct{} // raw connections whose handshake is in progress
 }
 
-// newGuardedStream starts accepting on ln; Close stops it.
-func newGuardedStream(ln net.Listener, advertise net.Addr, guard streamGuard, log *slog.Logger) *guardedStream {
+// newGuardedStream starts accepting on ln, with hello's checks when it is not nil; Close stops
+// it.
+func newGuardedStream(ln net.Listener, advertise net.Addr, guard streamGuard, hello *raftHello, log *slog.Logger) *guardedStream {
 	s := &guardedStream{
-		raw: ln, advertise: advertise, guard: guard, log: log,
+		raw: ln, advertise: advertise, guard: guard, hello: hello, log: log,
 		ready: make(chan net.Conn), slots: make(chan struct{}, maxHandshakes), done: make(chan struct{}),
 		pending: make(map[net.Conn]struct{}),
 	}
@@ -123,6 +127,17 @@ func (s *guardedStream) handshake(raw net.Conn) {
 		}
 		_ = raw.Close()
 		return
+	}
+	if s.hello != nil {
+		deadline, _ := ctx.Deadline()
+		secured := c
+		if c, err = s.hello.accept(secured, deadline); err != nil {
+			if !s.closed() {
+				s.hello.warn(raw.RemoteAddr().String(), err)
+			}
+			_ = secured.Close()
+			return
+		}
 	}
 	select {
 	case s.ready <- c:
@@ -186,12 +201,35 @@ func (s *guardedStream) Close() error {
 // Addr is the advertised address: what raft records as this server's address.
 func (s *guardedStream) Addr() net.Addr { return s.advertise }
 
-// Dial implements raft.StreamLayer: a TCP connection to addr with the handshake done, both
-// within timeout, the connect within raftConnectTimeout.
-func (s *guardedStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+// Dial implements raft.StreamLayer: a TCP connection to target's address with the handshake
+// done and the hello said to the server target names (targetTransport), within timeout, the
+// connect within raftConnectTimeout.
+func (s *guardedStream) Dial(target raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	addr, id := splitTarget(target)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return s.guard.dial(ctx, addr, timeout)
+	c, err := s.guard.dial(ctx, raft.ServerAddress(addr), timeout)
+	if err != nil || s.hello == nil {
+		return c, err
+	}
+	deadline, _ := ctx.Deadline()
+	if err := s.hello.dial(c, addr, id, deadline); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("raft connection to %s: hello: %w", addr, err)
+	}
+	return c, nil
+}
+
+// plainGuard is no handshake: raft's connections run over plain TCP, with the hello only.
+func plainGuard() streamGuard {
+	return streamGuard{
+		name:    "raft hello",
+		refusal: "raft listener: refused a connection",
+		accept:  func(_ context.Context, raw net.Conn) (net.Conn, error) { return raw, nil },
+		dial: func(ctx context.Context, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+			return (&net.Dialer{Timeout: connectTimeout(timeout)}).DialContext(ctx, "tcp", string(addr))
+		},
+	}
 }
 
 // ClusterKey is the proof of the cluster key a node's raft connections give and take when
@@ -203,9 +241,9 @@ type ClusterKey interface {
 	Dial(conn net.Conn, deadline time.Time) error
 }
 
-// newKeyStream is raft's stream layer behind the proof of the cluster key, accepting on ln.
-func newKeyStream(ln net.Listener, advertise net.Addr, key ClusterKey, log *slog.Logger) *guardedStream {
-	return newGuardedStream(ln, advertise, streamGuard{
+// keyGuard is the proof of the cluster key, both ways.
+func keyGuard(key ClusterKey) streamGuard {
+	return streamGuard{
 		name:    "cluster key",
 		refusal: "raft listener: refused a connection that did not prove the cluster key",
 		accept: func(ctx context.Context, raw net.Conn) (net.Conn, error) {
@@ -227,5 +265,5 @@ func newKeyStream(ln net.Listener, advertise net.Addr, key ClusterKey, log *slog
 			}
 			return c, nil
 		},
-	}, log.With("component", "raft-key"))
+	}
 }

@@ -3,7 +3,6 @@ package consensus
 import (
 	"context"
 	"crypto/tls"
-	"log/slog"
 	"net"
 	"time"
 
@@ -22,9 +21,9 @@ type TLSConfig struct {
 	Dial *tls.Config
 }
 
-// newTLSStream is raft's stream layer over mutual TLS, accepting on ln.
-func newTLSStream(ln net.Listener, advertise net.Addr, cfg TLSConfig, log *slog.Logger) *guardedStream {
-	return newGuardedStream(ln, advertise, streamGuard{
+// tlsGuard is the mutual TLS handshake of cfg.
+func tlsGuard(cfg TLSConfig) streamGuard {
+	return streamGuard{
 		name:    "TLS handshake",
 		refusal: "raft listener: refused a connection whose TLS handshake failed",
 		accept: func(ctx context.Context, raw net.Conn) (net.Conn, error) {
@@ -38,5 +37,5 @@ func newTLSStream(ln net.Listener, advertise net.Addr, cfg TLSConfig, log *slog.
 			d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: connectTimeout(timeout)}, Config: cfg.Dial}
 			return d.DialContext(ctx, "tcp", string(addr))
 		},
-	}, log.With("component", "raft-tls"))
+	}
 }

@@ -20,7 +20,9 @@ const MetaMaxSize = memberlist.MetaMaxSize
 const metaVersion byte = 1
 
 // leavingSize is what Leaving=true adds to the encoding (a one-byte tag and a one-byte value).
-// EncodeMeta keeps room for it, so that Leave never fails on the size limit.
+// EncodeMeta keeps room for it, so that Leave never fails on the size limit. RaftHello's two
+// bytes need no such room: it is set from Start on and never changes, so Start's own encoding
+// counts them.
 const leavingSize = 2
 
 // maxMetaString bounds every text field of decoded metadata, whatever the total size allows.
@@ -59,6 +61,10 @@ type Meta struct {
 	// Leaving is set by Leave just before the node's leave message, so that peers report it as
 	// left rather than dead. SetMeta cannot change it.
 	Leaving bool
+	// RaftHello says the gateway reads the raft hello (consensus/hello.go) on the raft
+	// connections it accepts. False for an older build, to which peers dial without it
+	// (SpeaksRaftHello).
+	RaftHello bool
 }
 
 // EncodeMeta encodes m as memberlist node metadata: a version byte, then protobuf. It fails when
@@ -83,6 +89,7 @@ func EncodeMeta(m Meta) ([]byte, error) {
 		Incarnation:     m.Incarnation,
 		Rejoining:       m.Rejoining,
 		StartedUnixNano: unixNano(m.Started),
+		RaftHello:       m.RaftHello,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: encode node metadata: %w", err)
@@ -128,6 +135,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 		Incarnation:  pb.GetIncarnation(),
 		Rejoining:    pb.GetRejoining(),
 		Started:      fromUnixNano(pb.GetStartedUnixNano()),
+		RaftHello:    pb.GetRaftHello(),
 	}
 	if err := m.validate(); err != nil {
 		return Meta{}, err
@@ -169,4 +177,48 @@ func fromUnixNano(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// SpeaksRaftHello reports whether a raft connection to raftAddr may carry the raft hello, from
+// what members (Mesh.Members) say: not when the member of this cluster the mesh lists at that
+// address lacks Meta.RaftHello, an older build that would close the connection on it. A live
+// (or suspect) member there speaks for the address, else the dead and left ones do, since the
+// process behind it is then unknown; several that disagree hold the hello back. A foreign member
+// is no reason to hold it back: it is no member of this cluster, and refusing the connection is
+// what the hello is for. An address no member lists gets the hello.
+func SpeaksRaftHello(members []Member, raftAddr string) bool {
+	live, gone, anyLive := true, true, false
+	for _, m := range members {
+		if m.Meta.RaftAddr != raftAddr {
+			continue
+		}
+		switch m.Status {
+		case StatusForeign:
+		case StatusDead, StatusLeft:
+			gone = gone && m.Meta.RaftHello
+		default:
+			anyLive, live = true, live && m.Meta.RaftHello
+		}
+	}
+	if anyLive {
+		return live
+	}
+	return gone
+}
+
+// PeersCluster returns the cluster id that the live members of members other than self carry,
+// "" when none carries one or they carry different ones: the cluster a node that knows no id of
+// its own is joining (consensus.Config.JoiningCluster).
+func PeersCluster(members []Member, self string) string {
+	id := ""
+	for _, m := range members {
+		if m.ID == self || m.Meta.ClusterID == "" || (m.Status != StatusAlive && m.Status != StatusSuspect) {
+			continue
+		}
+		if id != "" && id != m.Meta.ClusterID {
+			return ""
+		}
+		id = m.Meta.ClusterID
+	}
+	return id
 }

@@ -17,7 +17,8 @@ func fullMeta() Meta {
 	return Meta{NodeID: "gw-eu-1", Version: "v0.6.0", Region: "eu-west-1", Color: "green",
 		HTTPAddr: "10.0.12.34:30000", RPCAddr: "10.0.12.34:39529", RaftAddr: "10.0.12.34:39528",
 		ClusterID: "5f0c6c1e-3f3b-4b8e-9d2a-8f1f2e3d4c5b", AppliedIndex: 123456789, OwnedWorkers: 250,
-		Incarnation: "9f86d081884c7d65", Rejoining: true, Started: time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.UTC)}
+		Incarnation: "9f86d081884c7d65", Rejoining: true, Started: time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.UTC),
+		RaftHello: true}
 }
 
 func TestMetaRoundTrip(t *testing.T) {
@@ -154,4 +155,67 @@ func FuzzDecodeMeta(f *testing.F) {
 			t.Fatalf("round trip: %+v -> %+v, %v", m, back, err)
 		}
 	})
+}
+
+// TestSpeaksRaftHello: a raft connection carries the hello unless the member of this cluster
+// listed at its address is of a build without it; a live member speaks for the address before
+// dead ones, and a foreign one never holds the hello back.
+func TestSpeaksRaftHello(t *testing.T) {
+	const addr = "10.0.0.7:39528"
+	member := func(id string, st Status, raftAddr string, hello bool) Member {
+		return Member{ID: id, Status: st, Meta: Meta{NodeID: id, RaftAddr: raftAddr, RaftHello: hello}}
+	}
+	tests := []struct {
+		name    string
+		members []Member
+		want    bool
+	}{
+		{"no member listed", nil, true},
+		{"members elsewhere only", []Member{member("a", StatusAlive, "10.0.0.8:39528", false)}, true},
+		{"live member with it", []Member{member("a", StatusAlive, addr, true)}, true},
+		{"live member without it", []Member{member("a", StatusAlive, addr, false)}, false},
+		{"suspect member without it", []Member{member("a", StatusSuspect, addr, false)}, false},
+		{"dead member with it", []Member{member("a", StatusDead, addr, true)}, true},
+		{"dead member without it", []Member{member("a", StatusDead, addr, false)}, false},
+		{"left member without it", []Member{member("a", StatusLeft, addr, false)}, false},
+		{"live member with it over a dead one without", []Member{member("a", StatusDead, addr, false), member("b", StatusAlive, addr, true)}, true},
+		{"live member without it over a dead one with", []Member{member("a", StatusDead, addr, true), member("b", StatusAlive, addr, false)}, false},
+		{"two live members that disagree", []Member{member("a", StatusAlive, addr, true), member("b", StatusAlive, addr, false)}, false},
+		{"foreign member without it", []Member{member("a", StatusForeign, addr, false)}, true},
+		{"foreign member without it over a dead one with", []Member{member("a", StatusDead, addr, true), member("b", StatusForeign, addr, false)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SpeaksRaftHello(tt.members, addr); got != tt.want {
+				t.Errorf("SpeaksRaftHello = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPeersCluster: a node that knows no cluster id of its own is joining the one its live
+// peers agree on.
+func TestPeersCluster(t *testing.T) {
+	member := func(id string, st Status, cluster string) Member {
+		return Member{ID: id, Status: st, Meta: Meta{NodeID: id, ClusterID: cluster}}
+	}
+	tests := []struct {
+		name    string
+		members []Member
+		want    string
+	}{
+		{"alone", []Member{member("me", StatusAlive, "")}, ""},
+		{"peers without one", []Member{member("me", StatusAlive, ""), member("a", StatusAlive, "")}, ""},
+		{"live peers agree", []Member{member("a", StatusAlive, "B"), member("b", StatusSuspect, "B"), member("c", StatusAlive, "")}, "B"},
+		{"live peers disagree", []Member{member("a", StatusAlive, "A"), member("b", StatusAlive, "B")}, ""},
+		{"dead and foreign peers do not count", []Member{member("a", StatusDead, "A"), member("b", StatusForeign, "C"), member("c", StatusAlive, "B")}, "B"},
+		{"its own entry does not count", []Member{member("me", StatusAlive, "A")}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PeersCluster(tt.members, "me"); got != tt.want {
+				t.Errorf("PeersCluster = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

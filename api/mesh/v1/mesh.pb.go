@@ -65,8 +65,14 @@ type NodeMeta struct {
 	// the process it drains by it, so that a drained gateway started again is told from the one
 	// that was drained.
 	StartedUnixNano int64 `protobuf:"varint,14,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// raft_hello says the gateway reads the raft hello: a dialer's cluster id and the server it
+	// means to reach, sent before raft's first byte on each raft connection, with which it refuses
+	// a connection of another cluster or meant for another server. A peer dials a raft address
+	// without the hello when the member it lists there lacks this (an older build would close the
+	// connection on it).
+	RaftHello     bool `protobuf:"varint,15,opt,name=raft_hello,json=raftHello,proto3" json:"raft_hello,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeMeta) Reset() {
@@ -197,11 +203,18 @@ func (x *NodeMeta) GetStartedUnixNano() int64 {
 	return 0
 }
 
+func (x *NodeMeta) GetRaftHello() bool {
+	if x != nil {
+		return x.RaftHello
+	}
+	return false
+}
+
 var File_mesh_v1_mesh_proto protoreflect.FileDescriptor
 
 const file_mesh_v1_mesh_proto_rawDesc = "" +
 	"\n" +
-	"\x12mesh/v1/mesh.proto\x12\x0emeshgw.mesh.v1\"\xaf\x03\n" +
+	"\x12mesh/v1/mesh.proto\x12\x0emeshgw.mesh.v1\"\xce\x03\n" +
 	"\bNodeMeta\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
@@ -218,7 +231,9 @@ const file_mesh_v1_mesh_proto_rawDesc = "" +
 	"\aleaving\x18\v \x01(\bR\aleaving\x12 \n" +
 	"\vincarnation\x18\f \x01(\tR\vincarnation\x12\x1c\n" +
 	"\trejoining\x18\r \x01(\bR\trejoining\x12*\n" +
-	"\x11started_unix_nano\x18\x0e \x01(\x03R\x0fstartedUnixNanoB-Z+github.com/meshgw/meshgw/api/mesh/v1;meshv1b\x06proto3"
+	"\x11started_unix_nano\x18\x0e \x01(\x03R\x0fstartedUnixNano\x12\x1d\n" +
+	"\n" +
+	"raft_hello\x18\x0f \x01(\bR\traftHelloB-Z+github.com/meshgw/meshgw/api/mesh/v1;meshv1b\x06proto3"
 
 var (
 	file_mesh_v1_mesh_proto_rawDescOnce sync.Once
