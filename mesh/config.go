@@ -44,6 +44,10 @@ type Config struct {
 	// BindPort is the port memberlist listens on, TCP and UDP. 0 (the default) lets the system
 	// pick a free port, as tests do; the gateway passes --mesh-port (DefaultPort).
 	BindPort int
+	// Listener is the mesh's sockets, bound by Listen beforehand; its address replaces BindAddr
+	// and BindPort. Start takes it over: Shutdown closes it, and so does a Start that fails.
+	// Nil (the default): Start binds BindAddr:BindPort itself.
+	Listener *Listener
 
 	// AdvertiseAddr is the address peers use to reach this node: an IP, or a host name that
 	// resolves to one (--mesh-advertise-host). Required when BindAddr is unspecified (0.0.0.0
@@ -93,6 +97,14 @@ type Config struct {
 	Tune func(*memberlist.Config)
 }
 
+// deadNodeReclaimTime lets a node that restarts on a new address (a pod rescheduled, a gateway
+// moved to another host) take its name back from its dead entry at once. memberlist's default
+// (0) refuses any other address for a name until the dead entry is forgotten after
+// GossipToTheDeadTime (30 s on a LAN), logging "Conflicting address" at every message
+// meanwhile. A name whose entry is alive or suspect is never taken over: that is a second
+// gateway with the same node id, which Join refuses (conflict.go).
+const deadNodeReclaimTime = time.Nanosecond
+
 // errFlag is a configuration error naming the flag an operator sets.
 func errFlag(flag, format string, args ...any) error {
 	return fmt.Errorf("mesh: %s: %s", flag, fmt.Sprintf(format, args...))
@@ -115,8 +127,12 @@ func (c *Config) memberlistConfig() (*memberlist.Config, error) {
 		return nil, err
 	}
 	mc.Name = c.NodeID
+	mc.DeadNodeReclaimTime = deadNodeReclaimTime
 
-	bind := c.BindAddr
+	bind, port := c.BindAddr, c.BindPort
+	if c.Listener != nil {
+		bind, port = c.Listener.ip, c.Listener.port
+	}
 	if bind == "" {
 		bind = DefaultBindAddr
 	}
@@ -124,10 +140,10 @@ func (c *Config) memberlistConfig() (*memberlist.Config, error) {
 	if ip == nil {
 		return nil, errFlag("--host", "mesh bind address %q is not an IP address", bind)
 	}
-	if c.BindPort < 0 || c.BindPort > 65535 {
-		return nil, errFlag("--mesh-port", "%d is not a port (0-65535)", c.BindPort)
+	if port < 0 || port > 65535 {
+		return nil, errFlag("--mesh-port", "%d is not a port (0-65535)", port)
 	}
-	mc.BindAddr, mc.BindPort = bind, c.BindPort
+	mc.BindAddr, mc.BindPort = bind, port
 
 	adv := c.AdvertiseAddr
 	if adv == "" {
@@ -142,10 +158,7 @@ func (c *Config) memberlistConfig() (*memberlist.Config, error) {
 	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
 		return nil, errFlag("--mesh-advertise-host", "advertised port %d is not a port (0-65535)", c.AdvertisePort)
 	}
-	mc.AdvertisePort = c.AdvertisePort
-	if mc.AdvertisePort == 0 {
-		mc.AdvertisePort = c.BindPort // memberlist replaces 0 with the port it bound
-	}
+	mc.AdvertisePort = c.AdvertisePort // 0: Start sets the port it bound
 
 	if c.EncryptKey != "" {
 		keys, err := ParseEncryptKeys(c.EncryptKey)

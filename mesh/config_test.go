@@ -1,9 +1,11 @@
 package mesh
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,11 +72,14 @@ func portOf(t *testing.T, addr string) int {
 func TestStartBindsInUsePort(t *testing.T) {
 	a := start(t, testConfig("a", nil))
 	cfg := Config{NodeID: "b", BindAddr: "127.0.0.1", BindPort: portOf(t, a.Addr()), Profile: ProfileLocal, Logger: nil}
-	if m, err := Start(cfg); err == nil {
+	m, err := Start(cfg)
+	if err == nil {
 		_ = m.Shutdown()
 		t.Fatal("two nodes bound one port")
-	} else if !strings.Contains(err.Error(), "mesh: start memberlist") {
-		t.Errorf("error %q", err)
+	}
+	var le *ListenError
+	if !errors.As(err, &le) || le.Addr != a.Addr() || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("error %q, want a *ListenError for %s, address in use", err, a.Addr())
 	}
 }
 

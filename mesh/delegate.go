@@ -8,9 +8,10 @@ import (
 )
 
 // delegate is what memberlist calls back: the node's metadata (Delegate), membership events
-// (EventDelegate), and the two checks that keep foreign peers out. memberlist calls the event
-// and alive callbacks with its node lock held, so they only touch the mesh's own tables and
-// never call back into memberlist.
+// (EventDelegate), the two checks that keep foreign peers out, and the report of another address
+// claiming this node's id (ConflictDelegate, conflict.go). memberlist calls the event, alive and
+// conflict callbacks with its node lock held, so they only touch the mesh's own tables and never
+// call back into memberlist.
 //
 // memberlist offers two places to refuse a peer, and both are needed (its docs say so on
 // AliveDelegate):
@@ -24,10 +25,11 @@ import (
 type delegate struct{ m *Mesh }
 
 var (
-	_ memberlist.Delegate      = delegate{}
-	_ memberlist.EventDelegate = delegate{}
-	_ memberlist.AliveDelegate = delegate{}
-	_ memberlist.MergeDelegate = delegate{}
+	_ memberlist.Delegate         = delegate{}
+	_ memberlist.EventDelegate    = delegate{}
+	_ memberlist.AliveDelegate    = delegate{}
+	_ memberlist.MergeDelegate    = delegate{}
+	_ memberlist.ConflictDelegate = delegate{}
 )
 
 // NodeMeta returns this node's encoded metadata; EncodeMeta has kept it within limit.
@@ -73,7 +75,6 @@ func (d delegate) NotifyMerge(peers []*memberlist.Node) error {
 		}
 	}
 	if len(errs) > 0 {
-		d.m.refusals.Add(1)
 		return errors.Join(errs...)
 	}
 	return nil

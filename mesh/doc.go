@@ -4,13 +4,18 @@
 //
 // # Membership lifecycle
 //
-//  1. Start. Start validates the Config, picks memberlist's timings from the profile (lan,
-//     wan or local, see profile.go), installs the encryption key, and listens on TCP and UDP.
-//     The node is a mesh of one, with its own metadata encoded (at most MetaMaxSize bytes).
+//  1. Start. Listen binds TCP and UDP on one port beforehand, so that a gateway finds a port in
+//     use before it starts anything; Start takes that Listener (or binds itself), validates the
+//     Config, picks memberlist's timings from the profile (lan, wan or local, see profile.go)
+//     and installs the encryption key. The node is a mesh of one, with its own metadata encoded
+//     (at most MetaMaxSize bytes).
 //  2. Join. Join makes a push/pull state exchange with each given address. Both sides check
 //     the other's member list (MergeDelegate): a peer with another non-empty cluster id, or
 //     metadata that does not decode, makes the join fail on both sides. Once merged, gossip and
-//     periodic push/pulls spread every member to every node.
+//     periodic push/pulls spread every member to every node. A peer that lists this node's id
+//     alive at another address, where a process answers a ping for that id, makes Join return
+//     a *NodeIDTakenError (ConflictDelegate, conflict.go): the id is another live node's. A dead
+//     node's id is taken back by a node at a new address at once.
 //  3. Admit. Every alive message, gossiped or merged, passes the same check (AliveDelegate), so
 //     a foreign peer never enters the member list through a third node. A refused foreign peer
 //     is listed by Members with StatusForeign; nothing else about it is used.

@@ -22,6 +22,12 @@ var (
 	// ErrForeignCluster is wrapped by Join's error when the peers it reached carry another
 	// cluster id than this node.
 	ErrForeignCluster = errors.New("peer belongs to another cluster")
+	// ErrNotMesh is wrapped by Join's error when an address answered, but not as a mesh peer
+	// does: an HTTP server, say.
+	ErrNotMesh = errors.New("the address answered, but not as a mesh peer")
+	// ErrPlaintext is wrapped by Join's error when this node encrypts gossip and an address
+	// answered in plaintext: a mesh peer without a gossip key, or not a mesh peer at all.
+	ErrPlaintext = errors.New("the address answered in plaintext, and this node's gossip is encrypted")
 )
 
 // Mesh is this gateway's member of the memberlist mesh. Its methods are safe for concurrent use.
@@ -45,8 +51,10 @@ type Mesh struct {
 	closed atomic.Bool
 	once   sync.Once
 
-	// refusals counts merges the MergeDelegate refused, so that Join can say why it failed.
-	refusals atomic.Uint64
+	// claims counts the alive messages that named this node at another address, the last of
+	// them in claim, so that Join can tell whether its node id is taken (conflict.go).
+	claims atomic.Uint64
+	claim  atomic.Pointer[memberlist.Node]
 
 	mu      sync.Mutex
 	table   map[string]*entry // from memberlist's events, self included
@@ -65,9 +73,15 @@ type localMeta struct {
 // maxForeign bounds the table of refused peers.
 const maxForeign = 256
 
-// Start validates cfg, starts memberlist's listeners and returns the mesh of this one node;
-// Join connects it to others. Call Shutdown to stop it.
-func Start(cfg Config) (*Mesh, error) {
+// Start validates cfg, starts memberlist on Config.Listener (or on listeners it binds itself)
+// and returns the mesh of this one node; Join connects it to others. Call Shutdown to stop it.
+func Start(cfg Config) (_ *Mesh, err error) {
+	ln := cfg.Listener
+	defer func() {
+		if err != nil && ln != nil {
+			_ = ln.Close()
+		}
+	}()
 	mc, err := cfg.memberlistConfig()
 	if err != nil {
 		return nil, err
@@ -75,6 +89,15 @@ func Start(cfg Config) (*Mesh, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if ln == nil {
+		if ln, err = Listen(mc.BindAddr, mc.BindPort, logger); err != nil {
+			return nil, err
+		}
+	}
+	mc.Transport, mc.BindPort = ln.nt, ln.port
+	if mc.AdvertisePort == 0 {
+		mc.AdvertisePort = ln.port
 	}
 	meta := cfg.Meta
 	meta.NodeID = cfg.NodeID
@@ -95,7 +118,7 @@ func Start(cfg Config) (*Mesh, error) {
 	}
 	m.local.Store(&localMeta{meta: meta, raw: raw})
 	d := delegate{m}
-	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge, mc.Conflict = d, d, d, d, d
 	mc.Logger, mc.LogOutput = newStdLogger(logger), nil
 	if cfg.Tune != nil {
 		cfg.Tune(mc)
@@ -171,8 +194,11 @@ func (m *Mesh) ID() string { return m.name }
 func (m *Mesh) Local() Meta { return m.local.Load().meta }
 
 // Join contacts each address (host:port) and merges its view of the mesh into this node's. It
-// returns how many addresses it reached; the error is set only when it reached none, and wraps
-// ErrForeignCluster when a peer was refused for its cluster id.
+// returns how many addresses it reached. The error is set when it reached none: it wraps
+// ErrForeignCluster when a peer reached was refused for its cluster id, ErrNotMesh or
+// ErrPlaintext when an address answered as no mesh peer does. It is also set, with the count,
+// when a live process at another address already uses this node's id (a *NodeIDTakenError):
+// the node then cannot take part in the mesh.
 //
 // The addresses are contacted side by side: memberlist's Join tries them one after another,
 // each for up to TCPTimeout, so a first address that does not answer (a peer cut off, a host
@@ -188,21 +214,23 @@ func (m *Mesh) Join(addrs []string) (int, error) {
 	case len(addrs) == 0:
 		return 0, errors.New("mesh: join: no address given")
 	}
-	before := m.refusals.Load()
-	n, err := m.joinEach(addrs)
-	if err != nil {
-		if m.refusals.Load() != before {
-			return n, fmt.Errorf("mesh: join %s: %w: %s", strings.Join(addrs, ","), ErrForeignCluster, oneLine(err))
+	claims := m.claims.Load()
+	n, errs := m.joinEach(addrs)
+	if n == 0 {
+		return 0, joinError(addrs, errs)
+	}
+	if m.claims.Load() != claims {
+		if err := m.takenBy(); err != nil {
+			return n, err
 		}
-		return n, fmt.Errorf("mesh: join %s: %s", strings.Join(addrs, ","), oneLine(err))
 	}
 	m.log.Info("mesh joined", "contacted", n, "of", len(addrs))
 	return n, nil
 }
 
 // joinEach joins through every address at once, and returns how many answered and, when none
-// did, their errors.
-func (m *Mesh) joinEach(addrs []string) (int, error) {
+// did, the error of each address.
+func (m *Mesh) joinEach(addrs []string) (int, []error) {
 	ns := make([]int, len(addrs))
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
@@ -214,10 +242,42 @@ func (m *Mesh) joinEach(addrs []string) (int, error) {
 	for _, k := range ns {
 		n += k
 	}
-	if n > 0 {
-		return n, nil
+	return n, errs
+}
+
+// joinError is Join's error when no address merged, from each address's error. memberlist
+// formats what went wrong into its text (with %v), so the kind of failure is read from there:
+// the refusal of this node's MergeDelegate (ErrForeignCluster's text, which the error of the
+// address it refused carries, and no other: a refusal this node made as the seed of another
+// node's join is not this join's), or memberlist's words for an answer that is not a push/pull.
+func joinError(addrs []string, errs []error) error {
+	err := errors.Join(errs...)
+	if err == nil {
+		return fmt.Errorf("mesh: join %s: no address answered", strings.Join(addrs, ","))
 	}
-	return 0, errors.Join(errs...)
+	kind := error(nil)
+	switch {
+	case errorsSay(errs, ErrForeignCluster.Error()):
+		kind = ErrForeignCluster
+	case errorsSay(errs, "received invalid msgType"):
+		kind = ErrNotMesh
+	case errorsSay(errs, "remote state is not encrypted"):
+		kind = ErrPlaintext
+	}
+	if kind != nil {
+		return fmt.Errorf("mesh: join %s: %w: %s", strings.Join(addrs, ","), kind, oneLine(err))
+	}
+	return fmt.Errorf("mesh: join %s: %s", strings.Join(addrs, ","), oneLine(err))
+}
+
+// errorsSay reports whether one of errs says text.
+func errorsSay(errs []error, text string) bool {
+	for _, err := range errs {
+		if err != nil && strings.Contains(err.Error(), text) {
+			return true
+		}
+	}
+	return false
 }
 
 // Members returns every member this node knows, itself included, sorted by id: the live ones,

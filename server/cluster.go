@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,10 @@ type cluster struct {
 	rpcLn    net.Listener // served from serve on; closed by shutdown when never served
 	rpcAddr  string       // advertised
 	serving  bool         // serve ran
+	// fatal receives the error that stops the gateway when it cannot join for good: its node
+	// id is a live gateway's, or the peers it joins belong to another raft cluster (joinLoop).
+	// Run returns it.
+	fatal chan error
 
 	// acks makes admin writes fleet-acknowledged (acks.go); its data plane is set once the
 	// reconciler exists.
@@ -90,13 +95,15 @@ type cluster struct {
 	stopOnce sync.Once
 }
 
-// startCluster starts raft, then opens the gRPC listener, then starts the mesh (whose metadata
-// carries the raft and gRPC addresses) and builds the gRPC server and the forwarder. httpAddr
-// is the data plane's listener. The gRPC listener serves, and the loops start, from serve on.
+// startCluster opens the gRPC listener and binds the mesh's port, then starts raft (which binds
+// its own port before it starts), then the mesh on the port bound (its metadata carries the raft
+// and gRPC addresses), and builds the gRPC server and the forwarder: a port in use stops it
+// before raft started. httpAddr is the data plane's listener. The gRPC listener serves from
+// serve on; the mesh joins, and the loops start, from join on.
 func startCluster(cfg *Config, sec *security, nodeID string, httpAddr net.Addr, reg prometheus.Registerer,
 	log *slog.Logger) (*cluster, error) {
 	c := &cluster{cfg: cfg, sec: sec, nodeID: nodeID, startTime: time.Now(), log: log.With("component", "cluster"), base: log, reg: reg,
-		caughtUp: make(chan struct{}), nodeSet: make(chan struct{}), rejoined: make(chan struct{}, 1)}
+		caughtUp: make(chan struct{}), nodeSet: make(chan struct{}), rejoined: make(chan struct{}, 1), fatal: make(chan error, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	dir, err := nodeDir(cfg, nodeID, log)
 	if err != nil {
@@ -114,20 +121,34 @@ func startCluster(cfg *Config, sec *security, nodeID string, httpAddr net.Addr, 
 	rcfg.Registerer, rcfg.Join, rcfg.BootstrapExpect, rcfg.TLS = reg, f.Join, f.BootstrapExpect, sec.raftTLS()
 	rcfg.ClusterKey = sec.raftKey()
 	rcfg.LeaderLoop = c.leaderLoop
-	if c.node, err = consensus.Start(rcfg); err != nil {
+	// The raft hello reads the mesh, which starts after raft: until then every address gets it.
+	var meshOf atomic.Pointer[mesh.Mesh]
+	rcfg.SendHello = func(addr string) bool { m := meshOf.Load(); return m == nil || mesh.SpeaksRaftHello(m.Members(), addr) }
+	rcfg.JoiningCluster = func() string {
+		if m := meshOf.Load(); m != nil {
+			return mesh.PeersCluster(m.Members(), nodeID)
+		}
+		return ""
+	}
+	if c.rpcLn, err = c.listenRPC(); err != nil {
 		return nil, err
+	}
+	meshLn, err := c.listenMesh()
+	if err != nil {
+		return nil, errors.Join(err, c.rpcLn.Close())
+	}
+	if c.node, err = consensus.Start(rcfg); err != nil {
+		return nil, errors.Join(raftListenError(rcfg.BindAddr, err), c.rpcLn.Close(), meshLn.Close())
 	}
 	close(c.nodeSet)
 	if err := ownership.RegisterOwned(reg, c.node.WorkersShared); err != nil {
-		return nil, errors.Join(err, c.node.Shutdown())
+		return nil, errors.Join(err, c.rpcLn.Close(), meshLn.Close(), c.node.Shutdown())
 	}
-	if c.rpcLn, err = c.listenRPC(); err != nil {
-		return nil, errors.Join(err, c.node.Shutdown())
-	}
-	if c.mesh, err = c.startMesh(httpAddr, reg); err != nil {
+	if c.mesh, err = c.startMesh(httpAddr, meshLn, reg); err != nil { // on an error, mesh.Start closed meshLn
 		_ = c.rpcLn.Close()
 		return nil, errors.Join(err, c.node.Shutdown())
 	}
+	meshOf.Store(c.mesh)
 	c.members = &membership{mesh: c.mesh, node: c.node}
 	c.owners = owners{c.members}
 	duties, err := c.leaderDuties()
@@ -167,9 +188,8 @@ func nodeDir(cfg *Config, nodeID string, log *slog.Logger) (string, error) {
 	return dir.Path, nil
 }
 
-// serve registers more gRPC services (outcome reports, cache sync, gRPC health), serves the
-// gRPC listener, then starts the loops that need no pool: joining --join in the background,
-// with --bootstrap-expect bootstrapping together, and catching up. Call it once.
+// serve registers more gRPC services (outcome reports, cache sync, gRPC health) and serves the
+// gRPC listener. Call it once.
 func (c *cluster) serve(services ...func(*grpc.Server)) {
 	for _, register := range services {
 		register(c.rpc)
@@ -180,6 +200,14 @@ func (c *cluster) serve(services ...func(*grpc.Server)) {
 			c.log.Error("the gRPC listener failed", "err", err)
 		}
 	}()
+}
+
+// join starts the loops that need no pool: joining --join (or --router-selector's pods) in the
+// background, with --bootstrap-expect bootstrapping together, and catching up. It is Start's
+// last step, once every listener is bound and everything else started, so that a start that
+// fails has joined nothing: no peer lists a gateway that never ran, and no raft leader adds it.
+// Call it once, after serve.
+func (c *cluster) join() {
 	f := &c.cfg.Cluster
 	if len(f.Join) > 0 {
 		c.goLoop("join", func() { c.joinLoop(f.Join) })
@@ -259,6 +287,29 @@ func (c *cluster) catchUp() {
 	}
 }
 
+// listenMesh binds ClusterConfig.MeshBind:MeshPort, TCP and UDP, for the mesh to start on.
+func (c *cluster) listenMesh() (*mesh.Listener, error) {
+	f := &c.cfg.Cluster
+	ln, err := mesh.Listen(f.MeshBind, f.MeshPort, c.base)
+	if le := (*mesh.ListenError)(nil); errors.As(err, &le) {
+		return nil, fmt.Errorf("cannot listen on --mesh-port %s: %v", le.Addr, le.Err)
+	}
+	return ln, err
+}
+
+// raftListenError names --raft-port in consensus.Start's error when raft could not bind bind,
+// its Config.BindAddr: the error of every other listener names its flag.
+func raftListenError(bind string, err error) error {
+	op := (*net.OpError)(nil)
+	if !errors.As(err, &op) || op.Op != "listen" {
+		return err
+	}
+	if bind == "" {
+		bind = net.JoinHostPort("0.0.0.0", strconv.Itoa(consensus.DefaultRaftPort)) // consensus's default
+	}
+	return fmt.Errorf("cannot listen on --raft-port %s: %v", bind, op)
+}
+
 // listenRPC opens ClusterConfig.RPCBind:RPCPort and works out the address peers dial.
 func (c *cluster) listenRPC() (net.Listener, error) {
 	f := &c.cfg.Cluster
@@ -271,10 +322,10 @@ func (c *cluster) listenRPC() (net.Listener, error) {
 	return ln, nil
 }
 
-// startMesh starts memberlist with this node's metadata. It keeps departed peers listed longer
-// than a dead voter's (or owner's) grace plus a reconcile interval, so that the leader still
-// sees a dead voter or owner when its grace runs out.
-func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh.Mesh, error) {
+// startMesh starts memberlist on ln with this node's metadata. It keeps departed peers listed
+// longer than a dead voter's (or owner's) grace plus a reconcile interval, so that the leader
+// still sees a dead voter or owner when its grace runs out.
+func (c *cluster) startMesh(httpAddr net.Addr, ln *mesh.Listener, reg prometheus.Registerer) (*mesh.Mesh, error) {
 	f := &c.cfg.Cluster
 	if !f.clustered() && f.AdvertiseHost == "" && net.ParseIP(f.MeshBind).IsUnspecified() {
 		c.log.Warn("the mesh advertises 127.0.0.1 because it binds every interface; set --mesh-advertise-host before other gateways join this one",
@@ -285,6 +336,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 		NodeID:        c.nodeID,
 		BindAddr:      f.MeshBind,
 		BindPort:      f.MeshPort,
+		Listener:      ln,
 		AdvertiseAddr: f.MeshAdvertise,
 		Profile:       f.MeshProfile,
 		EncryptKey:    gossipKey(c.cfg),
@@ -301,6 +353,7 @@ func (c *cluster) startMesh(httpAddr net.Addr, reg prometheus.Registerer) (*mesh
 			Incarnation:  c.node.Incarnation(),
 			Rejoining:    c.node.Rejoining(),
 			Started:      c.startTime,
+			RaftHello:    true,
 		},
 		UpdateTimeout: meshUpdateTimeout,
 		Retention:     max(mesh.DefaultRetention, max(f.DeadVoterGrace, f.OwnerFailoverGrace)+f.ReconcileInterval+time.Minute),

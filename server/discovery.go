@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -86,9 +87,16 @@ func (c *cluster) routerJoinLoop() {
 		case len(addrs) > 0:
 			lastErr = ""
 			n, err := c.mesh.Join(addrs)
-			if err != nil && n == 0 {
+			var taken *mesh.NodeIDTakenError
+			switch {
+			case errors.As(err, &taken) && alive <= 1: // this gateway is the newcomer: it stops (joinLoop)
+				c.fail(c.cannotJoin(addrs, err))
+				return
+			case err != nil && n == 0:
 				c.log.Warn("--router-selector: joining the gateway pods failed; retrying", "join", strings.Join(addrs, ","), "err", err)
-			} else {
+			case err != nil:
+				c.log.Warn("--router-selector: a gateway pod uses this gateway's node id; it should stop", "join", strings.Join(addrs, ","), "err", err)
+			default:
 				c.log.Info("--router-selector: joined gateway pods", "reached", n, "of", len(addrs), "alive", c.mesh.Count(mesh.StatusAlive))
 			}
 		}

@@ -18,7 +18,9 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// Run serves until ctx ends or a listener fails, then stops: with
+// Run serves until ctx ends, a listener fails, or the gateway cannot join the mesh for good
+// (its node id is a live gateway's, or --join names gateways of another raft cluster: Run then
+// returns that error, and the gateway sends no leave), then stops: with
 // ClusterConfig.LeaveOnTerminate and ctx ended, the gateway first drains (ownership's
 // LeaveOnTerminate); then the data plane drains its requests within Config.ShutdownGrace, the
 // gateway leaves the mesh, and everything Start started stops, last first: the registrations,
@@ -30,20 +32,29 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started {
 		return errNotStarted
 	}
+	var fatal error
 	select {
 	case <-ctx.Done():
 	case err := <-s.errc:
 		if err != nil {
 			s.log.Error("listener failed; shutting down", "err", err)
 		}
+	case fatal = <-s.cl.fatal:
 	}
-	if s.cfg.Cluster.LeaveOnTerminate && ctx.Err() != nil {
+	if s.cfg.Cluster.LeaveOnTerminate && ctx.Err() != nil && fatal == nil {
 		s.cl.leaveOnTerminate(s.operator, s.gw, s.left, s.cfg.Cluster.DrainTimeout)
 	}
 	err := shutdown(s.gw, s.metricsSrv, s.cfg.ShutdownGrace, s.log)
-	s.cl.leave() // then the stops: registrations, reconciler, checks, and the cluster's shutdown
-	s.log.Info("stopped")
+	if fatal == nil {
+		// A gateway that could not join has nothing to leave; and one whose node id is another's
+		// must not send a leave, which would speak for that gateway's name.
+		s.cl.leave()
+	}
+	s.log.Info("stopped") // then the stops: registrations, reconciler, checks, and the cluster's shutdown
 	s.stop()
+	if fatal != nil {
+		return fatal
+	}
 	return err
 }
 
@@ -93,40 +104,69 @@ func shutdown(gw *gateway.Gateway, metricsSrv *http.Server, grace time.Duration,
 	return nil
 }
 
-// startProbes opens Config.ProbeAddr when set.
-func (s *Server) startProbes() (string, error) {
-	addr := s.cfg.ProbeAddr
-	if addr == "" {
-		return "", nil
+// bindListeners opens Config.ProbeAddr and Config.MetricsAddr, those set, before anything
+// starts: a port in use stops the start before it joined anything (Start). startDataPlane
+// serves them.
+func (s *Server) bindListeners() error {
+	var err error
+	if s.probeLn, err = listen("--health-check-port", s.cfg.ProbeAddr); err != nil {
+		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("cannot listen on --health-check-port %s: %v", addr, err)
+	if s.metricsLn, err = listen("--prometheus-port", s.cfg.MetricsAddr); err != nil {
+		return errors.Join(err, closeListener(s.probeLn))
 	}
-	go func() { s.errc <- s.gw.ServeProbes(ln) }()
-	return ln.Addr().String(), nil
+	s.onStop(func() { _ = closeListener(s.probeLn); _ = closeListener(s.metricsLn) }) // served, they are closed already
+	return nil
 }
 
-// startMetrics serves /metrics from the registry with net/http when Config.MetricsAddr is set.
-func (s *Server) startMetrics() (*http.Server, string, error) {
-	addr := s.cfg.MetricsAddr
+// listen opens addr, the listener of flag; nil without addr.
+func listen(flag, addr string) (net.Listener, error) {
 	if addr == "" {
-		return nil, "", nil
+		return nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot listen on --prometheus-port %s: %v", addr, err)
+		return nil, fmt.Errorf("cannot listen on %s %s: %v", flag, addr, err)
+	}
+	return ln, nil
+}
+
+// closeListener closes ln when there is one.
+func closeListener(ln net.Listener) error {
+	if ln == nil {
+		return nil
+	}
+	return ln.Close()
+}
+
+// serveProbes serves the probe endpoints on the probe listener, if there is one, and returns
+// its address.
+func (s *Server) serveProbes() string {
+	if s.probeLn == nil {
+		return ""
+	}
+	ln := s.probeLn
+	go func() { s.errc <- s.gw.ServeProbes(ln) }()
+	return ln.Addr().String()
+}
+
+// serveMetrics serves /metrics from the registry with net/http on the metrics listener, if
+// there is one, and returns its server and address.
+func (s *Server) serveMetrics() (*http.Server, string) {
+	if s.metricsLn == nil {
+		return nil, ""
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mountPprof(mux, s.cfg.Pprof)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln := s.metricsLn
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errc <- err
 		}
 	}()
-	return srv, ln.Addr().String(), nil
+	return srv, ln.Addr().String()
 }
 
 // mountPprof serves Go's profiler on mux when on; never /debug/pprof/cmdline, since a command

@@ -49,6 +49,8 @@ type Server struct {
 	left        chan struct{} // closed once this gateway left the mesh on its drain
 	errc        chan error    // a listener that failed
 	metricsSrv  *http.Server
+	probeLn     net.Listener // bound first of all (bindListeners), nil without Config.ProbeAddr
+	metricsLn   net.Listener // likewise, without Config.MetricsAddr
 	probeAddr   string
 	metricsAddr string
 	// stops are what Start started that stops on the way out, run last first (as defers).

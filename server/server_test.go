@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/meshgw/meshgw/breaker"
@@ -161,6 +162,9 @@ func TestServesProbesAndMetrics(t *testing.T) {
 	if got := g.logs.Lines(`msg="meshgw started"`, "listen="+g.Addr(), "rpc="+g.RPCAddr(), "mesh="+g.MeshAddr(), "raft="+g.RaftAddr()); len(got) != 1 {
 		t.Errorf("start lines %q, want one with every address", got)
 	}
+	if got := g.logs.Lines(`msg="meshgw started"`, "policy=cache_aware", "cache_rule=cost", "cache_scope="); len(got) != 1 {
+		t.Errorf("start lines %q, want one naming the policy, its rule and its scope", got)
+	}
 	g.stop(t)
 	if got := g.logs.Lines("msg=stopped"); len(got) != 1 {
 		t.Errorf("stop lines %q, want one", got)
@@ -250,25 +254,22 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// TestStartFailureStopsWhatStarted: when a late part cannot start (the probe port is taken),
-// Start returns its error with the flag's name, and what started before it (raft, the mesh,
-// the gRPC listener, the loops) is stopped again: raft and the mesh log their stop, and goleak
-// (TestMain) finds nothing left.
+// TestStartFailureStopsWhatStarted: when a late part cannot start (its metric's name is taken
+// in the registry), Start returns its error, and what started before it (raft, the mesh, the
+// gRPC listener, the loops) is stopped again: raft and the mesh log their stop, and goleak
+// (TestMain) finds nothing left. (A port in use fails before anything started:
+// TestPortInUseFailsBeforeJoining.)
 func TestStartFailureStopsWhatStarted(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
 	logs := &logbuf.Buffer{}
 	cfg := testConfig(t, logs)
-	cfg.ProbeAddr = busy.Addr().String()
+	cfg.Registry = prometheus.NewRegistry()
+	cfg.Registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "meshgw_mesh_outcome_reports_total", Help: "taken"}))
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "cannot listen on --health-check-port "+busy.Addr().String()) {
-		t.Fatalf("Start: %v, want the probe port's error", err)
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "outcome: register metrics") {
+		t.Fatalf("Start: %v, want the outcome reports' error", err)
 	}
 	for _, stopped := range []string{`msg="raft stopped"`, `msg="mesh stopped"`} {
 		if got := logs.Lines(stopped); len(got) != 1 {

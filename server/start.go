@@ -15,12 +15,15 @@ import (
 	"github.com/meshgw/meshgw/worker"
 )
 
-// Start wires and starts the gateway: the cluster first (the raft node with the durable worker
-// records, the mesh, forwarding), then the worker pool and what drives it (the bulletin
-// importer and publisher, the owned-worker manager), the gRPC services, then the data plane
-// serving the pool what raft has applied, while Config.Workers are registered through raft in
-// the background. It logs "meshgw started" and returns; Run serves and stops. When a part
-// fails, what started is stopped again, last first, and Start returns the error. Call it once.
+// Start wires and starts the gateway: it binds every listener first (the probe and metrics
+// listeners, the gRPC listener and the mesh's port; raft binds its own before it starts), then
+// starts the cluster (the raft node with the durable worker records, the mesh, forwarding),
+// the worker pool and what drives it (the bulletin importer and publisher, the owned-worker
+// manager), the gRPC services, then the data plane serving the pool what raft has applied,
+// while Config.Workers are registered through raft in the background; it joins the mesh last.
+// So a port in use, or any part that fails, stops the start before it joined anything. It logs
+// "meshgw started" and returns; Run serves and stops. When a part fails, what started is stopped
+// again, last first, and Start returns the error. Call it once.
 func (s *Server) Start() error {
 	if err := s.start(); err != nil {
 		s.stop()
@@ -55,6 +58,9 @@ type parts struct {
 
 // start runs Start's steps in order; each adds what it started to the stops.
 func (s *Server) start() error {
+	if err := s.bindListeners(); err != nil {
+		return err
+	}
 	cl, err := startCluster(&s.cfg, s.sec, s.nodeID, s.cfg.Listener.Addr(), s.reg, s.log)
 	if err != nil {
 		return err
@@ -70,6 +76,7 @@ func (s *Server) start() error {
 			return err
 		}
 	}
+	cl.join()
 	s.started = true
 	return nil
 }
@@ -78,6 +85,12 @@ func (s *Server) start() error {
 // the owned-worker manager.
 func (s *Server) startPool(p *parts) error {
 	p.gcfg.NodeID = s.nodeID
+	if p.gcfg.Policy == "" { // the gateway's default, named here so that the choices below see it
+		p.gcfg.Policy = gateway.DefaultPolicy
+	}
+	if p.gcfg.CacheAware.Rule == "" {
+		p.gcfg.CacheAware.Rule = policy.DefaultCacheRule
+	}
 	// A new worker starts pending until probes verify it; with health checks off it starts
 	// ready (the owner then marks it ready anyway).
 	p.gcfg.Pool = pool.New(pool.Config{StartPending: !s.cfg.Health.DisableHealthCheck})
@@ -200,18 +213,20 @@ func (s *Server) startDataPlane(p *parts) error {
 	s.onStop(registerWorkers(p.writer, s.registrations(), log))
 	s.errc = make(chan error, 3)
 	go func() { s.errc <- gw.Serve(s.sec.httpListener(gw.ClientListener(s.cfg.Listener))) }()
-	if s.probeAddr, err = s.startProbes(); err != nil {
-		gw.Close()
-		return err
-	}
-	if s.metricsSrv, s.metricsAddr, err = s.startMetrics(); err != nil {
-		gw.Close()
-		return err
-	}
-	log.Info("meshgw started", "listen", s.cfg.Listener.Addr().String(), "probe_listen", s.probeAddr, "metrics_listen", s.metricsAddr,
+	s.probeAddr = s.serveProbes()
+	s.metricsSrv, s.metricsAddr = s.serveMetrics()
+	attrs := []any{"listen", s.cfg.Listener.Addr().String(), "probe_listen", s.probeAddr, "metrics_listen", s.metricsAddr,
 		"raft", node.Address(), "mesh", cl.mesh.Addr(), "rpc", cl.rpcAddr, "node_id", s.nodeID, "region", p.gcfg.Region, "color", s.cfg.Color,
-		"workers", len(s.cfg.Workers), "policy", p.gcfg.Policy, "tls", s.sec.enabled(), "tls_http", s.sec.enabled() && s.cfg.TLS.HTTP,
-		"max_buffered_body_mb", p.gcfg.MaxBufferedBody>>20)
+		"workers", len(s.cfg.Workers), "policy", p.gcfg.Policy}
+	if p.gcfg.Policy == policy.CacheAware { // which of its rules and scopes runs: SMG's flags act only under --cache-rule smg
+		scope := "local"
+		if s.cfg.CacheFleet {
+			scope = "fleet"
+		}
+		attrs = append(attrs, "cache_rule", p.gcfg.CacheAware.Rule, "cache_scope", scope)
+	}
+	attrs = append(attrs, "tls", s.sec.enabled(), "tls_http", s.sec.enabled() && s.cfg.TLS.HTTP, "max_buffered_body_mb", p.gcfg.MaxBufferedBody>>20)
+	log.Info("meshgw started", attrs...)
 	return nil
 }
 
