@@ -23,7 +23,8 @@ const (
 	JournalRunning         = "running"
 	JournalInterrupted     = "interrupted"
 	JournalCoordinatorLost = "coordinator_lost"
-	// JournalFailed: the update ended, and some target was not updated (failed or unknown).
+	// JournalFailed is no stored status but JournalRecord.State's: a running record whose
+	// update ended with a target not updated (failed or unknown).
 	JournalFailed = "failed"
 )
 
@@ -38,10 +39,9 @@ const (
 	ResolveNotStarted = "not_started"
 	// ResolveAcknowledge closes the record at an operator's word; every target stays disabled.
 	ResolveAcknowledge = "acknowledge"
-	// ResolveInterrupted, ResolveCoordinatorLost and ResolveFailed set the record's status.
+	// ResolveInterrupted and ResolveCoordinatorLost set the record's status.
 	ResolveInterrupted     = "interrupted"
 	ResolveCoordinatorLost = "coordinator_lost"
-	ResolveFailed          = "failed"
 )
 
 // journalReason is the disabled_reason a weight update gives its targets.
@@ -154,7 +154,7 @@ func applyJournalResolve(s *state, index uint64, m *consensusv1.JournalResolveCo
 			return Result{Outcome: Unchanged, Journal: next} // no longer a target, or a retry
 		}
 		next.Outcomes[id] = m.Outcome
-	case ResolveInterrupted, ResolveCoordinatorLost, ResolveFailed:
+	case ResolveInterrupted, ResolveCoordinatorLost:
 		if next.Status == m.Action {
 			return Result{Outcome: Unchanged, Journal: next}
 		}

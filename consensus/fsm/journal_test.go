@@ -81,22 +81,32 @@ func TestJournalOpenAndComplete(t *testing.T) {
 	}
 }
 
-// A failed update's record takes the status failed, once (a repeat changes nothing), and keeps
-// its targets disabled.
-func TestJournalFailedStatus(t *testing.T) {
+// A running record reads failed once every target has an outcome and one of them is not
+// updated: derived from the replicated record, with no command of its own (a gateway of an
+// older version applies the same entries and agrees). Stored statuses other than running win.
+func TestJournalFailedState(t *testing.T) {
 	f, ids, idx := journalFSM(t)
 	applyAt(t, f, next(idx), JournalOpen{ID: "u1", Coordinator: "n1", Targets: ids[:2], At: time.Unix(3, 0)})
+	state := func() string { j := f.Journal(); return j[0].State() }
 	applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveOutcome, Target: ids[0], Outcome: OutcomeFailed})
-	if res := applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveFailed}); res.Outcome != Updated || res.Journal.Status != JournalFailed {
-		t.Fatalf("failed: %+v", res)
+	if got := state(); got != JournalRunning {
+		t.Fatalf("one target still pending: %s, want %s", got, JournalRunning)
 	}
-	if res := applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveFailed}); res.Outcome != Unchanged {
-		t.Fatalf("failed again: %+v", res)
+	applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveOutcome, Target: ids[1], Outcome: OutcomeUpdated})
+	if got := state(); got != JournalFailed {
+		t.Fatalf("every outcome in, one failed: %s, want %s", got, JournalFailed)
 	}
 	for _, id := range ids[:2] {
 		if r, _ := f.Worker(id); !r.Disabled {
 			t.Fatalf("%s enabled while its failed record is open", id)
 		}
+	}
+	applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: ResolveCoordinatorLost})
+	if got := state(); got != JournalCoordinatorLost {
+		t.Fatalf("a stored status: %s, want %s", got, JournalCoordinatorLost)
+	}
+	if res := applyAt(t, f, next(idx), JournalResolve{ID: "u1", Action: "failed"}); res.Err == nil {
+		t.Fatalf("a 'failed' action applied: %+v; the state is derived, not written", res)
 	}
 }
 

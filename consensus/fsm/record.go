@@ -80,8 +80,33 @@ type JournalRecord struct {
 	StartedAt   time.Time
 	// PriorDisabled are the targets that were disabled already when the update opened.
 	PriorDisabled []worker.ID
-	// Status is JournalRunning, JournalInterrupted, JournalCoordinatorLost or JournalFailed.
+	// Status is JournalRunning, JournalInterrupted or JournalCoordinatorLost, as raft stored
+	// it; State is what gateways show.
 	Status string
+}
+
+// State is the record's status as gateways show and act on it: Status, except that a running
+// record whose every target has an outcome, one of them not updated, is JournalFailed: its
+// update ended (the record stays open for an operator), whether or not its coordinator still
+// runs. It is derived from the replicated record, so every gateway, of any version that
+// replicates the record, agrees on it.
+func (j *JournalRecord) State() string {
+	if j.Status != JournalRunning || len(j.Targets) == 0 {
+		return j.Status
+	}
+	failed := false
+	for _, id := range j.Targets {
+		switch j.Outcomes[id] {
+		case OutcomePending, "":
+			return j.Status
+		case OutcomeFailed, OutcomeUnknown:
+			failed = true
+		}
+	}
+	if failed {
+		return JournalFailed
+	}
+	return j.Status
 }
 
 // Clone returns a deep copy of j.

@@ -45,7 +45,7 @@ type journalRecord struct {
 
 func journalView(j fsm.JournalRecord) journalRecord {
 	r := journalRecord{ID: j.ID, Targets: j.Targets, Outcomes: j.Outcomes, Coordinator: j.Coordinator,
-		StartedAt: j.StartedAt, Status: j.Status, PriorDisabled: j.PriorDisabled}
+		StartedAt: j.StartedAt, Status: j.State(), PriorDisabled: j.PriorDisabled}
 	if r.Targets == nil {
 		r.Targets = []worker.ID{}
 	}

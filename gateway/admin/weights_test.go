@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/meshgw/meshgw/consensus/fsm"
 	"github.com/meshgw/meshgw/gateway/weights"
+	"github.com/meshgw/meshgw/worker"
 )
 
 // reportOnly answers every weight update with its report.
@@ -43,5 +45,15 @@ func TestUpdateWeightsAnswers(t *testing.T) {
 				t.Fatalf("the report is not in the answer: %v: %s", err, a.body)
 			}
 		})
+	}
+}
+
+// The journal shows a running record whose update ended with a target not updated as failed
+// (fsm.JournalRecord.State), on every gateway alike.
+func TestJournalViewShowsTheState(t *testing.T) {
+	j := fsm.JournalRecord{ID: "wu-1", Targets: []worker.ID{"w-1", "w-2"}, Status: fsm.JournalRunning,
+		Outcomes: map[worker.ID]string{"w-1": fsm.OutcomeUpdated, "w-2": fsm.OutcomeFailed}}
+	if got := journalView(j).Status; got != fsm.JournalFailed {
+		t.Errorf("status %q, want %q", got, fsm.JournalFailed)
 	}
 }

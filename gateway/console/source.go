@@ -51,7 +51,7 @@ func AdminSource(node string, v AdminViews) Source {
 			for id, o := range j.Outcomes {
 				out[string(id)] = o
 			}
-			st.Journal = append(st.Journal, Journal{ID: j.ID, Coordinator: j.Coordinator, Status: j.Status,
+			st.Journal = append(st.Journal, Journal{ID: j.ID, Coordinator: j.Coordinator, Status: j.State(),
 				StartedAt: j.StartedAt.UTC(), Targets: len(j.Targets), Outcomes: out})
 		}
 		slices.SortFunc(st.Recent, func(a, b Transition) int { return a.At.Compare(b.At) })

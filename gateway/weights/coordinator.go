@@ -205,14 +205,9 @@ func (c *Coordinator) Update(ctx context.Context, body []byte, t Target) (Report
 		rep.Message = fmt.Sprintf("updated %d workers", len(targets))
 	case failed > 0:
 		rep.Result = "failed"
-		// The record's status says the update ended, so that no one reads it as still running
-		// (or, once this process no longer runs it, as interrupted).
-		if index, err := c.resolveIndex(fsm.JournalResolve{ID: id, Action: fsm.ResolveFailed, At: c.cfg.Now(), By: c.cfg.NodeID}); err != nil {
-			c.log.Warn("marking a failed weight update's record failed did not apply; it reads running, then interrupted", "id", id, "err", err)
-		} else {
-			last = max(last, index)
-		}
-		c.acknowledge(ctx, id, last) // the outcomes the answer lists, and the status, on every gateway
+		// The record now reads failed on every gateway (fsm.JournalRecord.State: every outcome is
+		// in, one not updated) once they applied the outcomes.
+		c.acknowledge(ctx, id, last) // the outcomes the answer lists, on every gateway
 		rep.Message = fmt.Sprintf("%d of %d workers were not updated; journal record %s stays open and its workers stay disabled: verify each, then enable it, or resolve the record",
 			failed, len(targets), id)
 	default:

@@ -140,9 +140,9 @@ func TestUpdateFailureKeepsRecord(t *testing.T) {
 	}
 }
 
-// An update that ended with a target not updated marks its record failed before it answers,
-// and the watcher leaves it so: its coordinator did not restart, so it is not interrupted. Nor
-// does the coordinator's later departure make it coordinator_lost: how it ended is known.
+// An update that ended with a target not updated reads failed once it answers, and the watcher
+// leaves it so: its coordinator did not restart, so it is not interrupted. Nor does the
+// coordinator's later departure make it coordinator_lost: how it ended is known.
 func TestFailedUpdateIsMarkedFailed(t *testing.T) {
 	urls, _ := engines(t, 2, map[int]bool{0: true})
 	c, w, ids := setup(t, urls, nil)
@@ -150,24 +150,25 @@ func TestFailedUpdateIsMarkedFailed(t *testing.T) {
 	if err != nil || rep.Result != "failed" {
 		t.Fatalf("update: %+v, %v", rep, err)
 	}
-	if j := w.f.Journal(); len(j) != 1 || j[0].Status != fsm.JournalFailed {
-		t.Fatalf("after the answer: %+v, want status %s", j, fsm.JournalFailed)
+	if j := w.f.Journal(); len(j) != 1 || j[0].State() != fsm.JournalFailed {
+		t.Fatalf("after the answer: %+v, want state %s", j, fsm.JournalFailed)
 	}
 	c.WatchOnce(members{{ID: "n1", Status: mesh.StatusAlive}}, leading(true))
-	if j := w.f.Journal(); len(j) != 1 || j[0].Status != fsm.JournalFailed {
-		t.Fatalf("after its coordinator's watcher: %+v, want status %s", j, fsm.JournalFailed)
+	if j := w.f.Journal(); len(j) != 1 || j[0].State() != fsm.JournalFailed {
+		t.Fatalf("after its coordinator's watcher: %+v, want state %s", j, fsm.JournalFailed)
 	}
 	// Another gateway's failed record, its coordinator gone: the leader leaves the status.
 	for _, cmd := range []fsm.Command{fsm.JournalResolve{ID: rep.ID, Action: fsm.ResolveAcknowledge},
 		fsm.JournalOpen{ID: "u2", Coordinator: "n2", Targets: ids, At: time.Unix(3, 0)},
-		fsm.JournalResolve{ID: "u2", Action: fsm.ResolveFailed}} {
+		fsm.JournalResolve{ID: "u2", Action: fsm.ResolveOutcome, Target: ids[0], Outcome: fsm.OutcomeFailed},
+		fsm.JournalResolve{ID: "u2", Action: fsm.ResolveOutcome, Target: ids[1], Outcome: fsm.OutcomeUpdated}} {
 		if res, err := w.Apply(context.Background(), cmd); err != nil || res.Err != nil {
 			t.Fatalf("%+v: %v %v", cmd, err, res.Err)
 		}
 	}
 	c.WatchOnce(members{{ID: "n2", Status: mesh.StatusLeft}}, leading(true))
-	if j := w.f.Journal(); len(j) != 1 || j[0].Status != fsm.JournalFailed {
-		t.Fatalf("after the leader's watcher: %+v, want status %s", j, fsm.JournalFailed)
+	if j := w.f.Journal(); len(j) != 1 || j[0].State() != fsm.JournalFailed {
+		t.Fatalf("after the leader's watcher: %+v, want state %s", j, fsm.JournalFailed)
 	}
 }
 

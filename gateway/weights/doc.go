@@ -23,8 +23,9 @@
 // operator verifies each engine and enables it (PUT {"disabled": false}, which takes it out of
 // the record; the record closes once empty), or drops the record (POST
 // /weight_update_journal/resolve {"acknowledge": true}; the targets then stay disabled until
-// enabled one by one). An update that ended with a target not updated marks its record failed
-// before it answers. A coordinator that restarts marks its own running record interrupted; the
+// enabled one by one). An update that ended with a target not updated reads failed (its record
+// is running with every outcome in, one not updated: fsm.JournalRecord.State). A coordinator
+// that restarts marks its own running record interrupted; the
 // leader marks a running or interrupted record whose coordinator left the mesh, or died,
 // coordinator_lost. An opening
 // write whose outcome is unknown (the leader failed under it) answers an error and sends

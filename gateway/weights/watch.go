@@ -28,8 +28,8 @@ type Leader interface {
 //   - on the leader, a running or interrupted record whose coordinator is dead, has left, or is
 //     unknown to the mesh becomes coordinator_lost, so that no record stays open unnoticed.
 //
-// A failed record (the update ended with a target not updated) keeps its status: how it ended
-// is known.
+// A failed record (fsm.JournalRecord.State: the update ended with a target not updated) is
+// neither: how it ended is known.
 //
 // Either way the record stays open, and its targets disabled, until an operator resolves it.
 func (c *Coordinator) Watch(ctx context.Context, members Members, leader Leader, interval time.Duration) {
@@ -53,9 +53,9 @@ func (c *Coordinator) WatchOnce(members Members, leader Leader) {
 	for _, j := range c.cfg.Records.Journal() {
 		var action string
 		switch {
-		case j.Coordinator == c.cfg.NodeID && j.Status == fsm.JournalRunning && !c.Running(j.ID):
+		case j.Coordinator == c.cfg.NodeID && j.State() == fsm.JournalRunning && !c.Running(j.ID):
 			action = fsm.ResolveInterrupted
-		case (j.Status == fsm.JournalRunning || j.Status == fsm.JournalInterrupted) && j.Coordinator != c.cfg.NodeID &&
+		case (j.State() == fsm.JournalRunning || j.Status == fsm.JournalInterrupted) && j.Coordinator != c.cfg.NodeID &&
 			leader.IsLeader() && gone(members, j.Coordinator):
 			action = fsm.ResolveCoordinatorLost
 		default:

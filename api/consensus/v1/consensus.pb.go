@@ -539,8 +539,9 @@ type JournalRecord struct {
 	// Targets that were already disabled when the update began: they stay disabled when it
 	// completes.
 	PriorDisabled []string `protobuf:"bytes,6,rep,name=prior_disabled,json=priorDisabled,proto3" json:"prior_disabled,omitempty"`
-	// "running", "interrupted" (its coordinator restarted), "coordinator_lost" (its coordinator
-	// left the mesh or died) or "failed" (the update ended with a target not updated).
+	// "running", "interrupted" (its coordinator restarted) or "coordinator_lost" (its coordinator
+	// left the mesh or died). A running record whose every target has an outcome, one of them
+	// not updated, is shown "failed" (derived, never stored).
 	Status        string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1523,7 +1524,7 @@ func (x *JournalOpenCommand) GetAtUnixNano() int64 {
 // JournalResolveCommand changes or closes the open weight-update record id. action is one of
 // "outcome" (target's outcome), "complete" (every target updated: re-enable and close),
 // "not_started" (nothing was sent: re-enable and close), "acknowledge" (an operator closes it;
-// the targets stay disabled), "interrupted", "coordinator_lost" and "failed" (a status).
+// the targets stay disabled), "interrupted" and "coordinator_lost" (a status).
 type JournalResolveCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
