@@ -114,10 +114,19 @@ func TestVotersCluster(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		m.Set(voters.Peer{ID: id, RaftAddress: "mem-" + id, Region: region, Status: mesh.StatusAlive, Since: time.Now()})
 	}
-	r := newLateVoters(voters.Config{Membership: m, Voters: 3, Logger: logs.Logger(slog.LevelInfo)})
+	// A short reconcile interval, so that a test can wait for a pass that started after the
+	// membership changed (passes).
+	r := newLateVoters(voters.Config{Membership: m, Voters: 3, ReconcileInterval: 20 * time.Millisecond, Logger: logs.Logger(slog.LevelInfo)})
 	c := startJoiningCluster(t, r, regions...)
 	leader := c.nodes[0]
 	waitReady(t, leader)
+	// passes waits for a pass that started after the call: the one running then, which may
+	// have read the membership before it changed, ends first.
+	passes := func(what string) {
+		t.Helper()
+		before := r.Passes()
+		testkit.For(t, what, func() bool { return r.Passes() > before+1 })
+	}
 
 	// --raft-voters 3. One voter and four alive peers: three voters, one per region, and two non-voters that
 	// replicate the log.
@@ -135,9 +144,8 @@ func TestVotersCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := r.Passes()
 	m.Set() // a signal without news
-	testkit.For(t, "a pass after the signal", func() bool { return r.Passes() > before })
+	passes("a pass after the signal")
 	if _, now, _ := leader.Configuration(); now != index {
 		t.Fatalf("an unchanged membership changed the configuration (index %d to %d)", index, now)
 	}
@@ -148,8 +156,7 @@ func TestVotersCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Set(voters.Peer{ID: "n3", RaftAddress: "mem-n3", Region: "b", Status: mesh.StatusDead, Since: time.Now()})
-	before = r.Passes()
-	testkit.For(t, "a pass after n3 died", func() bool { return r.Passes() > before })
+	passes("a pass after n3 died")
 	if got := serversOf(t, leader); !slices.Contains(got, "n3:voter") {
 		t.Fatalf("n3 lost its seat within the grace: %v", got)
 	}
@@ -162,8 +169,7 @@ func TestVotersCluster(t *testing.T) {
 	m.Set(voters.Peer{ID: "n2", RaftAddress: "mem-n2", Region: "a", Status: mesh.StatusLeft, Since: time.Now()})
 	waitServers(t, leader, "n1:voter", "n4:voter", "n5:voter")
 	m.Set(voters.Peer{ID: "n5", RaftAddress: "mem-n5", Region: "c", Status: mesh.StatusLeft, Since: time.Now()})
-	before = r.Passes()
-	testkit.For(t, "a pass after n5 left", func() bool { return r.Passes() > before })
+	passes("a pass after n5 left")
 	if got := serversOf(t, leader); !slices.Contains(got, "n5:voter") {
 		t.Fatalf("n5 lost its seat within the grace: %v", got)
 	}

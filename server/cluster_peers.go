@@ -45,7 +45,9 @@ func (a *membership) marks() map[string]bool {
 // names the peers marked draining. A peer marked draining that the mesh does not list is
 // listed with mesh.StatusUnknown, so that the leader removes it from the configuration
 // (voters rule 4): a drained gateway whose leave this mesh never heard (a leader that
-// joined since, or one that forgot it) is gone.
+// joined since, or one that forgot it) is gone. The other servers of the configuration that
+// the mesh does not list are the reconciler's to add, as unknown since its term first found
+// them missing (voters rules 6 and 12).
 func raftPeers(members []mesh.Member, draining map[string]bool) []voters.Peer {
 	out := make([]voters.Peer, 0, len(members))
 	listed := make(map[string]bool, len(members))
@@ -194,7 +196,8 @@ func timePtr(t time.Time) *time.Time {
 // size), so that both say when the cluster is not yet fault-tolerant (voters 1 of 3). The count
 // is the leader's planner's own (voters.Shown) on this gateway's view of the configuration and
 // the mesh, so a gateway that left or drained counts for --dead-voter-grace-secs here as it
-// does for the leader's decisions.
+// does for the leader's decisions, and a server of the configuration that the mesh does not
+// list counts until the leader removed it (rule 15), with or without the leader's clock of it.
 func (c *cluster) Info() (consensus.Info, error) {
 	info, err := c.node.Info()
 	if err != nil {

@@ -15,8 +15,8 @@ const (
 	// many as Consul and etcd recommend for a production cluster; every voter more adds a
 	// replication to every commit's quorum and tolerates only one more fault per two voters.
 	MaxAutoCount = 5
-	// autoVoterFloor is the count below which rule 7 keeps a down voter's seat (dead, or left
-	// without a drain) when no non-voter can take it.
+	// autoVoterFloor is the count below which rule 7 keeps a down voter's seat (dead, left
+	// without a drain, or missing from the mesh past the grace) when no non-voter can take it.
 	autoVoterFloor = 3
 )
 
@@ -67,13 +67,13 @@ func Shown(cfg raft.Configuration, peers []Peer, now time.Time, o Options) (want
 // auto reports whether the voters wanted are the automatic count.
 func (p *planner) auto() bool { return p.o.Voters <= 0 }
 
-// countFleet is rule 15's fleet. A server of the configuration counts whatever the mesh says of
-// it (suspect, dead, unknown, rejoining, draining, a voter that left without a drain), Self
-// always, unless it departed (rule 3: a non-voter or a draining voter that left) or was drained
-// away longer than the grace ago; a peer not in the configuration counts when it is alive with
-// a raft address (rule 1 adds it), or when it went (left, died, was cut off) at most the grace
-// ago, since it may be back at once: a rolling restart, or a supervisor that restarts a drained
-// gateway.
+// countFleet is rule 15's fleet. A server of the configuration counts whatever the mesh says of it
+// (suspect, dead, unknown or missing, rejoining, draining, a voter that left without a drain),
+// Self always, unless it departed (rule 3: a non-voter or a draining voter that left) or was
+// drained away longer than the grace ago; a peer not in the configuration counts when it is alive
+// with a raft address (rule 1 adds it), or when it went (left, died, was cut off) at most the
+// grace ago, since it may be back at once: a rolling restart, or a supervisor that restarts a
+// drained gateway.
 func (p *planner) countFleet() int {
 	n := 0
 	for _, s := range p.seats {
@@ -98,8 +98,8 @@ func (p *planner) recent(peer Peer) bool {
 	return !peer.Since.IsZero() && p.now.Sub(peer.Since) <= p.o.DeadVoterGrace
 }
 
-// mayRemoveDown is rule 7: whether the down voter s (dead, or left without a drain) may be
-// removed when staying voters that are not draining hold seats.
+// mayRemoveDown is rule 7: whether the down voter s (dead, left without a drain, or missing
+// from the mesh) may be removed when staying voters that are not draining hold seats.
 func (p *planner) mayRemoveDown(s seat, staying int) bool {
 	if !p.auto() || s.draining() || staying != autoVoterFloor {
 		return true

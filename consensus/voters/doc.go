@@ -11,7 +11,10 @@
 //   - The automatic count, AutoCount and Wanted: how many voters the leader keeps when
 //     --raft-voters is 0, by the size of the fleet.
 //   - The loop, Reconciler: a leader.Duty that plans on the current configuration and
-//     membership and hands each change to raft, one voter change per configuration entry. It
+//     membership and hands each change to raft, one voter change per configuration entry. Each
+//     term of leadership clocks the servers of the configuration that the mesh does not list
+//     from when it first finds them missing, so that the planner can tell how long each has
+//     been gone (unlisted.go). It
 //     reaches raft through the Raft interface (and Contact, when the node offers it), which
 //     *consensus.Node implements; package consensus imports this one, not the other way round.
 //

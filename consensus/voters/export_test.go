@@ -21,3 +21,10 @@ func Planned(cfg raft.Configuration, peers []Peer, now time.Time, o Options) (wa
 // UnreachableRecheck is how soon a pass runs again after one that found a non-voter the
 // leader's raft cannot reach.
 const UnreachableRecheck = unreachableRecheck
+
+// UnlistedPeers is peers as a Reconciler's pass hands them to Plan on cfg at time now: with
+// every server of cfg that they do not list, as mesh.StatusUnknown since missing (the term's
+// clocks, which it updates) first found it missing.
+func UnlistedPeers(missing map[string]time.Time, cfg raft.Configuration, peers []Peer, now time.Time) []Peer {
+	return unlisted(missing).peers(cfg, peers, now)
+}

@@ -142,8 +142,10 @@ func (r *Reconciler) Passes() uint64 { return r.passes.Load() }
 // Term implements leader.Duty: reconcile at the start, on each membership signal, on the node's
 // signal that its raft reached a peer, every ReconcileInterval, and unreachableRecheck after a
 // pass that found a non-voter the node's raft has not reached. It never blocks the
-// membership's signals, and each change is bounded by ChangeTimeout.
+// membership's signals, and each change is bounded by ChangeTimeout. The term clocks the
+// servers of the configuration that the mesh does not list from its own start (unlisted).
 func (r *Reconciler) Term() leader.Term {
+	missing := make(unlisted)
 	var contact <-chan struct{} // nil, which never fires, for a node that does not signal
 	if c, ok := r.node.(Contact); ok {
 		contact = c.RaftContact()
@@ -153,7 +155,7 @@ func (r *Reconciler) Term() leader.Term {
 		Also:     contact,
 		Interval: r.cfg.ReconcileInterval,
 		Pass: func(ctx context.Context, _ leader.Wake) time.Time {
-			r.reconcile(ctx)
+			r.reconcile(ctx, missing)
 			if r.sawUnreachable.Load() {
 				return time.Now().Add(unreachableRecheck)
 			}
@@ -163,21 +165,22 @@ func (r *Reconciler) Term() leader.Term {
 }
 
 // reconcile runs passes back to back while they change something, at most maxPassesPerWake.
-func (r *Reconciler) reconcile(ctx context.Context) {
+func (r *Reconciler) reconcile(ctx context.Context, missing unlisted) {
 	for range maxPassesPerWake {
 		if ctx.Err() != nil {
 			return
 		}
-		if applied, err := r.pass(ctx); applied == 0 || err != nil {
+		if applied, err := r.pass(ctx, missing); applied == 0 || err != nil {
 			return
 		}
 	}
 }
 
-// pass plans on the current configuration and membership and applies the plan in order, each
-// change conditioned on the configuration index the previous one left. It stops at the first
-// failure: the next pass plans again from what raft has.
-func (r *Reconciler) pass(ctx context.Context) (applied int, err error) {
+// pass plans on the current configuration and membership, with the servers of the
+// configuration that the mesh does not list as unknown since missing clocked them, and
+// applies the plan in order, each change conditioned on the configuration index the previous
+// one left. It stops at the first failure: the next pass plans again from what raft has.
+func (r *Reconciler) pass(ctx context.Context, missing unlisted) (applied int, err error) {
 	defer r.passes.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
@@ -209,7 +212,8 @@ func (r *Reconciler) pass(ctx context.Context) (applied int, err error) {
 		}
 	}
 	r.sawUnreachable.Store(unreachable)
-	for _, c := range Plan(cfg, peers, time.Now(), opts) {
+	now := time.Now()
+	for _, c := range Plan(cfg, missing.peers(cfg, peers, now), now, opts) {
 		if err := ctx.Err(); err != nil {
 			return applied, err
 		}

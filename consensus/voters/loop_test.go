@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/raft"
 
 	"github.com/meshgw/meshgw/consensus/voters"
@@ -275,6 +276,126 @@ func TestReconcilerPromotesAtFirstContact(t *testing.T) {
 		}
 		if d := time.Since(reached); d != 0 {
 			t.Fatalf("the promotion came %s after the first answer; want at once", d)
+		}
+	})
+}
+
+// setConfig replaces the node's configuration, as a change raft applied that no pass planned.
+func (f *fakeNode) setConfig(cfg raft.Configuration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cfg, f.index = cfg, f.index+1
+}
+
+// forgetful is a membership whose mesh forgets peers, as the mesh forgets a member its
+// retention after it died or left, and as the processes of a fleet started again never list a
+// gateway that did not come back.
+type forgetful struct {
+	*voterstest.Membership
+	mu   sync.Mutex
+	gone map[string]bool
+}
+
+func newForgetful(peers ...voters.Peer) *forgetful {
+	return &forgetful{Membership: voterstest.NewMembership(peers...), gone: make(map[string]bool)}
+}
+
+// Peers lists the peers set, but those forgotten.
+func (f *forgetful) Peers() []voters.Peer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.DeleteFunc(f.Membership.Peers(), func(p voters.Peer) bool { return f.gone[p.ID] })
+}
+
+// forget makes the mesh forget id, or list it again, and signals.
+func (f *forgetful) forget(id string, gone bool) {
+	f.mu.Lock()
+	f.gone[id] = gone
+	f.mu.Unlock()
+	f.Set()
+}
+
+// A server of the configuration that the mesh does not list is clocked from the pass that first
+// found it missing: removed once it has been missing longer than the grace (--raft-voters 3,
+// so that rule 7's floor does not keep it), with a clock that starts again when it is listed
+// again, and when it left the configuration. It was left alone for good (rule 12), and a
+// voter forgotten by the mesh kept its seat forever.
+func TestReconcilerClocksServersTheMeshDoesNotList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		grace := voters.DefaultDeadVoterGrace
+		m := newForgetful(alive("n1", "a"), alive("n2", "a"), alive("n3", "a"))
+		node := &fakeNode{cfg: conf(voter("n1"), voter("n2"), voter("n3")), index: 1}
+		r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m, Voters: 3,
+			ReconcileInterval: time.Second, Logger: testkit.Quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runReconciler(r)
+		defer stop()
+		synctest.Wait()
+		changes := func(when string, want ...voters.Change) {
+			t.Helper()
+			if diff := cmp.Diff(want, node.changes(), ignoreReason, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s: changes (-want +got):\n%s", when, diff)
+			}
+		}
+
+		// Missing, then listed again within the grace: its clock is cleared.
+		m.forget("n3", true)
+		synctest.Wait()
+		testkit.Advance(grace)
+		changes("missing exactly the grace")
+		m.forget("n3", false)
+		testkit.Advance(30 * time.Second)
+
+		// Missing again: a new clock, which the grace runs out on.
+		m.forget("n3", true)
+		synctest.Wait()
+		testkit.Advance(grace)
+		changes("missing again for the grace, longer than it since it first went")
+		testkit.Advance(time.Second)
+		changes("missing again past the grace", remove("n3"))
+
+		// Out of the configuration its clock is dropped: put back while still missing, it is
+		// clocked anew.
+		testkit.Advance(10 * time.Second)
+		node.setConfig(conf(voter("n1"), voter("n2"), voter("n3")))
+		m.Set()
+		synctest.Wait()
+		testkit.Advance(grace)
+		changes("put back in the configuration for the grace", remove("n3"))
+		testkit.Advance(time.Second)
+		changes("put back past the grace", remove("n3"), remove("n3"))
+	})
+}
+
+// A new term of leadership starts its clocks at its start: a leader does not know since when
+// the previous one found a server missing.
+func TestReconcilerClocksEachTermAnew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		grace := voters.DefaultDeadVoterGrace
+		m := newForgetful(alive("n1", "a"), alive("n2", "a"), alive("n3", "a"))
+		m.forget("n3", true)
+		node := &fakeNode{cfg: conf(voter("n1"), voter("n2"), voter("n3")), index: 1}
+		r, err := voters.NewReconciler(voters.Config{Node: node, Membership: m, Voters: 3,
+			ReconcileInterval: time.Second, Logger: testkit.Quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runReconciler(r)
+		synctest.Wait()
+		testkit.Advance(grace - 10*time.Second)
+		stop() // the leadership is lost, and won again
+		stop = runReconciler(r)
+		defer func() { stop() }()
+		synctest.Wait()
+		testkit.Advance(grace)
+		if got := node.changes(); len(got) != 0 {
+			t.Fatalf("changes %+v within the grace of the new term; want none", got)
+		}
+		testkit.Advance(time.Second)
+		if diff := cmp.Diff([]voters.Change{remove("n3")}, node.changes(), ignoreReason); diff != "" {
+			t.Fatalf("past the grace of the new term: changes (-want +got):\n%s", diff)
 		}
 	})
 }

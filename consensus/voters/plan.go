@@ -30,12 +30,15 @@ type Peer struct {
 	RaftAddress string
 	// Region is the peer's --region; "" is a region like any other.
 	Region string
-	// Status is the peer's mesh status. Only alive, dead and left count: any other (suspect, or
-	// the zero value) is never added, promoted or removed for, except mesh.StatusUnknown for a
-	// draining peer: the membership lists a peer marked draining that the mesh does not list
-	// with it (rule 4).
+	// Status is the peer's mesh status. Only alive, dead and left count, and mesh.StatusUnknown
+	// for a server of the configuration that the mesh does not list: the membership lists a peer
+	// marked draining that the mesh does not list with it (rule 4), and the Reconciler adds every
+	// other server of the configuration that the mesh does not list (rules 6, 7 and 12). Any
+	// other (suspect, or the zero value) is never added, promoted or removed for.
 	Status mesh.Status
-	// Since is when the peer entered Status.
+	// Since is when the peer entered Status; for mesh.StatusUnknown, when the leader first found
+	// the server missing from the mesh in its term. An unknown peer that is not draining and
+	// has no Since is left alone (rule 12).
 	Since time.Time
 	// Incarnation is the id of the peer's state directory, for the log line of rule 5.
 	Incarnation string
@@ -151,14 +154,15 @@ type Change struct {
 //  2. A server whose alive peer publishes another raft address (a restart on a new address keeps
 //     the id) is updated in place, keeping its suffrage.
 //  3. A non-voter that left is removed at once, and so is a voter that left while draining: a
-//     drain hands the seat over first (rule 10), and a drained gateway does not come back to it.
-//     A voter that left without a drain is one that died, from when it left: rules 6 and 7
-//     decide, and rule 13 counts it as not live. A plain SIGTERM leaves the mesh so that the
+//     drain hands the seat over first (rule 10), and a drained gateway does not come back to it. A
+//     voter that left without a drain is one that died, from when it left: rules 6 and 7 decide,
+//     and rule 13 counts it as not live; once the mesh forgets it, it is one the mesh does not
+//     list, and rules 6 and 7 still decide (rule 12). A plain SIGTERM leaves the mesh so that the
 //     peers list the gateway as left at once, but it may be back on its state directory (a
 //     restart, a rolling restart, a fleet stopped one gateway at a time and started again), and
-//     removing its seat at once would leave a configuration that the gateways coming back
-//     cannot elect in. A non-voter holds no seat: rule 1 adds it again once it is back alive,
-//     and rule 8 promotes it while voters are wanted.
+//     removing its seat at once would leave a configuration that the gateways coming back cannot
+//     elect in. A non-voter holds no seat: rule 1 adds it again once it is back alive, and rule 8
+//     promotes it while voters are wanted.
 //  4. A draining non-voter that is dead, or that the mesh does not list (Status
 //     mesh.StatusUnknown), is removed at once too, without rule 6's grace: a drained gateway
 //     leaves, and one whose leave the mesh did not hear (cut off as it left) or forgot (a
@@ -168,17 +172,18 @@ type Change struct {
 //     having lost what it acknowledged, so its seat counts for nothing. Rule 1 then adds it
 //     again as a non-voter, and rule 8 promotes it once it caught up, as etcd's member remove
 //     and member add.
-//  6. A voter dead, or gone by a leave without a drain (rule 3), for longer than DeadVoterGrace
-//     (exactly the grace is not longer) is removed, the one gone longest first, then the lowest
-//     id; rule 8 then gives its seat to a live non-voter. Suspect voters are left alone: a
-//     suspicion may be refuted, and a dead peer is only dead after one. A non-voter dead for
-//     longer than the grace is removed.
-//  7. With the automatic count (rule 15), a voter that is not draining (dead, or gone by a
-//     leave without a drain) stays past the grace while exactly 3 voters that are not draining
-//     hold seats and no non-voter could take its seat (rule 8's choice): 2 live voters of 2
-//     tolerate no more faults than 2 of 3, so the removal would gain nothing and cost the seat
-//     it comes back to. From 4 or 5 voters it goes, since the voters left (then demoted to an
-//     odd count by rule 11) tolerate as many faults or more.
+//  6. A voter down for longer than DeadVoterGrace (exactly the grace is not longer) is removed,
+//     the one down longest first (by Since), then the lowest id; rule 8 then gives its seat to a
+//     live non-voter. Down is dead, gone by a leave without a drain (rule 3), or missing from
+//     the mesh (mesh.StatusUnknown, not draining, with a Since: rule 12). Suspect voters are
+//     left alone: a suspicion may be refuted, and a dead peer is only dead after one. A
+//     non-voter down for longer than the grace is removed.
+//  7. With the automatic count (rule 15), a down voter that is not draining (dead, gone by a
+//     leave without a drain, or missing from the mesh) stays past the grace while exactly 3
+//     voters that are not draining hold seats and no non-voter could take its seat (rule 8's
+//     choice): 2 live voters of 2 tolerate no more faults than 2 of 3, so the removal would
+//     gain nothing and cost the seat it comes back to. From 4 or 5 voters it goes, since the
+//     voters left (then demoted to an odd count by rule 11) tolerate as many faults or more.
 //  8. While there are fewer voters that are not draining than wanted (rule 15), an alive
 //     non-voter already in the configuration that is neither rejoining, draining nor
 //     unreachable (no answer to the leader's raft yet) is promoted: the one whose region holds
@@ -196,9 +201,15 @@ type Change struct {
 //     not.
 //  11. While there are more voters than wanted (rule 15), one is demoted: not alive first, then
 //     the one whose region holds the most voters, then the highest id.
-//  12. Self is never demoted, removed or updated. A server the mesh does not know (raft's own
-//     members, e.g. mid-bootstrap, or one the mesh forgot) is left alone, unless it is draining
-//     (rule 4, and 10 for a voter).
+//  12. Self is never demoted, removed or updated. A server the mesh does not list (raft's own
+//     members, e.g. mid-bootstrap or under a leader whose mesh has not caught up, one the mesh
+//     forgot, or one that did not come back when the fleet was started again) is never updated,
+//     promoted, or demoted by rule 11, and its region is not counted (rule 8). Unless it is
+//     draining (rule 4, and 10 for a voter), it is left alone for DeadVoterGrace after the leader
+//     first found it missing (Since, which the Reconciler clocks from its term's first pass that
+//     finds it missing, so a new leader starts at its own start of leadership), and past the grace
+//     it is down, as a dead one, for rules 6 and 7. A server with no Peer, or an unknown one with
+//     no Since, is left alone.
 //  13. Quorum guard: a change of the voter set (rules 3, 5 to 8, 10 and 11 on voters) is planned
 //     only if the live voters of the resulting configuration (Self and alive peers that are not
 //     rejoining; suspect, dead, left and unknown ones do not count) form its quorum. Removing a
@@ -213,18 +224,19 @@ type Change struct {
 //  15. The voters wanted are Voters when it is set. When it is zero they are AutoCount of the
 //     fleet, the gateways that belong to it even while they are down. A server of the
 //     configuration counts whatever the mesh says of it (suspect, dead, unknown to the mesh,
-//     rejoining, draining, and a voter that left without a drain, rule 3), Self always, and a
-//     peer not in the configuration when it is alive with a raft address. A non-voter or a
-//     draining voter that left, or a draining gateway that is gone (rule 4), still counts for
-//     DeadVoterGrace after it went, as does a peer no longer in the configuration that left,
-//     died or went suspect within the grace: a rolling restart, a supervisor that restarts a
-//     drained gateway at once, or a gateway whose disk was wiped comes back to an unchanged
-//     count. A kill, a pause, a partition, a plain SIGTERM or a lost disk therefore never
-//     lowers the count, and no voter is demoted for being unreachable a while: riding that out
-//     is what raft's quorum is for. The count goes down only once gateways stayed gone past the
-//     grace (a drain, a non-voter's leave, or a removal by rules 6 and 7), and once 3 voters
-//     hold seats it stays at 3 or more until then, since the voters are servers the fleet
-//     counts.
+//     rejoining, draining, and a voter that left without a drain, rule 3), Self always, and a peer
+//     not in the configuration when it is alive with a raft address. A server the mesh does not
+//     list therefore counts while it is in the configuration, and stops counting once rule 6
+//     removed it. A non-voter or a draining voter that left, or a draining gateway that is gone
+//     (rule 4), still counts for DeadVoterGrace after it went, as does a peer no longer in the
+//     configuration that left, died or went suspect within the grace: a rolling restart, a
+//     supervisor that restarts a drained gateway at once, or a gateway whose disk was wiped comes
+//     back to an unchanged count. A kill, a pause, a partition, a plain SIGTERM or a lost disk
+//     therefore never lowers the count, and no voter is demoted for being unreachable a while:
+//     riding that out is what raft's quorum is for. The count goes down only once gateways stayed
+//     gone past the grace (a drain, a non-voter's leave, or a removal by rules 6 and 7, of a
+//     server dead, gone by a leave without a drain, or missing from the mesh), and once 3 voters
+//     hold seats it stays at 3 or more until then, since the voters are servers the fleet counts.
 //
 // The plan lists address updates first (they restore replication), then the voter change,
 // then removals of non-voters, then new non-voters, each group by id. It is deterministic (the
@@ -300,11 +312,25 @@ func newPlanner(cfg raft.Configuration, peers []Peer, now time.Time, o Options) 
 	return p
 }
 
-// down reports whether s's peer is dead, or left without a drain (rule 3: for a voter seat,
-// one that died).
+// down reports whether s's peer is dead, left without a drain (rule 3: for a voter seat, one
+// that died), or is missing from the mesh with a time since (rule 12), not draining.
 func (s seat) down() bool {
-	return s.known && (s.peer.Status == mesh.StatusDead || (s.peer.Status == mesh.StatusLeft && !s.peer.Draining))
+	if !s.known {
+		return false
+	}
+	switch s.peer.Status {
+	case mesh.StatusDead:
+		return true
+	case mesh.StatusLeft:
+		return !s.peer.Draining
+	case mesh.StatusUnknown:
+		return !s.peer.Draining && !s.peer.Since.IsZero()
+	}
+	return false
 }
+
+// listed reports whether the mesh lists s's peer (rule 12: an unknown one is not).
+func (s seat) listed() bool { return s.known && s.peer.Status != mesh.StatusUnknown }
 
 // downTooLong reports whether s is down for longer than the grace (rule 6). A non-voter that left
 // is rule 3's before it is this.
@@ -382,8 +408,12 @@ func (p *planner) newcomers() []Change {
 
 // downReason says why rule 6 removes s, for the log line.
 func (p *planner) downReason(what string, s seat) string {
-	if s.peer.Status == mesh.StatusLeft {
+	switch s.peer.Status {
+	case mesh.StatusLeft:
 		return fmt.Sprintf("the %s left the mesh without a drain %s ago, longer than the %s grace; it counts as dead",
+			what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
+	case mesh.StatusUnknown:
+		return fmt.Sprintf("the mesh has not listed the %s for %s since this leader found it missing, longer than the %s grace; it counts as dead",
 			what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
 	}
 	return fmt.Sprintf("the %s has been dead for %s, longer than the %s grace", what, p.now.Sub(s.peer.Since), p.o.DeadVoterGrace)
@@ -490,8 +520,8 @@ func (p *planner) firstVoter(match func(seat) bool) (seat, bool) {
 	return seat{}, false
 }
 
-// longestDownVoter returns the voter down (dead, or left without a drain) past the grace for
-// the longest time, then lowest id.
+// longestDownVoter returns the voter down (dead, left without a drain, or missing from the
+// mesh) past the grace for the longest time, then lowest id.
 func (p *planner) longestDownVoter() (seat, bool) {
 	var best seat
 	found := false
@@ -503,11 +533,11 @@ func (p *planner) longestDownVoter() (seat, bool) {
 	return best, found
 }
 
-// voterRegions counts the voters per region, of the voters the mesh knows.
+// voterRegions counts the voters per region, of the voters the mesh lists.
 func (p *planner) voterRegions() map[string]int {
 	regions := make(map[string]int)
 	for _, s := range p.seats {
-		if s.voter && s.known {
+		if s.voter && s.listed() {
 			regions[s.peer.Region]++
 		}
 	}
@@ -535,13 +565,13 @@ func (p *planner) promotable(regions map[string]int) (seat, bool) {
 	return best, found
 }
 
-// demotable is rule 11's choice among the voters the mesh knows, Self excepted: not alive first,
-// then the most crowded region, then the highest id.
+// demotable is rule 11's choice among the voters the mesh lists, Self excepted: not alive
+// first, then the most crowded region, then the highest id.
 func (p *planner) demotable(regions map[string]int) (seat, bool) {
 	var best seat
 	found := false
 	for _, s := range p.seats {
-		if !s.voter || s.self || !s.known {
+		if !s.voter || s.self || !s.listed() {
 			continue
 		}
 		if !found || demoteBefore(s, best, regions) {

@@ -35,6 +35,12 @@ func rejoining(p voters.Peer) voters.Peer { p.Rejoining, p.Incarnation = true, "
 // unreachable is p when the leader's raft heartbeats to it fail.
 func unreachable(p voters.Peer) voters.Peer { p.Unreachable = true; return p }
 
+// unlisted is a server of the configuration that the mesh does not list, missing since ago
+// before planNow as the leader's Reconciler clocks it (rules 6, 7 and 12).
+func unlisted(id string, ago time.Duration) voters.Peer {
+	return voters.Peer{ID: id, Status: mesh.StatusUnknown, Since: planNow.Add(-ago)}
+}
+
 // pending is p just added: the leader's raft has neither reached it nor failed to yet.
 func pending(p voters.Peer) voters.Peer { p.Unreachable, p.Pending = true, true; return p }
 
@@ -300,6 +306,48 @@ func TestPlan(t *testing.T) {
 		// Rule 12: servers the mesh does not know are left alone.
 		{name: "unknown servers stay", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
 			peers: []voters.Peer{alive("n1", "a")}},
+
+		// Rules 6, 7 and 12: a server the mesh forgot (a voter kept by rule 7's floor past its
+		// retention, or a gateway that did not come back when the fleet was started again) is
+		// unknown since the leader found it missing, and past the grace it is down as a dead one.
+		{name: "3 voters: a voter the mesh does not list keeps its seat for the grace", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", grace), alive("n3", "a"), alive("n4", "a")}},
+		{name: "3 voters: a voter the mesh does not list, past the grace, goes and the non-voter takes its seat", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", grace+time.Nanosecond), alive("n3", "a"), alive("n4", "a")},
+			want:  []voters.Change{remove("n2")}},
+		{name: "3 voters: a voter the mesh does not list, past the grace with nobody to take its seat, stays (rule 7)", cfg: conf(voter("n1"), voter("n2"), voter("n3")),
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", 2*grace), alive("n3", "a")}},
+		{name: "3 voters: nor can a non-voter the mesh does not list take it", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4")),
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", 2*grace), alive("n3", "a"), unlisted("n4", time.Second)}},
+		{name: "3 voters, --raft-voters 3: a voter the mesh does not list goes past the grace without rule 7", cfg: conf(voter("n1"), voter("n2"), voter("n3")), opts: voters.Options{Voters: 3},
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", 2*grace), alive("n3", "a")},
+			want:  []voters.Change{remove("n2")}},
+		{name: "5 voters: a voter the mesh does not list keeps its seat for the grace", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), unlisted("n4", grace), alive("n5", "a")}},
+		{name: "5 voters: past the grace it goes, with nobody to take its seat", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), unlisted("n4", grace+time.Second), alive("n5", "a")},
+			want:  []voters.Change{remove("n4")}},
+		{name: "5 voters, two the mesh does not list past the grace: the one missing longest goes first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), unlisted("n4", 2*grace), unlisted("n5", 3*grace)},
+			want:  []voters.Change{remove("n5")}},
+		{name: "5 voters: a dead one and one the mesh does not list, past the grace: the one gone longest goes first", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), peer("n4", "a", mesh.StatusDead, 3*grace), unlisted("n5", 2*grace)},
+			want:  []voters.Change{remove("n4")}},
+		{name: "5 voters, three the mesh does not list: no quorum, nothing", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), unlisted("n3", 2*grace), unlisted("n4", 2*grace), unlisted("n5", 2*grace)}},
+		{name: "a non-voter the mesh does not list goes past the grace", cfg: conf(voter("n1"), nonvoter("n2"), nonvoter("n3")),
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", grace+time.Second), unlisted("n3", grace)},
+			want:  []voters.Change{remove("n2")}},
+		{name: "a server the mesh does not list, with no time since, is left alone", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4"), voter("n5")),
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "a"), alive("n3", "a"), {ID: "n4", Status: mesh.StatusUnknown}, alive("n5", "a")}},
+		{name: "more voters than wanted: one the mesh does not list is not demoted within the grace", cfg: conf(voter("n1"), voter("n2"), voter("n3"), voter("n4")),
+			opts:  voters.Options{Voters: 3},
+			peers: []voters.Peer{alive("n1", "a"), alive("n2", "b"), alive("n3", "c"), unlisted("n4", time.Second)},
+			want:  []voters.Change{demote("n3")}},
+		{name: "its region is not counted: the non-voter of the region it had is not preferred", cfg: conf(voter("n1"), voter("n2"), nonvoter("n3"), nonvoter("n4")),
+			opts:  voters.Options{Voters: 3},
+			peers: []voters.Peer{alive("n1", "a"), unlisted("n2", time.Second), alive("n3", "a"), alive("n4", "")},
+			want:  []voters.Change{promote("n4")}},
 
 		// Rule 14: the order of a plan.
 		{name: "everything at once", cfg: conf(voter("n1"), voter("n2"), voter("n3"), nonvoter("n4"), nonvoter("n5")),

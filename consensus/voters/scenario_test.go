@@ -37,6 +37,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the golden transcripts of tes
 //	                             negative before its start)
 //	join ID...                   gateways started afresh: alive since now, nothing else
 //	set STATUS ID...             the peers' mesh status, since now
+//	forget ID...                 the mesh no longer lists the peers (its retention ran out, or
+//	                             the fleet was started again without them): the leader clocks
+//	                             them as its Reconciler does, from the first plan that finds
+//	                             them missing; a new leader (lead, reset) starts anew
 //	drain ID... | wipe ID... | caughtup ID...  marked draining; back with a new raft state
 //	                             (rejoining); caught up (no longer rejoining)
 //	lead ID                      another gateway leads (Self of the plans)
@@ -141,6 +145,8 @@ type fleetWorld struct {
 	leader string
 	now    time.Time
 	opts   voters.Options
+	// missing is the leader's clocks of the servers the mesh does not list (its term's).
+	missing map[string]time.Time
 }
 
 func (w *fleetWorld) run(b block) []string {
@@ -198,6 +204,11 @@ func (w *fleetWorld) run(b block) []string {
 			w.peers[id] = p
 		}
 		return w.peerLines(args[2:]...)
+	case "forget":
+		for _, id := range ids {
+			delete(w.peers, id)
+		}
+		return []string{"not listed: " + strings.Join(ids, " ")}
 	case "drain", "wipe", "caughtup":
 		for _, id := range ids {
 			p := w.peers[id]
@@ -216,7 +227,7 @@ func (w *fleetWorld) run(b block) []string {
 		*w = fleetWorld{t: w.t, peers: map[string]voters.Peer{}, now: planNow}
 		return []string{"reset"}
 	case "lead":
-		w.leader = args[1]
+		w.leader, w.missing = args[1], nil
 		return []string{w.configLine()}
 	case "tick":
 		w.now = w.now.Add(duration(w.t, args[1]))
@@ -289,7 +300,16 @@ func (w *fleetWorld) configLine() string {
 func (w *fleetWorld) plan() []voters.Change {
 	o := w.opts
 	o.Self = w.leader
-	return voters.Plan(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
+	return voters.Plan(w.cfg, w.view(), w.now, o)
+}
+
+// view is the peers as the leader's Reconciler hands them to Plan: with the servers of the
+// configuration that the mesh does not list, clocked by w.missing.
+func (w *fleetWorld) view() []voters.Peer {
+	if w.missing == nil {
+		w.missing = make(map[string]time.Time)
+	}
+	return voters.UnlistedPeers(w.missing, w.cfg, slices.Collect(maps.Values(w.peers)), w.now)
 }
 
 // changeLines describes a plan, one change a line.
@@ -333,7 +353,7 @@ func (w *fleetWorld) converge() []string {
 		if len(plan) == 0 {
 			o := w.opts
 			o.Self = w.leader
-			_, _, account := voters.Planned(w.cfg, slices.Collect(maps.Values(w.peers)), w.now, o)
+			_, _, account := voters.Planned(w.cfg, w.view(), w.now, o)
 			if !slices.Contains(w.voters(), w.leader) {
 				w.t.Errorf("leader %q is not a voter: %s", w.leader, w.configLine())
 			}
