@@ -108,14 +108,26 @@ type Config struct {
 	// that does not read it (the mesh lists a member of this cluster at addr without
 	// mesh.Meta.RaftHello; mesh.SpeaksRaftHello), which would close the connection. It is
 	// called from raft's goroutines, once per connection. Nil means every address reads it.
+	// An address the mesh does not list, and every address before the mesh's join merged, gets
+	// the hello, which an older gateway there closes until gossip lists it (docs/mesh.md): a
+	// connection without the hello is judged by nothing, and it is what keeps a gateway that
+	// holds a reused address out.
 	SendHello func(addr string) bool
 
 	// JoiningCluster returns the cluster id this node is joining while its raft state holds
-	// none yet (a fresh joiner): the one its mesh peers carry (mesh.PeersCluster), "" when
-	// unknown. The hello's check takes it for the node's own until the node has one, so that a
-	// fresh joiner on a dead member's raft address refuses that member's cluster even when it
-	// reuses the member's node id (a StatefulSet's pod names). Nil means a node without a
-	// cluster id takes any cluster's connections.
+	// none yet (a fresh joiner, or a fresh bootstrap before its first leader set one): the one
+	// its live mesh peers agree on (JoiningFromMesh), "" while they tell none (the mesh is not
+	// started, its join has not merged with a peer, or no peer has an id yet). Set, it makes
+	// the hello's check strict until the node has an id of its own: a connection whose hello
+	// carries a cluster id is taken only when it is that one. So a fresh gateway on a dead
+	// member's raft address refuses that member's cluster even when it reuses the member's node
+	// id (a StatefulSet's pod names), from raft's start on, before its mesh join. Nothing is
+	// lost: its own cluster's leader adds it only once the mesh shows it alive, after the join;
+	// a connection of its own cluster that comes before the id reached the node, in its state
+	// or in its peers' metadata (a new cluster's first leader sets the id, then gossips it), is
+	// refused and dialed again by raft. A hello without a cluster id is judged by the server
+	// id alone, and a connection without a hello (an older gateway's) by nothing. Nil means a
+	// node without a cluster id takes any cluster's connections.
 	JoiningCluster func() string
 
 	// saveInterval is the least time between two saves of the applied state; zero means

@@ -121,5 +121,6 @@
 // gateway on a dead member's raft address is neither taken over by that member's cluster nor
 // counted for that member. A connection without the hello (an older gateway) is taken as it
 // is, and none is sent to an address whose mesh member lacks the capability
-// (Config.SendHello).
+// (Config.SendHello). A node without a cluster id of its own (a fresh joiner) takes only the
+// cluster its live mesh peers agree on (Config.JoiningCluster), and none before its mesh join.
 package consensus

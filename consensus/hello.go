@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/meshgw/meshgw/mesh"
 )
 
 // The raft hello is what a gateway says on each raft connection it opens, after the TLS or
@@ -92,14 +94,18 @@ func noEOF(err error) error {
 	return err
 }
 
-// refusal says why a node whose server id is self and whose cluster id is ours refuses a
-// connection with hello h: "another cluster" or "another server", "" when it takes it. A node
-// that knows no cluster id (a fresh joiner whose mesh tells none either, raftHello.ours) takes
-// any cluster, as the mesh does.
-func (h hello) refusal(self, ours string) string {
+// refusal says why a node whose server id is self refuses a connection with hello h: "another
+// cluster", "no cluster id yet" or "another server", "" when it takes it. ours is the cluster id
+// the node judges by (raftHello.ours). A strict node that knows none (its raft state holds no
+// id, and its mesh peers tell none) cannot tell its own cluster's leader from another's, and
+// refuses every hello that carries an id; a node that is not strict (Config.JoiningCluster is
+// nil) then takes any cluster.
+func (h hello) refusal(self, ours string, strict bool) string {
 	switch {
-	case ours != "" && h.Cluster != "" && h.Cluster != ours:
+	case h.Cluster != "" && ours != "" && h.Cluster != ours:
 		return "another cluster"
+	case h.Cluster != "" && ours == "" && strict:
+		return "no cluster id yet"
 	case h.To != "" && h.To != self:
 		return "another server"
 	}
@@ -121,7 +127,7 @@ type raftHello struct {
 	self    string        // this node's raft server id
 	cluster func() string // this node's cluster id, "" until it knows one
 	// joining is the cluster id this node is joining while it knows none (Config.JoiningCluster);
-	// nil means none.
+	// nil means none, and a node without a cluster id then takes any.
 	joining func() string
 	// sendTo reports whether to send the hello to raft address addr (Config.SendHello); nil
 	// means to every address.
@@ -133,12 +139,27 @@ type raftHello struct {
 }
 
 // ours is the cluster id an accepted hello is judged by: this node's, else while it has none
-// the one it is joining.
-func (h *raftHello) ours() string {
+// the one it is joining. strict is set when the node has no id of its own and a joining hook:
+// it then refuses a hello carrying any id but the one returned (hello.refusal).
+func (h *raftHello) ours() (id string, strict bool) {
 	if id := h.cluster(); id != "" || h.joining == nil {
-		return id
+		return id, false
 	}
-	return h.joining()
+	return h.joining(), true
+}
+
+// judge says why this node refuses hello got, "" when it takes it (hello.refusal).
+func (h *raftHello) judge(got hello) string {
+	ours, strict := h.ours()
+	return got.refusal(h.self, ours, strict)
+}
+
+// JoiningFromMesh is Config.JoiningCluster for a gateway whose server id is self and whose mesh
+// lists members (nil before the mesh starts): the cluster id its live mesh peers agree on
+// (mesh.PeersCluster). It is "" until the mesh's join merged with a peer that carries one, so
+// that until then the node's raft takes no connection of any cluster (hello.refusal).
+func JoiningFromMesh(self string, members func() []mesh.Member) func() string {
+	return func() string { return mesh.PeersCluster(members(), self) }
 }
 
 // dial says the hello on c, a connection to addr meant for server to, by deadline, unless
@@ -178,7 +199,7 @@ func (h *raftHello) accept(c net.Conn, deadline time.Time) (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if why := got.refusal(h.self, h.ours()); why != "" {
+		if why := h.judge(got); why != "" {
 			return nil, &refusedHello{why: why, hello: got}
 		}
 		out = c
@@ -196,9 +217,10 @@ func (h *raftHello) warn(remote string, err error) {
 	switch {
 	case errors.Is(err, io.EOF):
 	case errors.As(err, &refused):
+		ours, _ := h.ours()
 		h.refused.warn(h.log, "raft listener: refused a connection not meant for this node", "remote", remote,
 			"reason", refused.why, "from", refused.hello.From, "meant_for", refused.hello.To, "their_cluster", refused.hello.Cluster,
-			"this_node", h.self, "our_cluster", h.ours())
+			"this_node", h.self, "our_cluster", ours)
 	default:
 		h.refused.warn(h.log, "raft listener: refused a connection whose raft hello did not read", "remote", remote, "err", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/meshgw/meshgw/mesh"
 )
 
 // helloBytes is the wire form of h, which must encode.
@@ -91,26 +93,33 @@ func FuzzReadHello(f *testing.F) {
 }
 
 // TestHelloRefusal: a node refuses a hello of another cluster, once both know theirs, and a
-// hello meant for another server; it takes the rest.
+// hello meant for another server; a strict node that knows no cluster id (a gateway before its
+// mesh join merged) refuses every hello that carries one; it takes the rest.
 func TestHelloRefusal(t *testing.T) {
 	tests := []struct {
-		name  string
-		hello hello
-		ours  string
-		want  string
+		name   string
+		hello  hello
+		ours   string
+		strict bool
+		want   string
 	}{
-		{"same cluster, this server", hello{Cluster: "A", From: "a1", To: "a2"}, "A", ""},
-		{"another cluster", hello{Cluster: "A", From: "a1", To: "b1"}, "B", "another cluster"},
-		{"another cluster, another server", hello{Cluster: "A", From: "a1", To: "a9"}, "B", "another cluster"},
-		{"another server", hello{Cluster: "A", From: "a1", To: "a9"}, "A", "another server"},
-		{"a fresh node takes any cluster", hello{Cluster: "A", From: "a1", To: "a2"}, "", ""},
-		{"a fresh node still refuses another server", hello{Cluster: "A", From: "a1", To: "a9"}, "", "another server"},
-		{"a dialer without a cluster id", hello{From: "a1", To: "a2"}, "A", ""},
-		{"no target named", hello{Cluster: "A", From: "a1"}, "A", ""},
+		{"same cluster, this server", hello{Cluster: "A", From: "a1", To: "a2"}, "A", false, ""},
+		{"another cluster", hello{Cluster: "A", From: "a1", To: "b1"}, "B", false, "another cluster"},
+		{"another cluster, another server", hello{Cluster: "A", From: "a1", To: "a9"}, "B", false, "another cluster"},
+		{"another server", hello{Cluster: "A", From: "a1", To: "a9"}, "A", false, "another server"},
+		{"a fresh node without the hook takes any cluster", hello{Cluster: "A", From: "a1", To: "a2"}, "", false, ""},
+		{"a fresh node still refuses another server", hello{Cluster: "A", From: "a1", To: "a9"}, "", false, "another server"},
+		{"a dialer without a cluster id", hello{From: "a1", To: "a2"}, "A", false, ""},
+		{"no target named", hello{Cluster: "A", From: "a1"}, "A", false, ""},
+		{"joining, the cluster it joins", hello{Cluster: "A", From: "a1", To: "a2"}, "A", true, ""},
+		{"joining, another cluster", hello{Cluster: "B", From: "b1", To: "a2"}, "A", true, "another cluster"},
+		{"strict, no cluster known yet", hello{Cluster: "A", From: "a1", To: "a2"}, "", true, "no cluster id yet"},
+		{"strict, a dialer without a cluster id", hello{From: "a1", To: "a2"}, "", true, ""},
+		{"strict, another server without a cluster id", hello{From: "a1", To: "a9"}, "", true, "another server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.hello.refusal("a2", tt.ours); got != tt.want {
+			if got := tt.hello.refusal("a2", tt.ours, tt.strict); got != tt.want {
 				t.Errorf("refusal = %q, want %q", got, tt.want)
 			}
 		})
@@ -173,25 +182,63 @@ func TestHelloAccept(t *testing.T) {
 }
 
 // TestHelloJudgesByTheJoiningCluster: a node judges a hello by its own cluster id, and while it
-// has none by the one it is joining (Config.JoiningCluster); knowing neither, it takes any.
+// has none by the one it is joining (Config.JoiningCluster), strictly: knowing none, it takes
+// no hello that carries one. Without the hook, knowing none, it takes any.
 func TestHelloJudgesByTheJoiningCluster(t *testing.T) {
 	of := func(id string) func() string { return func() string { return id } }
 	tests := []struct {
-		name    string
-		own     string
-		joining func() string
-		want    string
+		name       string
+		own        string
+		joining    func() string
+		want       string
+		wantStrict bool
+		refuses    string // hello.refusal's for a hello of cluster "B" meant for this node
 	}{
-		{"its own", "A", of("B"), "A"},
-		{"joining", "", of("B"), "B"},
-		{"joining none known", "", of(""), ""},
-		{"no joining hook", "", nil, ""},
+		{"its own", "A", of("B"), "A", false, "another cluster"},
+		{"its own, no joining hook", "A", nil, "A", false, "another cluster"},
+		{"joining", "", of("B"), "B", true, ""},
+		{"joining none known", "", of(""), "", true, "no cluster id yet"},
+		{"no joining hook", "", nil, "", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &raftHello{self: "gw-2", cluster: of(tt.own), joining: tt.joining}
-			if got := h.ours(); got != tt.want {
-				t.Errorf("ours = %q, want %q", got, tt.want)
+			if got, strict := h.ours(); got != tt.want || strict != tt.wantStrict {
+				t.Errorf("ours = %q, %v; want %q, %v", got, strict, tt.want, tt.wantStrict)
+			}
+			if got := h.judge(hello{Cluster: "B", From: "b1", To: "gw-2"}); got != tt.refuses {
+				t.Errorf("judge = %q, want %q", got, tt.refuses)
+			}
+		})
+	}
+}
+
+// TestHelloJoiningFromMesh: the cluster id a gateway judges hellos by while it has none is the
+// one its live mesh peers agree on: none before the mesh started or while it lists itself
+// alone (its join has not merged), nor from dead or foreign peers, nor when peers disagree.
+func TestHelloJoiningFromMesh(t *testing.T) {
+	member := func(id string, status mesh.Status, cluster string) mesh.Member {
+		return mesh.Member{ID: id, Status: status, Meta: mesh.Meta{NodeID: id, ClusterID: cluster}}
+	}
+	self := member("gw-2", mesh.StatusAlive, "")
+	tests := []struct {
+		name    string
+		members []mesh.Member
+		want    string
+	}{
+		{"no mesh yet", nil, ""},
+		{"not joined", []mesh.Member{self}, ""},
+		{"joined", []mesh.Member{member("gw-0", mesh.StatusAlive, "B"), self}, "B"},
+		{"joined, a suspect peer", []mesh.Member{member("gw-0", mesh.StatusSuspect, "B"), self}, "B"},
+		{"joined, peers without an id yet", []mesh.Member{member("gw-0", mesh.StatusAlive, ""), self}, ""},
+		{"a dead peer only", []mesh.Member{member("gw-0", mesh.StatusDead, "B"), self}, ""},
+		{"a foreign peer only", []mesh.Member{member("a1", mesh.StatusForeign, "A"), self}, ""},
+		{"peers disagree", []mesh.Member{member("gw-0", mesh.StatusAlive, "B"), member("gw-1", mesh.StatusAlive, "C"), self}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := JoiningFromMesh("gw-2", func() []mesh.Member { return tt.members })(); got != tt.want {
+				t.Errorf("JoiningFromMesh = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -121,15 +121,18 @@ func startCluster(cfg *Config, sec *security, nodeID string, httpAddr net.Addr, 
 	rcfg.Registerer, rcfg.Join, rcfg.BootstrapExpect, rcfg.TLS = reg, f.Join, f.BootstrapExpect, sec.raftTLS()
 	rcfg.ClusterKey = sec.raftKey()
 	rcfg.LeaderLoop = c.leaderLoop
-	// The raft hello reads the mesh, which starts after raft: until then every address gets it.
+	// The raft hello reads the mesh, which starts after raft and joins last: until the join
+	// merged, every address gets the hello, and a connection whose hello carries a cluster id
+	// is refused unless raft's state holds that id (docs/mesh.md, "Raft connections").
 	var meshOf atomic.Pointer[mesh.Mesh]
-	rcfg.SendHello = func(addr string) bool { m := meshOf.Load(); return m == nil || mesh.SpeaksRaftHello(m.Members(), addr) }
-	rcfg.JoiningCluster = func() string {
+	members := func() []mesh.Member {
 		if m := meshOf.Load(); m != nil {
-			return mesh.PeersCluster(m.Members(), nodeID)
+			return m.Members()
 		}
-		return ""
+		return nil
 	}
+	rcfg.SendHello = func(addr string) bool { return mesh.SpeaksRaftHello(members(), addr) }
+	rcfg.JoiningCluster = consensus.JoiningFromMesh(nodeID, members)
 	if c.rpcLn, err = c.listenRPC(); err != nil {
 		return nil, err
 	}
