@@ -3,6 +3,9 @@ package mesh
 import (
 	"errors"
 	"log/slog"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,9 +39,10 @@ func aliveAt(id, addr string) func([]Member) bool {
 // once: the ping that finds it alive carries the other's alive message.)
 func TestJoinWithATakenNodeID(t *testing.T) {
 	n2Logs, ownLogs := new(logbuf.Buffer), new(logbuf.Buffer)
+	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	nodes, _ := cluster(t, 2, func(i int, c *Config) {
 		if i == 1 {
-			c.Logger = n2Logs.Logger(slog.LevelDebug)
+			c.Logger, c.Meta.Started = n2Logs.Logger(slog.LevelDebug), started
 		}
 	})
 	for _, n := range nodes {
@@ -47,8 +51,8 @@ func TestJoinWithATakenNodeID(t *testing.T) {
 	dup := start(t, testConfig("n2", ownLogs))
 	n, err := dup.Join([]string{nodes[0].Addr()})
 	var taken *NodeIDTakenError
-	if !errors.As(err, &taken) || taken.NodeID != "n2" || taken.Addr != nodes[1].Addr() {
-		t.Fatalf("Join with a taken id: %d, %v; want a *NodeIDTakenError naming n2 at %s", n, err, nodes[1].Addr())
+	if !errors.As(err, &taken) || taken.NodeID != "n2" || taken.Addr != nodes[1].Addr() || !taken.Started.Equal(started) {
+		t.Fatalf("Join with a taken id: %d, %v (%+v); want a *NodeIDTakenError naming n2 at %s, started %v", n, err, taken, nodes[1].Addr(), started)
 	}
 	if got := ownLogs.Lines(`msg="mesh joined"`); len(got) != 0 {
 		t.Errorf("the duplicate logged its join: %q", got)
@@ -110,5 +114,114 @@ func TestNodeIDTakenBackByItsGateway(t *testing.T) {
 			waitFor(t, seed, "n2 alive at "+again.Addr(), aliveAt("n2", again.Addr()))
 			waitFor(t, again, "n1 and n2 alive", allAlive("n1", "n2"))
 		})
+	}
+}
+
+// noProbes keeps a node from probing its peers, so that whatever it lists alive stays listed
+// alive throughout the test: a crash goes unnoticed, as within any profile's failure detection.
+func noProbes(c *memberlist.Config) {
+	fastTimers(c)
+	c.ProbeInterval = time.Hour
+}
+
+// TestNodeIDClaimedAtAnAddressOfThisNode: a node restarted with another advertised address,
+// bound to every interface of a host that still has its old address, answers its own ping
+// there: Join cannot tell it from another process, and says which bind the address reaches,
+// for the caller to tell. (On Linux every 127.0.0.0/8 address reaches a socket bound to
+// 0.0.0.0; every address of the test is one of those.)
+func TestNodeIDClaimedAtAnAddressOfThisNode(t *testing.T) {
+	seedCfg := testConfig("n1", nil)
+	seedCfg.Tune = noProbes // n1 lists n2's previous run alive at its old address throughout
+	seed := start(t, seedCfg)
+	oldCfg := testConfig("n2", nil)
+	oldCfg.BindAddr = "127.0.0.2"
+	old := start(t, oldCfg)
+	if _, err := old.Join([]string{seed.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, seed, "n2 alive at "+old.Addr(), aliveAt("n2", old.Addr()))
+	_ = old.Shutdown() // a crash: no leave
+
+	cfg := testConfig("n2", nil)
+	cfg.BindAddr, cfg.BindPort, cfg.AdvertiseAddr = "0.0.0.0", portOf(t, old.Addr()), "127.0.0.1"
+	port := strconv.Itoa(cfg.BindPort)
+	again := start(t, cfg)
+	n, err := again.Join([]string{seed.Addr()})
+	var taken *NodeIDTakenError
+	if n != 1 || !errors.As(err, &taken) || taken.Addr != old.Addr() {
+		t.Fatalf("Join: %d, %v; want 1 and a *NodeIDTakenError naming %s, which this node answers", n, err, old.Addr())
+	}
+	for bind, want := range map[string]bool{"0.0.0.0:" + port: true, "127.0.0.2:" + port: true, "127.0.0.1:" + port: false} {
+		if got := taken.ReachesBind(bind); got != want {
+			t.Errorf("ReachesBind(%s) = %v, want %v", bind, got, want)
+		}
+	}
+}
+
+// TestReachesBind: a claim's address reaches a socket of the same port bound to that IP, or
+// bound to an unspecified address when the IP is one of this host's.
+func TestReachesBind(t *testing.T) {
+	local := func(ip netip.Addr) bool { return ip.IsLoopback() || ip == netip.MustParseAddr("10.0.0.2") }
+	tests := []struct {
+		name, bind, addr string
+		want             bool
+	}{
+		{"every interface, another address of this host", "0.0.0.0:39527", "10.0.0.2:39527", true},
+		{"every interface, a loopback address", "0.0.0.0:39527", "127.0.0.2:39527", true},
+		{"every IPv6 interface, an IPv4 address of this host", "[::]:39527", "10.0.0.2:39527", true},
+		{"every interface, an address of another host", "0.0.0.0:39527", "10.0.0.3:39527", false},
+		{"every interface, another port", "0.0.0.0:39527", "10.0.0.2:39528", false},
+		{"that address", "10.0.0.2:39527", "10.0.0.2:39527", true},
+		{"that address, IPv4 in IPv6", "10.0.0.2:39527", "[::ffff:10.0.0.2]:39527", true},
+		{"another address of this host", "127.0.0.1:39527", "10.0.0.2:39527", false},
+		{"not an address", "0.0.0.0:39527", "gw2:39527", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reaches(tt.bind, tt.addr, local); got != tt.want {
+				t.Errorf("reaches(%s, %s) = %v, want %v", tt.bind, tt.addr, got, tt.want)
+			}
+		})
+	}
+}
+
+// stallOnce is the PingDelegate of a node whose process stalls (a pause, a starved CPU) when
+// it next answers a ping after arm: it answers that ping, and every message that arrived
+// meanwhile, once the stall is over.
+type stallOnce struct {
+	armed atomic.Int64 // the stall, in nanoseconds; 0: none
+}
+
+func (s *stallOnce) arm(d time.Duration) { s.armed.Store(int64(d)) }
+
+func (s *stallOnce) AckPayload() []byte {
+	if d := s.armed.Swap(0); d > 0 {
+		<-time.After(time.Duration(d)) // the stall itself, on memberlist's packet handler
+	}
+	return nil
+}
+
+func (s *stallOnce) NotifyPingComplete(*memberlist.Node, time.Duration, []byte) {}
+
+// TestStalledDuplicateIsStillLive: a live node that stalls for 1.5 s (a pause, a starved CPU)
+// while a second node of its id joins is found live all the same, and the join is refused: a
+// ping it answers late is not the silence of a crashed process. (The pings once waited 1 s.)
+func TestStalledDuplicateIsStillLive(t *testing.T) {
+	stall := &stallOnce{}
+	nodes, _ := cluster(t, 2, func(i int, c *Config) {
+		c.Tune = noProbes // n1 does not declare n2 dead during the stall
+		if i == 1 {
+			c.Tune = func(c *memberlist.Config) { noProbes(c); c.Ping = stall }
+		}
+	})
+	waitFor(t, nodes[0], "both alive", allAlive("n1", "n2"))
+	dup := start(t, testConfig("n2", nil))
+	stall.arm(1500 * time.Millisecond)
+	began := time.Now()
+	_, err := dup.Join([]string{nodes[0].Addr()})
+	var taken *NodeIDTakenError
+	if !errors.As(err, &taken) || taken.Addr != nodes[1].Addr() {
+		t.Fatalf("Join with the id of a node stalled for 1.5 s: %v after %v; want a *NodeIDTakenError naming %s",
+			err, time.Since(began).Round(time.Millisecond), nodes[1].Addr())
 	}
 }

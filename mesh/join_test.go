@@ -100,7 +100,9 @@ func TestJoinErrorKinds(t *testing.T) {
 		want error // nil: none of the kinds
 	}{
 		{"refused for its cluster id", []error{refused}, ErrForeignCluster},
-		{"refused, and another address timed out", []error{errors.New("i/o timeout"), refused}, ErrForeignCluster},
+		{"refused by every address", []error{refused, refused}, ErrForeignCluster},
+		{"refused, and another address timed out", []error{errors.New("i/o timeout"), refused}, nil},
+		{"refused, and another address has nothing listening", []error{refused, errors.New("connect: connection refused")}, nil},
 		{"an HTTP answer", []error{errors.New("received invalid msgType (72), expected pushPullMsg (6)")}, ErrNotMesh},
 		{"a plaintext answer", []error{errors.New("encryption is configured but remote state is not encrypted")}, ErrPlaintext},
 		{"a timeout", []error{errors.New("read tcp: i/o timeout\n")}, nil},
@@ -116,6 +118,41 @@ func TestJoinErrorKinds(t *testing.T) {
 			}
 			if err == nil || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %q, want one line", err)
+			}
+		})
+	}
+}
+
+// TestForeignAmongUnreachable: a join whose addresses are a foreign cluster's peer and an
+// address where nothing answers yet (this node's own peers, not up yet) is not refused for
+// good: only a join that every address refused for its cluster id wraps ErrForeignCluster.
+func TestForeignAmongUnreachable(t *testing.T) {
+	fcfg := testConfig("f1", nil)
+	fcfg.Meta.ClusterID = "cluster-a"
+	foreign := start(t, fcfg)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := closed.Addr().String()
+	_ = closed.Close() // nothing listens there: a peer not up yet
+
+	cfg := testConfig("n1", nil)
+	cfg.Meta.ClusterID = "cluster-b"
+	n := start(t, cfg)
+	tests := []struct {
+		name  string
+		addrs []string
+		want  bool // wraps ErrForeignCluster
+	}{
+		{"the foreign peer alone", []string{foreign.Addr()}, true},
+		{"the foreign peer and one not up yet", []string{foreign.Addr(), down}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := n.Join(tt.addrs)
+			if k != 0 || err == nil || errors.Is(err, ErrForeignCluster) != tt.want {
+				t.Errorf("Join(%v): %d, %v; want an error, wrapping ErrForeignCluster: %v", tt.addrs, k, err, tt.want)
 			}
 		})
 	}

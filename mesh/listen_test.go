@@ -3,8 +3,11 @@ package mesh
 import (
 	"errors"
 	"net"
+	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/meshgw/meshgw/test/loopport"
 )
 
 // TestListenThenStart: a mesh started on a Listener runs on its port, and the port is released
@@ -40,12 +43,23 @@ func TestListenThenStart(t *testing.T) {
 // TestListenInUse: Listen on a port in use, TCP or UDP, fails with a *ListenError that names
 // the address and carries the socket's error, not memberlist's wording of it.
 func TestListenInUse(t *testing.T) {
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	// Ports free for both TCP and UDP a moment ago, below the ephemeral range (loopport): a UDP
+	// port given by the system could have its TCP twin taken by an outgoing connection, which
+	// the udp case would then find in use first (a flake of 1 in 5 runs).
+	tcpPort, err := loopport.Free(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	udpPort, err := loopport.Free(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(tcpPort)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tcp.Close()
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	udp, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(udpPort)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func (m *Mesh) Local() Meta { return m.local.Load().meta }
 
 // Join contacts each address (host:port) and merges its view of the mesh into this node's. It
 // returns how many addresses it reached. The error is set when it reached none: it wraps
-// ErrForeignCluster when a peer reached was refused for its cluster id, ErrNotMesh or
+// ErrForeignCluster when every address was a peer refused for its cluster id, ErrNotMesh or
 // ErrPlaintext when an address answered as no mesh peer does. It is also set, with the count,
 // when a live process at another address already uses this node's id (a *NodeIDTakenError):
 // the node then cannot take part in the mesh.
@@ -250,6 +250,9 @@ func (m *Mesh) joinEach(addrs []string) (int, []error) {
 // the refusal of this node's MergeDelegate (ErrForeignCluster's text, which the error of the
 // address it refused carries, and no other: a refusal this node made as the seed of another
 // node's join is not this join's), or memberlist's words for an answer that is not a push/pull.
+// ErrForeignCluster says that trying again cannot help, so it takes every address's refusal:
+// an address that did not answer may be a peer of this node's own cluster not up yet (a fleet
+// restarting), while another was reused by a gateway of another cluster.
 func joinError(addrs []string, errs []error) error {
 	err := errors.Join(errs...)
 	if err == nil {
@@ -257,7 +260,7 @@ func joinError(addrs []string, errs []error) error {
 	}
 	kind := error(nil)
 	switch {
-	case errorsSay(errs, ErrForeignCluster.Error()):
+	case errorsAllSay(errs, ErrForeignCluster.Error()):
 		kind = ErrForeignCluster
 	case errorsSay(errs, "received invalid msgType"):
 		kind = ErrNotMesh
@@ -278,6 +281,16 @@ func errorsSay(errs []error, text string) bool {
 		}
 	}
 	return false
+}
+
+// errorsAllSay reports whether every one of errs (at least one) says text.
+func errorsAllSay(errs []error, text string) bool {
+	for _, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), text) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 // Members returns every member this node knows, itself included, sorted by id: the live ones,

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/meshgw/meshgw/gateway/pool"
 	"github.com/meshgw/meshgw/mesh"
@@ -17,12 +20,12 @@ func (c *cluster) joinLoop(addrs []string) {
 	backoff := joinBackoffMin
 	for attempt := 1; ; attempt++ {
 		n, err := c.mesh.Join(addrs)
-		if err == nil && n > 0 {
-			c.log.Info("joined the mesh", "reached", n, "of", len(addrs), "alive", c.mesh.Count(mesh.StatusAlive))
+		if why := c.cannotJoin(addrs, err, false); why != nil {
+			c.fail(why)
 			return
 		}
-		if why := c.cannotJoin(addrs, err); why != nil {
-			c.fail(why)
+		if n > 0 {
+			c.log.Info("joined the mesh", "reached", n, "of", len(addrs), "alive", c.mesh.Count(mesh.StatusAlive))
 			return
 		}
 		c.log.Warn("joining the mesh failed; retrying"+joinHint(err), "join", strings.Join(addrs, ","), "attempt", attempt, "retry_in", backoff, "err", err)
@@ -34,21 +37,68 @@ func (c *cluster) joinLoop(addrs []string) {
 }
 
 // cannotJoin is the error that stops the gateway when a join failed for good, nil when trying
-// again may succeed:
-//   - another live gateway uses this node id: peers refuse every message of this gateway for as
-//     long as that one runs (mesh.NodeIDTakenError);
-//   - the peers belong to another raft cluster: this gateway's cluster id comes from its state
-//     directory and theirs from theirs, and neither ever changes (mesh.ErrForeignCluster).
-func (c *cluster) cannotJoin(addrs []string, err error) error {
+// again may succeed (or the join stands); joined is whether this gateway joined the mesh before:
+//   - another live gateway uses this node id, and this one is the one that stops (idTaken);
+//   - every address is a gateway of another raft cluster: this gateway's cluster id comes from
+//     its state directory and theirs from theirs, and neither ever changes
+//     (mesh.ErrForeignCluster). Some addresses that did not answer leave it to a retry: they may
+//     be this gateway's own peers, not up yet.
+func (c *cluster) cannotJoin(addrs []string, err error, joined bool) error {
 	var taken *mesh.NodeIDTakenError
 	switch {
 	case errors.As(err, &taken):
-		return fmt.Errorf("--node-id %s is already used by a live gateway at %s; give each gateway its own node id", taken.NodeID, taken.Addr)
+		return c.idTaken(taken, joined)
 	case errors.Is(err, mesh.ErrForeignCluster):
 		return fmt.Errorf("check --join %s: these peers belong to another raft cluster than this gateway's state dir (cluster %s); "+
 			"join gateways of its own cluster, or start it with an empty --state-dir to join theirs", strings.Join(addrs, ","), c.node.ClusterID())
 	}
 	return nil
+}
+
+// idTaken decides a join that found this gateway's node id listed at another address where a
+// live process answers: the error that stops this gateway, or nil when it goes on, joined, and
+// logs why:
+//   - the address reaches this gateway's own mesh socket: it answered its own ping there (bound
+//     to every interface of a host that still has the address its previous run advertised);
+//   - the other gateway is the one that stops (yields).
+func (c *cluster) idTaken(taken *mesh.NodeIDTakenError, joined bool) error {
+	switch {
+	case taken.ReachesBind(c.meshBind()):
+		c.log.Warn("peers list this gateway's node id at another address of this host, where this gateway answers itself "+
+			"(its mesh is bound to every interface, or to that address): not another gateway. Peers that reach that address keep "+
+			"listing this gateway there, with its previous run's metadata, for as long as it answers there; to end it, bind the mesh "+
+			"to the advertised host only (--mesh-bind-host), or remove that address from this host",
+			"node_id", taken.NodeID, "listed_at", taken.Addr, "advertised", c.mesh.Addr(), "bind", c.meshBind())
+		return nil
+	case !yields(taken, c.startTime, c.mesh.Addr(), joined):
+		c.log.Warn("a gateway started after this one uses its node id; that one stops, this one goes on",
+			"node_id", taken.NodeID, "other", taken.Addr, "other_started", taken.Started, "started", c.startTime)
+		return nil
+	}
+	return fmt.Errorf("--node-id %s is already used by a live gateway at %s; give each gateway its own node id", taken.NodeID, taken.Addr)
+}
+
+// yields reports whether this gateway, started at started and advertised at self, is the one
+// of two live gateways with one node id that stops: the one started later. Both compare the
+// same two start times, so exactly one stops (of two started at the same instant, the one of
+// the greater mesh address); with clocks further apart than the two starts, it may be the one
+// that started first. Without the other's start time (a build that does not publish it), this
+// gateway stops unless it joined the mesh before (joined).
+func yields(other *mesh.NodeIDTakenError, started time.Time, self string, joined bool) bool {
+	switch {
+	case other.Started.IsZero():
+		return !joined
+	case started.Equal(other.Started):
+		return self > other.Addr
+	}
+	return started.After(other.Started)
+}
+
+// meshBind is where the mesh's sockets are bound: --mesh-bind-host (mesh.Listen's default when
+// empty) at the port the mesh advertises, which is the one it bound (startMesh sets no other).
+func (c *cluster) meshBind() string {
+	_, port, _ := net.SplitHostPort(c.mesh.Addr())
+	return net.JoinHostPort(cmp.Or(c.cfg.Cluster.MeshBind, mesh.DefaultBindAddr), port)
 }
 
 // joinHint is what a failed join's retry line adds when the error tells what --join got wrong.

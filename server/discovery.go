@@ -68,6 +68,7 @@ func (c *cluster) routerJoinLoop() {
 	meshPort, _ := strconv.Atoi(port)
 	self := map[string]bool{c.mesh.Addr(): true, net.JoinHostPort(c.cfg.Cluster.MeshAdvertise, port): true}
 	lastErr := ""
+	joined := false
 	for {
 		known := map[string]bool{}
 		alive := 0
@@ -87,16 +88,19 @@ func (c *cluster) routerJoinLoop() {
 		case len(addrs) > 0:
 			lastErr = ""
 			n, err := c.mesh.Join(addrs)
-			var taken *mesh.NodeIDTakenError
-			switch {
-			case errors.As(err, &taken) && alive <= 1: // this gateway is the newcomer: it stops (joinLoop)
-				c.fail(c.cannotJoin(addrs, err))
-				return
-			case err != nil && n == 0:
+			if taken := (*mesh.NodeIDTakenError)(nil); errors.As(err, &taken) {
+				// Of two gateways with one id, the one started later stops, whichever meets
+				// the other: not the one alone in its fleet, which may be the first.
+				if why := c.idTaken(taken, joined); why != nil {
+					c.fail(why)
+					return
+				}
+				err = nil // this gateway goes on, joined (idTaken logged why)
+			}
+			if err != nil {
 				c.log.Warn("--router-selector: joining the gateway pods failed; retrying", "join", strings.Join(addrs, ","), "err", err)
-			case err != nil:
-				c.log.Warn("--router-selector: a gateway pod uses this gateway's node id; it should stop", "join", strings.Join(addrs, ","), "err", err)
-			default:
+			} else {
+				joined = true
 				c.log.Info("--router-selector: joined gateway pods", "reached", n, "of", len(addrs), "alive", c.mesh.Count(mesh.StatusAlive))
 			}
 		}

@@ -2,11 +2,18 @@ package server
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
+	"github.com/meshgw/meshgw/discovery/kube"
+	"github.com/meshgw/meshgw/gateway"
 	"github.com/meshgw/meshgw/mesh"
+	"github.com/meshgw/meshgw/test/fakekube"
 	"github.com/meshgw/meshgw/test/logbuf"
 	"github.com/meshgw/meshgw/test/testkit"
 )
@@ -112,5 +119,225 @@ func TestForeignClusterExits(t *testing.T) {
 	}
 	if m, ok := a.cl.member("gw-b"); !ok || m.Status != mesh.StatusForeign {
 		t.Errorf("gw-a lists gw-b as %v (listed: %v), want foreign", m.Status, ok)
+	}
+}
+
+// ran reports whether g's Run has returned (without taking its result, which stop reads).
+func (g *testGateway) ran() bool { return len(g.done) > 0 }
+
+// result is what g's Run returned, once it has; stop still reads it.
+func (g *testGateway) result() error {
+	err := <-g.done
+	g.done <- err
+	return err
+}
+
+// joinedOrEnded is the condition that g logged its mesh join, or that its Run returned.
+func joinedOrEnded(g *testGateway, joined string) func() bool {
+	return func() bool { return len(g.logs.Lines(joined)) > 0 || g.ran() }
+}
+
+// freeMeshPort is a port free on ip for TCP and UDP when the test looked, for gateways that
+// share one --mesh-port on several addresses (as pods do).
+func freeMeshPort(t *testing.T, ip string) int {
+	t.Helper()
+	ln, err := mesh.Listen(ip, 0, testkit.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr())
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	return p
+}
+
+// TestJoinAfterARestartWithAnotherAdvertisedHost: a gateway whose mesh binds every interface,
+// restarted after a crash with another --mesh-advertise-host on a host that still has the
+// address it advertised before, joins: the old address its peers list answers the id's ping,
+// but it is this gateway that answers there, not a second one. (Every address here is on
+// 127.0.0.0/8, which reaches a socket bound to 0.0.0.0 on Linux: the traffic stays on loopback.)
+func TestJoinAfterARestartWithAnotherAdvertisedHost(t *testing.T) {
+	quiet, key := testkit.Quiet(), gossipKey(&Config{Gateway: gateway.Config{AdminAPIKey: adminKey}})
+	// The peer: it does not probe, so it lists the crashed run alive, as peers do until they
+	// notice a crash.
+	seed, err := mesh.Start(mesh.Config{NodeID: "gw-1", BindAddr: "127.0.0.1", Profile: mesh.ProfileLocal, EncryptKey: key,
+		Logger: quiet, Tune: func(c *memberlist.Config) { c.ProbeInterval = time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = seed.Shutdown() }) // after gw-2 stopped
+	old, err := mesh.Start(mesh.Config{NodeID: "gw-2", BindAddr: "127.0.0.2", Profile: mesh.ProfileLocal, EncryptKey: key, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Join([]string{seed.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.For(t, "gw-1 to list gw-2 alive at "+old.Addr(), func() bool {
+		for _, m := range seed.Members() {
+			if m.ID == "gw-2" {
+				return m.Status == mesh.StatusAlive && m.Address == old.Addr()
+			}
+		}
+		return false
+	})
+	_ = old.Shutdown() // the crash: no leave
+
+	_, port, _ := net.SplitHostPort(old.Addr())
+	g := startGateway(t, func(c *Config) {
+		c.NodeID, c.Cluster.Join = "gw-2", []string{seed.Addr()}
+		c.Cluster.MeshBind, c.Cluster.MeshAdvertise = "0.0.0.0", "127.0.0.1"
+		c.Cluster.MeshPort, _ = strconv.Atoi(port)
+	})
+	testkit.For(t, "gw-2 to join or to stop", joinedOrEnded(g, "joined the mesh"))
+	if g.ran() {
+		t.Fatalf("gw-2, restarted at %s, stopped: %v", g.cl.mesh.Addr(), g.result())
+	}
+	if got := g.logs.Lines("where this gateway answers itself", "listed_at="+old.Addr()); len(got) != 1 {
+		t.Errorf("want one line saying that gw-2 itself answers at %s: %q", old.Addr(), g.logs.Lines("node id"))
+	}
+}
+
+// TestTakenIDUnderRouterSelectorKeepsTheFirstGateway: with --router-selector, the gateway that
+// holds a node id goes on when a pod started later with the same id appears, even alone in
+// its fleet; the later one stops at its join with the usual line.
+func TestTakenIDUnderRouterSelectorKeepsTheFirstGateway(t *testing.T) {
+	api := fakekube.New()
+	t.Cleanup(api.Close)
+	kubeconfig, err := api.WriteKubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	port := freeMeshPort(t, "127.0.0.2")
+	pod := func(name, ip string, labels map[string]string) {
+		api.Apply(fakekube.ReadyPod("gw", name, ip, labels, time.Now()))
+	}
+	gw2At := func(ip string, selector map[string]string) func(*Config) {
+		return func(c *Config) {
+			c.NodeID = "gw-2"
+			c.Cluster.MeshBind, c.Cluster.MeshAdvertise, c.Cluster.MeshPort = ip, ip, port
+			c.Discovery = &kube.Config{Namespace: "gw", RouterSelector: selector}
+		}
+	}
+
+	// The gateway that holds gw-2, alone in its fleet.
+	pod("first", "127.0.0.2", map[string]string{"app": "meshgw"})
+	first := startGateway(t, gw2At("127.0.0.2", map[string]string{"app": "meshgw"}))
+	// A pod started later with the same id. It lists no pod but its own for now, so that it is
+	// the first gateway's loop that meets it.
+	pod("second", "127.0.0.3", map[string]string{"app": "meshgw", "second": "yes"})
+	logs := &logbuf.Buffer{}
+	cfg := testConfig(t, logs)
+	gw2At("127.0.0.3", map[string]string{"second": "yes"})(&cfg)
+	second, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	secondDone := make(chan error, 1)
+	go func() { secondDone <- second.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-secondDone
+	}()
+
+	testkit.For(t, "the first gw-2 to meet the second", joinedOrEnded(first, "127.0.0.3:"+strconv.Itoa(port)))
+	// Now the second one lists the first one's pod too: it meets the first gw-2 at its join.
+	pod("first", "127.0.0.2", map[string]string{"app": "meshgw", "second": "yes"})
+	testkit.For(t, "either gw-2 to stop", func() bool { return len(secondDone) > 0 || first.ran() })
+	if first.ran() {
+		t.Fatalf("the first gw-2 stopped when a pod started later took its id: %v", first.result())
+	}
+	got := <-secondDone
+	secondDone <- got
+	want := "--node-id gw-2 is already used by a live gateway at 127.0.0.2:" + strconv.Itoa(port) + "; give each gateway its own node id"
+	if got == nil || got.Error() != want {
+		t.Errorf("the second gw-2's Run: %v, want %q", got, want)
+	}
+	if first.ran() {
+		t.Errorf("the first gw-2 stopped: %v", first.result())
+	}
+	if got := first.logs.Lines("a gateway started after this one uses its node id", "other=127.0.0.3:"); len(got) == 0 {
+		t.Errorf("the first gw-2 did not say that the other one stops: %q", first.logs.Lines("node id"))
+	}
+}
+
+// TestForeignAmongUnreachableRetries: a gateway whose --join names a gateway of another raft
+// cluster (an address reused since) and its own peers, none up yet (a whole fleet restarting),
+// retries its join: only when every address refused it for its cluster id can trying again not
+// help.
+func TestForeignAmongUnreachableRetries(t *testing.T) {
+	durable := func(id, dir string, join ...string) func(*Config) {
+		return func(c *Config) { c.NodeID, c.Raft.Ephemeral, c.StateDir, c.Cluster.Join = id, false, dir, join }
+	}
+	hasClusterID := func(g *testGateway) func() bool { return func() bool { return g.cl.node.ClusterID() != "" } }
+	a := startGateway(t, durable("gw-a", t.TempDir()))
+	testkit.For(t, "gw-a's cluster id", hasClusterID(a))
+	bDir := t.TempDir()
+	b := startGateway(t, durable("gw-b", bDir))
+	testkit.For(t, "gw-b's cluster id", hasClusterID(b))
+	b.stop(t)
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerDown := down.Addr().String()
+	_ = down.Close() // gw-b's own peer: not up yet
+
+	g := startGateway(t, durable("gw-b", bDir, a.MeshAddr(), peerDown))
+	retries := func() int { return len(g.logs.Lines("joining the mesh failed; retrying")) }
+	testkit.For(t, "gw-b to retry twice or to stop", func() bool { return retries() >= 2 || g.ran() })
+	if g.ran() {
+		t.Fatalf("gw-b stopped at its join instead of retrying: %v", g.result())
+	}
+	if m, ok := a.cl.member("gw-b"); !ok || m.Status != mesh.StatusForeign {
+		t.Errorf("gw-a lists gw-b as %v (listed: %v), want foreign", m.Status, ok)
+	}
+}
+
+// TestTakenIDYieldsTheLaterGateway: of two live gateways with one node id, the one started later stops; each
+// compares the same two start times, so exactly one does. Without the other's start time, the
+// one that has not joined yet stops.
+func TestTakenIDYieldsTheLaterGateway(t *testing.T) {
+	t0 := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	const self, other = "10.0.0.1:39527", "10.0.0.2:39527"
+	tests := []struct {
+		name         string
+		started      time.Time // this gateway's
+		otherStarted time.Time
+		joined       bool
+		want         bool
+	}{
+		{"the other started first", t0.Add(time.Second), t0, true, true},
+		{"the other started first, this one alone", t0.Add(time.Second), t0, false, true},
+		{"this one started first", t0, t0.Add(time.Second), false, false},
+		{"this one started first, joined", t0, t0.Add(time.Second), true, false},
+		{"the same instant: the greater address stops", t0, t0, true, false},
+		{"other's start unknown, not joined yet", t0, time.Time{}, false, true},
+		{"other's start unknown, joined before", t0, time.Time{}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			taken := &mesh.NodeIDTakenError{NodeID: "gw-2", Addr: other, Started: tt.otherStarted}
+			if got := yields(taken, tt.started, self, tt.joined); got != tt.want {
+				t.Errorf("yields = %v, want %v", got, tt.want)
+			}
+			if tt.otherStarted.IsZero() {
+				return
+			}
+			// The other gateway's own decision, from the same two start times.
+			mine := &mesh.NodeIDTakenError{NodeID: "gw-2", Addr: self, Started: tt.started}
+			if theirs := yields(mine, tt.otherStarted, other, true); theirs == tt.want {
+				t.Errorf("both gateways decide to stop: %v", theirs)
+			}
+		})
 	}
 }
