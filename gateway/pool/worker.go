@@ -79,7 +79,22 @@ type Worker struct {
 // cacheTokens are a worker's prompt tokens and, of them, the cached ones, as its answers
 // reported them; and the bytes of routing text this gateway's cache_aware picks sent it and, of
 // them, the ones its prefix index predicted the worker held.
-type cacheTokens struct{ prompt, cached, text, matched atomic.Uint64 }
+type cacheTokens struct{ tokens, predicted share }
+
+// share is a count and the part of it that hit, added to and read without a lock, so that a
+// reader never sees more of the part than of the whole: add adds the whole first, load reads
+// the part first.
+type share struct{ whole, part atomic.Uint64 }
+
+func (s *share) add(whole, part uint64) {
+	s.whole.Add(whole)
+	s.part.Add(part)
+}
+
+func (s *share) load() (whole, part uint64) {
+	part = s.part.Load()
+	return s.whole.Load(), part
+}
 
 type breakerBox struct{ b Breaker }
 
@@ -240,45 +255,35 @@ func (w *Worker) carryState(old *Worker) {
 // ObserveCache counts one answer's report: its prompt's tokens and how many of them the engine
 // found in its prefix cache. It does not allocate.
 func (w *Worker) ObserveCache(prompt, cached uint64) {
-	// prompt first, and CacheTokens reads cached first, so a reader never sees more cached
-	// tokens than prompt tokens.
 	if c := w.cache; c != nil { // nil only in a Worker made outside the pool
-		c.prompt.Add(prompt)
-		c.cached.Add(cached)
+		c.tokens.add(prompt, cached)
 	}
 }
 
 // CacheTokens returns the prompt tokens the worker's answers through this gateway reported,
 // and of them the cached ones; cached never exceeds prompt.
 func (w *Worker) CacheTokens() (prompt, cached uint64) {
-	c := w.cache
-	if c == nil {
-		return 0, 0
+	if c := w.cache; c != nil {
+		return c.tokens.load()
 	}
-	cached = c.cached.Load()
-	return c.prompt.Load(), cached
+	return 0, 0
 }
 
 // ObservePrediction counts one cache_aware pick of the worker: the routing text's length and
 // the part of it the prefix index predicted the worker holds, in bytes. It does not allocate.
 func (w *Worker) ObservePrediction(text, matched uint64) {
-	// text first, and Prediction reads matched first, so a reader never sees more matched bytes
-	// than text.
 	if c := w.cache; c != nil {
-		c.text.Add(text)
-		c.matched.Add(matched)
+		c.predicted.add(text, matched)
 	}
 }
 
 // Prediction returns the bytes of routing text this gateway's picks sent the worker, and of
 // them the ones its index predicted the worker held; matched never exceeds text.
 func (w *Worker) Prediction() (text, matched uint64) {
-	c := w.cache
-	if c == nil {
-		return 0, 0
+	if c := w.cache; c != nil {
+		return c.predicted.load()
 	}
-	matched = c.matched.Load()
-	return c.text.Load(), matched
+	return 0, 0
 }
 
 // HashString is FNV-1a 64 followed by a murmur3 finalizer: stable across processes (every gateway
