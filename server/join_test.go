@@ -15,6 +15,7 @@ import (
 	"github.com/meshgw/meshgw/mesh"
 	"github.com/meshgw/meshgw/test/fakekube"
 	"github.com/meshgw/meshgw/test/logbuf"
+	"github.com/meshgw/meshgw/test/loopport"
 	"github.com/meshgw/meshgw/test/testkit"
 )
 
@@ -99,16 +100,7 @@ func TestJoinAnHTTPPortHints(t *testing.T) {
 // the gateways it joins stops with one line that says so, rather than retrying for ever while
 // it leads a cluster of its own: a cluster id never changes.
 func TestForeignClusterExits(t *testing.T) {
-	durable := func(id, dir string, join ...string) func(*Config) {
-		return func(c *Config) { c.NodeID, c.Raft.Ephemeral, c.StateDir, c.Cluster.Join = id, false, dir, join }
-	}
-	hasClusterID := func(g *testGateway) func() bool { return func() bool { return g.cl.node.ClusterID() != "" } }
-	a := startGateway(t, durable("gw-a", t.TempDir()))
-	testkit.For(t, "gw-a's cluster id", hasClusterID(a))
-	bDir := t.TempDir()
-	b := startGateway(t, durable("gw-b", bDir))
-	testkit.For(t, "gw-b's cluster id", hasClusterID(b))
-	b.stop(t)
+	a, bDir := twoClusters(t)
 
 	logs := &logbuf.Buffer{}
 	cfg := testConfig(t, logs)
@@ -275,22 +267,15 @@ func TestTakenIDUnderRouterSelectorKeepsTheFirstGateway(t *testing.T) {
 // retries its join: only when every address refused it for its cluster id can trying again not
 // help.
 func TestForeignAmongUnreachableRetries(t *testing.T) {
-	durable := func(id, dir string, join ...string) func(*Config) {
-		return func(c *Config) { c.NodeID, c.Raft.Ephemeral, c.StateDir, c.Cluster.Join = id, false, dir, join }
-	}
-	hasClusterID := func(g *testGateway) func() bool { return func() bool { return g.cl.node.ClusterID() != "" } }
-	a := startGateway(t, durable("gw-a", t.TempDir()))
-	testkit.For(t, "gw-a's cluster id", hasClusterID(a))
-	bDir := t.TempDir()
-	b := startGateway(t, durable("gw-b", bDir))
-	testkit.For(t, "gw-b's cluster id", hasClusterID(b))
-	b.stop(t)
-	down, err := net.Listen("tcp", "127.0.0.1:0")
+	a, bDir := twoClusters(t)
+	// gw-b's own peer, not up yet: a port below the ephemeral range (loopport), so that no
+	// outgoing connection takes it and turns a refused connect into a join that waits out its
+	// timeout (a port from 127.0.0.1:0, closed again, made this test time out 1 run in 5).
+	port, err := loopport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	peerDown := down.Addr().String()
-	_ = down.Close() // gw-b's own peer: not up yet
+	peerDown := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 	g := startGateway(t, durable("gw-b", bDir, a.MeshAddr(), peerDown))
 	retries := func() int { return len(g.logs.Lines("joining the mesh failed; retrying")) }
@@ -340,4 +325,24 @@ func TestTakenIDYieldsTheLaterGateway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// durable sets a gateway's node id, a state directory (raft on disk) and its --join.
+func durable(id, dir string, join ...string) func(*Config) {
+	return func(c *Config) { c.NodeID, c.Raft.Ephemeral, c.StateDir, c.Cluster.Join = id, false, dir, join }
+}
+
+// twoClusters starts gw-a, a cluster of its own, and returns it with the state directory of
+// gw-b, which led another cluster and is stopped: a gateway started on that directory belongs
+// to a cluster other than gw-a's.
+func twoClusters(t *testing.T) (a *testGateway, bDir string) {
+	t.Helper()
+	hasClusterID := func(g *testGateway) func() bool { return func() bool { return g.cl.node.ClusterID() != "" } }
+	a = startGateway(t, durable("gw-a", t.TempDir()))
+	testkit.For(t, "gw-a's cluster id", hasClusterID(a))
+	bDir = t.TempDir()
+	b := startGateway(t, durable("gw-b", bDir))
+	testkit.For(t, "gw-b's cluster id", hasClusterID(b))
+	b.stop(t)
+	return a, bDir
 }
